@@ -1,0 +1,15 @@
+"""dpaudit: audit differential-privacy mechanisms, including functional releases.
+
+Importing dpaudit turns on 64-bit floats in JAX (``jax_enable_x64``): privacy
+losses are differences of large log densities, and float32 round-off would be
+read as privacy loss.
+"""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+__version__ = "0.1.0.dev0"
+
+from dpaudit import noise as noise  # noqa: E402
+from dpaudit import spaces as spaces  # noqa: E402

@@ -1,0 +1,74 @@
+"""Input checks that raise one clear sentence instead of a trace from inside JAX.
+
+Every public constructor and calibration helper in dpaudit validates concrete
+inputs with these functions. They are skipped for JAX tracers (values inside
+``jit``), where the caller is responsible for having validated once outside.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def is_concrete(value: Any) -> bool:
+    """True when ``value`` holds numbers (not a JAX tracer inside ``jit``)."""
+    return not isinstance(value, jax.core.Tracer)
+
+
+def check_positive(name: str, value: Any) -> None:
+    """Raise ``ValueError`` unless every entry of ``value`` is finite and > 0."""
+    if not is_concrete(value):
+        return
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {_show(value)}.")
+    if not np.all(arr > 0):
+        raise ValueError(f"{name} must be > 0, got {_show(value)}.")
+
+
+def check_epsilon(epsilon: Any) -> None:
+    """Raise ``ValueError`` unless epsilon is a finite number > 0."""
+    check_positive("epsilon", epsilon)
+
+
+def check_delta(delta: Any) -> None:
+    """Raise ``ValueError`` unless delta lies strictly between 0 and 1."""
+    if not is_concrete(delta):
+        return
+    arr = np.asarray(delta, dtype=float)
+    if not np.all(np.isfinite(arr)) or not np.all((arr > 0) & (arr < 1)):
+        raise ValueError(f"delta must lie strictly between 0 and 1, got {_show(delta)}.")
+
+
+def check_finite(name: str, value: Any) -> None:
+    """Raise ``ValueError`` if ``value`` contains NaN or infinity."""
+    if not is_concrete(value):
+        return
+    arr = np.asarray(value)
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(
+            f"{name} contains {bad} NaN or infinite value(s); clean or clip the input first."
+        )
+
+
+def check_last_axis(name: str, value: Any, expected: int, what: str) -> None:
+    """Raise ``ValueError`` unless ``value.shape[-1] == expected``."""
+    shape = np.shape(value)
+    if len(shape) == 0 or shape[-1] != expected:
+        raise ValueError(
+            f"{name} has shape {tuple(shape)} but its last axis must have length {expected} "
+            f"({what})."
+        )
+
+
+def _show(value: Any) -> str:
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        v = float(arr)
+        return repr(v) if math.isfinite(v) else str(v)
+    return f"an array with min {np.nanmin(arr):.4g} and max {np.nanmax(arr):.4g}"

@@ -1,0 +1,15 @@
+"""Noise processes, their closed-form log densities and calibration."""
+
+from dpaudit.noise.calibration import analytic_gaussian_sigma as analytic_gaussian_sigma
+from dpaudit.noise.calibration import classical_gaussian_multiplier as classical_gaussian_multiplier
+from dpaudit.noise.calibration import classical_gaussian_sigma as classical_gaussian_sigma
+from dpaudit.noise.calibration import gaussian_delta as gaussian_delta
+from dpaudit.noise.calibration import iclp_sigma as iclp_sigma
+from dpaudit.noise.processes import GaussianProcessNoise as GaussianProcessNoise
+from dpaudit.noise.processes import GridNoise as GridNoise
+from dpaudit.noise.processes import ICLPNoise as ICLPNoise
+from dpaudit.noise.processes import KarhunenLoeveNoise as KarhunenLoeveNoise
+from dpaudit.noise.radon_nikodym import cameron_martin_log_rn as cameron_martin_log_rn
+from dpaudit.noise.radon_nikodym import cameron_martin_log_rn_terms as cameron_martin_log_rn_terms
+from dpaudit.noise.radon_nikodym import one_c_log_rn as one_c_log_rn
+from dpaudit.noise.radon_nikodym import one_c_log_rn_terms as one_c_log_rn_terms
