@@ -1,0 +1,37 @@
+"""The public surface: every re-exported name exists and 64-bit floats are on."""
+
+import jax
+import jax.numpy as jnp
+
+import dpaudit
+import mechanisms  # noqa: F401
+from dpaudit import noise, spaces
+
+SPACES = {
+    "BrownianMotion", "CallableKernel", "Exponential", "Gaussian", "Grid", "KarhunenLoeveBasis",
+    "Kernel", "Matern", "brownian_motion_basis", "cameron_martin_norm",
+    "cameron_martin_partial_norms", "cameron_martin_terms", "custom_grid", "kl_basis", "l2_norm",
+    "l2_partial_norms", "one_c_norm", "one_c_partial_norms", "one_c_terms", "spectral_basis",
+    "uniform_grid",
+}  # fmt: skip
+NOISE = {
+    "GaussianProcessNoise", "GridNoise", "ICLPNoise", "KarhunenLoeveNoise",
+    "analytic_gaussian_sigma", "cameron_martin_log_rn", "cameron_martin_log_rn_terms",
+    "classical_gaussian_multiplier", "classical_gaussian_sigma", "gaussian_delta", "iclp_sigma",
+    "one_c_log_rn", "one_c_log_rn_terms",
+}  # fmt: skip
+
+
+def test_public_names():
+    assert SPACES == {n for n in dir(spaces) if not n.startswith("_")} - {
+        "bases", "grids", "kernels", "norms"
+    }  # fmt: skip
+    assert NOISE == {n for n in dir(noise) if not n.startswith("_")} - {
+        "calibration", "processes", "radon_nikodym"
+    }  # fmt: skip
+
+
+def test_x64_is_on_after_import():
+    assert jax.config.jax_enable_x64
+    assert jnp.zeros(1).dtype == jnp.float64
+    assert isinstance(dpaudit.__version__, str)
