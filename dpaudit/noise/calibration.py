@@ -93,7 +93,7 @@ def gaussian_delta(epsilon, mu):
 
     Example:
         >>> round(float(gaussian_delta(1.0, 1.0)), 6)
-        0.126936
+        0.126937
     """
     epsilon = np.asarray(epsilon, dtype=float)
     mu = np.asarray(mu, dtype=float)
@@ -121,7 +121,7 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
 
     Example:
         >>> s = analytic_gaussian_sigma(1.0, 1.0, 1e-5)
-        >>> bool(gaussian_delta(1.0, 1.0 / s) <= 1e-5) and round(s, 3) == 3.730
+        >>> bool(gaussian_delta(1.0, 1.0 / s) <= 1e-5) and round(s, 3) == 3.731
         True
     """
     check_positive("sensitivity", sensitivity)

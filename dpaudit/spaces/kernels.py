@@ -107,7 +107,7 @@ class Matern(Kernel):
     Example:
         >>> k = Matern(nu=1.5, lengthscale=0.1)
         >>> round(float(k([0.0], [0.1])[0, 0]), 6)  # (1 + sqrt 3) exp(-sqrt 3)
-        0.483668
+        0.483358
     """
 
     nu: float = 1.5
