@@ -13,3 +13,10 @@ __version__ = "0.1.0.dev0"
 
 from dpaudit import noise as noise  # noqa: E402
 from dpaudit import spaces as spaces  # noqa: E402
+from dpaudit.mechanism import Claim as Claim  # noqa: E402
+from dpaudit.mechanism import KnownFlaw as KnownFlaw  # noqa: E402
+from dpaudit.mechanism import Mechanism as Mechanism  # noqa: E402
+from dpaudit.mechanism import build as build  # noqa: E402
+from dpaudit.mechanism import catalogue as catalogue  # noqa: E402
+from dpaudit.mechanism import check_adjacent as check_adjacent  # noqa: E402
+from dpaudit.mechanism import register as register  # noqa: E402

@@ -35,3 +35,12 @@ def test_x64_is_on_after_import():
     assert jax.config.jax_enable_x64
     assert jnp.zeros(1).dtype == jnp.float64
     assert isinstance(dpaudit.__version__, str)
+
+
+TOP_LEVEL = {
+    "Claim", "KnownFlaw", "Mechanism", "build", "catalogue", "check_adjacent", "register",
+}  # fmt: skip
+
+
+def test_top_level_names():
+    assert TOP_LEVEL <= set(dir(dpaudit))

@@ -1,0 +1,426 @@
+r"""The mechanism record: a numpyro model, the claim it makes, and how to read both.
+
+A mechanism is declared once, as a frozen :class:`Mechanism`, and the audit
+engine, the CLI and users all read it the same way:
+
+* ``model(data)`` is a numpyro model. It computes the summary ``f_D`` from the
+  dataset and samples the release at the site ``release_site`` (``"release"``)
+  from a distribution whose ``log_prob`` is the *marginal* density of the
+  release (any other sample site must be observed). So ``log p_D(x)`` can be
+  evaluated at every release ``x`` and the privacy loss
+  ``L(x) = log p_D(x) - log p_D'(x)`` follows from the model alone.
+* ``claim`` is a frozen :class:`Claim`: epsilon, delta, adjacency relation,
+  the norm in which the sensitivity was bounded, the bound used to calibrate,
+  and the paper and theorem the guarantee rests on.
+* ``summary(data)`` returns ``f_D`` in the coordinates of the release
+  (grid values, coefficients, counts ...) and ``sensitivity_norm(h)`` measures
+  a difference ``h = f_D - f_D'`` in the claim's norm, so a test can compare
+  ``sensitivity_norm(summary(D) - summary(D'))`` with ``claim.sensitivity``.
+* ``known_flaw`` is set only by the faulty catalogue: the true guarantee of a
+  mechanism that claims more than it delivers.
+
+Catalogue entries are *builders*: functions of public parameters (epsilon,
+the dataset size ``n``, the data bound ...) that return a :class:`Mechanism`.
+:func:`register` files a builder under a name; :func:`build` and
+:func:`catalogue` read the registry (importing :mod:`mechanisms` fills it).
+
+Example — a user's own mechanism, in ten lines::
+
+    >>> import jax.numpy as jnp, numpyro, numpyro.distributions as dist
+    >>> from dpaudit import Claim, Mechanism
+    >>> def noisy_mean(data, *, epsilon, bound):
+    ...     mean = jnp.mean(jnp.clip(data, 0.0, bound))
+    ...     numpyro.sample("release", dist.Laplace(mean, bound / (data.shape[0] * epsilon)))
+    >>> n, epsilon, bound = 100, 1.0, 1.0
+    >>> mech = Mechanism(
+    ...     name="my-noisy-mean",
+    ...     model=lambda data: noisy_mean(data, epsilon=epsilon, bound=bound),
+    ...     claim=Claim(epsilon=epsilon, sensitivity=bound / n, sensitivity_norm="l1",
+    ...                 reference="Dwork & Roth 2014, Thm 3.6"),
+    ...     summary=lambda data: jnp.mean(jnp.clip(data, 0.0, bound)))
+    >>> float(mech.release_log_prob(jnp.full(n, 0.5), 0.5))  # log(n epsilon / (2 bound))
+    3.912023005428146
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro import handlers
+from numpyro.distributions import Distribution
+
+__all__ = [
+    "ADJACENCIES",
+    "SENSITIVITY_NORMS",
+    "Claim",
+    "KnownFlaw",
+    "Mechanism",
+    "build",
+    "catalogue",
+    "check_adjacent",
+    "entry",
+    "register",
+]
+
+#: Adjacency relations: ``replace-one`` (same ``n``, one record differs) and
+#: ``add-remove`` (one record added or removed).
+ADJACENCIES = ("replace-one", "add-remove")
+
+#: Norms in which a claim's sensitivity may be stated.
+#: ``rkhs`` is the RKHS norm of the noise kernel (HRW); ``cameron-martin`` is
+#: ``||h||_C`` of the noise covariance (MRS); ``one-c`` is ``||h||_{1,C}`` (LR);
+#: ``l1``/``l2``/``linf`` are the usual vector norms of the release coordinates.
+SENSITIVITY_NORMS = ("rkhs", "cameron-martin", "one-c", "l1", "l2", "linf")
+
+
+def _check_probability(name: str, value: float, *, allow_zero: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
+    value = float(value)
+    low_ok = value >= 0 if allow_zero else value > 0
+    if not (math.isfinite(value) and low_ok and value < 1):
+        bound = "0 <= delta < 1" if allow_zero else "0 < delta < 1"
+        raise ValueError(f"{name} must satisfy {bound}, got {value!r}.")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """What a mechanism claims: ``(epsilon, delta)``-DP under an adjacency relation.
+
+    Fields never change meaning (compare dp_accounting's ``DpEvent``).
+
+    Args:
+        epsilon: claimed epsilon (> 0, finite).
+        delta: claimed delta (``0`` for a pure-epsilon claim, else in ``(0, 1)``).
+        adjacency: ``"replace-one"`` or ``"add-remove"``.
+        sensitivity_norm: the norm of :data:`SENSITIVITY_NORMS` in which the
+            sensitivity was bounded, or ``None`` when the guarantee does not
+            rest on a sensitivity (e.g. the sparse vector technique).
+        sensitivity: the bound on ``||f_D - f_D'||`` used to calibrate the
+            noise (``None`` exactly when ``sensitivity_norm`` is ``None``).
+        reference: the paper and theorem the guarantee rests on.
+
+    Raises:
+        ValueError / TypeError: with one sentence naming the bad field.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    adjacency: str = "replace-one"
+    sensitivity_norm: str | None = None
+    sensitivity: float | None = None
+    reference: str = ""
+
+    def __post_init__(self):
+        if isinstance(self.epsilon, bool) or not isinstance(
+            self.epsilon, (int, float, np.floating, np.integer)
+        ):
+            raise TypeError(f"Claim epsilon must be a number, got {type(self.epsilon).__name__}.")
+        epsilon = float(self.epsilon)
+        if not (math.isfinite(epsilon) and epsilon > 0):
+            raise ValueError(f"Claim epsilon must be a finite number > 0, got {epsilon!r}.")
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(
+            self, "delta", _check_probability("Claim delta", self.delta, allow_zero=True)
+        )
+        if self.adjacency not in ADJACENCIES:
+            raise ValueError(
+                f"Claim adjacency must be one of {ADJACENCIES}, got {self.adjacency!r}."
+            )
+        if (self.sensitivity_norm is None) != (self.sensitivity is None):
+            raise ValueError(
+                "Claim sensitivity and sensitivity_norm go together: give both (the bound and "
+                "the norm it is measured in) or neither."
+            )
+        if self.sensitivity_norm is not None:
+            if self.sensitivity_norm not in SENSITIVITY_NORMS:
+                raise ValueError(
+                    f"Claim sensitivity_norm must be one of {SENSITIVITY_NORMS}, got "
+                    f"{self.sensitivity_norm!r}."
+                )
+            sensitivity = float(self.sensitivity)
+            if not (math.isfinite(sensitivity) and sensitivity > 0):
+                raise ValueError(
+                    f"Claim sensitivity must be a finite number > 0, got {sensitivity!r}."
+                )
+            object.__setattr__(self, "sensitivity", sensitivity)
+        if not isinstance(self.reference, str):
+            raise TypeError("Claim reference must be a string naming the paper and theorem.")
+
+    @property
+    def pure(self) -> bool:
+        """True for a pure-epsilon claim (``delta == 0``)."""
+        return self.delta == 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownFlaw:
+    """The true guarantee of a mechanism that claims more than it delivers.
+
+    Args:
+        reason: one or two sentences: what is wrong and where it comes from.
+        true_epsilon: the smallest epsilon the mechanism really satisfies at
+            ``true_delta`` (``math.inf`` when it is not DP at all at that delta,
+            ``None`` when not known in closed form).
+        true_delta: the delta at which ``true_epsilon`` holds (the claimed
+            delta unless stated otherwise).
+        visible_on: how a neighbouring pair must look for the flaw to show
+            (free text for humans; e.g. "any pair whose summaries differ").
+    """
+
+    reason: str
+    true_epsilon: float | None = None
+    true_delta: float = 0.0
+    visible_on: str = "any pair whose summaries differ"
+
+    def __post_init__(self):
+        if not self.reason:
+            raise ValueError("KnownFlaw reason must say what is wrong.")
+        if self.true_epsilon is not None:
+            value = float(self.true_epsilon)
+            if not value > 0:
+                raise ValueError(f"KnownFlaw true_epsilon must be > 0, got {value!r}.")
+            object.__setattr__(self, "true_epsilon", value)
+        object.__setattr__(
+            self,
+            "true_delta",
+            _check_probability("KnownFlaw true_delta", self.true_delta, allow_zero=True),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Mechanism:
+    """A DP mechanism declared as a numpyro model, with its claim.
+
+    Args:
+        name: a short identifier (``"iclp-qr-mean"``).
+        model: the numpyro model ``model(data)`` with every parameter bound.
+            It samples the release at ``release_site`` from a distribution with
+            a ``log_prob`` that is the release's marginal density.
+        claim: the :class:`Claim`.
+        summary: ``summary(data)``, the non-private summary ``f_D`` in the
+            release's coordinates, or ``None`` when the release is not
+            "summary plus noise".
+        sensitivity_norm: ``sensitivity_norm(h)``, the claim's norm of a
+            difference of summaries; ``None`` when there is no summary.
+        params: the public parameters the builder was called with (reports
+            show them; read-only).
+        release_site: name of the release sample site.
+        description: one paragraph for reports and ``dpaudit list``.
+        known_flaw: the true guarantee, for the faulty catalogue only.
+
+    Raises:
+        TypeError: when ``model`` (or ``summary``, ``sensitivity_norm``) is not
+            callable or ``claim`` is not a :class:`Claim`.
+    """
+
+    name: str
+    model: Callable[..., Any]
+    claim: Claim
+    summary: Callable[[Any], jax.Array] | None = None
+    sensitivity_norm: Callable[[jax.Array], jax.Array] | None = None
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    release_site: str = "release"
+    description: str = ""
+    known_flaw: KnownFlaw | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError("Mechanism name must be a non-empty string.")
+        if not callable(self.model):
+            raise TypeError(f"Mechanism {self.name!r}: model must be callable (a numpyro model).")
+        if not isinstance(self.claim, Claim):
+            raise TypeError(
+                f"Mechanism {self.name!r}: claim must be a dpaudit.Claim, got "
+                f"{type(self.claim).__name__}."
+            )
+        for field in ("summary", "sensitivity_norm"):
+            value = getattr(self, field)
+            if value is not None and not callable(value):
+                raise TypeError(f"Mechanism {self.name!r}: {field} must be callable or None.")
+        if self.known_flaw is not None and not isinstance(self.known_flaw, KnownFlaw):
+            raise TypeError(f"Mechanism {self.name!r}: known_flaw must be a dpaudit.KnownFlaw.")
+        object.__setattr__(self, "params", types.MappingProxyType(dict(self.params)))
+
+    # ------------------------------------------------------------------ reading
+
+    def release_distribution(self, data) -> Distribution:
+        """The distribution the model samples its release from, given ``data``.
+
+        Raises:
+            ValueError: if the model has no sample site named ``release_site``.
+            TypeError: if that site's distribution has no usable ``log_prob``.
+        """
+        trace = handlers.trace(handlers.seed(self.model, rng_seed=0)).get_trace(data)
+        site = trace.get(self.release_site)
+        if site is None or site["type"] != "sample":
+            sites = sorted(k for k, v in trace.items() if v["type"] == "sample")
+            raise ValueError(
+                f"mechanism {self.name!r} has no sample site named {self.release_site!r} "
+                f"(its sample sites are {sites}); sample the release with "
+                f"numpyro.sample({self.release_site!r}, ...)."
+            )
+        fn = site["fn"]
+        if not isinstance(fn, Distribution):
+            raise TypeError(
+                f"mechanism {self.name!r}: the release site {self.release_site!r} is drawn from "
+                f"{type(fn).__name__}, not a numpyro Distribution with a log_prob."
+            )
+        return fn
+
+    def release_log_prob(self, data, release) -> jax.Array:
+        """``log p_D(release)``: the release density under ``data``."""
+        return self.release_distribution(data).log_prob(jnp.asarray(release))
+
+    def sample(self, data, key, n_samples: int | None = None) -> jax.Array:
+        """Draw releases given ``data`` (``n_samples`` of them, or one when ``None``)."""
+        dist = self.release_distribution(data)
+        shape = () if n_samples is None else (int(n_samples),)
+        return dist.sample(key, shape)
+
+    def distance(self, data, data_prime) -> jax.Array:
+        """``||f_D - f_D'||`` in the claim's norm.
+
+        Raises:
+            ValueError: if the mechanism declares no summary or no norm.
+        """
+        if self.summary is None or self.sensitivity_norm is None:
+            raise ValueError(
+                f"mechanism {self.name!r} declares no summary/sensitivity_norm, so its "
+                "sensitivity cannot be measured."
+            )
+        return self.sensitivity_norm(self.summary(data) - self.summary(data_prime))
+
+
+# --------------------------------------------------------------------- adjacency
+
+
+def _records(data) -> list[np.ndarray]:
+    leaves = jax.tree_util.tree_leaves(data)
+    if not leaves:
+        raise ValueError("a dataset must hold at least one array of records.")
+    arrays = [np.asarray(leaf) for leaf in leaves]
+    if any(a.ndim == 0 for a in arrays):
+        raise ValueError("every array of a dataset must have the records on its first axis.")
+    sizes = {a.shape[0] for a in arrays}
+    if len(sizes) != 1:
+        raise ValueError(f"the arrays of a dataset hold different numbers of records: {sizes}.")
+    return arrays
+
+
+def check_adjacent(data, data_prime, adjacency: str = "replace-one") -> None:
+    """Raise ``ValueError`` unless ``data`` and ``data_prime`` are neighbours.
+
+    A dataset is an array (or a pytree of arrays, e.g. ``(X, y)``) with the
+    records on the first axis. ``replace-one``: same number of records, at most
+    one differs. ``add-remove``: one dataset is the other with one record added.
+    """
+    if adjacency not in ADJACENCIES:
+        raise ValueError(f"adjacency must be one of {ADJACENCIES}, got {adjacency!r}.")
+    a, b = _records(data), _records(data_prime)
+    if len(a) != len(b) or any(x.shape[1:] != y.shape[1:] for x, y in zip(a, b, strict=True)):
+        raise ValueError("the two datasets do not have the same structure of record arrays.")
+    n, n_prime = a[0].shape[0], b[0].shape[0]
+    if adjacency == "replace-one":
+        if n != n_prime:
+            raise ValueError(
+                f"replace-one neighbours have the same number of records, got {n} and {n_prime}."
+            )
+        differ = np.zeros(n, dtype=bool)
+        for x, y in zip(a, b, strict=True):
+            differ |= np.any((x != y).reshape(n, -1), axis=1)
+        if int(differ.sum()) > 1:
+            raise ValueError(
+                f"the datasets differ in {int(differ.sum())} records; replace-one neighbours "
+                "differ in at most one."
+            )
+        return
+    small, large = (a, b) if n < n_prime else (b, a)
+    if abs(n - n_prime) != 1:
+        raise ValueError(
+            f"add-remove neighbours differ by exactly one record, got sizes {n} and {n_prime}."
+        )
+    m = small[0].shape[0]
+    for drop in range(m + 1):  # find the added record
+        if all(
+            np.array_equal(s, np.delete(big, drop, axis=0))
+            for s, big in zip(small, large, strict=True)
+        ):
+            return
+    raise ValueError("no single added record turns the smaller dataset into the larger one.")
+
+
+# ---------------------------------------------------------------------- registry
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    name: str
+    builder: Callable[..., Mechanism]
+    summary: str
+    example: Mapping[str, Any]
+    faulty: bool
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def register(name: str, *, example: Mapping[str, Any] | None = None, faulty: bool = False):
+    """Decorator filing a builder ``builder(**params) -> Mechanism`` under ``name``.
+
+    Args:
+        name: the catalogue name (``dpaudit list`` shows it; audit specs use it).
+        example: parameters with which ``build(name, **example)`` gives a
+            realistic instance (used by ``dpaudit list`` and the tests).
+        faulty: True for the catalogue of known-faulty mechanisms.
+
+    Raises:
+        ValueError: if ``name`` is already registered to another builder.
+    """
+
+    def decorate(builder: Callable[..., Mechanism]) -> Callable[..., Mechanism]:
+        previous = _REGISTRY.get(name)
+        if previous is not None and previous.builder is not builder:
+            if (previous.builder.__module__, previous.builder.__qualname__) != (
+                builder.__module__,
+                builder.__qualname__,
+            ):
+                raise ValueError(f"a mechanism named {name!r} is already registered.")
+        doc = (builder.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        _REGISTRY[name] = _Entry(name, builder, doc, dict(example or {}), faulty)
+        return builder
+
+    return decorate
+
+
+def catalogue(*, faulty: bool | None = None) -> list[str]:
+    """Registered names, sorted; ``faulty=True/False`` keeps only that part."""
+    import mechanisms  # noqa: F401  (registers the shipped catalogue)
+
+    return sorted(n for n, e in _REGISTRY.items() if faulty is None or e.faulty == faulty)
+
+
+def entry(name: str) -> _Entry:
+    """The registry entry (builder, one-line summary, example parameters) of ``name``."""
+    import mechanisms  # noqa: F401
+
+    if name not in _REGISTRY:
+        raise ValueError(
+            f"no mechanism named {name!r}; `dpaudit list` shows the catalogue "
+            f"({len(_REGISTRY)} names)."
+        )
+    return _REGISTRY[name]
+
+
+def build(name: str, **params) -> Mechanism:
+    """Build the registered mechanism ``name``: its example parameters updated by ``params``."""
+    e = entry(name)
+    return e.builder(**{**e.example, **params})
