@@ -1,5 +1,6 @@
 """The README's code example runs as written and its assertion holds."""
 
+import math
 import pathlib
 import re
 
@@ -17,3 +18,12 @@ def test_readme_example_runs():
 def test_readme_shows_both_commands():
     text = README.read_text()
     assert "make audit" in text and "make test" in text
+
+
+def test_readme_mechanism_example_runs():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    example = next(b for b in blocks if "Mechanism(" in b)
+    namespace: dict = {}
+    exec(compile(example, str(README), "exec"), namespace)
+    # Laplace(0.5, 1/100) density at 0.52: log(100/2) - 2
+    assert abs(float(namespace["log_p"]) - (math.log(50.0) - 2.0)) < 1e-12
