@@ -1,0 +1,158 @@
+"""Named generators of neighbouring datasets ``(D, D')`` for audit specs.
+
+Each generator takes the mechanism (to read public parameters such as ``n``,
+``tau``, ``grid_size`` from ``mechanism.params`` when they are not given) and a
+seed, and returns a replace-one neighbouring pair whose replaced record is
+chosen to move the summary a lot (the extreme of the data bound), so that an
+audit looks where a flaw would show:
+
+* ``curves`` — ``n`` smooth random curves on a uniform grid of ``grid_size``
+  points with L2 norm at most ``tau``; record 0 is ``tau sqrt(2) sin(pi t)``
+  in ``D`` and its negative in ``D'``.
+* ``points`` — ``n`` uniform points in ``[0, 1]^dim``; record 0 is the origin in
+  ``D`` and the opposite corner in ``D'``.
+* ``labelled`` — points as above with labels in ``{-1, +1}``; record 0 changes
+  both its point and its label.
+* ``scores`` — ``n`` scores in ``[0, 1]`` with 0/1 labels; record 0 moves from
+  score 0 (label 0) to score 1 (label 1).
+* ``example`` — the pair the mechanism's own module documents
+  (``example_pair(name, seed=...)`` in the module or its package), e.g. the
+  pair on which a faulty mechanism's flaw is visible.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import sys
+from collections.abc import Callable
+
+import numpy as np
+
+from dpaudit.mechanism import _REGISTRY, Mechanism
+
+__all__ = ["generate", "generators"]
+
+
+def _param(mechanism: Mechanism, given, name: str, default=None):
+    if given is not None:
+        return given
+    if name in mechanism.params:
+        return mechanism.params[name]
+    if default is None:
+        raise ValueError(
+            f"the generator needs {name!r}: give it in [data.params] (the mechanism's "
+            f"parameters do not include it)."
+        )
+    return default
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, smoothness=2.0):
+    """Smooth random curves with L2 norm <= tau; record 0 flips sign."""
+    n = _positive_int("n", _param(mechanism, n, "n"))
+    m = _positive_int("grid_size", _param(mechanism, grid_size, "grid_size", 100))
+    tau = float(_param(mechanism, tau, "tau", 1.0))
+    if not (math.isfinite(tau) and tau > 0):
+        raise ValueError(f"tau must be a finite number > 0, got {tau!r}.")
+    rng = np.random.default_rng(seed)
+    t = (np.arange(m) + 0.5) / m
+    j = np.arange(1, 21)
+    basis = np.sqrt(2.0) * np.sin(np.pi * np.outer(t, j))  # (m, 20), L2-orthonormal
+    coefficients = rng.standard_normal((n, j.size)) * j ** (-float(smoothness))
+    data = coefficients @ basis.T
+    norms = np.sqrt(np.mean(data**2, axis=1))
+    data *= (0.5 * tau / np.maximum(norms, 1e-300))[:, None] * rng.uniform(0.2, 1.0, (n, 1))
+    extreme = tau * basis[:, 0] / np.sqrt(np.mean(basis[:, 0] ** 2)) * (1 - 1e-12)
+    d, d_prime = data.copy(), data.copy()
+    d[0], d_prime[0] = extreme, -extreme
+    return d, d_prime
+
+
+def points(mechanism, *, seed=0, n=None, dim=None):
+    """Uniform points in [0, 1]^dim; record 0 jumps between opposite corners."""
+    n = _positive_int("n", _param(mechanism, n, "n"))
+    dim = _positive_int("dim", _param(mechanism, dim, "dim", 1))
+    rng = np.random.default_rng(seed)
+    d = rng.uniform(0.0, 1.0, (n, dim))
+    d_prime = d.copy()
+    d[0], d_prime[0] = 0.0, 1.0
+    return d, d_prime
+
+
+def labelled(mechanism, *, seed=0, n=None, dim=None):
+    """Points in [0, 1]^dim with labels in {-1, +1}; record 0 changes point and label."""
+    x, x_prime = points(mechanism, seed=seed, n=n, dim=dim)
+    rng = np.random.default_rng(seed + 1)
+    y = np.where(rng.uniform(size=x.shape[0]) < 0.5, -1.0, 1.0)
+    y_prime = y.copy()
+    y[0], y_prime[0] = -1.0, 1.0
+    return (x, y), (x_prime, y_prime)
+
+
+def scores(mechanism, *, seed=0, n=None):
+    """Scores in [0, 1] with 0/1 labels; record 0 moves from (0, 0) to (1, 1)."""
+    n = _positive_int("n", _param(mechanism, n, "n"))
+    rng = np.random.default_rng(seed)
+    labels = (rng.uniform(size=n) < 0.5).astype(float)
+    s = np.clip(rng.beta(2.0 + 2.0 * labels, 4.0 - 2.0 * labels), 0.0, 1.0)
+    s_prime, labels_prime = s.copy(), labels.copy()
+    s[0], labels[0], s_prime[0], labels_prime[0] = 0.0, 0.0, 1.0, 1.0
+    return (s, labels), (s_prime, labels_prime)
+
+
+def example(mechanism, *, seed=0, **params):
+    """The pair the mechanism's module (or package) documents via ``example_pair``."""
+    entry = _REGISTRY.get(mechanism.name)
+    module_name = entry.builder.__module__ if entry is not None else None
+    candidates = []
+    while module_name:
+        module = sys.modules.get(module_name) or importlib.import_module(module_name)
+        if hasattr(module, "example_pair"):
+            candidates.append(module.example_pair)
+            break
+        module_name = module_name.rpartition(".")[0]
+    if not candidates:
+        raise ValueError(
+            f"mechanism {mechanism.name!r} documents no example pair (no example_pair function "
+            "in its module); use another generator or data files."
+        )
+    fn = candidates[0]
+    kwargs = {"seed": seed, **params} if "seed" in inspect.signature(fn).parameters else params
+    return fn(mechanism.name, **kwargs)
+
+
+_GENERATORS: dict[str, Callable] = {
+    "curves": curves,
+    "points": points,
+    "labelled": labelled,
+    "scores": scores,
+    "example": example,
+}
+
+
+def generators() -> list[str]:
+    """Names of the dataset generators."""
+    return sorted(_GENERATORS)
+
+
+def generate(name: str, mechanism: Mechanism, *, seed: int = 0, **params):
+    """Run generator ``name`` for ``mechanism``; returns ``(D, D')``.
+
+    Raises:
+        ValueError: for an unknown generator or bad parameters.
+    """
+    if name not in _GENERATORS:
+        raise ValueError(f"unknown generator {name!r}; one of {generators()}.")
+    fn = _GENERATORS[name]
+    try:
+        inspect.signature(fn).bind(mechanism, seed=seed, **params)
+    except TypeError as err:
+        raise ValueError(f"generator {name!r} does not take these parameters ({err}).") from None
+    return fn(mechanism, seed=seed, **params)
