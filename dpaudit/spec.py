@@ -302,8 +302,11 @@ def resolve_mechanism(spec: AuditSpec) -> Mechanism:
         SpecError: when the callable's signature does not accept ``params`` or
             it does not produce a Mechanism.
     """
+    params = dict(spec.params)
     if ":" not in spec.mechanism:
-        builder = entry(spec.mechanism).builder
+        registered = entry(spec.mechanism)
+        builder = registered.builder
+        params = {**registered.example, **params}
     else:
         builder = _load_callable(spec.path, spec.mechanism)
         if isinstance(builder, Mechanism):
@@ -313,7 +316,7 @@ def resolve_mechanism(spec: AuditSpec) -> Mechanism:
         if not callable(builder):
             raise _fail(spec.path, "mechanism.path", f"{spec.mechanism} is not callable.")
     try:
-        inspect.signature(builder).bind(**spec.params)
+        inspect.signature(builder).bind(**params)
     except TypeError as err:
         raise _fail(
             spec.path, "mechanism.params", f"the builder does not accept these parameters ({err})."
@@ -321,7 +324,7 @@ def resolve_mechanism(spec: AuditSpec) -> Mechanism:
     except ValueError:  # builtins without a signature: let the call decide
         pass
     try:
-        mechanism = builder(**spec.params)
+        mechanism = builder(**params)
     except (TypeError, ValueError) as err:
         raise _fail(spec.path, "mechanism.params", str(err)) from None
     if not isinstance(mechanism, Mechanism):
