@@ -1,0 +1,909 @@
+r"""Lin & Reimherr's ICLP mechanisms for a mean function: ICLP-QR, ICLP-AR and FRL.
+
+Digest §1.2–1.7 and §1.9–1.10, traps 1–8 and 13, oracles 7.1–7.3. Paper:
+Lin & Reimherr, *Pure Differential Privacy for Functional Summaries via a
+Laplace-like Process* (arXiv v2; journal numbering in brackets).
+
+**Setting.** ``H = L2[0, 1]`` represented on a grid; the ICLP covariance
+operator ``C`` is a :class:`~dpaudit.spaces.KarhunenLoeveBasis` with
+eigenpairs ``(lambda_j, phi_j)``, ``j = 1..K``, L2-normalised by the grid's
+quadrature (``lambda_k = mu_k / m``, ``phi_k = sqrt(m) v_k`` on the uniform
+midpoint grid, trap 13). By default it is LR's Matérn kernel ``nu = 3/2``,
+``rho = 0.1`` (``lambda_j ~ j^(-4)``) on 100 midpoint points, all components.
+A dataset is ``n`` curves, an ``(n, m)`` array of grid values, with
+``||X_i||_{L2} <= tau`` for a public ``tau`` (Assumption 1 [10]); a curve
+above it is rejected (``out_of_bound="reject"``) or rescaled onto the ball,
+``X_i <- X_i min(1, tau/||X_i||)`` (``out_of_bound="clip"``, a claimed step
+of the mechanism). ``n`` is public (replace-one adjacency).
+
+**Summaries** (Sec. 4.2, Thm 6 [12]), with ``bar X_j = <bar X, phi_j>``:
+
+* ICLP-QR: ``argmin_f (1/n) sum_i ||X_i - f||^2 + psi ||f||^2_{C^eta}``, i.e.
+  ``hat mu_j = lambda_j^eta / (lambda_j^eta + psi) bar X_j``.
+* ICLP-AR: ``argmin_f (1/n) sum_i ||X_i - f||^2 + psi ||f||_{1,C^eta}``, i.e.
+  soft-thresholding ``hat mu_j = sgn(bar X_j) (|bar X_j| - psi/(2 lambda_j^(eta/2)))_+``
+  (trap 5: ``sgn(x)``, and the threshold ``psi / (2 lambda_j^(eta/2))``).
+* FRL: ``hat mu_j = bar X_j`` for ``j <= M``.
+
+**Sensitivities** (every bound uses ``||(bar X - bar X')_j||_{l2} <= 2 tau / n``):
+
+* QR, ``1,C`` norm, with ``w_j = lambda_j^(eta-1/2) / (lambda_j^eta + psi)``:
+  printed ``(2 tau/n) sum_j w_j`` (Thm 6 [12], used to reproduce the paper) or
+  ``(2 tau/n) (sum_j w_j^2)^(1/2)`` (Cauchy–Schwarz, trap 7), which is the exact
+  supremum on a truncated basis (attained by ``X_1 = tau w/||w||``, ``X_1' = -X_1``).
+  The series converges iff ``eta > 1/2 + 1/beta`` under eigenvalue decay
+  ``lambda_j ~ j^(-beta)`` (trap 6; the theorem states ``eta > 1 + 1/beta``).
+* AR, ``1,C`` norm: ``J* = min{j : tau <= psi / (2 lambda_j^(eta/2))}`` (Remark 2
+  [13]); every coefficient ``j >= J*`` is exactly zero and soft-thresholding is
+  1-Lipschitz, so ``Delta <= (2 tau/n) sum_{j<J*} lambda_j^(-1/2)`` ("corrected",
+  trap 4) or ``(2 tau/n) (sum_{j<J*} 1/lambda_j)^(1/2)`` (Cauchy–Schwarz). The
+  printed ``(2 tau/n) sum_{j<=J*} lambda_j^(-eta/2)`` is kept as
+  :func:`ar_mean_sensitivity_printed`; it bounds the truth only when every
+  ``lambda_j <= 1`` and fails otherwise.
+* FRL, ``l1`` norm of the ``M`` coefficients: printed ``2 M tau / n`` or
+  Cauchy–Schwarz ``2 sqrt(M) tau / n`` (trap 7).
+
+**Noise** (Def. 2, Thm 4 [8], Alg. 1; trap 1). ICLP with unit-variance
+Laplace components and ``sigma = sqrt(2) Delta / epsilon``
+(:func:`dpaudit.noise.iclp_sigma`): coefficient ``j`` of the release is
+``Laplace(hat mu_j, Delta sqrt(lambda_j) / epsilon)``, variance
+``2 Delta^2 lambda_j / epsilon^2``; the privacy loss between neighbours is at
+most ``sqrt(2) ||h||_{1,C} / sigma <= epsilon``. FRL adds i.i.d.
+``Laplace(Delta / epsilon)`` to each of its ``M`` coefficients. Expected
+squared L2 noise: ``2 Delta^2 tr(C) / epsilon^2`` (ICLP, trap 2) and
+``2 M Delta^2 / epsilon^2`` (FRL).
+
+**Privacy-safe selection** (PSS, Sec. 4.4, Cor. 1 [15]; data-free, constants 1
+after normalising the curves to ``tau = 1`` and ``tr(C) = 1``):
+``eta = 1 + 2/beta``; QR ``psi = (n epsilon^2)^(-eta beta/(beta+2))`` (privacy error
+of the order of the statistical error); FRL ``M`` in
+``[n^(1/(eta beta)), n^(1/3)]``; AR ``psi = (n epsilon)^(-2 eta beta/(3 eta beta + 4))``
+(our balance of Thm 7's AR terms; the paper gives no AR rule).
+
+Registered mechanisms (all pure epsilon-DP, replace-one):
+
+* ``iclp-qr-mean`` — ICLP-QR mean, released as grid values
+  (:class:`~dpaudit.noise.GridNoise` of :class:`~dpaudit.noise.ICLPNoise`, Alg. 1 step 4).
+* ``iclp-ar-mean`` — ICLP-AR mean, released as grid values.
+* ``frl-mean`` — FRL baseline, released as the ``M`` coefficients (event ``(M,)``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+from dpaudit import Claim, Mechanism, register
+from dpaudit._validation import check_finite, is_concrete
+from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
+from dpaudit.spaces import KarhunenLoeveBasis, Matern, kl_basis, one_c_norm, uniform_grid
+from dpaudit.spaces.grids import Grid
+
+__all__ = [
+    "AR_BOUNDS",
+    "OUT_OF_BOUND",
+    "QR_BOUNDS",
+    "ROUNDING_SLACK",
+    "ar_active_components",
+    "ar_mean",
+    "ar_mean_sensitivity",
+    "ar_mean_sensitivity_printed",
+    "ar_threshold",
+    "curve_norms",
+    "default_basis",
+    "enforce_l2_bound",
+    "frl_mean",
+    "frl_mean_mechanism",
+    "frl_mean_sensitivity",
+    "grid_one_c_norm",
+    "iclp_ar_mean",
+    "iclp_qr_mean",
+    "pss_ar_psi",
+    "pss_eta",
+    "pss_frl_components",
+    "pss_frl_range",
+    "pss_qr_psi",
+    "qr_mean",
+    "qr_mean_sensitivity",
+    "qr_shrinkage",
+    "qr_weights",
+    "soft_threshold",
+    "spectral_decay_rate",
+]
+
+#: Sensitivity bounds of ICLP-QR and FRL: the paper's and the Cauchy–Schwarz one (trap 7).
+QR_BOUNDS = ("printed", "cauchy-schwarz")
+#: Valid sensitivity bounds of ICLP-AR (trap 4); the printed one is a separate function.
+AR_BOUNDS = ("corrected", "cauchy-schwarz")
+#: What to do with a record outside the public data bound.
+OUT_OF_BOUND = ("reject", "clip")
+#: Relative excess over ``tau`` read as floating-point rounding of a curve scaled to norm
+#: ``tau``: such a curve is rescaled onto the ball, never used above it.
+ROUNDING_SLACK = 1e-9
+REFERENCE = "Lin & Reimherr 2024 (arXiv v2)"
+_TINY = 1e-300
+
+
+# ------------------------------------------------------------------ validation
+
+
+def _number(name: str, value, *, low: float = 0.0, inclusive: bool = False, hint: str = ""):
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
+    value = float(value)
+    ok = value >= low if inclusive else value > low
+    if not (math.isfinite(value) and ok):
+        relation = ">=" if inclusive else ">"
+        raise ValueError(f"{name} must be a finite number {relation} {low:g}{hint}, got {value!r}.")
+    return value
+
+
+def _count(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def _choice(name: str, value, choices) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+    return value
+
+
+def _basis(basis) -> KarhunenLoeveBasis:
+    if not isinstance(basis, KarhunenLoeveBasis):
+        raise TypeError(
+            "basis must be a dpaudit.spaces.KarhunenLoeveBasis (see dpaudit.spaces.kl_basis), "
+            f"got {type(basis).__name__}."
+        )
+    return basis
+
+
+def _eigenvalues(eigenvalues) -> np.ndarray:
+    if isinstance(eigenvalues, KarhunenLoeveBasis):
+        eigenvalues = eigenvalues.eigenvalues
+    lam = np.asarray(eigenvalues, dtype=float)
+    if lam.ndim != 1 or lam.size == 0 or not np.all(np.isfinite(lam)) or np.any(lam <= 0):
+        raise ValueError("eigenvalues must be a non-empty 1-D array of finite numbers > 0.")
+    if np.any(np.diff(lam) > 0):
+        raise ValueError("eigenvalues must be non-increasing (lambda_1 >= lambda_2 >= ...).")
+    return lam
+
+
+def _psi(psi) -> float:
+    return _number("psi", psi, hint=" (the penalty weight)")
+
+
+def _check_n(records: int, n: int) -> None:
+    if records != n:
+        raise ValueError(
+            f"the dataset has {records} records but the mechanism was built for n = {n} "
+            "(n is public under replace-one adjacency)."
+        )
+
+
+def _qr_eta(eta, beta) -> float:
+    eta = _number("eta", eta)
+    if eta <= 0.5 + 1.0 / beta:
+        raise ValueError(
+            f"ICLP-QR needs eta > 1/2 + 1/beta = {0.5 + 1.0 / beta:.4g} for its sensitivity series "
+            f"sum_j lambda_j^(eta-1/2)/(lambda_j^eta + psi) to converge (LR Thm 6, trap 6; beta = "
+            f"{beta:.4g} is the eigenvalue decay rate), got eta = {eta:g}."
+        )
+    return eta
+
+
+def _ar_eta(eta) -> float:
+    return _number("eta", eta, low=1.0, inclusive=True, hint=" (ICLP-AR penalises with C^eta)")
+
+
+# ------------------------------------------------------------------ data bound
+
+
+@functools.lru_cache(maxsize=8)
+def default_basis(grid_size: int = 100, n_components: int | None = None) -> KarhunenLoeveBasis:
+    """LR's ICLP covariance: Matérn ``nu = 3/2``, ``rho = 0.1`` on the midpoint grid (Sec. 6).
+
+    ``lambda_j ~ j^(-4)``; ``tr(C) = 1`` (unit variance). Cached.
+    """
+    kernel = Matern(nu=1.5, lengthscale=0.1)
+    return kl_basis(kernel, uniform_grid(_count("grid_size", grid_size)), n_components)
+
+
+def curve_norms(curves, grid: Grid) -> jax.Array:
+    """``||X_i||_{L2} = (sum_a w_a X_i(x_a)^2)^(1/2)`` with the grid's quadrature weights."""
+    x = jnp.asarray(curves, dtype=jnp.float64)
+    return jnp.sqrt(jnp.sum(grid.weights * x * x, axis=-1))
+
+
+def enforce_l2_bound(curves, grid: Grid, tau: float, out_of_bound: str = "reject") -> jax.Array:
+    r"""Curves ``(n, m)`` with every L2 norm at most ``tau`` (Assumption 1 [10]).
+
+    ``"clip"`` rescales ``X_i <- X_i min(1, tau/||X_i||)``, a per-record map,
+    so the sensitivity bounds hold for every input. ``"reject"`` raises on a
+    norm above ``tau (1 + ROUNDING_SLACK)`` and rescales the rounding-level
+    excess below it. Inside ``jit`` "reject" cannot raise: an offending curve
+    becomes NaN, so the release density is NaN rather than silently wrong.
+
+    Raises:
+        ValueError: a shape that is not ``(n, grid.size)``, NaN/inf, or (in
+            "reject" mode) a curve whose norm exceeds ``tau``.
+
+    Example:
+        >>> g = uniform_grid(4)
+        >>> x = enforce_l2_bound(jnp.full((1, 4), 2.0), g, 1.0, "clip")
+        >>> round(float(curve_norms(x, g)[0]), 12)
+        1.0
+    """
+    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    tau = _number("tau", tau)
+    x = jnp.asarray(curves, dtype=jnp.float64)
+    m = grid.size
+    if x.ndim != 2 or x.shape[1] != m:
+        raise ValueError(
+            f"curves have shape {tuple(x.shape)} but must be (n, {m}): one row of values at the "
+            f"{m} grid points per record."
+        )
+    check_finite("curves", x)
+    norms = curve_norms(x, grid)
+    factor = jnp.where(norms > tau, tau / jnp.maximum(norms, _TINY), 1.0)
+    if out_of_bound == "reject":
+        too_long = norms > tau * (1.0 + ROUNDING_SLACK)
+        if is_concrete(x):
+            if bool(jnp.any(too_long)):
+                worst = int(jnp.argmax(norms))
+                raise ValueError(
+                    f"curve {worst} has L2 norm {float(norms[worst]):.6g} > tau = {tau:g}; the "
+                    "data bound must hold for every record (rescale the data, raise the public "
+                    "tau, or build the mechanism with out_of_bound='clip')."
+                )
+        else:
+            factor = jnp.where(too_long, jnp.nan, factor)
+    return x * factor[:, None]
+
+
+def _curves(curves, basis: KarhunenLoeveBasis) -> jax.Array:
+    x = jnp.asarray(curves, dtype=jnp.float64)
+    if x.ndim != 2 or x.shape[1] != basis.grid_size or x.shape[0] == 0:
+        raise ValueError(
+            f"curves have shape {tuple(x.shape)} but must be (n, {basis.grid_size}): one row of "
+            "grid values per record."
+        )
+    return x
+
+
+def grid_one_c_norm(basis: KarhunenLoeveBasis, power: float = 1.0, rtol: float = 1e-9):
+    """``h -> ||h||_{1,C^power}`` for grid values ``h``; ``inf`` when ``h`` leaves the basis span.
+
+    A difference of summaries outside ``span(phi_1..phi_K)`` would make the two
+    releases mutually singular, so it must not be projected away.
+    """
+    basis = _basis(basis)
+
+    def norm(h):
+        h = jnp.asarray(h, dtype=jnp.float64)
+        coefficients = (h * basis.grid.weights) @ basis.eigenfunctions
+        residual = h - coefficients @ basis.eigenfunctions.T
+
+        def size(v):
+            return jnp.sqrt(jnp.sum(basis.grid.weights * v * v, axis=-1))
+
+        value = one_c_norm(coefficients, basis.eigenvalues, power)
+        return jnp.where(size(residual) <= rtol * (size(h) + _TINY), value, jnp.inf)
+
+    return norm
+
+
+# ------------------------------------------------------------------ spectrum and PSS
+
+
+def spectral_decay_rate(eigenvalues) -> float:
+    r"""Eigenvalue decay rate ``beta`` (``lambda_j ~ j^(-beta)``) fitted on the spectrum.
+
+    Least-squares slope of ``log lambda_j`` on ``log j`` over the middle half
+    ``j in [K/4, 3K/4]`` when ``K >= 8`` (the leading eigenvalues are
+    pre-asymptotic and the last ones carry the grid's discretisation error),
+    over ``j = 1..K`` when ``2 <= K < 8``; ``inf`` for ``K = 1``. Data-free:
+    it reads only the noise covariance. Matérn ``nu`` in dimension ``d`` has
+    ``beta = 2 nu + d`` exactly; pass that instead where it is known.
+
+    Example:
+        >>> round(spectral_decay_rate(1.0 / np.arange(1, 41) ** 4), 6)
+        4.0
+    """
+    lam = _eigenvalues(eigenvalues)
+    k = lam.size
+    if k == 1:
+        return math.inf
+    j = np.arange(1, k + 1)
+    lo, hi = (max(1, k // 4), (3 * k + 3) // 4) if k >= 8 else (1, k)
+    slope = np.polyfit(np.log(j[lo - 1 : hi]), np.log(lam[lo - 1 : hi]), 1)[0]
+    return float(-slope) if slope < 0 else math.inf
+
+
+def _beta_value(beta) -> float:
+    """A decay rate ``beta > 0``; ``inf`` (faster than any power, e.g. a Gaussian kernel) allowed."""
+    if isinstance(beta, int | float | np.integer | np.floating) and beta == math.inf:
+        return math.inf
+    return _number("beta", beta, hint=" (the eigenvalue decay rate; inf is allowed)")
+
+
+def _beta(beta, eigenvalues) -> float:
+    return spectral_decay_rate(eigenvalues) if beta is None else _beta_value(beta)
+
+
+def _ratio(beta: float, a: float, b: float, c: float) -> float:
+    """``a beta / (b beta + c)``, with its limit ``a / b`` at ``beta = inf``."""
+    return a / b if math.isinf(beta) else a * beta / (b * beta + c)
+
+
+def pss_eta(beta: float) -> float:
+    """PSS smoothing power ``eta = 1 + 2/beta`` (Cor. 1 [15]: ``eta >= 1 + 2/beta``).
+
+    Example:
+        >>> pss_eta(4.0)
+        1.5
+    """
+    return 1.0 + 2.0 / _beta_value(beta)
+
+
+def pss_qr_psi(n: int, epsilon: float, *, beta: float, eta: float) -> float:
+    r"""PSS penalty of ICLP-QR: ``psi = (n epsilon^2)^(-eta beta / (beta + 2))``.
+
+    The lower end of Cor. 1's range ``(n eps^2)^(-eta beta/(beta+2)) <~ psi <~ 1/n``,
+    where the privacy error of Thm 7 is of the order of the statistical error
+    (LR Sec. 6.1.1), constant 1. At ``eta = 1 + 2/beta`` it is ``1/(n epsilon^2)``.
+
+    Example:
+        >>> pss_qr_psi(500, 1.0, beta=4.0, eta=1.5)
+        0.002
+    """
+    n = _count("n", n)
+    epsilon = _number("epsilon", epsilon)
+    beta, eta = _beta_value(beta), _number("eta", eta)
+    return float((n * epsilon**2) ** (-_ratio(beta, eta, 1.0, 2.0)))
+
+
+def pss_ar_psi(n: int, epsilon: float, *, beta: float, eta: float) -> float:
+    r"""PSS-style penalty of ICLP-AR: ``psi = (n epsilon)^(-2 eta beta / (3 eta beta + 4))``.
+
+    The paper gives no AR rule (Cor. 1 says none reaches ``O(1/n)``). This
+    balances Thm 7's AR privacy term ``4 tau^2 (J*)^(eta beta + 2) / (n eps)^2``
+    against the bias ``psi`` with ``J* ~ (2 tau / psi)^(2/(eta beta))``
+    (``lambda_j ~ j^(-beta)``), constants 1 and ``tau = 1``.
+    """
+    n = _count("n", n)
+    epsilon = _number("epsilon", epsilon)
+    beta, eta = _beta_value(beta), _number("eta", eta)
+    return float((n * epsilon) ** (-_ratio(beta, 2.0 * eta, 3.0 * eta, 4.0)))
+
+
+def pss_frl_range(n: int, *, beta: float, eta: float) -> tuple[int, int]:
+    """Admissible FRL truncations ``n^(1/(eta beta)) <~ M <~ n^(1/3)`` (Cor. 1 [15]), inclusive.
+
+    Returns ``(ceil(n^(1/(eta beta))), max(that, floor(n^(1/3))))``.
+
+    Example:
+        >>> pss_frl_range(500, beta=4.0, eta=1.5)
+        (3, 7)
+    """
+    n = _count("n", n)
+    beta, eta = _beta_value(beta), _number("eta", eta)
+    low = max(1, math.ceil(n ** (1.0 / (eta * beta)) - 1e-12))
+    high = max(low, math.floor(n ** (1.0 / 3.0) + 1e-12))
+    return low, high
+
+
+def pss_frl_components(
+    n: int, epsilon: float, *, beta: float, eta: float, max_components: int | None = None
+) -> int:
+    r"""PSS truncation of FRL: the ``M`` of :func:`pss_frl_range` minimising Thm 7's FRL bound.
+
+    Minimises ``8 M^3 / (n epsilon)^2 + M^(-eta beta)`` (curves normalised to
+    ``tau = 1``, constants 1) over the admissible range, capped at
+    ``max_components``. (The paper instead takes the ``M`` of the range with the
+    smallest *simulated* MSE, which needs the true mean.)
+
+    Example:
+        >>> pss_frl_components(500, 1.0, beta=4.0, eta=1.5)
+        3
+    """
+    low, high = pss_frl_range(n, beta=beta, eta=eta)
+    epsilon = _number("epsilon", epsilon)
+    if max_components is not None:
+        cap = _count("max_components", max_components)
+        low, high = min(low, cap), min(high, cap)
+    m = np.arange(low, high + 1, dtype=float)
+    bound = 8.0 * m**3 / (n * epsilon) ** 2 + m ** (-eta * _beta_value(beta))
+    return int(m[np.argmin(bound)])
+
+
+# ------------------------------------------------------------------ ICLP-QR
+
+
+def qr_shrinkage(eigenvalues, *, psi: float, eta: float) -> jax.Array:
+    """Shrinkage factors ``lambda_j^eta / (lambda_j^eta + psi)`` of ICLP-QR."""
+    lam_eta = jnp.asarray(eigenvalues, dtype=jnp.float64) ** eta
+    return lam_eta / (lam_eta + psi)
+
+
+def qr_weights(eigenvalues, *, psi: float, eta: float) -> jax.Array:
+    """``w_j = lambda_j^(eta - 1/2) / (lambda_j^eta + psi)``: the QR shrinkage in the 1,C norm."""
+    lam = jnp.asarray(eigenvalues, dtype=jnp.float64)
+    return lam ** (eta - 0.5) / (lam**eta + psi)
+
+
+def qr_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax.Array:
+    r"""Coefficients of the ICLP-QR mean (LR eq. 9): ``lambda_j^eta/(lambda_j^eta + psi) bar X_j``.
+
+    The minimiser of ``(1/n) sum_i ||X_i - f||^2 + psi ||f||^2_{C^eta}`` over
+    ``f`` in the span of the basis. ``basis.reconstruct`` gives grid values.
+
+    Args:
+        curves: ``(n, m)`` grid values of the records (not clipped here; the
+            mechanisms enforce ``tau`` first).
+        basis: the ICLP eigenbasis.
+        psi: penalty weight (> 0).
+        eta: power of ``C`` in the penalty (> 0).
+
+    Returns:
+        ``(K,)`` coefficients.
+
+    Example:
+        >>> from dpaudit.spaces import brownian_motion_basis
+        >>> b = brownian_motion_basis(uniform_grid(8), 2)
+        >>> c = qr_mean(b.eigenfunctions.T, b, psi=1.0, eta=1.0)  # bar X = (phi_1 + phi_2)/2
+        >>> [round(float(v), 6) for v in c / qr_shrinkage(b.eigenvalues, psi=1.0, eta=1.0)]
+        [0.5, 0.5]
+    """
+    basis = _basis(basis)
+    psi, eta = _psi(psi), _number("eta", eta)
+    x = _curves(curves, basis)
+    return qr_shrinkage(basis.eigenvalues, psi=psi, eta=eta) * basis.project(jnp.mean(x, axis=0))
+
+
+def qr_mean_sensitivity(
+    eigenvalues, *, n: int, tau: float, psi: float, eta: float, bound: str = "printed"
+) -> float:
+    r"""``1,C`` sensitivity bound of the ICLP-QR mean (LR Thm 6 [12], trap 7).
+
+    With ``w_j = lambda_j^(eta-1/2) / (lambda_j^eta + psi)``:
+
+    * ``"printed"``: ``(2 tau / n) sum_j w_j`` (the paper's, per coordinate);
+    * ``"cauchy-schwarz"``: ``(2 tau / n) (sum_j w_j^2)^(1/2)``, the exact
+      supremum over neighbours on the truncated basis.
+
+    Raises:
+        ValueError: invalid ``n``, ``tau``, ``psi``, ``eta``, eigenvalues or bound.
+
+    Example:
+        >>> qr_mean_sensitivity([1.0, 1.0], n=10, tau=1.0, psi=1.0, eta=1.0)  # 0.2 * (1/2 + 1/2)
+        0.2
+    """
+    lam = _eigenvalues(eigenvalues)
+    n, tau, psi = _count("n", n), _number("tau", tau), _psi(psi)
+    eta = _number("eta", eta)
+    _choice("bound", bound, QR_BOUNDS)
+    w = lam ** (eta - 0.5) / (lam**eta + psi)
+    total = float(np.sum(w)) if bound == "printed" else float(np.sqrt(np.sum(w * w)))
+    return 2.0 * tau / n * total
+
+
+# ------------------------------------------------------------------ ICLP-AR
+
+
+def soft_threshold(x, threshold) -> jax.Array:
+    """``sgn(x) (|x| - threshold)_+`` (trap 5: the sign of ``x``, not of ``|x|``)."""
+    x = jnp.asarray(x, dtype=jnp.float64)
+    return jnp.sign(x) * jnp.maximum(jnp.abs(x) - threshold, 0.0)
+
+
+def ar_threshold(eigenvalues, *, psi: float, eta: float) -> jax.Array:
+    """ICLP-AR thresholds ``psi / (2 lambda_j^(eta/2))``, non-decreasing in ``j``."""
+    return psi / (2.0 * jnp.asarray(eigenvalues, dtype=jnp.float64) ** (0.5 * eta))
+
+
+def ar_active_components(eigenvalues, *, tau: float, psi: float, eta: float) -> int:
+    r"""``J* - 1``: the number of leading coefficients the AR summary can leave non-zero.
+
+    ``J* = min{j : tau <= psi / (2 lambda_j^(eta/2))}`` (Remark 2 [13], trap 5); as
+    ``|bar X_j| <= ||bar X|| <= tau`` every coefficient ``j >= J*`` is zero. On a
+    truncated basis where no ``j <= K`` qualifies, ``J* = K + 1``.
+    """
+    lam = _eigenvalues(eigenvalues)
+    tau, psi, eta = _number("tau", tau), _psi(psi), _ar_eta(eta)
+    return int(np.count_nonzero(psi / (2.0 * lam ** (0.5 * eta)) < tau))
+
+
+def ar_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax.Array:
+    r"""Coefficients of the ICLP-AR mean (LR eq. 8): soft-thresholded ``bar X_j``.
+
+    The minimiser of ``(1/n) sum_i ||X_i - f||^2 + psi ||f||_{1,C^eta}`` over the
+    span of the basis: ``sgn(bar X_j) (|bar X_j| - psi/(2 lambda_j^(eta/2)))_+``.
+
+    Example:
+        >>> from dpaudit.spaces import brownian_motion_basis
+        >>> b = brownian_motion_basis(uniform_grid(8), 1)
+        >>> lam = float(b.eigenvalues[0])
+        >>> c = ar_mean(b.eigenfunctions.T, b, psi=2 * 0.25 * lam**0.5, eta=1.0)  # threshold 1/4
+        >>> round(float(c[0]), 12)
+        0.75
+    """
+    basis = _basis(basis)
+    psi, eta = _psi(psi), _ar_eta(eta)
+    x = _curves(curves, basis)
+    mean = basis.project(jnp.mean(x, axis=0))
+    return soft_threshold(mean, ar_threshold(basis.eigenvalues, psi=psi, eta=eta))
+
+
+def ar_mean_sensitivity(
+    eigenvalues, *, n: int, tau: float, psi: float, eta: float, bound: str = "corrected"
+) -> float:
+    r"""Valid ``1,C`` sensitivity bound of the ICLP-AR mean (trap 4).
+
+    * ``"corrected"``: ``(2 tau / n) sum_{j < J*} lambda_j^(-1/2)``;
+    * ``"cauchy-schwarz"``: ``(2 tau / n) (sum_{j < J*} 1/lambda_j)^(1/2)``.
+
+    Both use that soft-thresholding is 1-Lipschitz and zeroes every ``j >= J*``.
+
+    Raises:
+        ValueError: invalid inputs, or ``psi`` so large that ``J* = 1`` (the
+            summary is identically zero and there is nothing to release).
+    """
+    lam = _eigenvalues(eigenvalues)
+    n, tau, psi, eta = _count("n", n), _number("tau", tau), _psi(psi), _ar_eta(eta)
+    _choice("bound", bound, AR_BOUNDS)
+    active = ar_active_components(lam, tau=tau, psi=psi, eta=eta)
+    if active == 0:
+        raise ValueError(
+            f"psi = {psi:g} thresholds every coefficient to zero (J* = 1: psi / (2 lambda_1^(eta/2)) "
+            f">= tau = {tau:g}); the ICLP-AR summary would be identically 0. Choose a smaller psi."
+        )
+    inv_root = lam[:active] ** -0.5
+    total = float(np.sum(inv_root)) if bound == "corrected" else float(np.sqrt(np.sum(inv_root**2)))
+    return 2.0 * tau / n * total
+
+
+def ar_mean_sensitivity_printed(
+    eigenvalues, *, n: int, tau: float, psi: float, eta: float
+) -> float:
+    r"""The AR bound as printed in LR Thm 6 [12]: ``(2 tau / n) sum_{j=1}^{J*} lambda_j^(-eta/2)``.
+
+    Kept to reproduce the paper and to show trap 4: it weights by
+    ``lambda_j^(-eta/2)`` where the ``1,C`` norm needs ``lambda_j^(-1/2)``, so it
+    is an upper bound only when every ``lambda_j <= 1`` (for ``eta >= 1``) and can
+    be exceeded by neighbouring datasets otherwise. Do not calibrate with it.
+    ``J*`` is capped at ``K`` on a truncated basis.
+    """
+    lam = _eigenvalues(eigenvalues)
+    n, tau, psi, eta = _count("n", n), _number("tau", tau), _psi(psi), _ar_eta(eta)
+    j_star = min(ar_active_components(lam, tau=tau, psi=psi, eta=eta) + 1, lam.size)
+    return 2.0 * tau / n * float(np.sum(lam[:j_star] ** (-0.5 * eta)))
+
+
+# ------------------------------------------------------------------ FRL
+
+
+def frl_mean(curves, basis: KarhunenLoeveBasis, *, n_components: int) -> jax.Array:
+    """FRL summary: the first ``M`` eigen-coefficients ``bar X_j`` of the sample mean, ``(M,)``.
+
+    Raises:
+        ValueError: if ``M`` exceeds the basis size or the curves do not match the grid.
+    """
+    basis = _basis(basis)
+    m = _frl_m(n_components, basis)
+    x = _curves(curves, basis)
+    return basis.project(jnp.mean(x, axis=0))[:m]
+
+
+def _frl_m(n_components, basis: KarhunenLoeveBasis) -> int:
+    m = _count("n_components", n_components)
+    if m > basis.n_components:
+        raise ValueError(
+            f"FRL keeps n_components = {m} coefficients but the basis has only "
+            f"{basis.n_components}."
+        )
+    return m
+
+
+def frl_mean_sensitivity(*, n: int, tau: float, n_components: int, bound: str = "printed") -> float:
+    r"""``l1`` sensitivity of the FRL coefficients (LR Thm 6 [12], trap 7).
+
+    ``"printed"``: ``2 M tau / n``; ``"cauchy-schwarz"``: ``2 sqrt(M) tau / n`` (exact).
+
+    Example:
+        >>> frl_mean_sensitivity(n=10, tau=1.0, n_components=4, bound="cauchy-schwarz")
+        0.4
+    """
+    n, tau, m = _count("n", n), _number("tau", tau), _count("n_components", n_components)
+    _choice("bound", bound, QR_BOUNDS)
+    return 2.0 * tau / n * (m if bound == "printed" else math.sqrt(m))
+
+
+# ------------------------------------------------------------------ builders
+
+
+def _common(n, epsilon, tau, basis, out_of_bound):
+    n = _count("n", n)
+    epsilon = _number("epsilon", epsilon)
+    tau = _number("tau", tau, hint=" (the public bound on ||X_i||_{L2})")
+    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    default = basis is None
+    basis = default_basis() if default else _basis(basis)
+    label = (
+        "Matérn(nu=1.5, rho=0.1) on the 100-point midpoint grid"
+        if default
+        else f"user basis on {basis.grid_size} grid points"
+    ) + f", K = {basis.n_components}"
+    return n, epsilon, tau, basis, label
+
+
+def _prepared(data, basis, n, tau, out_of_bound):
+    x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
+    _check_n(x.shape[0], n)
+    return x
+
+
+@register("iclp-qr-mean", example={"n": 500, "epsilon": 1.0, "tau": 4.0})
+def iclp_qr_mean(
+    n: int = 500,
+    epsilon: float = 1.0,
+    tau: float = 4.0,
+    psi: float | None = None,
+    eta: float | None = None,
+    *,
+    basis: KarhunenLoeveBasis | None = None,
+    beta: float | None = None,
+    sensitivity_bound: str = "printed",
+    out_of_bound: str = "reject",
+) -> Mechanism:
+    r"""ICLP-QR mean function (LR Sec. 4.2, Thm 6 [12] + Thm 4 [8]): pure epsilon-DP curve release.
+
+    Releases the grid values of
+    ``sum_j (lambda_j^eta/(lambda_j^eta+psi) bar X_j + xi_j) phi_j`` with
+    ``xi_j ~ Laplace(Delta sqrt(lambda_j) / epsilon)`` independent (ICLP,
+    ``sigma = sqrt(2) Delta / epsilon``), ``Delta`` the QR bound chosen by
+    ``sensitivity_bound`` (see the module docstring).
+
+    Args:
+        n: number of curves (public).
+        epsilon: privacy parameter.
+        tau: public bound on ``||X_i||_{L2}``.
+        psi: penalty weight; default PSS :func:`pss_qr_psi`.
+        eta: power of ``C`` in the penalty; default PSS :func:`pss_eta`. Must
+            exceed ``1/2 + 1/beta``.
+        basis: ICLP eigenbasis (default :func:`default_basis`).
+        beta: eigenvalue decay rate for the ``eta`` check and PSS; default
+            :func:`spectral_decay_rate` of the basis.
+        sensitivity_bound: ``"printed"`` (paper) or ``"cauchy-schwarz"`` (exact).
+        out_of_bound: ``"reject"`` or ``"clip"`` curves with norm above ``tau``.
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
+    n, epsilon, tau, basis, label = _common(n, epsilon, tau, basis, out_of_bound)
+    _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
+    beta = _beta(beta, basis.eigenvalues)
+    eta = pss_eta(beta) if eta is None else eta
+    eta = _qr_eta(eta, beta)
+    psi = pss_qr_psi(n, epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
+    lam = basis.eigenvalues
+    sensitivity = qr_mean_sensitivity(lam, n=n, tau=tau, psi=psi, eta=eta, bound=sensitivity_bound)
+    sigma = iclp_sigma(sensitivity, epsilon)
+    shrinkage = qr_shrinkage(lam, psi=psi, eta=eta)
+    noise = ICLPNoise(lam, sigma)
+
+    def summary(data):
+        x = _prepared(data, basis, n, tau, out_of_bound)
+        return basis.reconstruct(shrinkage * basis.project(jnp.mean(x, axis=0)))
+
+    def model(data):
+        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
+
+    which = "Thm 6 printed bound" if sensitivity_bound == "printed" else "Cauchy-Schwarz bound"
+    return Mechanism(
+        name="iclp-qr-mean",
+        model=model,
+        claim=Claim(
+            epsilon=epsilon,
+            delta=0.0,
+            adjacency="replace-one",
+            sensitivity_norm="one-c",
+            sensitivity=sensitivity,
+            reference=f"{REFERENCE}, Thm 6 ({which}) and Thm 4, sigma = sqrt(2) Delta/epsilon",
+        ),
+        summary=summary,
+        sensitivity_norm=grid_one_c_norm(basis),
+        params={
+            "n": n,
+            "epsilon": epsilon,
+            "tau": tau,
+            "psi": psi,
+            "eta": eta,
+            "beta": beta,
+            "sensitivity_bound": sensitivity_bound,
+            "out_of_bound": out_of_bound,
+            "sigma": sigma,
+            "basis": label,
+        },
+        description=(
+            f"ICLP-QR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
+            f"shrunk by lambda_j^eta/(lambda_j^eta + psi) with eta = {eta:.4g}, psi = {psi:.4g}; "
+            f"1,C sensitivity {sensitivity:.4g} ({which}); ICLP noise sigma = sqrt(2) Delta/eps "
+            f"= {sigma:.4g}; released as grid values ({label})."
+        ),
+    )
+
+
+@register("iclp-ar-mean", example={"n": 500, "epsilon": 1.0, "tau": 4.0})
+def iclp_ar_mean(
+    n: int = 500,
+    epsilon: float = 1.0,
+    tau: float = 4.0,
+    psi: float | None = None,
+    eta: float | None = None,
+    *,
+    basis: KarhunenLoeveBasis | None = None,
+    beta: float | None = None,
+    sensitivity_bound: str = "corrected",
+    out_of_bound: str = "reject",
+) -> Mechanism:
+    r"""ICLP-AR mean function (LR Sec. 4.2, Thm 6 [12] corrected by trap 4): pure epsilon-DP.
+
+    Releases the grid values of ``sum_j (s_j(bar X_j) + xi_j) phi_j`` with
+    ``s_j`` soft-thresholding at ``psi / (2 lambda_j^(eta/2))`` and ICLP noise
+    ``xi_j ~ Laplace(Delta sqrt(lambda_j) / epsilon)``; ``Delta`` is the
+    ``lambda_j^(-1/2)``-weighted bound over ``j < J*`` (``"corrected"``) or its
+    Cauchy–Schwarz form. The printed ``lambda_j^(-eta/2)`` bound is not offered
+    (it fails when some ``lambda_j > 1``).
+
+    Args:
+        n, epsilon, tau, basis, beta, out_of_bound: as :func:`iclp_qr_mean`.
+        psi: penalty weight; default :func:`pss_ar_psi`.
+        eta: power (>= 1); default :func:`pss_eta`.
+        sensitivity_bound: ``"corrected"`` or ``"cauchy-schwarz"``.
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
+    n, epsilon, tau, basis, label = _common(n, epsilon, tau, basis, out_of_bound)
+    _choice("sensitivity_bound", sensitivity_bound, AR_BOUNDS)
+    beta = _beta(beta, basis.eigenvalues)
+    eta = _ar_eta(pss_eta(beta) if eta is None else eta)
+    psi = pss_ar_psi(n, epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
+    lam = basis.eigenvalues
+    sensitivity = ar_mean_sensitivity(lam, n=n, tau=tau, psi=psi, eta=eta, bound=sensitivity_bound)
+    j_star = ar_active_components(lam, tau=tau, psi=psi, eta=eta) + 1
+    sigma = iclp_sigma(sensitivity, epsilon)
+    threshold = ar_threshold(lam, psi=psi, eta=eta)
+    noise = ICLPNoise(lam, sigma)
+
+    def summary(data):
+        x = _prepared(data, basis, n, tau, out_of_bound)
+        return basis.reconstruct(soft_threshold(basis.project(jnp.mean(x, axis=0)), threshold))
+
+    def model(data):
+        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
+
+    return Mechanism(
+        name="iclp-ar-mean",
+        model=model,
+        claim=Claim(
+            epsilon=epsilon,
+            delta=0.0,
+            adjacency="replace-one",
+            sensitivity_norm="one-c",
+            sensitivity=sensitivity,
+            reference=(
+                f"{REFERENCE}, Thm 6 with lambda_j^(-1/2) weights over j < J* (trap 4) and "
+                "Thm 4, sigma = sqrt(2) Delta/epsilon"
+            ),
+        ),
+        summary=summary,
+        sensitivity_norm=grid_one_c_norm(basis),
+        params={
+            "n": n,
+            "epsilon": epsilon,
+            "tau": tau,
+            "psi": psi,
+            "eta": eta,
+            "beta": beta,
+            "j_star": j_star,
+            "sensitivity_bound": sensitivity_bound,
+            "out_of_bound": out_of_bound,
+            "sigma": sigma,
+            "basis": label,
+        },
+        description=(
+            f"ICLP-AR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
+            f"soft-thresholded at psi/(2 lambda_j^(eta/2)) with eta = {eta:.4g}, psi = {psi:.4g} "
+            f"(J* = {j_star}); 1,C sensitivity {sensitivity:.4g} ({sensitivity_bound}); ICLP "
+            f"noise sigma = {sigma:.4g}; released as grid values ({label})."
+        ),
+    )
+
+
+@register("frl-mean", example={"n": 500, "epsilon": 1.0, "tau": 4.0})
+def frl_mean_mechanism(
+    n: int = 500,
+    epsilon: float = 1.0,
+    tau: float = 4.0,
+    n_components: int | None = None,
+    *,
+    basis: KarhunenLoeveBasis | None = None,
+    beta: float | None = None,
+    eta: float | None = None,
+    sensitivity_bound: str = "printed",
+    out_of_bound: str = "reject",
+) -> Mechanism:
+    r"""FRL baseline (LR Sec. 4.2, Thm 6 [12]): Laplace noise on the first ``M`` eigen-coefficients.
+
+    Releases ``(bar X_j + Z_j)_{j<=M}`` with ``Z_j ~ Laplace(Delta / epsilon)``
+    i.i.d., ``Delta`` the ``l1`` bound ``2 M tau / n`` (printed) or
+    ``2 sqrt(M) tau / n`` (Cauchy–Schwarz); event shape ``(M,)``. The curve is
+    ``sum_j release_j phi_j`` (post-processing).
+
+    Args:
+        n, epsilon, tau, basis, out_of_bound: as :func:`iclp_qr_mean`.
+        n_components: ``M``; default :func:`pss_frl_components` (uses ``beta``
+            and the smoothness ``eta`` of the mean, default :func:`pss_eta`).
+        sensitivity_bound: ``"printed"`` or ``"cauchy-schwarz"``.
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
+    n, epsilon, tau, basis, label = _common(n, epsilon, tau, basis, out_of_bound)
+    _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
+    if n_components is None:
+        beta = _beta(beta, basis.eigenvalues)
+        eta = pss_eta(beta) if eta is None else _number("eta", eta)
+        n_components = pss_frl_components(
+            n, epsilon, beta=beta, eta=eta, max_components=basis.n_components
+        )
+    m = _frl_m(n_components, basis)
+    sensitivity = frl_mean_sensitivity(n=n, tau=tau, n_components=m, bound=sensitivity_bound)
+    scale = sensitivity / epsilon
+
+    def summary(data):
+        x = _prepared(data, basis, n, tau, out_of_bound)
+        return basis.project(jnp.mean(x, axis=0))[:m]
+
+    def model(data):
+        numpyro.sample("release", dist.Laplace(summary(data), scale).to_event(1))
+
+    which = "printed 2 M tau/n" if sensitivity_bound == "printed" else "2 sqrt(M) tau/n"
+    return Mechanism(
+        name="frl-mean",
+        model=model,
+        claim=Claim(
+            epsilon=epsilon,
+            delta=0.0,
+            adjacency="replace-one",
+            sensitivity_norm="l1",
+            sensitivity=sensitivity,
+            reference=f"{REFERENCE}, Thm 6 (FRL, {which}); Laplace mechanism",
+        ),
+        summary=summary,
+        sensitivity_norm=lambda h: jnp.sum(jnp.abs(jnp.asarray(h)), axis=-1),
+        params={
+            "n": n,
+            "epsilon": epsilon,
+            "tau": tau,
+            "n_components": m,
+            "sensitivity_bound": sensitivity_bound,
+            "out_of_bound": out_of_bound,
+            "laplace_scale": scale,
+            "basis": label,
+        },
+        description=(
+            f"FRL mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above): the "
+            f"first M = {m} eigen-coefficients plus i.i.d. Laplace({scale:.4g}); l1 sensitivity "
+            f"{sensitivity:.4g} ({which}); released as coefficients ({label})."
+        ),
+    )
