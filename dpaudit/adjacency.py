@@ -1,0 +1,255 @@
+r"""Adjacency relations as first-class objects: replace-one and add/remove.
+
+A dataset is an array, or a pytree of arrays such as ``(X, y)``, with the
+records on the first axis; a *record* is the matching pytree of slices
+(``(X[i], y[i])``). Two relations are used by the papers (digest §0):
+
+* :data:`REPLACE_ONE` (``"replace-one"``): same ``n``, at most one record
+  differs. LR, MRS, HRW and the proofs of BMR use it.
+* :data:`ADD_REMOVE` (``"add-remove"``): one dataset is the other with one
+  record added.
+
+Each relation is a frozen :class:`Adjacency` whose :attr:`~Adjacency.name` is
+the string stored in :class:`dpaudit.Claim`. It checks a pair
+(:meth:`~Adjacency.check`, delegating to :func:`dpaudit.check_adjacent`) and
+builds a neighbour (:meth:`~Adjacency.neighbour`). The record helpers
+(:func:`replace_record`, :func:`remove_record`, :func:`insert_record`) accept a
+traced index, so a search can ``jit`` and ``vmap`` them over candidate pairs.
+
+Example:
+    >>> import numpy as np
+    >>> from dpaudit.adjacency import REPLACE_ONE, adjacency_of
+    >>> data = np.array([0.1, 0.5, 0.9])
+    >>> prime = REPLACE_ONE.neighbour(data, 1, 0.0)
+    >>> np.asarray(prime).tolist()
+    [0.1, 0.0, 0.9]
+    >>> REPLACE_ONE.is_adjacent(data, prime), adjacency_of("add-remove").is_adjacent(data, prime)
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpaudit.mechanism import ADJACENCIES, Claim, Mechanism, check_adjacent
+
+__all__ = [
+    "ADD_REMOVE",
+    "REPLACE_ONE",
+    "AddRemove",
+    "Adjacency",
+    "ReplaceOne",
+    "adjacency_of",
+    "get_record",
+    "insert_record",
+    "n_records",
+    "remove_record",
+    "replace_record",
+]
+
+
+def n_records(data) -> int:
+    """Number of records (length of the first axis, the same for every array).
+
+    Raises:
+        ValueError: for an empty pytree, a scalar array, or arrays holding
+            different numbers of records.
+    """
+    leaves = jax.tree_util.tree_leaves(data)
+    if not leaves:
+        raise ValueError("a dataset must hold at least one array of records.")
+    sizes = set()
+    for leaf in leaves:
+        shape = np.shape(leaf)
+        if len(shape) == 0:
+            raise ValueError("every array of a dataset must have the records on its first axis.")
+        sizes.add(int(shape[0]))
+    if len(sizes) != 1:
+        raise ValueError(f"the arrays of a dataset hold different numbers of records: {sizes}.")
+    return sizes.pop()
+
+
+def get_record(data, index):
+    """Record ``index`` of ``data``: the pytree of ``leaf[index]`` (index may be traced)."""
+    return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[index], data)
+
+
+def replace_record(data, index, record):
+    """``data`` with record ``index`` replaced by ``record`` (same pytree structure).
+
+    Raises:
+        ValueError: if ``record`` does not have the structure of one record of ``data``.
+    """
+    _check_record_structure(data, record)
+    return jax.tree_util.tree_map(
+        lambda leaf, new: (
+            jnp.asarray(leaf).at[index].set(jnp.asarray(new, jnp.asarray(leaf).dtype))
+        ),
+        data,
+        record,
+    )
+
+
+def remove_record(data, index):
+    """``data`` without record ``index`` (``n - 1`` records; index may be traced)."""
+    n = n_records(data)
+    if n < 1:
+        raise ValueError("cannot remove a record from an empty dataset.")
+    keep = jnp.arange(n - 1)
+    keep = keep + (keep >= index)
+    return jax.tree_util.tree_map(lambda leaf: jnp.take(jnp.asarray(leaf), keep, axis=0), data)
+
+
+def insert_record(data, index, record):
+    """``data`` with ``record`` inserted before position ``index`` (``n + 1`` records).
+
+    ``index = n`` appends. The index may be traced.
+
+    Raises:
+        ValueError: if ``record`` does not have the structure of one record of ``data``.
+    """
+    _check_record_structure(data, record)
+    n = n_records(data)
+    positions = jnp.arange(n + 1)
+    # gather from [data; record]: rows before index, then the new record (row n), then the rest
+    source = jnp.where(
+        positions < index, positions, jnp.where(positions == index, n, positions - 1)
+    )
+
+    def insert(leaf, new):
+        leaf = jnp.asarray(leaf)
+        stacked = jnp.concatenate([leaf, jnp.asarray(new, leaf.dtype)[None]], axis=0)
+        return jnp.take(stacked, source, axis=0)
+
+    return jax.tree_util.tree_map(insert, data, record)
+
+
+def _check_record_structure(data, record) -> None:
+    data_def = jax.tree_util.tree_structure(data)
+    record_def = jax.tree_util.tree_structure(record)
+    if data_def != record_def:
+        raise ValueError(
+            f"a record must have the structure of the dataset ({data_def}), got {record_def}."
+        )
+    for leaf, new in zip(
+        jax.tree_util.tree_leaves(data), jax.tree_util.tree_leaves(record), strict=True
+    ):
+        if tuple(np.shape(new)) != tuple(np.shape(leaf))[1:]:
+            raise ValueError(
+                f"a record of this dataset has shape {tuple(np.shape(leaf))[1:]}, got "
+                f"{tuple(np.shape(new))}."
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class Adjacency:
+    """A neighbouring relation between datasets; subclasses fix :attr:`name`.
+
+    Instances are immutable and compare equal by type; ``str(relation)`` is the
+    name used in :class:`dpaudit.Claim`.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __str__(self) -> str:
+        return self.name
+
+    def check(self, data, data_prime) -> None:
+        """Raise ``ValueError`` (one sentence) unless the two datasets are neighbours."""
+        check_adjacent(data, data_prime, self.name)
+
+    def is_adjacent(self, data, data_prime) -> bool:
+        """True when :meth:`check` passes."""
+        try:
+            self.check(data, data_prime)
+        except ValueError:
+            return False
+        return True
+
+    def neighbour(self, data, index, record=None):  # pragma: no cover - abstract
+        """A neighbour of ``data`` built by changing record ``index``."""
+        raise NotImplementedError
+
+    def size_change(self) -> tuple[int, ...]:  # pragma: no cover - abstract
+        """The possible values of ``n' - n`` for a neighbour ``D'`` of ``D``."""
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplaceOne(Adjacency):
+    """Replace-one adjacency: same number of records, at most one differs."""
+
+    name: ClassVar[str] = "replace-one"
+
+    def neighbour(self, data, index, record=None):
+        """``data`` with record ``index`` replaced by ``record``.
+
+        Raises:
+            ValueError: if ``record`` is missing or has the wrong structure.
+        """
+        if record is None:
+            raise ValueError("a replace-one neighbour needs the replacement record.")
+        return replace_record(data, index, record)
+
+    def size_change(self) -> tuple[int, ...]:
+        return (0,)
+
+
+@dataclasses.dataclass(frozen=True)
+class AddRemove(Adjacency):
+    """Add/remove adjacency: one dataset is the other with one record added."""
+
+    name: ClassVar[str] = "add-remove"
+
+    def neighbour(self, data, index, record=None):
+        """``data`` without record ``index`` (``record=None``), or with ``record`` inserted there."""
+        if record is None:
+            return remove_record(data, index)
+        return insert_record(data, index, record)
+
+    def size_change(self) -> tuple[int, ...]:
+        return (-1, 1)
+
+
+#: Replace-one adjacency (the relation of LR, MRS, HRW and BMR's proofs).
+REPLACE_ONE = ReplaceOne()
+#: Add/remove adjacency.
+ADD_REMOVE = AddRemove()
+
+_BY_NAME = {REPLACE_ONE.name: REPLACE_ONE, ADD_REMOVE.name: ADD_REMOVE}
+if set(_BY_NAME) != set(ADJACENCIES):  # pragma: no cover - guards against drift from mechanism.py
+    raise RuntimeError(
+        f"dpaudit.adjacency knows {sorted(_BY_NAME)} but Claim allows {ADJACENCIES}."
+    )
+
+
+def adjacency_of(value: Any) -> Adjacency:
+    """The :class:`Adjacency` named by a string, a :class:`~dpaudit.Claim` or a :class:`~dpaudit.Mechanism`.
+
+    Args:
+        value: ``"replace-one"``, ``"add-remove"``, an :class:`Adjacency`, a
+            claim, or a mechanism (its claim's adjacency).
+
+    Raises:
+        ValueError: for an unknown name.
+        TypeError: for anything else.
+    """
+    if isinstance(value, Adjacency):
+        return value
+    if isinstance(value, Mechanism):
+        value = value.claim
+    if isinstance(value, Claim):
+        value = value.adjacency
+    if isinstance(value, str):
+        if value not in _BY_NAME:
+            raise ValueError(f"adjacency must be one of {ADJACENCIES}, got {value!r}.")
+        return _BY_NAME[value]
+    raise TypeError(
+        "adjacency must be a name ('replace-one' or 'add-remove'), an Adjacency, a Claim or a "
+        f"Mechanism, got {type(value).__name__}."
+    )

@@ -1,0 +1,44 @@
+"""Tools to regression-test DP mechanisms in your own CI (pytest + hypothesis).
+
+* Record spaces — the data bound a sensitivity claim is about: :class:`L2Ball`
+  (curves on a grid, or vectors), :class:`Box`, :class:`Labels`, :class:`Product`.
+* :mod:`dpaudit.testing.strategies` — hypothesis strategies for datasets and
+  neighbouring pairs (curves, points, labelled points, scores with labels).
+* :func:`worst_neighbours` — worst-case neighbour search (projected gradient
+  ascent, random search, differential evolution) returning a :class:`WorstCase`.
+* Assertions — :func:`assert_sensitivity_bound`, :func:`assert_compatible`,
+  :func:`assert_dp`, raising an ``AssertionError`` that names the counterexample.
+* :mod:`dpaudit.testing.plugin` — an optional pytest plugin (profiles, fixtures).
+
+Example (a test file)::
+
+    import jax.numpy as jnp
+    from dpaudit.spaces import uniform_grid
+    from dpaudit.testing import L2Ball, assert_sensitivity_bound
+
+    grid = uniform_grid(50)
+
+    def test_mean_sensitivity():
+        l2 = lambda h: jnp.sqrt(jnp.sum(grid.weights * h * h))
+        assert_sensitivity_bound(lambda x: x.mean(0), l2, bound=2 / 20,
+                                 record_space=L2Ball(1.0, grid), n=20)
+"""
+
+from dpaudit.testing import strategies as strategies
+from dpaudit.testing.assertions import CompatibilityViolation as CompatibilityViolation
+from dpaudit.testing.assertions import DPViolation as DPViolation
+from dpaudit.testing.assertions import SensitivityViolation as SensitivityViolation
+from dpaudit.testing.assertions import assert_compatible as assert_compatible
+from dpaudit.testing.assertions import assert_dp as assert_dp
+from dpaudit.testing.assertions import assert_sensitivity_bound as assert_sensitivity_bound
+from dpaudit.testing.search import Box as Box
+from dpaudit.testing.search import L2Ball as L2Ball
+from dpaudit.testing.search import Labels as Labels
+from dpaudit.testing.search import Product as Product
+from dpaudit.testing.search import RecordSpace as RecordSpace
+from dpaudit.testing.search import SearchBudget as SearchBudget
+from dpaudit.testing.search import SensitivityTarget as SensitivityTarget
+from dpaudit.testing.search import WorstCase as WorstCase
+from dpaudit.testing.search import record_space_of as record_space_of
+from dpaudit.testing.search import sensitivity_target as sensitivity_target
+from dpaudit.testing.search import worst_neighbours as worst_neighbours

@@ -1,0 +1,965 @@
+r"""Worst-case neighbour search: how large can ``||f_D - f_D'||`` really get?
+
+A mechanism calibrates its noise to a claimed sensitivity
+``Delta >= sup_{D ~ D'} ||f_D - f_D'||``. Summaries in dpaudit are JAX
+functions of the data, so the supremum can be *searched* directly: the
+replaced record (and, optionally, the whole dataset) is moved by projected
+gradient ascent on the sensitivity norm, subject to the data bound, from many
+random restarts at once (``vmap``); summaries without a useful gradient (ECDF
+counts, anything piecewise constant) fall back to random search followed by
+scipy's differential evolution. The result is the worst pair found and the
+ratio ``||f_D - f_D'|| / Delta``: a ratio above 1 is a counterexample to the
+claim; a ratio close to 1 says the bound is tight.
+
+Record spaces
+-------------
+The search must stay inside the set of records the claim is about. A
+:class:`RecordSpace` describes that set for one record and supplies what the
+search needs: a projection (for gradient ascent), a sampler (for restarts) and a
+map from the unit cube onto the set (for derivative-free search):
+
+* :class:`L2Ball` — curves on a grid with ``||x||_{L2} <= tau`` in the grid's
+  quadrature norm ``(sum_a w_a x_a^2)^(1/2)`` (LR Assumption 1, MRS Sec. 4), or
+  vectors in ``R^d`` with ``||x||_2 <= r`` (ERM features).
+* :class:`Box` — points in ``[low, high]^d`` (KDE data, scores of an ECDF).
+* :class:`Labels` — a finite set of labels (never moved by gradients).
+* :class:`Product` — tuple records such as ``(x, y)`` for labelled data.
+
+Gradient ascent is Riemannian: the gradient is taken in the space's own metric
+(for the weighted L2 ball ``g_a / w_a``), normalised per record and stepped
+with a cosine-decaying step ``learning_rate * scale``, then projected. With
+the Euclidean gradient and a weighted projection the ascent would converge to
+the wrong direction on a non-uniform grid.
+
+Example:
+    >>> import jax.numpy as jnp
+    >>> from dpaudit.spaces import uniform_grid
+    >>> grid = uniform_grid(20)
+    >>> mean = lambda data: jnp.mean(data, axis=0)
+    >>> l2 = lambda h: jnp.sqrt(jnp.sum(grid.weights * h * h))
+    >>> worst = worst_neighbours(mean, l2, bound=2 * 1.0 / 10, record_space=L2Ball(1.0, grid), n=10,
+    ...                          budget=SearchBudget(restarts=4, steps=60))
+    >>> round(worst.ratio, 6)  # 2 tau / n is attained by two antipodal curves
+    1.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.optimize
+
+from dpaudit.adjacency import REPLACE_ONE, Adjacency, adjacency_of, n_records
+from dpaudit.adjacency import insert_record as _insert_record
+from dpaudit.adjacency import replace_record as _replace_record
+from dpaudit.mechanism import Mechanism
+from dpaudit.spaces.grids import Grid
+
+__all__ = [
+    "Box",
+    "L2Ball",
+    "Labels",
+    "Product",
+    "RecordSpace",
+    "SearchBudget",
+    "SensitivityTarget",
+    "WorstCase",
+    "record_space_of",
+    "sensitivity_target",
+    "worst_neighbours",
+]
+
+
+# ------------------------------------------------------------------ record spaces
+
+
+class RecordSpace:
+    """The set of admissible records, with what a search needs to move inside it.
+
+    A record is a single array (leaf spaces) or a tuple of records
+    (:class:`Product`). All methods accept records with leading batch axes.
+    Subclasses implement :meth:`project`, :meth:`sample`, :meth:`from_unit`,
+    :meth:`contains`, :meth:`precondition`, :meth:`record_norm` and the
+    attributes ``shape``, ``unit_dim``, ``scale`` and ``differentiable``.
+    """
+
+    #: shape of one record (leaf spaces).
+    shape: tuple[int, ...] = ()
+    #: number of unit-cube coordinates of :meth:`from_unit`.
+    unit_dim: int = 0
+    #: typical size of the set (step sizes are fractions of it).
+    scale: float = 1.0
+    #: whether gradients may move this record (False for labels).
+    differentiable: bool = True
+
+    def project(self, record):  # pragma: no cover - abstract
+        """The nearest admissible record (metric projection), batched."""
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator, batch_shape=()):  # pragma: no cover - abstract
+        """Random admissible records with leading shape ``batch_shape`` (numpy)."""
+        raise NotImplementedError
+
+    def from_unit(self, u):  # pragma: no cover - abstract
+        """Map ``u`` in ``[0, 1]^unit_dim`` (shape ``(..., unit_dim)``) onto the set (numpy, onto)."""
+        raise NotImplementedError
+
+    def contains(self, record, *, rtol: float = 1e-9) -> bool:  # pragma: no cover - abstract
+        """True when every record (of a batch) is admissible up to ``rtol``."""
+        raise NotImplementedError
+
+    def precondition(self, gradient):
+        """The gradient in the space's metric (Riemannian gradient); identity by default."""
+        return gradient
+
+    def record_norm(self, vector):
+        """Norm of a tangent vector (per record, batched) used to normalise steps."""
+        axes = tuple(range(-len(self.shape), 0))
+        return jnp.sqrt(jnp.sum(vector * vector, axis=axes)) if axes else jnp.abs(vector)
+
+    def leaf_spaces(self) -> list[RecordSpace]:
+        """The leaf spaces in the order of ``jax.tree_util.tree_leaves(record)``."""
+        return [self]
+
+    def describe(self) -> str:
+        """One line for messages."""
+        return type(self).__name__
+
+
+def _check_finite_number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    return value
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class L2Ball(RecordSpace):
+    r"""Records with ``||x|| <= radius``: curves on a grid, or vectors in ``R^dim``.
+
+    On a grid the norm is the quadrature L2 norm ``(sum_a w_a x_a^2)^(1/2)``
+    of the grid values (LR Assumption 1: ``||X_i||_H <= tau``); without a grid
+    it is the Euclidean norm of a vector of length ``dim``.
+
+    Args:
+        radius: the bound ``tau`` (> 0).
+        grid: a :class:`~dpaudit.spaces.Grid` (records are its ``m`` values), or None.
+        dim: the vector length when ``grid`` is None.
+
+    Raises:
+        ValueError / TypeError: for a non-positive radius, or neither/both of grid and dim.
+    """
+
+    radius: float
+    grid: Grid | None = None
+    dim: int | None = None
+
+    def __post_init__(self):
+        radius = _check_finite_number("L2Ball radius", self.radius)
+        if radius <= 0:
+            raise ValueError(f"L2Ball radius must be > 0, got {radius!r}.")
+        object.__setattr__(self, "radius", radius)
+        if (self.grid is None) == (self.dim is None):
+            raise ValueError("L2Ball needs exactly one of grid (curves) or dim (vectors).")
+        if self.grid is not None and not isinstance(self.grid, Grid):
+            raise TypeError(f"L2Ball grid must be a dpaudit Grid, got {type(self.grid).__name__}.")
+        if self.dim is not None and (
+            isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer) or self.dim < 1
+        ):
+            raise ValueError(f"L2Ball dim must be a positive integer, got {self.dim!r}.")
+
+    @property
+    def size(self) -> int:
+        return self.grid.size if self.grid is not None else int(self.dim)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.size,)
+
+    @property
+    def unit_dim(self) -> int:
+        return self.size
+
+    @property
+    def scale(self) -> float:
+        return self.radius
+
+    @property
+    def weights(self) -> jax.Array:
+        if self.grid is None:
+            return jnp.ones(self.size)
+        return jnp.asarray(self.grid.weights, dtype=jnp.float64)
+
+    def norm(self, record) -> jax.Array:
+        """``(sum_a w_a x_a^2)^(1/2)`` along the last axis."""
+        x = jnp.asarray(record, dtype=jnp.float64)
+        return jnp.sqrt(jnp.sum(self.weights * x * x, axis=-1))
+
+    def record_norm(self, vector):
+        return self.norm(vector)
+
+    def precondition(self, gradient):
+        return gradient / self.weights
+
+    def project(self, record):
+        x = jnp.asarray(record, dtype=jnp.float64)
+        norm = self.norm(x)
+        factor = jnp.minimum(1.0, self.radius / jnp.where(norm > 0, norm, 1.0))
+        return x * factor[..., None]
+
+    def _numpy_norm(self, x) -> np.ndarray:
+        return np.sqrt(np.sum(np.asarray(self.weights) * x * x, axis=-1))
+
+    def sample(self, rng: np.random.Generator, batch_shape=()):
+        # uniform in the ball of the weighted norm
+        w = np.asarray(self.weights)
+        z = rng.standard_normal((*tuple(batch_shape), self.size)) / np.sqrt(w)
+        direction = z / self._numpy_norm(z)[..., None]
+        u = rng.uniform(size=tuple(batch_shape))
+        return direction * (self.radius * u ** (1.0 / self.size))[..., None]
+
+    def from_unit(self, u):
+        x = (
+            (2.0 * np.asarray(u, dtype=float) - 1.0)
+            * self.radius
+            / np.sqrt(np.asarray(self.weights))
+        )
+        norm = self._numpy_norm(x)
+        return x * np.minimum(1.0, self.radius / np.where(norm > 0, norm, 1.0))[..., None]
+
+    def contains(self, record, *, rtol: float = 1e-9) -> bool:
+        return bool(np.all(np.asarray(self.norm(record)) <= self.radius * (1.0 + rtol)))
+
+    def describe(self) -> str:
+        if self.grid is not None:
+            return f"curves on a {self.grid.size}-point grid with L2 norm <= {self.radius:g}"
+        return f"vectors in R^{self.dim} with Euclidean norm <= {self.radius:g}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Box(RecordSpace):
+    """Records in the box ``[low, high]^dim`` (scalars when ``dim`` is None).
+
+    Args:
+        low, high: the bounds (``low < high``), numbers.
+        dim: the record length, or None for scalar records (scores).
+
+    Raises:
+        ValueError / TypeError: for ``low >= high`` or a bad dim.
+    """
+
+    low: float = 0.0
+    high: float = 1.0
+    dim: int | None = None
+
+    def __post_init__(self):
+        low = _check_finite_number("Box low", self.low)
+        high = _check_finite_number("Box high", self.high)
+        if not low < high:
+            raise ValueError(f"Box needs low < high, got low={low!r}, high={high!r}.")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+        if self.dim is not None and (
+            isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer) or self.dim < 1
+        ):
+            raise ValueError(f"Box dim must be a positive integer or None, got {self.dim!r}.")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return () if self.dim is None else (int(self.dim),)
+
+    @property
+    def unit_dim(self) -> int:
+        return 1 if self.dim is None else int(self.dim)
+
+    @property
+    def scale(self) -> float:
+        return self.high - self.low
+
+    def project(self, record):
+        return jnp.clip(jnp.asarray(record, dtype=jnp.float64), self.low, self.high)
+
+    def sample(self, rng: np.random.Generator, batch_shape=()):
+        return rng.uniform(self.low, self.high, size=(*tuple(batch_shape), *self.shape))
+
+    def from_unit(self, u):
+        u = np.asarray(u, dtype=float)
+        if self.dim is None:
+            u = u[..., 0]
+        return self.low + np.clip(u, 0.0, 1.0) * (self.high - self.low)
+
+    def contains(self, record, *, rtol: float = 1e-9) -> bool:
+        x = np.asarray(record)
+        slack = rtol * (self.high - self.low)
+        return bool(np.all((x >= self.low - slack) & (x <= self.high + slack)))
+
+    def describe(self) -> str:
+        where = "scalars" if self.dim is None else f"points in R^{self.dim}"
+        return f"{where} in [{self.low:g}, {self.high:g}]" + ("" if self.dim is None else "^d")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Labels(RecordSpace):
+    """Scalar records from a finite set of labels (e.g. ``(-1.0, 1.0)`` or ``(0, 1)``).
+
+    Gradients never move labels; derivative-free search and restarts choose them.
+
+    Raises:
+        ValueError: for fewer than one label or non-finite labels.
+    """
+
+    values: tuple = (-1.0, 1.0)
+    differentiable = False
+
+    def __post_init__(self):
+        values = np.asarray(self.values)
+        if values.ndim != 1 or values.size < 1 or not np.all(np.isfinite(values)):
+            raise ValueError(
+                f"Labels needs a non-empty list of finite labels, got {self.values!r}."
+            )
+        object.__setattr__(self, "values", tuple(values.tolist()))
+
+    @property
+    def array(self) -> jax.Array:
+        return jnp.asarray(np.asarray(self.values))
+
+    @property
+    def unit_dim(self) -> int:
+        return 1
+
+    def project(self, record):
+        x = jnp.asarray(record)
+        nearest = jnp.argmin(jnp.abs(x[..., None] - self.array), axis=-1)
+        return self.array[nearest]
+
+    def sample(self, rng: np.random.Generator, batch_shape=()):
+        return rng.choice(np.asarray(self.values), size=tuple(batch_shape))
+
+    def from_unit(self, u):
+        k = len(self.values)
+        idx = np.clip(np.floor(np.asarray(u)[..., 0] * k).astype(int), 0, k - 1)
+        return np.asarray(self.values)[idx]
+
+    def contains(self, record, *, rtol: float = 1e-9) -> bool:
+        return bool(np.all(np.isin(np.asarray(record), np.asarray(self.values))))
+
+    def describe(self) -> str:
+        return f"labels in {set(self.values)}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Product(RecordSpace):
+    """Tuple records ``(r_1, ..., r_k)``, one from each space (labelled points: ``(x, y)``).
+
+    Raises:
+        TypeError: if a component is not a :class:`RecordSpace`.
+    """
+
+    spaces: tuple
+
+    def __init__(self, *spaces):
+        if len(spaces) == 1 and isinstance(spaces[0], list | tuple):
+            spaces = tuple(spaces[0])
+        if not spaces or not all(isinstance(s, RecordSpace) for s in spaces):
+            raise TypeError("Product takes one or more RecordSpace components.")
+        object.__setattr__(self, "spaces", tuple(spaces))
+
+    @property
+    def unit_dim(self) -> int:
+        return sum(s.unit_dim for s in self.spaces)
+
+    @property
+    def scale(self) -> float:
+        return max(s.scale for s in self.spaces)
+
+    def leaf_spaces(self) -> list[RecordSpace]:
+        return [leaf for s in self.spaces for leaf in s.leaf_spaces()]
+
+    def project(self, record):
+        return tuple(s.project(r) for s, r in zip(self.spaces, record, strict=True))
+
+    def sample(self, rng: np.random.Generator, batch_shape=()):
+        return tuple(s.sample(rng, batch_shape) for s in self.spaces)
+
+    def from_unit(self, u):
+        u = np.asarray(u, dtype=float)
+        out, start = [], 0
+        for s in self.spaces:
+            out.append(s.from_unit(u[..., start : start + s.unit_dim]))
+            start += s.unit_dim
+        return tuple(out)
+
+    def contains(self, record, *, rtol: float = 1e-9) -> bool:
+        return all(s.contains(r, rtol=rtol) for s, r in zip(self.spaces, record, strict=True))
+
+    def describe(self) -> str:
+        return "(" + ", ".join(s.describe() for s in self.spaces) + ")"
+
+
+def record_space_of(mechanism: Mechanism) -> RecordSpace | None:
+    """The record space a mechanism declares, or None.
+
+    Looked up, in order, as an attribute ``record_space`` of the mechanism and
+    as ``mechanism.params["record_space"]`` (builders may put it there until
+    :class:`~dpaudit.Mechanism` has a field for it).
+    """
+    space = getattr(mechanism, "record_space", None)
+    if space is None:
+        space = mechanism.params.get("record_space")
+    if space is not None and not isinstance(space, RecordSpace):
+        raise TypeError(
+            f"mechanism {mechanism.name!r} declares a record_space that is not a "
+            f"dpaudit.testing RecordSpace: {type(space).__name__}."
+        )
+    return space
+
+
+# ------------------------------------------------------------------------ targets
+
+
+@dataclasses.dataclass(frozen=True)
+class SensitivityTarget:
+    """What is searched: ``summary``, the ``norm`` of differences, the claimed ``bound``.
+
+    Attributes:
+        summary: ``summary(data) -> f_D`` (an array or pytree of arrays).
+        norm: ``norm(h)`` of a difference of summaries.
+        bound: the claimed sensitivity (None: search only, no ratio).
+        adjacency: the :class:`~dpaudit.adjacency.Adjacency` of the claim.
+        name: for messages.
+    """
+
+    summary: Callable
+    norm: Callable
+    bound: float | None
+    adjacency: Adjacency = REPLACE_ONE
+    name: str = "summary"
+
+    def distance(self, data, data_prime) -> float:
+        """``||f_D - f_D'||`` evaluated outside ``jit``."""
+        diff = jax.tree_util.tree_map(jnp.subtract, self.summary(data), self.summary(data_prime))
+        return float(self.norm(diff))
+
+
+def sensitivity_target(target, norm=None, bound=None, *, adjacency=None) -> SensitivityTarget:
+    """A :class:`SensitivityTarget` from a :class:`~dpaudit.Mechanism` or ``(summary, norm, bound)``.
+
+    Raises:
+        ValueError: if the mechanism declares no summary/norm, or a summary is
+            given without a norm.
+        TypeError: if ``target`` is neither a mechanism nor callable.
+    """
+    if isinstance(target, SensitivityTarget):
+        return target
+    if isinstance(target, Mechanism):
+        if target.summary is None or target.sensitivity_norm is None:
+            raise ValueError(
+                f"mechanism {target.name!r} declares no summary/sensitivity_norm, so its "
+                "sensitivity cannot be searched."
+            )
+        return SensitivityTarget(
+            summary=target.summary,
+            norm=norm if norm is not None else target.sensitivity_norm,
+            bound=bound if bound is not None else target.claim.sensitivity,
+            adjacency=adjacency_of(adjacency if adjacency is not None else target.claim),
+            name=target.name,
+        )
+    if not callable(target):
+        raise TypeError(
+            f"the search target must be a dpaudit.Mechanism or a summary function, got "
+            f"{type(target).__name__}."
+        )
+    if norm is None or not callable(norm):
+        raise ValueError(
+            "give the norm of a difference of summaries, e.g. norm=dpaudit.spaces.l2_norm."
+        )
+    if bound is not None:
+        bound = _check_finite_number("bound", bound)
+        if bound <= 0:
+            raise ValueError(f"the claimed sensitivity bound must be > 0, got {bound!r}.")
+    return SensitivityTarget(
+        summary=target,
+        norm=norm,
+        bound=bound,
+        adjacency=adjacency_of(adjacency if adjacency is not None else REPLACE_ONE),
+        name=getattr(target, "__name__", "summary"),
+    )
+
+
+# ------------------------------------------------------------------------ budget
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchBudget:
+    """How much work a search may do (fixed, so results are reproducible).
+
+    Attributes:
+        restarts: gradient-ascent restarts run side by side (``vmap``).
+        steps: projected gradient steps per restart.
+        learning_rate: first step as a fraction of the record space's ``scale``
+            (cosine decay to 0).
+        candidates: random pairs evaluated (also the derivative-free start).
+        evolution_iterations: generations of differential evolution (0: none).
+        evolution_population: population size of differential evolution.
+    """
+
+    restarts: int = 16
+    steps: int = 150
+    learning_rate: float = 0.5
+    candidates: int = 512
+    evolution_iterations: int = 40
+    evolution_population: int = 64
+
+    def __post_init__(self):
+        for field in ("restarts", "steps", "candidates", "evolution_population"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"SearchBudget {field} must be a positive integer, got {value!r}.")
+        value = self.evolution_iterations
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ValueError(
+                f"SearchBudget evolution_iterations must be an integer >= 0, got {value!r}."
+            )
+        lr = _check_finite_number("SearchBudget learning_rate", self.learning_rate)
+        if lr <= 0:
+            raise ValueError(f"SearchBudget learning_rate must be > 0, got {lr!r}.")
+
+    @classmethod
+    def long(cls) -> SearchBudget:
+        """A budget for local runs (``HYPOTHESIS_PROFILE=long``): 8x the restarts and candidates."""
+        return cls(restarts=128, steps=400, candidates=4096, evolution_iterations=200)
+
+
+# ------------------------------------------------------------------------ result
+
+
+@dataclasses.dataclass(frozen=True)
+class WorstCase:
+    """The worst neighbouring pair a search found.
+
+    Attributes:
+        data, data_prime: the pair (numpy arrays, records on the first axis);
+            ``data`` has ``n`` records (under add-remove ``data_prime`` lacks
+            record ``index``).
+        index: the record that differs.
+        distance: ``||f_D - f_D'||`` of the pair, evaluated outside ``jit``.
+        bound: the claimed sensitivity (None when none was given).
+        ratio: ``distance / bound`` (nan without a bound).
+        adjacency: name of the relation searched.
+        method: ``"gradient"``, ``"random"`` or ``"evolution"`` — the phase
+            that found the pair.
+        evaluations: objective evaluations spent.
+        seed: the seed that reproduces the search.
+        name: name of the summary or mechanism.
+    """
+
+    data: Any
+    data_prime: Any
+    index: int
+    distance: float
+    bound: float | None
+    ratio: float
+    adjacency: str
+    method: str
+    evaluations: int
+    seed: int
+    name: str = "summary"
+
+    def exceeds(self, rtol: float = 1e-6, atol: float = 0.0) -> bool:
+        """True when ``distance > bound (1 + rtol) + atol`` (a counterexample)."""
+        if self.bound is None:
+            return False
+        return self.distance > self.bound * (1.0 + rtol) + atol
+
+    def describe(self) -> str:
+        """The pair and the figures, in a few lines."""
+        records = _describe_pair(self.data, self.data_prime, self.index, self.adjacency)
+        bound = "no bound given" if self.bound is None else f"bound {self.bound:.6g}"
+        return (
+            f"||f_D - f_D'|| = {self.distance:.6g}, {bound}, ratio {self.ratio:.6f} "
+            f"({self.adjacency}, n = {n_records(self.data)}; found by {self.method} search "
+            f"with seed {self.seed}, {self.evaluations} evaluations)\n{records}"
+        )
+
+
+def _format_record(record) -> str:
+    def fmt(x):
+        x = np.asarray(x)
+        if x.ndim == 0:
+            return f"{x.item():.6g}" if np.issubdtype(x.dtype, np.floating) else str(x.item())
+        return np.array2string(x, precision=4, threshold=8, edgeitems=3, separator=", ")
+
+    leaves = jax.tree_util.tree_leaves(record)
+    if len(leaves) == 1:
+        return fmt(leaves[0])
+    return "(" + ", ".join(fmt(leaf) for leaf in leaves) + ")"
+
+
+def _describe_pair(data, data_prime, index: int, adjacency: str) -> str:
+    old = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], data)
+    if adjacency == "replace-one":
+        new = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], data_prime)
+        return (
+            f"  record {index} of D:  {_format_record(old)}\n"
+            f"  record {index} of D': {_format_record(new)}"
+        )
+    return f"  D' is D without record {index}: {_format_record(old)}"
+
+
+# ------------------------------------------------------------------------ search
+
+
+def _tree_where(condition, x, y):
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), x, y)
+
+
+def _as_numpy(tree):
+    return jax.tree_util.tree_map(np.asarray, tree)
+
+
+def _numpy_pair(replace: bool, base, old, new, index: int):
+    """The pair ``(D, D')`` in numpy (outside ``jit``)."""
+    index = int(index)
+    if replace:
+
+        def put(leaf, record):
+            out = np.array(leaf, copy=True)
+            out[index] = record
+            return out
+
+        return (
+            jax.tree_util.tree_map(put, _as_numpy(base), _as_numpy(old)),
+            jax.tree_util.tree_map(put, _as_numpy(base), _as_numpy(new)),
+        )
+    data = jax.tree_util.tree_map(
+        lambda leaf, record: np.insert(leaf, index, record, axis=0), _as_numpy(base), _as_numpy(old)
+    )
+    return data, _as_numpy(base)
+
+
+def _pick(tree, r: int):
+    return jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[r], tree)
+
+
+class _Problem:
+    """The objective over (base dataset, old record, new record, index), with static layout."""
+
+    def __init__(self, target, space: RecordSpace, n: int, base, vary: str, budget: SearchBudget):
+        self.target, self.space, self.n, self.vary, self.budget = target, space, n, vary, budget
+        self.replace = target.adjacency.name == "replace-one"
+        # base dataset: n records under replace-one, n - 1 under add-remove
+        self.base_size = n if self.replace else n - 1
+        self.fixed_base = base
+        self.leaves = space.leaf_spaces()
+
+    def pair(self, base, old, new, index):
+        if self.replace:
+            return _replace_record(base, index, old), _replace_record(base, index, new)
+        return _insert_record(base, index, old), base
+
+    def objective(self, base, old, new, index):
+        data, data_prime = self.pair(base, old, new, index)
+        diff = jax.tree_util.tree_map(
+            jnp.subtract, self.target.summary(data), self.target.summary(data_prime)
+        )
+        value = jnp.asarray(self.target.norm(diff), dtype=jnp.float64)
+        return jnp.where(jnp.isfinite(value), value, -jnp.inf)
+
+    def draw(self, rng: np.random.Generator, batch: int):
+        """Random (base, old, new, index) for ``batch`` restarts (numpy)."""
+        if self.fixed_base is None:
+            base = self.space.sample(rng, (batch, self.base_size))
+        else:
+            base = jax.tree_util.tree_map(
+                lambda leaf: np.broadcast_to(leaf, (batch, *np.shape(leaf))), self.fixed_base
+            )
+        old = self.space.sample(rng, (batch,))
+        new = self.space.sample(rng, (batch,))
+        index = rng.integers(0, self.n, size=batch)
+        return base, old, new, index
+
+    def from_unit(self, u):
+        """(old, new) from unit-cube coordinates ``(..., 2 unit_dim)``."""
+        k = self.space.unit_dim
+        return self.space.from_unit(u[..., :k]), self.space.from_unit(u[..., k : 2 * k])
+
+
+def _batched_objective(problem: _Problem):
+    """``jit(vmap(objective))`` when the summary is traceable, else a Python loop."""
+    vmapped = jax.jit(jax.vmap(problem.objective))
+
+    def python_loop(base, old, new, index):
+        values = []
+        for r in range(int(np.shape(index)[0])):
+            data, data_prime = _numpy_pair(
+                problem.replace, _pick(base, r), _pick(old, r), _pick(new, r), int(index[r])
+            )
+            values.append(problem.target.distance(data, data_prime))
+        return np.asarray(values)
+
+    def evaluate(base, old, new, index):
+        nonlocal vmapped
+        if vmapped is not None:
+            try:
+                return np.asarray(vmapped(base, old, new, index))
+            except Exception:  # not traceable: evaluate pair by pair; real errors re-raise there
+                vmapped = None
+        return python_loop(base, old, new, index)
+
+    return evaluate
+
+
+def _gradient_phase(problem: _Problem, starts):
+    """Projected (Riemannian, normalised) gradient ascent from the given starts, vmapped.
+
+    Returns the best variables and value of each restart and the size of the
+    first gradient (all zero: the objective is flat, e.g. piecewise constant).
+    """
+    space, leaves, budget = problem.space, problem.leaves, problem.budget
+    vary_base = problem.vary == "dataset"
+
+    def value(variables, index):
+        base, old, new = variables
+        return problem.objective(base, old, new, index)
+
+    value_and_grad = jax.value_and_grad(value, allow_int=True)
+
+    def gradient_size(grads) -> jax.Array:
+        total = jnp.asarray(0.0)
+        _, go, gw = grads
+        for part in (go, gw):
+            for g, leaf_space in zip(jax.tree_util.tree_leaves(part), leaves, strict=True):
+                if leaf_space.differentiable:
+                    total = total + jnp.sum(jnp.where(jnp.isfinite(g), jnp.abs(g), 0.0))
+        return total
+
+    def step_records(records, gradients, step):
+        """Move each differentiable leaf along its normalised Riemannian gradient, then project."""
+        flat, treedef = jax.tree_util.tree_flatten(records)
+        flat_g = jax.tree_util.tree_leaves(gradients)
+        moved = []
+        for leaf, g, leaf_space in zip(flat, flat_g, leaves, strict=True):
+            if not leaf_space.differentiable:
+                moved.append(leaf)
+                continue
+            g = jnp.where(jnp.isfinite(g), g, 0.0)
+            direction = leaf_space.precondition(g)
+            size = leaf_space.record_norm(direction)
+            size = jnp.where(size > 0, size, 1.0)
+            direction = direction / size.reshape(size.shape + (1,) * len(leaf_space.shape))
+            moved.append(leaf + step * leaf_space.scale * direction)
+        return space.project(jax.tree_util.tree_unflatten(treedef, moved))
+
+    def run(base, old, new, index):
+        def body(carry, t):
+            variables, best, best_value = carry
+            current, grads = value_and_grad(variables, index)
+            better = current > best_value
+            best = _tree_where(better, variables, best)
+            best_value = jnp.where(better, current, best_value)
+            step = 0.5 * budget.learning_rate * (1.0 + jnp.cos(jnp.pi * t / budget.steps))
+            b, o, w = variables
+            gb, go, gw = grads
+            o = step_records(o, go, step)
+            if problem.replace:
+                w = step_records(w, gw, step)
+            if vary_base:
+                b = step_records(b, gb, step)
+            return ((b, o, w), best, best_value), gradient_size(grads)
+
+        variables = (base, old, new)
+        init = (variables, variables, jnp.asarray(-jnp.inf))
+        (variables, best, best_value), sizes = jax.lax.scan(body, init, jnp.arange(budget.steps))
+        last = value(variables, index)
+        better = last > best_value
+        return _tree_where(better, variables, best), jnp.where(better, last, best_value), sizes[0]
+
+    base0, old0, new0, index0 = starts
+    (base, old, new), values, first_gradient = jax.jit(jax.vmap(run))(base0, old0, new0, index0)
+    return (base, old, new, index0), values, first_gradient
+
+
+def worst_neighbours(
+    target,
+    norm: Callable | None = None,
+    bound: float | None = None,
+    *,
+    record_space: RecordSpace | None = None,
+    n: int | None = None,
+    data=None,
+    adjacency=None,
+    method: str = "auto",
+    vary: str = "pair",
+    budget: SearchBudget | None = None,
+    seed: int = 0,
+) -> WorstCase:
+    r"""Search the neighbouring pair that maximises ``||f_D - f_D'||`` within the record space.
+
+    Under replace-one the pair is ``D = B[i <- a]``, ``D' = B[i <- b]`` and the
+    search moves the two records ``a, b`` (``vary="pair"``) or also every
+    record of ``B`` (``vary="dataset"``); under add-remove ``D`` is ``D'``
+    plus the record ``a`` at position ``i``. ``B`` is the given ``data``, or
+    random records from the space (fresh for each restart).
+
+    Methods:
+
+    * ``"gradient"`` — projected gradient ascent, ``budget.restarts`` restarts
+      of ``budget.steps`` steps, jitted and vmapped over restarts.
+    * ``"random"`` — ``budget.candidates`` random pairs.
+    * ``"evolution"`` — random pairs, then scipy's differential evolution on
+      the unit-cube coordinates of ``(a, b)`` around the best one (for
+      piecewise-constant summaries such as ECDF counts).
+    * ``"auto"`` — random pairs always; gradient ascent when the objective has
+      a non-zero gradient, differential evolution otherwise.
+
+    Args:
+        target: a :class:`~dpaudit.Mechanism` (summary, norm, claimed bound and
+            adjacency are read from it) or a summary function.
+        norm: the norm of a difference of summaries (required with a function).
+        bound: the claimed sensitivity (the mechanism's claim by default).
+        record_space: the admissible records (the mechanism's
+            :func:`record_space_of` by default).
+        n: the number of records of ``D`` (required without ``data``).
+        data: a fixed dataset ``B`` to search around.
+        adjacency: ``"replace-one"`` / ``"add-remove"`` (the claim's by default).
+        method, vary: as above.
+        budget: a :class:`SearchBudget` (default ``SearchBudget()``).
+        seed: seeds every random choice; the same seed gives the same result.
+
+    Returns:
+        The :class:`WorstCase` found (its ``ratio`` compares it with ``bound``).
+
+    Raises:
+        ValueError: for a missing record space, a bad ``n``/``method``/``vary``,
+            or data outside the record space.
+    """
+    spec = sensitivity_target(target, norm, bound, adjacency=adjacency)
+    if record_space is None and isinstance(target, Mechanism):
+        record_space = record_space_of(target)
+    if record_space is None:
+        raise ValueError(
+            "give record_space= (e.g. L2Ball(tau, grid) or Box(0, 1, d)): the search must know "
+            "which records the sensitivity claim is about."
+        )
+    if not isinstance(record_space, RecordSpace):
+        raise TypeError(
+            f"record_space must be a dpaudit.testing RecordSpace, got {type(record_space).__name__}."
+        )
+    if method not in ("auto", "gradient", "random", "evolution"):
+        raise ValueError(
+            f"method must be 'auto', 'gradient', 'random' or 'evolution', got {method!r}."
+        )
+    if vary not in ("pair", "dataset"):
+        raise ValueError(f"vary must be 'pair' or 'dataset', got {vary!r}.")
+    budget = SearchBudget() if budget is None else budget
+    replace = spec.adjacency.name == "replace-one"
+    base = None
+    if data is not None:
+        if not record_space.contains(jax.tree_util.tree_map(np.asarray, data), rtol=1e-9):
+            raise ValueError(
+                f"the given data lie outside the record space ({record_space.describe()})."
+            )
+        n_data = n_records(data)
+        if n is not None and n != n_data:
+            raise ValueError(f"n = {n} but the given data hold {n_data} records.")
+        n = n_data if replace else n_data + 1
+        base = _as_numpy(data)
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < (1 if replace else 2):
+        raise ValueError(
+            f"n must be an integer >= {1 if replace else 2} (records of D), got {n!r}."
+        )
+    problem = _Problem(spec, record_space, int(n), base, vary, budget)
+    rng = np.random.default_rng(seed)
+    evaluate = _batched_objective(problem)
+
+    # random candidates (in unit-cube coordinates, so evolution can start from the best)
+    base_r, _, _, index_r = problem.draw(rng, budget.candidates)
+    u = rng.uniform(size=(budget.candidates, 2 * record_space.unit_dim))
+    old_r, new_r = problem.from_unit(u)
+    values_r = evaluate(base_r, old_r, new_r, index_r)
+    evaluations = budget.candidates
+    best = int(np.argmax(values_r))
+    phases = [("random", _pick((base_r, old_r, new_r, index_r), best), float(values_r[best]))]
+
+    gradient_failed = method != "gradient"
+    if method in ("auto", "gradient"):
+        starts = problem.draw(rng, budget.restarts)
+        try:
+            found, values_g, first_gradient = _as_numpy(_gradient_phase(problem, starts))
+        except Exception:
+            if method == "gradient":
+                raise
+        else:
+            evaluations += budget.restarts * (budget.steps + 1)
+            gradient_failed = not np.any(first_gradient > 0)
+            best_g = int(np.argmax(values_g))
+            phases.append(("gradient", _pick(found, best_g), float(values_g[best_g])))
+    if method == "evolution" or (
+        method == "auto" and gradient_failed and budget.evolution_iterations > 0
+    ):
+        start_base, _, _, start_index = phases[0][1]
+        found, value, spent = _evolution_phase(
+            problem, evaluate, start_base, start_index, u[best], budget, seed
+        )
+        evaluations += spent
+        phases.append(("evolution", found, value))
+
+    method_used, (b, o, w, i), _ = max(phases, key=lambda p: p[2])
+    data_np, data_prime_np = _numpy_pair(problem.replace, b, o, w, i)
+    distance = spec.distance(data_np, data_prime_np)
+    ratio = distance / spec.bound if spec.bound is not None else math.nan
+    return WorstCase(
+        data=data_np,
+        data_prime=data_prime_np,
+        index=int(i),
+        distance=distance,
+        bound=spec.bound,
+        ratio=ratio,
+        adjacency=spec.adjacency.name,
+        method=method_used,
+        evaluations=int(evaluations),
+        seed=int(seed),
+        name=spec.name,
+    )
+
+
+def _evolution_phase(problem, evaluate, base, index, u0, budget: SearchBudget, seed: int):
+    """Differential evolution over the unit-cube coordinates of (old, new), base and index fixed."""
+    dim = 2 * problem.space.unit_dim
+    popsize = max(1, math.ceil(budget.evolution_population / dim))
+    calls = 0
+
+    def negative(us):  # us: (dim, S) in scipy's vectorized mode
+        nonlocal calls
+        us = np.atleast_2d(np.asarray(us).T)
+        batch = us.shape[0]
+        calls += batch
+        old, new = problem.from_unit(us)
+        bases = jax.tree_util.tree_map(
+            lambda leaf: np.broadcast_to(leaf, (batch, *np.shape(leaf))), base
+        )
+        values = evaluate(bases, old, new, np.full((batch,), index))
+        return -np.where(np.isfinite(values), values, -1e300)
+
+    result = scipy.optimize.differential_evolution(
+        negative,
+        bounds=[(0.0, 1.0)] * dim,
+        maxiter=budget.evolution_iterations,
+        popsize=popsize,
+        tol=0.0,
+        polish=False,
+        x0=np.clip(u0, 0.0, 1.0),
+        rng=np.random.default_rng(seed),
+        vectorized=True,
+        updating="deferred",
+    )
+    old, new = problem.from_unit(np.asarray(result.x)[None])
+    return (base, _pick(old, 0), _pick(new, 0), int(index)), float(-result.fun), calls
