@@ -82,11 +82,20 @@ import numpyro.distributions as dist
 from dpaudit import Claim, Mechanism, register
 from dpaudit._validation import check_finite, is_concrete
 from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
-from dpaudit.spaces import KarhunenLoeveBasis, Matern, kl_basis, one_c_norm, uniform_grid
+from dpaudit.spaces import (
+    Exponential,
+    Gaussian,
+    KarhunenLoeveBasis,
+    Matern,
+    kl_basis,
+    one_c_norm,
+    uniform_grid,
+)
 from dpaudit.spaces.grids import Grid
 
 __all__ = [
     "AR_BOUNDS",
+    "DEFAULT_KERNEL",
     "OUT_OF_BOUND",
     "QR_BOUNDS",
     "ROUNDING_SLACK",
@@ -104,6 +113,7 @@ __all__ = [
     "grid_one_c_norm",
     "iclp_ar_mean",
     "iclp_qr_mean",
+    "kernel_decay_rate",
     "pss_ar_psi",
     "pss_eta",
     "pss_frl_components",
@@ -127,6 +137,8 @@ OUT_OF_BOUND = ("reject", "clip")
 #: ``tau``: such a curve is rescaled onto the ball, never used above it.
 ROUNDING_SLACK = 1e-9
 REFERENCE = "Lin & Reimherr 2024 (arXiv v2)"
+#: LR's ICLP covariance kernel (Sec. 6): Matérn nu = 3/2, rho = 0.1, unit variance.
+DEFAULT_KERNEL = Matern(nu=1.5, lengthscale=0.1)
 _TINY = 1e-300
 
 
@@ -212,8 +224,7 @@ def default_basis(grid_size: int = 100, n_components: int | None = None) -> Karh
 
     ``lambda_j ~ j^(-4)``; ``tr(C) = 1`` (unit variance). Cached.
     """
-    kernel = Matern(nu=1.5, lengthscale=0.1)
-    return kl_basis(kernel, uniform_grid(_count("grid_size", grid_size)), n_components)
+    return kl_basis(DEFAULT_KERNEL, uniform_grid(_count("grid_size", grid_size)), n_components)
 
 
 def curve_norms(curves, grid: Grid) -> jax.Array:
@@ -325,6 +336,28 @@ def spectral_decay_rate(eigenvalues) -> float:
     lo, hi = (max(1, k // 4), (3 * k + 3) // 4) if k >= 8 else (1, k)
     slope = np.polyfit(np.log(j[lo - 1 : hi]), np.log(lam[lo - 1 : hi]), 1)[0]
     return float(-slope) if slope < 0 else math.inf
+
+
+def kernel_decay_rate(kernel, dim: int = 1) -> float | None:
+    r"""Known eigenvalue decay rate ``beta`` of a kernel on ``[0, 1]^d``, or ``None``.
+
+    Matérn ``nu`` (and the exponential kernel, ``nu = 1/2``, in ``d = 1``):
+    ``lambda_j ~ j^(-(2 nu + d)/d)`` (Weyl asymptotics; ``2 nu + 1`` in ``d = 1``,
+    digest §1.10); Gaussian: faster than any power, ``inf``. ``None`` otherwise
+    (fit the spectrum with :func:`spectral_decay_rate`).
+
+    Example:
+        >>> kernel_decay_rate(Matern(nu=1.5, lengthscale=0.1))
+        4.0
+    """
+    dim = _count("dim", dim)
+    if isinstance(kernel, Matern):
+        return (2.0 * float(kernel.nu) + dim) / dim
+    if isinstance(kernel, Exponential) and dim == 1:
+        return 2.0
+    if isinstance(kernel, Gaussian):
+        return math.inf
+    return None
 
 
 def _beta_value(beta) -> float:
@@ -629,7 +662,7 @@ def frl_mean_sensitivity(*, n: int, tau: float, n_components: int, bound: str = 
 # ------------------------------------------------------------------ builders
 
 
-def _common(n, epsilon, tau, basis, out_of_bound):
+def _common(n, epsilon, tau, basis, out_of_bound, beta):
     n = _count("n", n)
     epsilon = _number("epsilon", epsilon)
     tau = _number("tau", tau, hint=" (the public bound on ||X_i||_{L2})")
@@ -641,7 +674,9 @@ def _common(n, epsilon, tau, basis, out_of_bound):
         if default
         else f"user basis on {basis.grid_size} grid points"
     ) + f", K = {basis.n_components}"
-    return n, epsilon, tau, basis, label
+    if beta is None and default:
+        beta = kernel_decay_rate(DEFAULT_KERNEL)
+    return n, epsilon, tau, basis, label, _beta(beta, basis.eigenvalues)
 
 
 def _prepared(data, basis, n, tau, out_of_bound):
@@ -679,7 +714,8 @@ def iclp_qr_mean(
         eta: power of ``C`` in the penalty; default PSS :func:`pss_eta`. Must
             exceed ``1/2 + 1/beta``.
         basis: ICLP eigenbasis (default :func:`default_basis`).
-        beta: eigenvalue decay rate for the ``eta`` check and PSS; default
+        beta: eigenvalue decay rate for the ``eta`` check and PSS; default 4
+            for the default basis (:func:`kernel_decay_rate`), else
             :func:`spectral_decay_rate` of the basis.
         sensitivity_bound: ``"printed"`` (paper) or ``"cauchy-schwarz"`` (exact).
         out_of_bound: ``"reject"`` or ``"clip"`` curves with norm above ``tau``.
@@ -687,9 +723,8 @@ def iclp_qr_mean(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon, tau, basis, label = _common(n, epsilon, tau, basis, out_of_bound)
+    n, epsilon, tau, basis, label, beta = _common(n, epsilon, tau, basis, out_of_bound, beta)
     _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
-    beta = _beta(beta, basis.eigenvalues)
     eta = pss_eta(beta) if eta is None else eta
     eta = _qr_eta(eta, beta)
     psi = pss_qr_psi(n, epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
@@ -772,9 +807,8 @@ def iclp_ar_mean(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon, tau, basis, label = _common(n, epsilon, tau, basis, out_of_bound)
+    n, epsilon, tau, basis, label, beta = _common(n, epsilon, tau, basis, out_of_bound, beta)
     _choice("sensitivity_bound", sensitivity_bound, AR_BOUNDS)
-    beta = _beta(beta, basis.eigenvalues)
     eta = _ar_eta(pss_eta(beta) if eta is None else eta)
     psi = pss_ar_psi(n, epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
     lam = basis.eigenvalues
@@ -858,10 +892,9 @@ def frl_mean_mechanism(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon, tau, basis, label = _common(n, epsilon, tau, basis, out_of_bound)
+    n, epsilon, tau, basis, label, beta = _common(n, epsilon, tau, basis, out_of_bound, beta)
     _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
     if n_components is None:
-        beta = _beta(beta, basis.eigenvalues)
         eta = pss_eta(beta) if eta is None else _number("eta", eta)
         n_components = pss_frl_components(
             n, epsilon, beta=beta, eta=eta, max_components=basis.n_components
