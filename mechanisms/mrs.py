@@ -110,6 +110,7 @@ __all__ = [
     "mrs_shrinkage",
     "mrs_sup_bound",
     "mrs_sup_function",
+    "scaled_mean_coefficients",
 ]
 
 #: Noise calibrations: ``classical`` ``c(delta) Delta / epsilon`` (epsilon <= 1 only)
@@ -207,7 +208,9 @@ def enforce_l2_bound(curves, grid, tau: float, out_of_bound: str = "reject") -> 
             "reject" mode) a curve whose norm exceeds ``tau``.
     """
     _check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
-    x = jnp.asarray(curves, dtype=jnp.float64)
+    # Concrete data are checked in numpy: no JAX op is compiled per new data shape.
+    xp = np if is_concrete(curves) else jnp
+    x = xp.asarray(curves, dtype=np.float64)
     m = grid.size
     if x.ndim != 2 or x.shape[1] != m:
         raise ValueError(
@@ -215,17 +218,17 @@ def enforce_l2_bound(curves, grid, tau: float, out_of_bound: str = "reject") -> 
             f"{m} grid points per record."
         )
     check_finite("curves", x)
-    norms = jnp.sqrt(jnp.sum(grid.weights * x * x, axis=-1))
-    factor = jnp.where(norms > tau, tau / jnp.where(norms > 0, norms, 1.0), 1.0)
+    norms = xp.sqrt(xp.sum(xp.asarray(grid.weights) * x * x, axis=-1))
+    factor = xp.where(norms > tau, tau / xp.where(norms > 0, norms, 1.0), 1.0)
     if out_of_bound == "reject":
         too_long = norms > tau * (1.0 + ROUNDING_SLACK)
-        if is_concrete(x):
-            if bool(jnp.any(too_long)):
-                worst = int(jnp.argmax(norms))
+        if xp is np:
+            if np.any(too_long):
+                worst = int(np.argmax(norms))
                 raise ValueError(
-                    f"curve {worst} has L2 norm {float(norms[worst]):.6g} > tau = {tau:g}; the "
-                    "data bound must hold for every record (rescale the data, raise the public "
-                    "tau, or build the mechanism with out_of_bound='clip')."
+                    f"curve {worst} has L2 norm {norms[worst]:.6g} > tau = {tau:g}; the data "
+                    "bound must hold for every record (rescale the data, raise the public tau, "
+                    "or build the mechanism with out_of_bound='clip')."
                 )
         else:
             factor = jnp.where(too_long, jnp.nan, factor)
@@ -287,17 +290,34 @@ def mrs_penalized_mean_coefficients(
     basis = _check_basis(basis)
     eta, phi = _check_eta_phi(eta, phi)
     if tau is None:
-        x = jnp.asarray(curves, dtype=jnp.float64)
-        if x.ndim != 2 or x.shape[1] != basis.grid_size:
+        x = curves
+        if len(np.shape(x)) != 2 or np.shape(x)[1] != basis.grid_size:
             raise ValueError(
-                f"curves have shape {tuple(x.shape)} but must be (n, {basis.grid_size}): one row "
-                "of grid values per record."
+                f"curves have shape {tuple(np.shape(x))} but must be (n, {basis.grid_size}): one "
+                "row of grid values per record."
             )
+        check_finite("curves", x)
     else:
         tau = _check_number("tau", tau, low=0.0, inclusive=False)
         x = enforce_l2_bound(curves, basis.grid, tau, out_of_bound)
-    mean_coefficients = basis.project(jnp.mean(x, axis=0))
-    return mrs_shrinkage(basis.eigenvalues, eta, phi) * mean_coefficients
+    shrinkage = mrs_shrinkage(basis.eigenvalues, eta, phi)
+    return scaled_mean_coefficients(x, shrinkage, basis.grid.weights, basis.eigenfunctions)
+
+
+@jax.jit
+def scaled_mean_coefficients(curves, multipliers, weights, eigenfunctions) -> jax.Array:
+    """``multipliers_k <bar X, phi_k>`` for curves ``(n, m)``: the jitted core of the summaries.
+
+    ``<bar X, phi_k> = sum_a w_a bar X(x_a) phi_k(x_a)``. One compiled program per
+    shape, shared by every mechanism built on bases of that size.
+    """
+    mean = jnp.mean(jnp.asarray(curves, dtype=jnp.float64), axis=0)
+    return multipliers * ((mean * weights) @ eigenfunctions)
+
+
+@jax.jit
+def _scaled_mean_grid_values(curves, multipliers, weights, eigenfunctions) -> jax.Array:
+    return scaled_mean_coefficients(curves, multipliers, weights, eigenfunctions) @ eigenfunctions.T
 
 
 def mrs_penalized_mean(
@@ -320,9 +340,13 @@ def mrs_penalized_mean(
 
 
 def mrs_sup_function(x, eta: float, phi: float):
-    """``f(x) = x^(2 eta - 1) / (x^eta + phi)^2``, the per-eigenvalue factor of MRS Thm 4.1."""
-    x = np.asarray(x, dtype=float)
-    return x ** (2 * eta - 1) / (x**eta + phi) ** 2
+    """``f(x) = x^(2 eta - 1) / (x^eta + phi)^2``, the per-eigenvalue factor of MRS Thm 4.1.
+
+    Evaluated in log space, ``exp((2eta-1) log x - 2 log(x^eta + phi))``, so that
+    large ``eta`` or extreme eigenvalues neither overflow nor underflow to 0/0.
+    """
+    log_x = np.log(np.asarray(x, dtype=float))
+    return np.exp((2 * eta - 1) * log_x - 2 * np.logaddexp(eta * log_x, math.log(phi)))
 
 
 def mrs_sup_bound(eta: float, phi: float) -> float:
@@ -490,10 +514,18 @@ def _penalized_setup(
     sensitivity = mrs_penalized_mean_sensitivity(n, tau, eta, phi, eigenvalues)
     sigma = gaussian_sigma(sensitivity, epsilon, delta, calibration)
 
+    shrinkage = jnp.asarray(mrs_shrinkage(basis.eigenvalues, eta, phi))
+    arrays = (shrinkage, basis.grid.weights, basis.eigenfunctions)
+
     def coefficients(data):
         x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
         _check_n(x, n)
-        return mrs_penalized_mean_coefficients(x, basis, eta=eta, phi=phi)
+        return scaled_mean_coefficients(x, *arrays)
+
+    def grid_values(data):
+        x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
+        _check_n(x, n)
+        return _scaled_mean_grid_values(x, *arrays)
 
     params = {
         "n": n, "epsilon": epsilon, "delta": delta, "tau": tau, "eta": eta, "phi": phi,
@@ -503,24 +535,31 @@ def _penalized_setup(
     }  # fmt: skip
     theorem = "Thm 4.1 (closed form)" if sensitivity_bound == "closed-form" else "Thm 4.1 (sup_j)"
     calib = "c(delta) Delta/epsilon" if calibration == "classical" else "analytic Gaussian"
-    return basis, sensitivity, sigma, coefficients, params, f"{theorem}, {calib}"
+    summaries = {"coefficients": coefficients, "grid": grid_values}
+    return basis, sensitivity, sigma, summaries, params, f"{theorem}, {calib}"
+
+
+@jax.jit
+def _grid_cm_norm_values(h, weights, eigenfunctions, eigenvalues, rtol):
+    h = jnp.asarray(h, dtype=jnp.float64)
+    coefficients = (h * weights) @ eigenfunctions
+    residual = h - coefficients @ eigenfunctions.T
+
+    def size(v):
+        return jnp.sqrt(jnp.sum(weights * v * v, axis=-1))
+
+    cm = cameron_martin_norm(coefficients, eigenvalues)
+    return jnp.where(size(residual) <= rtol * size(h), cm, jnp.inf)
 
 
 def _grid_cm_norm(basis: KarhunenLoeveBasis, rtol: float = 1e-9):
-    """Cameron–Martin norm of grid values; ``inf`` when they leave the basis span."""
+    """Cameron–Martin norm of grid values ``(..., m)``; ``inf`` when they leave the basis span.
 
-    def norm(h):
-        h = jnp.asarray(h, dtype=jnp.float64)
-        coefficients = (h * basis.grid.weights) @ basis.eigenfunctions
-        residual = h - coefficients @ basis.eigenfunctions.T
-
-        def size(v):
-            return jnp.sqrt(jnp.sum(basis.grid.weights * v * v, axis=-1))
-
-        cm = cameron_martin_norm(coefficients, basis.eigenvalues)
-        return jnp.where(size(residual) <= rtol * size(h), cm, jnp.inf)
-
-    return norm
+    A difference of summaries with a part off the span would make the two
+    releases mutually singular (MRS Thm 3.1), so it must not be projected away.
+    """
+    arrays = (basis.grid.weights, basis.eigenfunctions, basis.eigenvalues)
+    return lambda h: _grid_cm_norm_values(h, *arrays, rtol)
 
 
 _PENALIZED_EXAMPLE = {"n": 100, "epsilon": 1.0, "delta": 0.1, "tau": 1.0, "eta": 1.0, "phi": 0.005}
@@ -574,7 +613,7 @@ def mrs_penalized_mean_mechanism(
     Raises:
         ValueError / TypeError: one sentence naming the bad parameter.
     """
-    basis, sensitivity, sigma, coefficients, params, how = _penalized_setup(
+    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(
         n,
         epsilon,
         delta,
@@ -590,9 +629,7 @@ def mrs_penalized_mean_mechanism(
         out_of_bound,
     )
     noise = GaussianProcessNoise(basis.eigenvalues, sigma)
-
-    def summary(data):
-        return coefficients(data) @ basis.eigenfunctions.T
+    summary = summaries["grid"]
 
     def model(data):
         numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
@@ -643,7 +680,7 @@ def mrs_penalized_mean_coefficients_mechanism(
     :func:`mrs_penalized_mean_mechanism`; the summary is ``(hat mu_j)_j`` and the
     sensitivity norm is ``||h||_C = (sum_j h_j^2 / lambda_j)^(1/2)``.
     """
-    basis, sensitivity, sigma, coefficients, params, how = _penalized_setup(
+    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(
         n,
         epsilon,
         delta,
@@ -659,6 +696,7 @@ def mrs_penalized_mean_coefficients_mechanism(
         out_of_bound,
     )
     eigenvalues = basis.eigenvalues
+    coefficients = summaries["coefficients"]
 
     def model(data):
         numpyro.sample("release", GaussianProcessNoise(eigenvalues, sigma, loc=coefficients(data)))
@@ -728,7 +766,7 @@ def mrs_linear_functionals_mechanism(
         ValueError: for functionals of the wrong shape or linearly dependent
             ones (on the span of the basis), and the errors of the other builders.
     """
-    basis, sensitivity, sigma, coefficients, params, how = _penalized_setup(
+    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(
         n,
         epsilon,
         delta,
@@ -759,6 +797,8 @@ def mrs_linear_functionals_mechanism(
     scale_tril = sigma * chol
     whitening = jnp.asarray(np.linalg.inv(np.asarray(chol)))
 
+    coefficients = summaries["coefficients"]
+
     def summary(data):
         return g @ coefficients(data)
 
@@ -767,7 +807,10 @@ def mrs_linear_functionals_mechanism(
         return jnp.sqrt(jnp.sum(white * white, axis=-1))
 
     def model(data):
-        numpyro.sample("release", dist.MultivariateNormal(summary(data), scale_tril=scale_tril))
+        # scale_tril is a Cholesky factor checked above; numpyro's runtime check of it would
+        # compile a dozen programs per data shape and adds nothing.
+        release = dist.MultivariateNormal(summary(data), scale_tril=scale_tril, validate_args=False)
+        numpyro.sample("release", release)
 
     return Mechanism(
         name="mrs-linear-functionals",
