@@ -1,0 +1,599 @@
+r"""Privacy losses of a declared mechanism: ``L(x) = log p_D(x) - log p_D'(x)``.
+
+For a mechanism whose release ``x`` has density ``p_D`` under dataset ``D``
+(the ``log_prob`` of the distribution at its release site, see
+:class:`dpaudit.Mechanism`) the *privacy loss* of ``x`` between ``D`` and a
+neighbour ``D'`` is
+
+``L(x) = log p_D(x) - log p_D'(x)``,
+
+and the mechanism's hockey-stick divergence is
+``delta(epsilon) = E_{x ~ P_D}[(1 - e^(epsilon - L(x)))_+]`` (see
+:mod:`dpaudit.pld`). DP needs both directions, ``(D, D')`` and ``(D', D)``.
+
+Three routes evaluate ``L``, and they agree (``tests/test_loss.py``):
+
+* ``"density"`` — the two release distributions' ``log_prob``
+  (:meth:`dpaudit.Mechanism.release_distribution`). Jitted and vmapped.
+* ``"model"`` — numpyro's :func:`~numpyro.infer.util.log_density` with the
+  release site substituted, reading the site's log density from the model's
+  trace. Vmapped, not jitted (models may run numpy on their data); slow, for
+  cross-checks.
+* ``"closed-form"`` — when the two laws differ by a shift of the same
+  independent-coordinate noise (:func:`noise_shift`: ``GridNoise``,
+  ``GaussianProcessNoise``, ``ICLPNoise``, or numpyro ``Normal``/``Laplace``
+  with equal scales) the loss is the Radon–Nikodym form in noise coordinates
+  ``z`` (the release minus its centre ``f_D``) with ``h = f_D - f_D'``:
+
+  - Gaussian (Cameron–Martin, MRS Lemma 3.1):
+    ``L = sum_j (h_j z_j + h_j^2/2) / (sigma^2 lambda_j)``, exactly
+    ``N(mu^2/2, mu^2)`` under ``P_D`` with ``mu = ||h||_C / sigma``;
+  - Laplace / ICLP (1,C form, LR Lemma 1 with the sqrt(2) of trap 1):
+    ``L = (sqrt 2/sigma) sum_j (|z_j + h_j| - |z_j|) / sqrt(lambda_j)``,
+    bounded by ``sqrt 2 ||h||_{1,C} / sigma``.
+
+  Both are summed termwise (trap 3), never as differences of norms.
+
+**Infinite losses.** A release outside the support of ``P_D'`` (a grid release
+whose summaries differ off the Karhunen–Loève span: mutually singular laws)
+has ``L = +inf``; this is a certificate of singularity, not an error. The
+combination rule never forms ``inf - inf``: ``log p_D' = -inf`` gives
+``+inf`` when ``log p_D`` is finite, ``log p_D = -inf`` gives ``-inf`` when
+``log p_D'`` is finite, and a release outside *both* supports gives NaN, which
+:func:`privacy_loss` reports as an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+from numpyro.distributions import Distribution
+from numpyro.infer.util import log_density
+
+from dpaudit.mechanism import Mechanism
+from dpaudit.noise.processes import (
+    GaussianProcessNoise,
+    GridNoise,
+    ICLPNoise,
+    KarhunenLoeveNoise,
+)
+from dpaudit.noise.radon_nikodym import cameron_martin_log_rn_terms, one_c_log_rn_terms
+from dpaudit.spaces.bases import KarhunenLoeveBasis
+
+__all__ = [
+    "CERTIFICATE_RTOL",
+    "ROUTES",
+    "NoiseShift",
+    "combine_log_probs",
+    "evaluate_release",
+    "loss_chunk",
+    "model_log_prob",
+    "noise_shift",
+    "privacy_loss",
+    "release_log_prob",
+    "sample_losses",
+]
+
+#: Ways to evaluate a privacy loss (see the module docstring).
+ROUTES = ("density", "model", "closed-form")
+
+#: Relative float64 safety margin of a certificate: a release certifies
+#: ``L(x) > epsilon`` only when ``L(x) > epsilon + CERTIFICATE_RTOL * (1 + sum_j |t_j|)``
+#: where ``t_j`` are the summands of both log densities at ``x``; the float64
+#: error of such a sum is below ``K * 2^-53 * sum_j |t_j|``, far below this.
+CERTIFICATE_RTOL = 1e-9
+
+
+# --------------------------------------------------------------------- basics
+
+
+def combine_log_probs(log_p, log_q) -> jax.Array:
+    """``log_p - log_q`` with the infinite cases resolved (never ``inf - inf``).
+
+    ``log_q = -inf`` and finite ``log_p`` give ``+inf`` (outside the support of
+    ``Q``); finite ``log_q`` and ``log_p = -inf`` give ``-inf``; both ``-inf``
+    give NaN (outside both supports — the caller must treat it as an error).
+
+    Example:
+        >>> [float(v) for v in combine_log_probs(jnp.array([0.0, 0.0, -jnp.inf]),
+        ...                                      jnp.array([1.0, -jnp.inf, 0.0]))]
+        [-1.0, inf, -inf]
+    """
+    log_p = jnp.asarray(log_p)
+    log_q = jnp.asarray(log_q)
+    p_out = log_p == -jnp.inf
+    q_out = log_q == -jnp.inf
+    finite = jnp.where(p_out | q_out, 0.0, log_p - log_q)
+    return jnp.where(
+        p_out & q_out,
+        jnp.nan,
+        jnp.where(q_out, jnp.inf, jnp.where(p_out, -jnp.inf, finite)),
+    )
+
+
+def _site_log_prob(d: Distribution, x) -> jax.Array:
+    """Log density of a whole release: ``log_prob`` summed over the batch axes."""
+    lp = d.log_prob(x)
+    n_batch = len(d.batch_shape)
+    if n_batch:
+        lp = jnp.sum(lp, axis=tuple(range(-n_batch, 0)))
+    return lp
+
+
+def _check_has_density(d: Distribution, name: str) -> None:
+    try:
+        _probe_density(d, jax.random.key(0))
+    except NotImplementedError as err:
+        raise TypeError(
+            f"{name}: the release distribution {type(d).__name__} has no density (its log_prob "
+            "is not implemented), so privacy losses cannot be evaluated; sample the release "
+            "from a distribution with a log_prob."
+        ) from err
+
+
+@jax.jit
+def _probe_density(d: Distribution, key):
+    return _site_log_prob(d, d.sample(key)[None])
+
+
+def release_log_prob(mechanism: Mechanism, data, releases) -> jax.Array:
+    """``log p_D(x)`` for a batch of releases ``(n, *event)`` (density route)."""
+    d = mechanism.release_distribution(data)
+    return _site_log_prob(d, jnp.asarray(releases))
+
+
+def model_log_prob(mechanism: Mechanism, data, releases, *, chunk_size: int = 4096) -> jax.Array:
+    """``log p_D(x)`` from numpyro's ``log_density`` with the release site substituted.
+
+    The model is run with ``{release_site: x}`` (vmapped over a batch of
+    releases); the returned value is the release site's log density read from
+    the model's trace (other, observed, sites do not belong to the release's
+    marginal density). Not jitted, so models that use numpy on their data work.
+
+    Raises:
+        ValueError: if the model has no sample site named ``mechanism.release_site``.
+    """
+    site = mechanism.release_site
+    releases = jnp.asarray(releases)
+
+    def one(x):
+        _, trace = log_density(mechanism.model, (data,), {}, {site: x})
+        if site not in trace or trace[site]["type"] != "sample":
+            raise ValueError(
+                f"mechanism {mechanism.name!r} has no sample site named {site!r}; sample the "
+                f"release with numpyro.sample({site!r}, ...)."
+            )
+        entry = trace[site]
+        return jnp.sum(entry["fn"].log_prob(entry["value"]))
+
+    batched = jax.vmap(one)
+    parts = [batched(releases[i : i + chunk_size]) for i in range(0, releases.shape[0], chunk_size)]
+    return jnp.concatenate(parts) if parts else jnp.zeros((0,))
+
+
+# ------------------------------------------------------------- shift structure
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseShift:
+    r"""Two release laws that are the same independent-coordinate noise, shifted.
+
+    ``P = law(f_P + E(Z))`` and ``Q = law(f_Q + E(Z))`` where ``Z`` has
+    independent coordinates (Gaussian ``N(0, sigma^2 lambda_j)`` or Laplace
+    ``Lap(0, sigma sqrt(lambda_j/2))``) and ``E`` embeds noise coordinates into
+    the release (the Karhunen–Loève reconstruction on a grid, or the identity).
+
+    Attributes:
+        family: ``"gaussian"`` or ``"laplace"``.
+        shift: ``h = f_P - f_Q`` in noise coordinates, ``(K,)`` numpy.
+        eigenvalues: ``(K,)``; for numpyro ``Normal(loc, s)`` they are ``s^2``
+            and for ``Laplace(loc, b)`` they are ``2 b^2`` (with ``sigma = 1``).
+        sigma: noise multiplier.
+        singular: True when ``f_P - f_Q`` leaves the noise's support (a grid
+            release whose difference has a part orthogonal to the span of the
+            retained eigenfunctions): the laws are mutually singular.
+        residual_norm: L2 size of that orthogonal part (0 off grids).
+        centre: ``f_P`` in release coordinates.
+        centre_other: ``f_Q`` in release coordinates.
+        basis: the basis of a grid release, else ``None``.
+        source: ``"grid"``, ``"coefficients"`` or ``"independent"``.
+    """
+
+    family: str
+    shift: np.ndarray
+    eigenvalues: np.ndarray
+    sigma: float
+    singular: bool
+    residual_norm: float
+    centre: np.ndarray
+    centre_other: np.ndarray
+    basis: KarhunenLoeveBasis | None
+    source: str
+
+    @property
+    def n_components(self) -> int:
+        return int(self.shift.shape[0])
+
+    @property
+    def coordinate_scale(self) -> np.ndarray:
+        """Per-coordinate scale: Gaussian std ``sigma sqrt(lambda_j)``, Laplace ``sigma sqrt(lambda_j/2)``."""
+        std = self.sigma * np.sqrt(self.eigenvalues)
+        return std if self.family == "gaussian" else std / math.sqrt(2.0)
+
+    def release(self, noise_coordinates) -> jax.Array:
+        """The release ``f_P + E(z)`` for noise coordinates ``z`` ``(..., K)``."""
+        z = jnp.asarray(noise_coordinates, dtype=jnp.float64)
+        if self.basis is not None:
+            return jnp.asarray(self.centre) + z @ self.basis.eigenfunctions.T
+        return jnp.asarray(self.centre) + z.reshape(z.shape[:-1] + self.centre.shape)
+
+    def reversed(self) -> NoiseShift:
+        """The same pair seen from ``Q``: shift ``-h``, centres swapped."""
+        return dataclasses.replace(
+            self, shift=-self.shift, centre=self.centre_other, centre_other=self.centre
+        )
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def _unwrap_independent(d: Distribution) -> Distribution:
+    while isinstance(d, dist.Independent):
+        d = d.base_dist
+    return d
+
+
+def _grid_size(v, weights) -> float:
+    return float(np.sqrt(np.sum(np.asarray(weights) * np.asarray(v) ** 2)))
+
+
+def noise_shift(dist_p: Distribution, dist_q: Distribution) -> NoiseShift | None:
+    """Detect two laws that differ only by a shift of the same independent-coordinate noise.
+
+    Recognised: two :class:`~dpaudit.noise.GridNoise` on the same basis with the
+    same noise; two :class:`~dpaudit.noise.KarhunenLoeveNoise` of the same kind
+    with equal eigenvalues and sigma; numpyro ``Normal`` or ``Laplace`` (possibly
+    wrapped in ``Independent``/``to_event``) with equal scales. Anything else
+    (batched noise parameters, different noises) returns ``None``.
+
+    For grid releases the shift is ``h = project(f_P - f_Q)``; a part of
+    ``f_P - f_Q`` orthogonal to the span larger than the noise's own support
+    tolerance (``GridNoise.support_rtol`` relative to the sizes involved) marks
+    the pair ``singular``.
+    """
+    if isinstance(dist_p, GridNoise) and isinstance(dist_q, GridNoise):
+        cp, cq = dist_p.coefficient_noise, dist_q.coefficient_noise
+        if type(cp) is not type(cq) or dist_p.batch_shape != () or dist_q.batch_shape != ():
+            return None
+        if cp.batch_shape != () or cq.batch_shape != ():
+            return None
+        bp, bq = dist_p.basis, dist_q.basis
+        if not (
+            _same(bp.eigenfunctions, bq.eigenfunctions)
+            and _same(bp.grid.weights, bq.grid.weights)
+            and _same(cp.eigenvalues, cq.eigenvalues)
+            and _same(cp.sigma, cq.sigma)
+        ):
+            return None
+        family = _kl_family(cp)
+        if family is None:
+            return None
+        loc_p, loc_q = np.asarray(dist_p.loc), np.asarray(dist_q.loc)
+        diff = loc_p - loc_q
+        phi = np.asarray(bp.eigenfunctions)
+        weights = np.asarray(bp.grid.weights)
+        h = (diff * weights) @ phi
+        residual = diff - phi @ h
+        noise_scale = float(cp.sigma) * math.sqrt(float(cp.eigenvalues[0]))
+        residual_norm = _grid_size(residual, weights)
+        tolerance = dist_p.support_rtol * (
+            _grid_size(loc_p, weights) + _grid_size(loc_q, weights) + noise_scale
+        )
+        return NoiseShift(
+            family=family,
+            shift=h,
+            eigenvalues=np.asarray(cp.eigenvalues),
+            sigma=float(cp.sigma),
+            singular=bool(residual_norm > tolerance),
+            residual_norm=residual_norm,
+            centre=loc_p,
+            centre_other=loc_q,
+            basis=bp,
+            source="grid",
+        )
+    if isinstance(dist_p, KarhunenLoeveNoise) and isinstance(dist_q, KarhunenLoeveNoise):
+        if type(dist_p) is not type(dist_q) or dist_p.batch_shape != () or dist_q.batch_shape != ():
+            return None
+        if not (
+            _same(dist_p.eigenvalues, dist_q.eigenvalues) and _same(dist_p.sigma, dist_q.sigma)
+        ):
+            return None
+        family = _kl_family(dist_p)
+        if family is None:
+            return None
+        loc_p = np.asarray(dist_p.loc)
+        return NoiseShift(
+            family=family,
+            shift=loc_p - np.asarray(dist_q.loc),
+            eigenvalues=np.asarray(dist_p.eigenvalues),
+            sigma=float(dist_p.sigma),
+            singular=False,
+            residual_norm=0.0,
+            centre=loc_p,
+            centre_other=np.asarray(dist_q.loc),
+            basis=None,
+            source="coefficients",
+        )
+    if dist_p.event_shape != dist_q.event_shape or dist_p.batch_shape != dist_q.batch_shape:
+        return None
+    base_p, base_q = _unwrap_independent(dist_p), _unwrap_independent(dist_q)
+    for cls, family in ((dist.Normal, "gaussian"), (dist.Laplace, "laplace")):
+        if type(base_p) is cls and type(base_q) is cls:
+            shape = dist_p.batch_shape + dist_p.event_shape
+            scale_p = np.broadcast_to(np.asarray(base_p.scale, dtype=np.float64), shape)
+            scale_q = np.broadcast_to(np.asarray(base_q.scale, dtype=np.float64), shape)
+            if not _same(scale_p, scale_q):
+                return None
+            loc_p = np.broadcast_to(np.asarray(base_p.loc, dtype=np.float64), shape)
+            loc_q = np.broadcast_to(np.asarray(base_q.loc, dtype=np.float64), shape)
+            scale = scale_p.reshape(-1)
+            eigenvalues = scale**2 if family == "gaussian" else 2.0 * scale**2
+            return NoiseShift(
+                family=family,
+                shift=(loc_p - loc_q).reshape(-1),
+                eigenvalues=eigenvalues,
+                sigma=1.0,
+                singular=False,
+                residual_norm=0.0,
+                centre=np.array(loc_p),
+                centre_other=np.array(loc_q),
+                basis=None,
+                source="independent",
+            )
+    return None
+
+
+def _kl_family(noise: KarhunenLoeveNoise) -> str | None:
+    if type(noise) is GaussianProcessNoise:
+        return "gaussian"
+    if type(noise) is ICLPNoise:
+        return "laplace"
+    return None
+
+
+# ------------------------------------------------------------ chunk kernels
+
+
+def _closed_form_terms(family: str, h, z, eigenvalues, sigma):
+    """Summands of ``L`` at noise coordinates ``z`` (release relative to ``f_P``)."""
+    if family == "gaussian":
+        return cameron_martin_log_rn_terms(h, z + h, eigenvalues, sigma)
+    return one_c_log_rn_terms(h, z + h, eigenvalues, sigma)
+
+
+@partial(jax.jit, static_argnames=("n", "family"))
+def _closed_form_chunk(key, h, eigenvalues, sigma, *, n, family):
+    shape = (n, h.shape[0])
+    if family == "gaussian":
+        z = jax.random.normal(key, shape) * (sigma * jnp.sqrt(eigenvalues))
+    else:
+        z = jax.random.laplace(key, shape) * (sigma * jnp.sqrt(eigenvalues / 2.0))
+    loss = jnp.sum(_closed_form_terms(family, h, z, eigenvalues, sigma), axis=-1)
+    return loss, z
+
+
+@partial(jax.jit, static_argnames=("n",))
+def _density_chunk(key, dist_p, dist_q, *, n):
+    x = dist_p.sample(key, (n,))
+    return combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x)), x
+
+
+def loss_chunk(key, dist_p, dist_q, n: int, *, shift: NoiseShift | None = None):
+    """Draw ``n`` releases ``x ~ P`` and their losses ``log p(x) - log q(x)``.
+
+    With ``shift`` (from :func:`noise_shift`) the closed form is used and the
+    second output holds *noise coordinates* ``z`` (``shift.release(z)`` gives
+    the releases); otherwise the density route is used and it holds the
+    releases. Singular shifts give ``+inf`` for every draw.
+
+    Returns:
+        ``(losses (n,), draws (n, ...))``, JAX arrays.
+    """
+    if shift is None:
+        return _density_chunk(key, dist_p, dist_q, n=int(n))
+    loss, z = _closed_form_chunk(
+        key,
+        jnp.asarray(shift.shift),
+        jnp.asarray(shift.eigenvalues),
+        jnp.asarray(shift.sigma, dtype=jnp.float64),
+        n=int(n),
+        family=shift.family,
+    )
+    if shift.singular:
+        loss = jnp.full_like(loss, jnp.inf)
+    return loss, z
+
+
+# ------------------------------------------------------------------ public API
+
+
+def _release_pair(mechanism: Mechanism, data, data_prime):
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a dpaudit.Mechanism, got {type(mechanism).__name__}.")
+    dist_p = mechanism.release_distribution(data)
+    dist_q = mechanism.release_distribution(data_prime)
+    _check_has_density(dist_p, mechanism.name)
+    return dist_p, dist_q
+
+
+def _raise_on_nan(loss, where: str) -> None:
+    n_nan = int(np.count_nonzero(np.isnan(np.asarray(loss))))
+    if n_nan:
+        raise ValueError(
+            f"{n_nan} privacy loss(es) are NaN {where}: the release is outside the support of "
+            "both release distributions, or a log density is NaN; check the model's log_prob "
+            "and the data (no partial result is returned)."
+        )
+
+
+def privacy_loss(mechanism: Mechanism, data, data_prime, releases, *, route: str = "density"):
+    """``L(x) = log p_D(x) - log p_D'(x)`` at given releases ``(n, *event)``.
+
+    Args:
+        mechanism: the :class:`~dpaudit.Mechanism`.
+        data, data_prime: the datasets ``D`` and ``D'``.
+        releases: releases in the mechanism's coordinates, with a leading batch axis.
+        route: ``"density"`` (release distributions' ``log_prob``), ``"model"``
+            (numpyro ``log_density`` at the release site) or ``"closed-form"``
+            (Cameron–Martin / 1,C forms; only for shifted noise, see :func:`noise_shift`).
+
+    Returns:
+        ``(n,)`` float64 losses; ``+inf`` where ``x`` is outside the support of ``P_D'``.
+
+    Raises:
+        ValueError: unknown route, closed form asked for a release that is not
+            shifted noise, or NaN losses (a release outside both supports).
+        TypeError: a release distribution without a density.
+
+    Example:
+        >>> import numpyro, numpyro.distributions as dist
+        >>> from dpaudit import Claim, Mechanism
+        >>> mech = Mechanism("lap", lambda d: numpyro.sample("release", dist.Laplace(d.mean(), 1.0)),
+        ...                  Claim(epsilon=1.0))
+        >>> [float(v) for v in privacy_loss(mech, jnp.array([1.0]), jnp.array([0.0]),
+        ...                                 jnp.array([5.0, 0.5]))]
+        [1.0, 0.0]
+    """
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}.")
+    releases = jnp.asarray(releases)
+    dist_p, dist_q = _release_pair(mechanism, data, data_prime)
+    if route == "density":
+        loss = combine_log_probs(_site_log_prob(dist_p, releases), _site_log_prob(dist_q, releases))
+    elif route == "model":
+        loss = combine_log_probs(
+            model_log_prob(mechanism, data, releases),
+            model_log_prob(mechanism, data_prime, releases),
+        )
+    else:
+        shift = noise_shift(dist_p, dist_q)
+        if shift is None:
+            raise ValueError(
+                f"mechanism {mechanism.name!r}: the closed-form route needs two releases that are "
+                "the same Gaussian/ICLP/Laplace noise shifted; use route='density'."
+            )
+        loss = _closed_form_at_releases(shift, dist_p, dist_q, releases)
+    _raise_on_nan(loss, f"for mechanism {mechanism.name!r}")
+    return loss
+
+
+def _closed_form_at_releases(shift: NoiseShift, dist_p, dist_q, releases) -> jax.Array:
+    """Closed-form loss at given releases; off the support of ``P`` it defers to the densities."""
+    centred = releases - jnp.asarray(shift.centre)
+    if shift.basis is not None:
+        z = (centred * shift.basis.grid.weights) @ shift.basis.eigenfunctions
+    else:
+        z = centred.reshape(releases.shape[0], -1)
+    terms = _closed_form_terms(
+        shift.family, jnp.asarray(shift.shift), z, jnp.asarray(shift.eigenvalues), shift.sigma
+    )
+    loss = jnp.where(shift.singular, jnp.inf, jnp.sum(terms, axis=-1))
+    log_p = _site_log_prob(dist_p, releases)
+    off_p = log_p == -jnp.inf
+    return jnp.where(off_p, combine_log_probs(log_p, _site_log_prob(dist_q, releases)), loss)
+
+
+def sample_losses(
+    mechanism: Mechanism,
+    data,
+    data_prime,
+    n_samples: int,
+    key,
+    *,
+    route: str = "density",
+    chunk_size: int = 65536,
+) -> jax.Array:
+    """Draw ``x ~ P_D`` and return ``L(x)`` for ``n_samples`` releases (one direction).
+
+    For long runs with bounded memory, confidence bounds and both directions use
+    :func:`dpaudit.audit`; this is the low-level tier.
+
+    Raises:
+        ValueError: for NaN losses or a closed-form route on unstructured noise.
+    """
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}.")
+    dist_p, dist_q = _release_pair(mechanism, data, data_prime)
+    n_samples = int(n_samples)
+    out = []
+    shift = noise_shift(dist_p, dist_q) if route == "closed-form" else None
+    if route == "closed-form" and shift is None:
+        raise ValueError(
+            f"mechanism {mechanism.name!r}: the closed-form route needs shifted "
+            "Gaussian/ICLP/Laplace noise; use route='density'."
+        )
+    for i, start in enumerate(range(0, n_samples, chunk_size)):
+        n = min(chunk_size, n_samples - start)
+        k = jax.random.fold_in(key, i)
+        if route == "model":
+            x = dist_p.sample(k, (n,))
+            loss = combine_log_probs(
+                model_log_prob(mechanism, data, x), model_log_prob(mechanism, data_prime, x)
+            )
+        else:
+            loss, _ = loss_chunk(k, dist_p, dist_q, n, shift=shift)
+        out.append(loss)
+    loss = jnp.concatenate(out) if out else jnp.zeros((0,))
+    _raise_on_nan(loss, f"for mechanism {mechanism.name!r}")
+    return loss
+
+
+def _abs_terms(d: Distribution, x) -> jax.Array:
+    """``sum_j |log-density summand_j|`` at one release (the float64 error scale)."""
+    x = jnp.asarray(x)
+    if isinstance(d, GridNoise):
+        z = ((x - d.loc) * d.basis.grid.weights) @ d.basis.eigenfunctions
+        return _abs_terms(d.coefficient_noise, z)
+    if isinstance(d, GaussianProcessNoise):
+        std = d.coefficient_std
+        u = (x - d.loc) / std
+        return jnp.sum(0.5 * u * u + jnp.abs(jnp.log(std)) + 0.5 * math.log(2 * math.pi))
+    if isinstance(d, ICLPNoise):
+        b = d.laplace_scale
+        return jnp.sum(jnp.abs(x - d.loc) / b + jnp.abs(jnp.log(2.0 * b)))
+    base = _unwrap_independent(d)
+    if isinstance(base, dist.Normal | dist.Laplace):
+        return jnp.sum(jnp.abs(base.log_prob(x)))
+    return jnp.abs(jnp.sum(d.log_prob(x)))
+
+
+@jax.jit
+def _evaluate_at(dist_p, dist_q, release):
+    x = release[None]
+    log_p = _site_log_prob(dist_p, x)[0]
+    log_q = _site_log_prob(dist_q, x)[0]
+    magnitude = _abs_terms(dist_p, release) + _abs_terms(dist_q, release)
+    return combine_log_probs(log_p, log_q), log_p, log_q, magnitude
+
+
+def evaluate_release(dist_p: Distribution, dist_q: Distribution, release) -> tuple:
+    """``(L, log_p, log_q, tolerance)`` at one release, with the exact densities (jitted).
+
+    ``tolerance = CERTIFICATE_RTOL (1 + sum_j |t_j|)`` over the summands ``t_j``
+    of both log densities (per coordinate where the distribution exposes them),
+    so cancellation inside a sum cannot hide its float64 error: a release
+    certifies ``L(x) > epsilon`` only if ``L > epsilon + tolerance``.
+    """
+    loss, log_p, log_q, mag = _evaluate_at(dist_p, dist_q, jnp.asarray(release, dtype=jnp.float64))
+    mag = float(mag)
+    if not math.isfinite(mag):
+        mag = 0.0
+    return float(loss), float(log_p), float(log_q), CERTIFICATE_RTOL * (1.0 + mag)
