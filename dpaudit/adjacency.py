@@ -2,7 +2,7 @@ r"""Adjacency relations as first-class objects: replace-one and add/remove.
 
 A dataset is an array, or a pytree of arrays such as ``(X, y)``, with the
 records on the first axis; a *record* is the matching pytree of slices
-(``(X[i], y[i])``). Two relations are used by the papers (digest §0):
+(``(X[i], y[i])``). numpy datasets give numpy neighbours. Two relations are used by the papers (digest §0):
 
 * :data:`REPLACE_ONE` (``"replace-one"``): same ``n``, at most one record
   differs. LR, MRS, HRW and the proofs of BMR use it.
@@ -74,32 +74,50 @@ def n_records(data) -> int:
     return sizes.pop()
 
 
+def _uses_jax(*trees) -> bool:
+    """True when any leaf (or the index) is a JAX array or tracer: then stay in JAX."""
+    return any(
+        isinstance(leaf, jax.Array) for tree in trees for leaf in jax.tree_util.tree_leaves(tree)
+    )
+
+
 def get_record(data, index):
     """Record ``index`` of ``data``: the pytree of ``leaf[index]`` (index may be traced)."""
-    return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[index], data)
+    if _uses_jax(data, index):
+        return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[index], data)
+    return jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[int(index)], data)
 
 
 def replace_record(data, index, record):
     """``data`` with record ``index`` replaced by ``record`` (same pytree structure).
 
+    numpy in, numpy out; JAX arrays or a traced index give JAX arrays (jit/vmap-able).
+
     Raises:
         ValueError: if ``record`` does not have the structure of one record of ``data``.
     """
     _check_record_structure(data, record)
-    return jax.tree_util.tree_map(
-        lambda leaf, new: (
-            jnp.asarray(leaf).at[index].set(jnp.asarray(new, jnp.asarray(leaf).dtype))
-        ),
-        data,
-        record,
-    )
+    if _uses_jax(data, index, record):
+
+        def put(leaf, new):
+            leaf = jnp.asarray(leaf)
+            return leaf.at[index].set(jnp.asarray(new, leaf.dtype))
+
+        return jax.tree_util.tree_map(put, data, record)
+
+    def put_numpy(leaf, new):
+        out = np.array(leaf, copy=True)
+        out[int(index)] = new
+        return out
+
+    return jax.tree_util.tree_map(put_numpy, data, record)
 
 
 def remove_record(data, index):
     """``data`` without record ``index`` (``n - 1`` records; index may be traced)."""
     n = n_records(data)
-    if n < 1:
-        raise ValueError("cannot remove a record from an empty dataset.")
+    if not _uses_jax(data, index):
+        return jax.tree_util.tree_map(lambda leaf: np.delete(leaf, int(index), axis=0), data)
     keep = jnp.arange(n - 1)
     keep = keep + (keep >= index)
     return jax.tree_util.tree_map(lambda leaf: jnp.take(jnp.asarray(leaf), keep, axis=0), data)
@@ -115,6 +133,14 @@ def insert_record(data, index, record):
     """
     _check_record_structure(data, record)
     n = n_records(data)
+    if not _uses_jax(data, index, record):
+
+        def insert_numpy(leaf, new):
+            leaf, i = np.asarray(leaf), int(index)
+            new = np.asarray(new, dtype=leaf.dtype)[None]
+            return np.concatenate([leaf[:i], new, leaf[i:]], axis=0)
+
+        return jax.tree_util.tree_map(insert_numpy, data, record)
     positions = jnp.arange(n + 1)
     # gather from [data; record]: rows before index, then the new record (row n), then the rest
     source = jnp.where(

@@ -120,8 +120,9 @@ class RecordSpace:
 
     def record_norm(self, vector):
         """Norm of a tangent vector (per record, batched) used to normalise steps."""
+        xp = _xp(vector)
         axes = tuple(range(-len(self.shape), 0))
-        return jnp.sqrt(jnp.sum(vector * vector, axis=axes)) if axes else jnp.abs(vector)
+        return xp.sqrt(xp.sum(vector * vector, axis=axes)) if axes else xp.abs(vector)
 
     def leaf_spaces(self) -> list[RecordSpace]:
         """The leaf spaces in the order of ``jax.tree_util.tree_leaves(record)``."""
@@ -130,6 +131,11 @@ class RecordSpace:
     def describe(self) -> str:
         """One line for messages."""
         return type(self).__name__
+
+
+def _xp(x):
+    """numpy for numpy inputs (no compilation), jax.numpy for JAX arrays and tracers."""
+    return jnp if isinstance(x, jax.Array) else np
 
 
 def _check_finite_number(name: str, value) -> float:
@@ -193,15 +199,16 @@ class L2Ball(RecordSpace):
         return self.radius
 
     @property
-    def weights(self) -> jax.Array:
+    def weights(self) -> np.ndarray:
         if self.grid is None:
-            return jnp.ones(self.size)
-        return jnp.asarray(self.grid.weights, dtype=jnp.float64)
+            return np.ones(self.size)
+        return np.asarray(self.grid.weights, dtype=np.float64)
 
-    def norm(self, record) -> jax.Array:
+    def norm(self, record):
         """``(sum_a w_a x_a^2)^(1/2)`` along the last axis."""
-        x = jnp.asarray(record, dtype=jnp.float64)
-        return jnp.sqrt(jnp.sum(self.weights * x * x, axis=-1))
+        xp = _xp(record)
+        x = xp.asarray(record, dtype=xp.float64)
+        return xp.sqrt(xp.sum(self.weights * x * x, axis=-1))
 
     def record_norm(self, vector):
         return self.norm(vector)
@@ -210,30 +217,22 @@ class L2Ball(RecordSpace):
         return gradient / self.weights
 
     def project(self, record):
-        x = jnp.asarray(record, dtype=jnp.float64)
+        xp = _xp(record)
+        x = xp.asarray(record, dtype=xp.float64)
         norm = self.norm(x)
-        factor = jnp.minimum(1.0, self.radius / jnp.where(norm > 0, norm, 1.0))
+        factor = xp.minimum(1.0, self.radius / xp.where(norm > 0, norm, 1.0))
         return x * factor[..., None]
-
-    def _numpy_norm(self, x) -> np.ndarray:
-        return np.sqrt(np.sum(np.asarray(self.weights) * x * x, axis=-1))
 
     def sample(self, rng: np.random.Generator, batch_shape=()):
         # uniform in the ball of the weighted norm
-        w = np.asarray(self.weights)
-        z = rng.standard_normal((*tuple(batch_shape), self.size)) / np.sqrt(w)
-        direction = z / self._numpy_norm(z)[..., None]
+        z = rng.standard_normal((*tuple(batch_shape), self.size)) / np.sqrt(self.weights)
+        direction = z / self.norm(z)[..., None]
         u = rng.uniform(size=tuple(batch_shape))
         return direction * (self.radius * u ** (1.0 / self.size))[..., None]
 
     def from_unit(self, u):
-        x = (
-            (2.0 * np.asarray(u, dtype=float) - 1.0)
-            * self.radius
-            / np.sqrt(np.asarray(self.weights))
-        )
-        norm = self._numpy_norm(x)
-        return x * np.minimum(1.0, self.radius / np.where(norm > 0, norm, 1.0))[..., None]
+        x = (2.0 * np.asarray(u, dtype=float) - 1.0) * self.radius / np.sqrt(self.weights)
+        return self.project(x)
 
     def contains(self, record, *, rtol: float = 1e-9) -> bool:
         return bool(np.all(np.asarray(self.norm(record)) <= self.radius * (1.0 + rtol)))
@@ -285,7 +284,8 @@ class Box(RecordSpace):
         return self.high - self.low
 
     def project(self, record):
-        return jnp.clip(jnp.asarray(record, dtype=jnp.float64), self.low, self.high)
+        xp = _xp(record)
+        return xp.clip(xp.asarray(record, dtype=xp.float64), self.low, self.high)
 
     def sample(self, rng: np.random.Generator, batch_shape=()):
         return rng.uniform(self.low, self.high, size=(*tuple(batch_shape), *self.shape))
@@ -328,17 +328,18 @@ class Labels(RecordSpace):
         object.__setattr__(self, "values", tuple(values.tolist()))
 
     @property
-    def array(self) -> jax.Array:
-        return jnp.asarray(np.asarray(self.values))
+    def array(self) -> np.ndarray:
+        return np.asarray(self.values)
 
     @property
     def unit_dim(self) -> int:
         return 1
 
     def project(self, record):
-        x = jnp.asarray(record)
-        nearest = jnp.argmin(jnp.abs(x[..., None] - self.array), axis=-1)
-        return self.array[nearest]
+        xp = _xp(record)
+        x = xp.asarray(record)
+        nearest = xp.argmin(xp.abs(x[..., None] - self.array), axis=-1)
+        return xp.asarray(self.array)[nearest]
 
     def sample(self, rng: np.random.Generator, batch_shape=()):
         return rng.choice(np.asarray(self.values), size=tuple(batch_shape))
@@ -506,7 +507,8 @@ class SearchBudget:
         steps: projected gradient steps per restart.
         learning_rate: first step as a fraction of the record space's ``scale``
             (cosine decay to 0).
-        candidates: random pairs evaluated (also the derivative-free start).
+        candidates: random pairs evaluated by derivative-free search (the best
+            one starts differential evolution).
         evolution_iterations: generations of differential evolution (0: none).
         evolution_population: population size of differential evolution.
     """
@@ -629,20 +631,11 @@ def _numpy_pair(replace: bool, base, old, new, index: int):
     """The pair ``(D, D')`` in numpy (outside ``jit``)."""
     index = int(index)
     if replace:
-
-        def put(leaf, record):
-            out = np.array(leaf, copy=True)
-            out[index] = record
-            return out
-
-        return (
-            jax.tree_util.tree_map(put, _as_numpy(base), _as_numpy(old)),
-            jax.tree_util.tree_map(put, _as_numpy(base), _as_numpy(new)),
+        base = _as_numpy(base)
+        return _replace_record(base, index, _as_numpy(old)), _replace_record(
+            base, index, _as_numpy(new)
         )
-    data = jax.tree_util.tree_map(
-        lambda leaf, record: np.insert(leaf, index, record, axis=0), _as_numpy(base), _as_numpy(old)
-    )
-    return data, _as_numpy(base)
+    return _insert_record(_as_numpy(base), index, _as_numpy(old)), _as_numpy(base)
 
 
 def _pick(tree, r: int):
@@ -817,8 +810,9 @@ def worst_neighbours(
     * ``"evolution"`` — random pairs, then scipy's differential evolution on
       the unit-cube coordinates of ``(a, b)`` around the best one (for
       piecewise-constant summaries such as ECDF counts).
-    * ``"auto"`` — random pairs always; gradient ascent when the objective has
-      a non-zero gradient, differential evolution otherwise.
+    * ``"auto"`` — gradient ascent; when the objective cannot be
+      differentiated or its gradient vanishes at every start (piecewise
+      constant), random pairs and differential evolution instead.
 
     Args:
         target: a :class:`~dpaudit.Mechanism` (summary, norm, claimed bound and
@@ -878,18 +872,10 @@ def worst_neighbours(
         )
     problem = _Problem(spec, record_space, int(n), base, vary, budget)
     rng = np.random.default_rng(seed)
-    evaluate = _batched_objective(problem)
 
-    # random candidates (in unit-cube coordinates, so evolution can start from the best)
-    base_r, _, _, index_r = problem.draw(rng, budget.candidates)
-    u = rng.uniform(size=(budget.candidates, 2 * record_space.unit_dim))
-    old_r, new_r = problem.from_unit(u)
-    values_r = evaluate(base_r, old_r, new_r, index_r)
-    evaluations = budget.candidates
-    best = int(np.argmax(values_r))
-    phases = [("random", _pick((base_r, old_r, new_r, index_r), best), float(values_r[best]))]
-
-    gradient_failed = method != "gradient"
+    phases: list[tuple[str, tuple, float]] = []
+    evaluations = 0
+    flat = method in ("random", "evolution")
     if method in ("auto", "gradient"):
         starts = problem.draw(rng, budget.restarts)
         try:
@@ -897,20 +883,29 @@ def worst_neighbours(
         except Exception:
             if method == "gradient":
                 raise
+            flat = True  # not differentiable (e.g. a callback without a derivative)
         else:
             evaluations += budget.restarts * (budget.steps + 1)
-            gradient_failed = not np.any(first_gradient > 0)
+            flat = not np.any(first_gradient > 0)
             best_g = int(np.argmax(values_g))
             phases.append(("gradient", _pick(found, best_g), float(values_g[best_g])))
-    if method == "evolution" or (
-        method == "auto" and gradient_failed and budget.evolution_iterations > 0
-    ):
-        start_base, _, _, start_index = phases[0][1]
-        found, value, spent = _evolution_phase(
-            problem, evaluate, start_base, start_index, u[best], budget, seed
-        )
-        evaluations += spent
-        phases.append(("evolution", found, value))
+    if flat:
+        # random candidates, in unit-cube coordinates so that evolution can start from the best
+        evaluate = _batched_objective(problem)
+        base_r, _, _, index_r = problem.draw(rng, budget.candidates)
+        u = rng.uniform(size=(budget.candidates, 2 * record_space.unit_dim))
+        old_r, new_r = problem.from_unit(u)
+        values_r = evaluate(base_r, old_r, new_r, index_r)
+        evaluations += budget.candidates
+        best = int(np.argmax(values_r))
+        start = _pick((base_r, old_r, new_r, index_r), best)
+        phases.append(("random", start, float(values_r[best])))
+        if method != "random" and budget.evolution_iterations > 0:
+            found, value, spent = _evolution_phase(
+                problem, evaluate, start[0], start[3], u[best], budget, seed
+            )
+            evaluations += spent
+            phases.append(("evolution", found, value))
 
     method_used, (b, o, w, i), _ = max(phases, key=lambda p: p[2])
     data_np, data_prime_np = _numpy_pair(problem.replace, b, o, w, i)

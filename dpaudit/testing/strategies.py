@@ -43,7 +43,14 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from dpaudit.adjacency import REPLACE_ONE, adjacency_of, n_records
+from dpaudit.adjacency import (
+    REPLACE_ONE,
+    adjacency_of,
+    insert_record,
+    n_records,
+    remove_record,
+    replace_record,
+)
 from dpaudit.spaces.grids import Grid
 from dpaudit.testing.search import Box, L2Ball, Labels, Product, RecordSpace
 
@@ -86,11 +93,7 @@ def _cosine_features(grid: Grid, n_modes: int) -> np.ndarray:
     # multi-indices in order of total degree, the constant function first
     indices, degree = [], 0
     while len(indices) < n_modes:
-        level = [
-            k
-            for k in np.ndindex(*(degree + 1,) * d)
-            if sum(k) == degree
-        ]
+        level = [k for k in np.ndindex(*(degree + 1,) * d) if sum(k) == degree]
         indices.extend(level)
         degree += 1
     features = []
@@ -207,15 +210,6 @@ def datasets(space: RecordSpace, n=(1, 10), *, record_strategy=None) -> st.Searc
     )
 
 
-def _replace(data, index: int, record):
-    def put(leaf, new):
-        out = np.array(leaf, copy=True)
-        out[index] = new
-        return out
-
-    return jax.tree_util.tree_map(put, data, record)
-
-
 def neighbouring_pairs(
     space: RecordSpace, n=(1, 10), adjacency=REPLACE_ONE, *, record_strategy=None
 ) -> st.SearchStrategy:
@@ -244,15 +238,11 @@ def neighbouring_pairs(
         size = n_records(data)
         if relation.name == "replace-one":
             index = draw(st.integers(0, size - 1))
-            return data, _replace(data, index, draw(record_strategy))
+            return data, replace_record(data, index, draw(record_strategy))
         if size >= 2 and draw(st.booleans()):
-            index = draw(st.integers(0, size - 1))
-            return data, jax.tree_util.tree_map(lambda leaf: np.delete(leaf, index, axis=0), data)
+            return data, remove_record(data, draw(st.integers(0, size - 1)))
         index = draw(st.integers(0, size))
-        record = draw(record_strategy)
-        return data, jax.tree_util.tree_map(
-            lambda leaf, new: np.insert(leaf, index, new, axis=0), data, record
-        )
+        return data, insert_record(data, index, draw(record_strategy))
 
     return pairs()
 
