@@ -54,6 +54,7 @@ the noisy lattice-value vector (numpyro ``Laplace(...).to_event(1)``);
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import jax
@@ -78,6 +79,7 @@ from mechanisms.mrs import (
     default_basis,
     enforce_l2_bound,
     gaussian_sigma,
+    scaled_mean_coefficients,
 )
 
 __all__ = [
@@ -114,13 +116,14 @@ def gaussian_kl_coefficients(curves, basis: KarhunenLoeveBasis) -> jax.Array:
         [0.0, 2.0, 0.0]
     """
     basis = _check_basis(basis)
-    x = jnp.asarray(curves, dtype=jnp.float64)
-    if x.ndim != 2 or x.shape[1] != basis.grid_size:
+    x = curves
+    if len(np.shape(x)) != 2 or np.shape(x)[1] != basis.grid_size:
         raise ValueError(
-            f"curves have shape {tuple(x.shape)} but must be (n, {basis.grid_size}): one row of "
+            f"curves have shape {tuple(np.shape(x))} but must be (n, {basis.grid_size}): one row of "
             "grid values per record."
         )
-    return basis.project(jnp.mean(x, axis=0))
+    check_finite("curves", x)
+    return scaled_mean_coefficients(x, 1.0, basis.grid.weights, basis.eigenfunctions)
 
 
 def gaussian_kl_coefficients_sensitivity(n: int, tau: float) -> float:
@@ -183,13 +186,17 @@ def gaussian_kl_coefficients_mechanism(
     sensitivity = gaussian_kl_coefficients_sensitivity(n, tau)
     sigma = gaussian_sigma(sensitivity, epsilon, delta, calibration)
 
+    arrays = (basis.grid.weights, basis.eigenfunctions)
+
     def summary(data):
         x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
         _check_n(x, n)
-        return gaussian_kl_coefficients(x, basis)
+        return scaled_mean_coefficients(x, 1.0, *arrays)
 
     def model(data):
-        numpyro.sample("release", dist.Normal(summary(data), sigma).to_event(1))
+        # sigma is a checked positive float; numpyro's runtime checks would only add compiles
+        release = dist.Normal(summary(data), sigma, validate_args=False).to_event(1)
+        numpyro.sample("release", release)
 
     how = "c(delta) Delta/epsilon" if calibration == "classical" else "analytic Gaussian"
     return Mechanism(
@@ -292,6 +299,32 @@ def lattice_interpolation_matrix(grid: Grid, degree: int) -> jax.Array:
     return jnp.asarray(matrix)
 
 
+def _bernstein_points(points) -> tuple[jax.Array, int]:
+    xp = np if is_concrete(points) else jnp
+    x = xp.asarray(points, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2:
+        raise ValueError(f"points must have shape (p,) or (p, d), got {tuple(x.shape)}.")
+    if xp is np:
+        check_finite("points", x)
+        if np.any((x < 0) | (x > 1)):
+            raise ValueError("Bernstein polynomials are evaluated on [0, 1]^d; a point is outside.")
+    return x, x.shape[1]
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _bernstein_basis(x, k: int) -> jax.Array:
+    nu = jnp.arange(k + 1, dtype=jnp.float64)
+    log_binom = gammaln(k + 1.0) - gammaln(nu + 1.0) - gammaln(k - nu + 1.0)
+    matrix = jnp.ones((x.shape[0], 1))
+    for i in range(x.shape[1]):
+        xi = x[:, i : i + 1]
+        axis = jnp.exp(log_binom + xlogy(nu, xi) + xlog1py(k - nu, -xi))
+        matrix = (matrix[:, :, None] * axis[:, None, :]).reshape(x.shape[0], -1)
+    return matrix
+
+
 def bernstein_basis_matrix(points, degree: int) -> jax.Array:
     r"""Tensor Bernstein basis ``prod_i C(k, nu_i) x_i^nu_i (1 - x_i)^(k - nu_i)``, ``(p, (k+1)^d)``.
 
@@ -301,23 +334,13 @@ def bernstein_basis_matrix(points, degree: int) -> jax.Array:
     Args:
         points: ``(p,)`` or ``(p, d)`` points of ``[0, 1]^d``.
         degree: ``k``.
+
+    Raises:
+        ValueError: for points outside ``[0, 1]^d`` or NaN.
     """
     k = _check_count("degree", degree)
-    x = jnp.asarray(points, dtype=jnp.float64)
-    if x.ndim == 1:
-        x = x[:, None]
-    if is_concrete(x):
-        check_finite("points", x)
-        if bool(jnp.any((x < 0) | (x > 1))):
-            raise ValueError("Bernstein polynomials are evaluated on [0, 1]^d; a point is outside.")
-    nu = jnp.arange(k + 1, dtype=jnp.float64)
-    log_binom = gammaln(k + 1.0) - gammaln(nu + 1.0) - gammaln(k - nu + 1.0)
-    matrix = jnp.ones((x.shape[0], 1))
-    for i in range(x.shape[1]):
-        xi = x[:, i : i + 1]
-        axis = jnp.exp(log_binom + xlogy(nu, xi) + xlog1py(k - nu, -xi))
-        matrix = (matrix[:, :, None] * axis[:, None, :]).reshape(x.shape[0], -1)
-    return matrix
+    x, _ = _bernstein_points(points)
+    return _bernstein_basis(x, k)
 
 
 def bernstein_polynomial(coefficients, points, degree: int) -> jax.Array:
@@ -332,21 +355,28 @@ def bernstein_polynomial(coefficients, points, degree: int) -> jax.Array:
         ``(..., p)`` values.
 
     Raises:
-        ValueError: if the number of coefficients is not ``(k+1)^d``.
+        ValueError: if the number of coefficients is not ``(k+1)^d``, or for
+            points outside ``[0, 1]^d``.
 
     Example:
         >>> c = jnp.asarray(bernstein_lattice(3)[:, 0])  # the identity is reproduced exactly
         >>> [round(float(v), 12) for v in bernstein_polynomial(c, jnp.array([0.1, 0.7]), 3)]
         [0.1, 0.7]
     """
-    basis = bernstein_basis_matrix(points, degree)
-    c = jnp.asarray(coefficients, dtype=jnp.float64)
-    if c.ndim == 0 or c.shape[-1] != basis.shape[1]:
+    k = _check_count("degree", degree)
+    x, d = _bernstein_points(points)
+    shape = np.shape(coefficients)
+    if len(shape) == 0 or shape[-1] != (k + 1) ** d:
         raise ValueError(
-            f"coefficients have shape {tuple(np.shape(c))} but a degree-{degree} polynomial on "
-            f"these points needs {basis.shape[1]} lattice values on the last axis."
+            f"coefficients have shape {tuple(shape)} but a degree-{k} polynomial on [0, 1]^{d} "
+            f"needs {(k + 1) ** d} lattice values on the last axis."
         )
-    return c @ basis.T
+    return _bernstein_values(coefficients, x, k)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _bernstein_values(coefficients, x, k: int) -> jax.Array:
+    return jnp.asarray(coefficients, dtype=jnp.float64) @ _bernstein_basis(x, k).T
 
 
 def enforce_sup_bound(values, tau: float, out_of_bound: str = "reject") -> jax.Array:
@@ -359,17 +389,18 @@ def enforce_sup_bound(values, tau: float, out_of_bound: str = "reject") -> jax.A
         ValueError: on NaN/inf or (in "reject" mode) a value with ``|x| > tau``.
     """
     _check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
-    x = jnp.asarray(values, dtype=jnp.float64)
+    xp = np if is_concrete(values) else jnp  # numpy for concrete data: nothing to compile
+    x = xp.asarray(values, dtype=np.float64)
     check_finite("curves", x)
-    clipped = jnp.clip(x, -tau, tau)
+    clipped = xp.clip(x, -tau, tau)
     if out_of_bound == "clip":
         return clipped
-    too_large = jnp.abs(x) > tau * (1.0 + ROUNDING_SLACK)
-    if is_concrete(x):
-        if bool(jnp.any(too_large)):
+    too_large = xp.abs(x) > tau * (1.0 + ROUNDING_SLACK)
+    if xp is np:
+        if np.any(too_large):
             raise ValueError(
-                f"a curve takes the value {float(jnp.max(jnp.abs(x))):.6g}, outside [-tau, tau] "
-                f"with tau = {tau:g}; the data bound must hold for every record (rescale the data, "
+                f"a curve takes the value {np.max(np.abs(x)):.6g}, outside [-tau, tau] with "
+                f"tau = {tau:g}; the data bound must hold for every record (rescale the data, "
                 "raise the public tau, or build the mechanism with out_of_bound='clip')."
             )
         return clipped
@@ -382,13 +413,19 @@ def bernstein_mean(curves, grid: Grid, degree: int) -> jax.Array:
     No data bound is applied here; the mechanism applies it first.
     """
     a = lattice_interpolation_matrix(grid, degree)
-    x = jnp.asarray(curves, dtype=jnp.float64)
-    if x.ndim != 2 or x.shape[1] != grid.size:
+    x = curves
+    if len(np.shape(x)) != 2 or np.shape(x)[1] != grid.size:
         raise ValueError(
-            f"curves have shape {tuple(x.shape)} but must be (n, {grid.size}): one row of grid "
-            "values per record."
+            f"curves have shape {tuple(np.shape(x))} but must be (n, {grid.size}): one row of "
+            "grid values per record."
         )
-    return a @ jnp.mean(x, axis=0)
+    check_finite("curves", x)
+    return _interpolated_mean(x, a)
+
+
+@jax.jit
+def _interpolated_mean(curves, interpolation) -> jax.Array:
+    return interpolation @ jnp.mean(jnp.asarray(curves, dtype=jnp.float64), axis=0)
 
 
 def bernstein_mean_sensitivity(n: int, tau: float, degree: int, dim: int = 1) -> float:
@@ -428,18 +465,19 @@ def _bernstein_mechanism(name, n, epsilon, tau, degree, dim, grid, grid_size, ou
     scale = sensitivity / epsilon
 
     def summary(data):
-        x = jnp.asarray(data, dtype=jnp.float64)
-        if x.ndim != 2 or x.shape[1] != grid.size:
+        if len(np.shape(data)) != 2 or np.shape(data)[1] != grid.size:
             raise ValueError(
-                f"curves have shape {tuple(x.shape)} but must be (n, {grid.size}): one row of "
-                "grid values per record."
+                f"curves have shape {tuple(np.shape(data))} but must be (n, {grid.size}): one "
+                "row of grid values per record."
             )
-        x = enforce_sup_bound(x, tau, out_of_bound)
+        x = enforce_sup_bound(data, tau, out_of_bound)
         _check_n(x, n)
-        return interpolation @ jnp.mean(x, axis=0)
+        return _interpolated_mean(x, interpolation)
 
     def model(data):
-        numpyro.sample("release", dist.Laplace(summary(data), scale).to_event(1))
+        # scale is a checked positive float; numpyro's runtime checks would only add compiles
+        release = dist.Laplace(summary(data), scale, validate_args=False).to_event(1)
+        numpyro.sample("release", release)
 
     return Mechanism(
         name=name,

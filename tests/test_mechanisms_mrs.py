@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import dpaudit
 from dpaudit.noise import GaussianProcessNoise, gaussian_delta
 from dpaudit.spaces import Matern, cameron_martin_norm, kl_basis, spectral_basis, uniform_grid
+from dpaudit.testing import L2Ball, SearchBudget, worst_neighbours
 from mechanisms.mrs import (
     enforce_l2_bound,
     linear_functional_matrix,
@@ -185,6 +186,17 @@ def test_sensitivity_bound_holds_on_neighbours(seed, n, tau, eta, phi, kind):
     assert bounds["spectral"] <= bounds["closed-form"] * (1 + 1e-12)
     if kind == "eigenfunction":  # the spectral bound is attained
         assert distance == pytest.approx(bounds["spectral"], rel=1e-9)
+
+
+def test_worst_neighbour_search_approaches_the_spectral_bound_and_never_exceeds_it():
+    """Projected gradient ascent over pairs of curves in the L2 ball (dpaudit.testing)."""
+    mech = mrs_penalized_mean_coefficients_mechanism(
+        N, 1.0, 0.1, 1.0, eta=1.5, phi=0.01, basis=BASIS, sensitivity_bound="spectral"
+    )
+    worst = worst_neighbours(
+        mech, record_space=L2Ball(1.0, GRID), n=N, budget=SearchBudget(restarts=2, steps=40)
+    )
+    assert 0.9 < worst.ratio <= 1 + 1e-9
 
 
 @pytest.mark.parametrize(("eta", "j"), [(1.0, 2), (1.7, 4), (3.0, 0)])
