@@ -1,14 +1,132 @@
-"""The placeholder CLI says plainly that audits are not there yet."""
+"""The CLI: exit codes, JSON schema, atomic reports, user mechanisms from a separate file."""
 
+import json
 import subprocess
 import sys
+import textwrap
+
+import pytest
 
 from dpaudit.cli import main
 
+USER = """
+import jax.numpy as jnp, numpyro, numpyro.distributions as dist
+from dpaudit import Claim, Mechanism
 
-def test_run_is_not_a_silent_pass(capsys):
-    assert main(["run", "audits/"]) == 2
-    assert "nothing was audited" in capsys.readouterr().err
+def build(n=20, epsilon=1.0, scale_factor=1.0):
+    '''Laplace mean of values clipped to [0, 1]; scale_factor < 1 understates the noise.'''
+    def model(data):
+        mean = jnp.mean(jnp.clip(data[:, 0], 0.0, 1.0))
+        numpyro.sample("release", dist.Laplace(mean, scale_factor / (n * epsilon)))
+    return Mechanism("user-mean", model,
+                     Claim(epsilon=epsilon, sensitivity=1 / n, sensitivity_norm="l1"),
+                     summary=lambda d: jnp.mean(jnp.clip(d[:, 0], 0.0, 1.0)),
+                     sensitivity_norm=jnp.abs, params={"n": n})
+
+MECHANISM = build()
+"""
+
+SPEC = """
+{expected}
+[mechanism]
+path = "user.py:build"
+params = {{ n = 20, scale_factor = {scale} }}
+[claim]
+epsilon = 1.0
+[data]
+generator = "points"
+[budget]
+samples = 4000
+"""
+
+
+@pytest.fixture
+def suite(tmp_path):
+    folder = tmp_path / "audits"
+    folder.mkdir()
+    (folder / "user.py").write_text(USER)
+    (folder / "correct.toml").write_text(SPEC.format(expected='expected = "pass"', scale=1.0))
+    (folder / "faulty.toml").write_text(SPEC.format(expected='expected = "violation"', scale=0.5))
+    return folder
+
+
+def test_run_writes_report_and_json_with_the_schema(suite, tmp_path, capsys):
+    reports = tmp_path / "reports"
+    assert (
+        main(["run", str(suite), "--report", str(reports), "--json", str(tmp_path / "r.json")]) == 0
+    )
+    document = json.loads((reports / "results.json").read_text())
+    assert document == json.loads((tmp_path / "r.json").read_text()) | {
+        "started": document["started"]
+    }
+    assert document["schema"] == "dpaudit.results/1"
+    by_name = {a["name"]: a for a in document["audits"]}
+    assert by_name["correct"]["verdict"] == "pass"
+    faulty = by_name["faulty"]
+    assert faulty["verdict"] == "violation" and faulty["as_expected"] is True
+    # Laplace scale halved: the true epsilon is exactly 2 x claimed, certified by a release.
+    assert faulty["epsilon_lower"] == pytest.approx(2.0, rel=1e-9)
+    assert faulty["certificate"]["loss"] > 1.0
+    for field in ("mechanism", "claim", "confidence", "epsilon_at_claimed_delta", "samples",
+                  "seconds", "delta_at_claimed_epsilon"):  # fmt: skip
+        assert field in faulty
+    assert set(faulty["claim"]) >= {"epsilon", "delta", "adjacency"}
+    assert set(faulty["delta_at_claimed_epsilon"]) == {"estimate", "lower", "upper"}
+    page = (reports / "index.html").read_text()
+    assert page.count("data:image/png;base64,") >= 4 and "violation" in page
+
+
+def test_unexpected_violation_exits_1_and_strict_inconclusive(suite, capsys):
+    (suite / "faulty.toml").write_text(SPEC.format(expected="", scale=0.5))
+    assert main(["run", str(suite)]) == 1
+    assert "1 audit(s) failed" in capsys.readouterr().err
+    (suite / "faulty.toml").write_text(SPEC.format(expected='expected = "pass"', scale=0.5))
+    assert main(["run", str(suite / "faulty.toml")]) == 1  # missed expectation
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("epsilon = 1.0", "epsilon = -1.0"),
+        ('path = "user.py:build"', 'path = "missing.py:build"'),
+        ('path = "user.py:build"', 'name = "no-such-mechanism"'),
+        ("[claim]\nepsilon = 1.0", ""),
+        ("scale_factor = 0.5", "colour = 1"),
+    ],
+)
+def test_invalid_input_exits_2_with_one_line_and_writes_nothing(suite, tmp_path, capsys, old, new):
+    path = suite / "faulty.toml"
+    path.write_text(path.read_text().replace(old, new))
+    reports = tmp_path / "reports"
+    assert main(["run", str(suite), "--report", str(reports)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dpaudit: ") and "\n" not in err and "faulty.toml" in err
+    assert not reports.exists()
+
+
+def test_non_neighbouring_files_exit_2(suite, tmp_path, capsys):
+    import numpy as np
+
+    np.save(suite / "d.npy", np.zeros((20, 1)))
+    np.save(suite / "d2.npy", np.ones((20, 1)))
+    path = suite / "correct.toml"
+    path.write_text(path.read_text().replace('generator = "points"', 'files = ["d.npy", "d2.npy"]'))
+    assert main(["run", str(path)]) == 2
+    assert "differ in 20 records" in capsys.readouterr().err
+
+
+def test_check_a_user_file(suite, capsys):
+    target = f"{suite / 'user.py'}:MECHANISM"
+    assert (
+        main(["check", target, "--epsilon", "1", "--generator", "points", "--samples", "2000"]) == 0
+    )
+    assert main(["check", target, "--epsilon", "0.5", "--generator", "points"]) == 1
+    assert main(["check", target, "--epsilon", "0", "--generator", "points"]) == 2
+
+
+def test_list_shows_the_catalogue(capsys):
+    assert main(["list", "--all"]) == 0
+    assert "dpaudit catalogue" in capsys.readouterr().out
 
 
 def test_info_reports_x64(capsys):
@@ -24,3 +142,12 @@ def test_console_script_module_entry():
         check=True,
     )
     assert out.stdout.strip()
+
+
+def test_spec_file_in_a_temporary_directory_is_self_contained(tmp_path):
+    # A user's own mechanism in a separate file, audited without touching dpaudit's code.
+    (tmp_path / "mine.py").write_text(textwrap.dedent(USER))
+    (tmp_path / "mine.toml").write_text(
+        SPEC.format(expected='expected = "pass"', scale=1.0).replace("user.py", "mine.py")
+    )
+    assert main(["run", str(tmp_path / "mine.toml")]) == 0

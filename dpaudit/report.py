@@ -1,0 +1,418 @@
+"""Reports people can read: a stable JSON schema and one self-contained HTML page.
+
+:func:`result_record` turns one audit into the documented JSON record
+(schema ``dpaudit.results/1``, see ``audits/README.md``); :func:`write_report`
+writes ``results.json`` and ``index.html`` (plots embedded as PNG data URIs)
+into a folder *atomically*: everything is written to a temporary folder first
+and moved into place only when complete, so an interrupted run never leaves a
+half-written report behind.
+
+Per audit the page shows the verdict against the claim and expectation, the
+privacy-loss histogram of both directions, the epsilon(delta) curve against
+the claimed point (with the exact curve when known), the compatibility
+partial sums for functional mechanisms, and a few release samples against the
+non-private summary.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import io
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import dpaudit
+
+__all__ = ["SCHEMA", "AuditOutcome", "result_record", "write_json", "write_report"]
+
+SCHEMA = "dpaudit.results/1"
+_COLOURS = {
+    "pass": "#1b7f3b",
+    "violation": "#b00020",
+    "incompatible": "#b00020",
+    "inconclusive": "#9a6700",
+}
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    """One audit of a run: the spec's name and expectation, the result, and the inputs to plot.
+
+    Attributes:
+        name: the audit's name.
+        result: the :class:`dpaudit.audit.AuditResult`.
+        expected: the spec's expected verdict, or ``None``.
+        spec: the spec file (for the report), or ``""``.
+        mechanism: the audited :class:`dpaudit.Mechanism` (for sample paths), optional.
+        data: ``(D, D')``, optional.
+        description: free text.
+    """
+
+    name: str
+    result: Any
+    expected: str | None = None
+    spec: str = ""
+    mechanism: Any = None
+    data: tuple | None = None
+    description: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def as_expected(self) -> bool | None:
+        return None if self.expected is None else self.result.verdict == self.expected
+
+
+def _num(v):
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    v = float(v)
+    if math.isnan(v):
+        return None
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def result_record(outcome: AuditOutcome) -> dict:
+    """The documented JSON record of one audit (schema ``dpaudit.results/1``)."""
+    r = outcome.result
+    d = r.to_dict()
+    delta = d["delta_at_claimed_epsilon"]
+    eps = d["epsilon_at_claimed_delta"]
+    return {
+        "name": outcome.name,
+        "spec": outcome.spec,
+        "mechanism": r.mechanism,
+        "claim": {
+            "epsilon": r.claim.epsilon,
+            "delta": r.claim.delta,
+            "adjacency": r.claim.adjacency,
+            "sensitivity_norm": r.claim.sensitivity_norm,
+            "sensitivity": r.claim.sensitivity,
+            "reference": r.claim.reference,
+        },
+        "verdict": r.verdict,
+        "expected": outcome.expected,
+        "as_expected": outcome.as_expected,
+        "epsilon_lower": _num(r.epsilon_lower),
+        "confidence": r.confidence,
+        "epsilon_at_claimed_delta": _num(eps.get("estimate")),
+        "epsilon_at_claimed_delta_upper": _num(eps.get("upper")),
+        "epsilon_exact": _num(eps.get("exact")),
+        "delta_at_claimed_epsilon": {
+            "estimate": _num(delta.get("estimate")),
+            "lower": _num(delta.get("lower")),
+            "upper": _num(delta.get("upper")),
+        },
+        "samples": r.samples,
+        "seed": r.seed,
+        "seconds": r.seconds,
+        "certificate": d["certificate"],
+        "compatibility": None
+        if d["compatibility"] is None
+        else d["compatibility"].get("classification"),
+        "notes": list(r.notes),
+        "details": d,
+    }
+
+
+def _document(outcomes: Sequence[AuditOutcome], started: str) -> dict:
+    return {
+        "schema": SCHEMA,
+        "dpaudit_version": dpaudit.__version__,
+        "started": started,
+        "audits": [result_record(o) for o in outcomes],
+    }
+
+
+def write_json(outcomes: Sequence[AuditOutcome], path: str | Path, *, started: str = "") -> Path:
+    """Write the results document to ``path`` atomically (temp file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = _document(outcomes, started or _now())
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
+        json.dump(document, tmp, indent=1, allow_nan=False)
+    os.replace(tmp.name, path)
+    return path
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+# ------------------------------------------------------------------------- plots
+
+
+def _png(fig) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _finite(values) -> np.ndarray:
+    a = np.asarray(values, dtype=float).ravel()
+    return a[np.isfinite(a)]
+
+
+def _loss_histogram(result) -> str | None:
+    import matplotlib.pyplot as plt
+
+    series = [(d.direction, _finite(d.losses), d.n_infinite) for d in result.directions]
+    if not any(s[1].size for s in series):
+        return None
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    for name, losses, n_inf in series:
+        if losses.size:
+            label = name + (f" (+{n_inf} infinite)" if n_inf else "")
+            ax.hist(losses, bins=80, density=True, histtype="step", lw=1.4, label=label)
+    ax.axvline(result.claim.epsilon, color="k", ls="--", lw=1, label="claimed epsilon")
+    ax.set_xlabel("privacy loss L(x)")
+    ax.set_ylabel("density")
+    ax.set_title("Privacy-loss distribution")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def _epsilon_delta_curve(result) -> str | None:
+    import matplotlib.pyplot as plt
+
+    curves = result.curves
+    epsilons = np.asarray(curves.get("epsilons", []), dtype=float)
+    if epsilons.size == 0:
+        return None
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    floor = 1e-12
+
+    def draw(delta, **kw):
+        delta = np.asarray(delta, dtype=float)
+        ok = np.isfinite(delta) & (delta > floor)
+        if ok.any():
+            ax.plot(delta[ok], epsilons[ok], **kw)
+
+    for i, name in enumerate(("D->D'", "D'->D")):
+        c = curves.get(name)
+        if c is None:
+            continue
+        colour = f"C{i}"
+        draw(c["estimate"], color=colour, lw=1.4, label=f"Monte Carlo {name}")
+        draw(c["lower"], color=colour, lw=0.8, ls=":", label=f"{name} lower/upper bounds")
+        draw(c["upper"], color=colour, lw=0.8, ls=":")
+    if curves.get("exact_upper") is not None:
+        draw(curves["exact_upper"], color="k", lw=1.2, label="exact (upper)")
+    if curves.get("exact_lower") is not None:
+        draw(curves["exact_lower"], color="k", lw=0.8, ls="--", label="exact (lower)")
+    claim = result.claim
+    claim_delta = max(claim.delta, 1e-10)
+    ax.scatter([claim_delta], [claim.epsilon], marker="*", s=120, color="red", zorder=5)
+    ax.annotate("claim", (claim_delta, claim.epsilon), textcoords="offset points", xytext=(6, 6))
+    ax.set_xscale("log")
+    ax.set_xlabel("delta")
+    ax.set_ylabel("epsilon(delta)")
+    ax.set_title("epsilon(delta) of the mechanism on this pair")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def _compatibility_plot(result) -> str | None:
+    import matplotlib.pyplot as plt
+
+    comp = result.compatibility
+    if comp is None:
+        return None
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    for evidence, label in (
+        (comp.cameron_martin, "Cameron–Martin ||h||_C^2"),
+        (comp.one_c, "1,C norm ||h||_{1,C}"),
+    ):
+        sums = np.asarray(evidence.partial_sums, dtype=float)
+        if sums.size:
+            ax.plot(np.arange(1, sums.size + 1), np.maximum(sums, 1e-300), label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("K (components)")
+    ax.set_ylabel("partial sum")
+    ax.set_title(f"Compatibility: {comp.classification}")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def _sample_paths(outcome: AuditOutcome, n_paths: int = 3) -> str | None:
+    mech, data = outcome.mechanism, outcome.data
+    if mech is None or data is None or mech.summary is None:
+        return None
+    import jax
+    import matplotlib.pyplot as plt
+
+    try:
+        summary = np.asarray(mech.summary(data[0]), dtype=float).ravel()
+        releases = np.asarray(mech.sample(data[0], jax.random.key(0), n_paths), dtype=float)
+    except Exception:  # a plot is a courtesy; the audit itself already ran
+        return None
+    releases = releases.reshape(n_paths, -1)
+    if releases.shape[1] != summary.size or summary.size < 2:
+        return None
+    dist = mech.release_distribution(data[0])
+    grid = getattr(getattr(dist, "basis", None), "grid", None)
+    x = np.arange(summary.size)
+    xlabel = "coordinate"
+    if grid is not None and grid.dim == 1:
+        x, xlabel = np.asarray(grid.points)[:, 0], "t"
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    for i in range(n_paths):
+        ax.plot(x, releases[i], lw=0.8, alpha=0.8, label="release" if i == 0 else None)
+    ax.plot(x, summary, color="k", lw=1.6, label="non-private summary f_D")
+    ax.set_xlabel(xlabel)
+    ax.set_title("Releases against the summary")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+# -------------------------------------------------------------------------- html
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, str):
+        return v
+    v = float(v)
+    if math.isnan(v):
+        return "–"
+    if math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    return f"{v:.4g}"
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;
+font-size:14px;text-align:left}th{background:#f3f3f3}.v{font-weight:bold;color:#fff;
+padding:2px 6px;border-radius:4px}.audit{border-top:2px solid #ddd;margin-top:2em}
+.plots img{width:48%;min-width:380px;margin:4px}.note{color:#555;font-size:13px}
+"""
+
+
+def _verdict_badge(verdict: str) -> str:
+    colour = _COLOURS.get(verdict, "#555")
+    return f'<span class="v" style="background:{colour}">{html.escape(verdict)}</span>'
+
+
+def _html(outcomes: Sequence[AuditOutcome], started: str) -> str:
+    esc = html.escape
+    rows = []
+    for o in outcomes:
+        r = o.result
+        ok = o.as_expected
+        mark = "" if ok is None else ("✓" if ok else "✗ expected " + esc(o.expected))
+        rows.append(
+            f"<tr><td><a href='#{esc(o.name)}'>{esc(o.name)}</a></td><td>{esc(r.mechanism)}</td>"
+            f"<td>ε={_fmt(r.claim.epsilon)}, δ={_fmt(r.claim.delta)}</td>"
+            f"<td>{_verdict_badge(r.verdict)} {mark}</td><td>{_fmt(r.epsilon_lower)}</td>"
+            f"<td>{_fmt(r.epsilon_at_claimed_delta.get('estimate'))}</td>"
+            f"<td>{_fmt(r.seconds)}</td></tr>"
+        )
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>dpaudit report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>dpaudit report</h1><p class='note'>dpaudit {esc(dpaudit.__version__)}, "
+        f"started {esc(started)}, {len(outcomes)} audit(s).</p>",
+        "<table><tr><th>audit</th><th>mechanism</th><th>claim</th><th>verdict</th>"
+        "<th>certified ε lower bound</th><th>ε at claimed δ (estimate)</th><th>seconds</th></tr>",
+        *rows,
+        "</table>",
+    ]
+    for o in outcomes:
+        r = o.result
+        delta = r.delta_at_claimed_epsilon
+        parts += [
+            f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(r.verdict)}"
+            "</h2>",
+            f"<p>{esc(o.description)}</p>" if o.description else "",
+            "<table>",
+            f"<tr><th>mechanism</th><td>{esc(r.mechanism)}</td></tr>",
+            f"<tr><th>claim</th><td>({_fmt(r.claim.epsilon)}, {_fmt(r.claim.delta)})-DP, "
+            f"{esc(r.claim.adjacency)}; sensitivity {_fmt(r.claim.sensitivity)} in "
+            f"{esc(str(r.claim.sensitivity_norm))}; {esc(r.claim.reference)}</td></tr>",
+            f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
+            f"<tr><th>certified ε lower bound</th><td>{_fmt(r.epsilon_lower)} "
+            f"(confidence {_fmt(r.confidence)})</td></tr>",
+            f"<tr><th>ε at claimed δ</th><td>estimate "
+            f"{_fmt(r.epsilon_at_claimed_delta.get('estimate'))}, upper "
+            f"{_fmt(r.epsilon_at_claimed_delta.get('upper'))}, exact "
+            f"{_fmt(r.epsilon_at_claimed_delta.get('exact'))}</td></tr>",
+            f"<tr><th>δ at claimed ε</th><td>estimate {_fmt(delta.get('estimate'))}, "
+            f"[{_fmt(delta.get('lower'))}, {_fmt(delta.get('upper'))}]</td></tr>",
+            f"<tr><th>samples</th><td>{r.samples} per direction, seed {r.seed}, route "
+            f"{esc(r.route)}, {_fmt(r.seconds)} s</td></tr>",
+        ]
+        if r.certificate is not None:
+            parts.append(
+                f"<tr><th>certificate</th><td>{esc(r.certificate.explanation)} "
+                f"(loss {_fmt(r.certificate.loss)}, {esc(r.certificate.direction)})</td></tr>"
+            )
+        if r.compatibility is not None:
+            parts.append(
+                f"<tr><th>compatibility</th><td>{esc(r.compatibility.classification)}: "
+                f"{esc(r.compatibility.reason)}</td></tr>"
+            )
+        parts.append("</table>")
+        for note in r.notes:
+            parts.append(f"<p class='note'>{esc(note)}</p>")
+        plots = [
+            _loss_histogram(r),
+            _epsilon_delta_curve(r),
+            _compatibility_plot(r),
+            _sample_paths(o),
+        ]
+        parts.append("<div class='plots'>")
+        parts += [f"<img alt='plot' src='{p}'>" for p in plots if p]
+        parts.append("</div></div>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(
+    outcomes: Sequence[AuditOutcome], folder: str | Path, *, started: str = ""
+) -> Path:
+    """Write ``results.json`` and ``index.html`` into ``folder``, atomically.
+
+    Returns the path of ``index.html``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    folder = Path(folder)
+    started = started or _now()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".dpaudit-report-", dir=folder.parent))
+    try:
+        write_json(outcomes, staging / "results.json", started=started)
+        (staging / "index.html").write_text(_html(outcomes, started), encoding="utf-8")
+        if folder.exists():
+            old = folder.with_name(folder.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            folder.rename(old)
+            staging.rename(folder)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return folder / "index.html"
