@@ -86,6 +86,7 @@ from dpaudit.loss import (
     evaluate_release,
     model_log_prob,
     noise_shift,
+    pytree_safe,
 )
 from dpaudit.mechanism import Claim, Mechanism, check_adjacent
 from dpaudit.pld import (
@@ -361,6 +362,18 @@ def _density_step(state, key, dist_p, dist_q, epsilons, n_valid, *, n):
     return _fold(state, loss, x, epsilons, n_valid)
 
 
+def _density_step_closure(dist_p, dist_q, n):
+    """The density step with the distributions closed over (for non-pytree distributions)."""
+
+    @jax.jit
+    def step(state, key, epsilons, n_valid):
+        x = dist_p.sample(key, (n,))
+        loss = combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x))
+        return _fold(state, loss, x, epsilons, n_valid)
+
+    return step
+
+
 @jax.jit
 def _fold_jit(state, loss, draws, epsilons, n_valid):
     return _fold(state, loss, draws, epsilons, n_valid)
@@ -414,6 +427,8 @@ class _Runner:
     def __init__(self, mechanism, data_p, data_q, dist_p, dist_q, shift, route):
         self.mechanism, self.data_p, self.data_q = mechanism, data_p, data_q
         self.dist_p, self.dist_q, self.shift, self.route = dist_p, dist_q, shift, route
+        self.pytree = pytree_safe(dist_p) and pytree_safe(dist_q)
+        self._closure = None
 
     def step(self, state, key, epsilons, n_valid, n):
         if self.route == "closed-form":
@@ -431,7 +446,11 @@ class _Runner:
                 family=s.family,
             )
         if self.route == "density":
-            return _density_step(state, key, self.dist_p, self.dist_q, epsilons, n_valid, n=n)
+            if self.pytree:
+                return _density_step(state, key, self.dist_p, self.dist_q, epsilons, n_valid, n=n)
+            if self._closure is None or self._closure[0] != n:
+                self._closure = (n, _density_step_closure(self.dist_p, self.dist_q, n))
+            return self._closure[1](state, key, epsilons, n_valid)
         x = self.dist_p.sample(key, (n,))
         loss = combine_log_probs(
             model_log_prob(self.mechanism, self.data_p, x),

@@ -76,6 +76,7 @@ __all__ = [
     "model_log_prob",
     "noise_shift",
     "privacy_loss",
+    "pytree_safe",
     "release_log_prob",
     "sample_losses",
 ]
@@ -128,7 +129,10 @@ def _site_log_prob(d: Distribution, x) -> jax.Array:
 
 def _check_has_density(d: Distribution, name: str) -> None:
     try:
-        _probe_density(d, jax.random.key(0))
+        if pytree_safe(d):
+            _probe_density(d, jax.random.key(0))
+        else:
+            _site_log_prob(d, d.sample(jax.random.key(0))[None])
     except NotImplementedError as err:
         raise TypeError(
             f"{name}: the release distribution {type(d).__name__} has no density (its log_prob "
@@ -140,6 +144,21 @@ def _check_has_density(d: Distribution, name: str) -> None:
 @jax.jit
 def _probe_density(d: Distribution, key):
     return _site_log_prob(d, d.sample(key)[None])
+
+
+def pytree_safe(d: Distribution) -> bool:
+    """True when ``d`` survives a pytree round trip (so it can be a ``jit`` argument).
+
+    numpyro distributions declare their array fields (``pytree_data_fields``);
+    a user subclass that stores undeclared attributes loses them when flattened,
+    so the engine then closes over it instead of passing it to ``jit``.
+    """
+    try:
+        leaves, treedef = jax.tree_util.tree_flatten(d)
+        rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    except Exception:  # any failure means "not a safe pytree"
+        return False
+    return set(vars(d)) <= set(vars(rebuilt))
 
 
 def release_log_prob(mechanism: Mechanism, data, releases) -> jax.Array:
@@ -396,6 +415,15 @@ def _density_chunk(key, dist_p, dist_q, *, n):
     return combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x)), x
 
 
+def _density_chunk_closure(dist_p, dist_q, n):
+    @jax.jit
+    def run(key):
+        x = dist_p.sample(key, (n,))
+        return combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x)), x
+
+    return run
+
+
 def loss_chunk(key, dist_p, dist_q, n: int, *, shift: NoiseShift | None = None):
     """Draw ``n`` releases ``x ~ P`` and their losses ``log p(x) - log q(x)``.
 
@@ -408,7 +436,9 @@ def loss_chunk(key, dist_p, dist_q, n: int, *, shift: NoiseShift | None = None):
         ``(losses (n,), draws (n, ...))``, JAX arrays.
     """
     if shift is None:
-        return _density_chunk(key, dist_p, dist_q, n=int(n))
+        if pytree_safe(dist_p) and pytree_safe(dist_q):
+            return _density_chunk(key, dist_p, dist_q, n=int(n))
+        return _density_chunk_closure(dist_p, dist_q, int(n))(key)
     loss, z = _closed_form_chunk(
         key,
         jnp.asarray(shift.shift),
@@ -592,7 +622,11 @@ def evaluate_release(dist_p: Distribution, dist_q: Distribution, release) -> tup
     so cancellation inside a sum cannot hide its float64 error: a release
     certifies ``L(x) > epsilon`` only if ``L > epsilon + tolerance``.
     """
-    loss, log_p, log_q, mag = _evaluate_at(dist_p, dist_q, jnp.asarray(release, dtype=jnp.float64))
+    release = jnp.asarray(release, dtype=jnp.float64)
+    if pytree_safe(dist_p) and pytree_safe(dist_q):
+        loss, log_p, log_q, mag = _evaluate_at(dist_p, dist_q, release)
+    else:
+        loss, log_p, log_q, mag = _evaluate_at.__wrapped__(dist_p, dist_q, release)
     mag = float(mag)
     if not math.isfinite(mag):
         mag = 0.0
