@@ -1,0 +1,610 @@
+r"""Linear-Laplace releases ``y = loc + A eta / n`` and their exact sensitivity.
+
+A *linear-Laplace* mechanism draws ``p`` i.i.d. Laplace variables
+``eta_j ~ Lap(0, b)`` (scale ``b``, digest §0) and releases
+
+.. math::  y = F_D + A\,\eta / n,
+
+with a public matrix ``A`` (``m x p``) and a public ``count_scale`` ``n``
+(the noise lives on the count scale and is divided by ``n``, digest trap 26).
+The hierarchical ECDF of Barczewski, Mawass & Ramon (BMR, Eq. 2) is one: ``A``
+is the leaf-to-ancestor incidence matrix of a complete binary tree
+(:func:`ancestor_matrix`); the textbook binary mechanism is another, with
+``A = I`` on the node counts.
+
+**Privacy.** For neighbours ``D ~ D'`` write ``s = n (F_D - F_D')``. Any
+``nu`` with ``A nu = s`` turns a noise draw for ``D'`` into one for ``D``
+(``eta -> eta + nu``), and the Laplace density ratio of that shift is at most
+``exp(||nu||_1 / b)``. Hence the privacy loss is bounded by
+
+.. math::  \epsilon(D, D') = \frac{1}{b}\,\min\{\|\nu\|_1 : A\nu = s\}
+
+(:func:`linear_laplace_sensitivity`, a linear programme), and the bound is
+the exact supremum of the log density ratio: with ``g(y) = min{||eta||_1 :
+A eta = y}`` the marginal density decays like ``exp(-g(y)/b)`` and
+``g((t+1)s) - g(t s) = g(s)`` along the ray ``y = t s``. When ``s`` is not in
+the column space of ``A`` the two releases live on different affine sets and
+no epsilon holds (``math.inf``).
+
+**Densities.** :class:`LinearLaplace` has the exact density when ``A`` is
+square and invertible (a change of variables). For the BMR tree the release
+keeps only the ``m <= 2^L`` leaves of a ``2^{L+1}-1`` node tree, so ``A`` is
+wide and the marginal is an integral over the internal nodes;
+:class:`AncestorLaplace` evaluates it by exact belief propagation on the tree
+(closed form for depth <= 1, a log-space quadrature with Richardson
+extrapolation above; see its docstring for the error). For any other wide ``A`` :meth:`LinearLaplace.log_prob` raises
+``NotImplementedError``: audit such a release through
+:func:`linear_laplace_sensitivity`.
+
+Public names (import from ``dpaudit.noise.linear_laplace``):
+:class:`LinearLaplace`, :class:`AncestorLaplace`, :func:`ancestor_matrix`,
+:func:`ancestor_sensitivity`, :func:`linear_laplace_sensitivity`,
+:func:`linear_laplace_epsilon`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.optimize
+from jax import lax
+from numpyro.distributions import Distribution, constraints
+
+from dpaudit._validation import check_finite, check_last_axis, check_positive, is_concrete
+
+__all__ = [
+    "AncestorLaplace",
+    "LinearLaplace",
+    "ancestor_matrix",
+    "ancestor_sensitivity",
+    "linear_laplace_epsilon",
+    "linear_laplace_sensitivity",
+]
+
+#: Relative margin added to an LP optimum so the returned sensitivity is an
+#: upper bound despite the solver's feasibility tolerance (HiGHS: 1e-7 absolute
+#: on constraints with O(1) coefficients; we check the residual below 1e-9).
+_LP_ROUND_UP = 1e-9
+
+
+# ------------------------------------------------------------------ sensitivity
+
+
+def _as_matrix(matrix) -> np.ndarray:
+    a = np.asarray(matrix, dtype=float)
+    if a.ndim != 2 or 0 in a.shape:
+        raise ValueError(f"matrix must be a non-empty 2-D array, got shape {a.shape}.")
+    check_finite("matrix", a)
+    return a
+
+
+def linear_laplace_sensitivity(matrix, shift) -> float:
+    r"""``min ||nu||_1`` subject to ``A nu = shift``: the exact l1 sensitivity of ``A eta``.
+
+    Solved as the linear programme ``min 1'(nu+ + nu-)``, ``A (nu+ - nu-) = shift``,
+    ``nu+- >= 0`` with scipy's HiGHS. The optimum is rounded up (relative
+    ``1e-9``) so that it can be used as an upper bound, and the solver's status
+    and residual are checked. For a linear-Laplace release with noise scale
+    ``b`` the privacy loss between the two datasets is exactly this value over
+    ``b`` (module docstring).
+
+    Args:
+        matrix: ``(m, p)`` noise matrix ``A``.
+        shift: ``(m,)`` difference of the two summaries in the units of ``A eta``
+            (counts for the ECDF: ``n (F_D - F_D')``).
+
+    Returns:
+        The minimum, ``0.0`` for a zero shift and ``math.inf`` when the shift is
+        not in the column space of ``A`` (the releases are mutually singular).
+
+    Raises:
+        ValueError: on shapes that do not match or non-finite entries.
+        RuntimeError: if HiGHS fails for another reason than infeasibility.
+
+    Example:
+        >>> linear_laplace_sensitivity([[1.0, 1.0], [0.0, 1.0]], [1.0, 1.0])  # nu = (0, 1)
+        1.000000001
+    """
+    a = _as_matrix(matrix)
+    s = np.asarray(shift, dtype=float)
+    if s.shape != (a.shape[0],):
+        raise ValueError(
+            f"shift has shape {s.shape} but the matrix has {a.shape[0]} rows; give one entry per "
+            "released coordinate."
+        )
+    check_finite("shift", s)
+    if not np.any(s):
+        return 0.0
+    p = a.shape[1]
+    result = scipy.optimize.linprog(
+        np.ones(2 * p), A_eq=np.hstack([a, -a]), b_eq=s, bounds=(0, None), method="highs"
+    )
+    if result.status == 2:
+        return math.inf
+    if result.status != 0:
+        raise RuntimeError(f"HiGHS did not solve the sensitivity LP: {result.message}")
+    nu = result.x[:p] - result.x[p:]
+    residual = float(np.max(np.abs(a @ nu - s)))
+    if residual > 1e-9 * max(1.0, float(np.max(np.abs(s)))):
+        raise RuntimeError(f"the sensitivity LP solution violates A nu = shift by {residual:.3g}.")
+    value = float(np.sum(np.abs(nu)))
+    return float(np.nextafter(value * (1.0 + _LP_ROUND_UP), np.inf))
+
+
+def linear_laplace_epsilon(matrix, shift, scale, count_scale=1.0) -> float:
+    """Exact privacy loss ``min{||nu||_1 : A nu = n shift} / b`` of ``y = F + A eta / n``.
+
+    Args:
+        matrix: ``(m, p)`` noise matrix ``A``.
+        shift: ``F_D - F_D'`` in release units (divided by ``count_scale``).
+        scale: Laplace scale ``b`` of each ``eta_j`` (> 0).
+        count_scale: ``n``, the divisor of the noise (> 0).
+
+    Example:
+        >>> linear_laplace_epsilon(np.eye(2), [0.5, -0.5], scale=2.0, count_scale=2.0)
+        1.0000000010000002
+    """
+    check_positive("scale", scale)
+    check_positive("count_scale", count_scale)
+    shift = float(count_scale) * np.asarray(shift, dtype=float)
+    return linear_laplace_sensitivity(matrix, shift) / float(scale)
+
+
+def ancestor_matrix(depth: int, n_leaves: int | None = None) -> np.ndarray:
+    """Leaf-to-ancestor incidence matrix of a complete binary tree of depth ``L``.
+
+    Nodes are ordered level by level from the leaves (level 0, ``2^L`` nodes)
+    to the root (level ``L``); node ``(j, l)`` (``j = 0 .. 2^(L-l) - 1``)
+    covers leaves ``j 2^l .. (j+1) 2^l - 1``. Row ``i`` has a one at each of the
+    ``L + 1`` ancestors of leaf ``i`` (itself included): BMR Eq. 2, where every
+    CDF value receives the noise of all its ancestors.
+
+    Args:
+        depth: ``L >= 0``.
+        n_leaves: keep only the first ``n_leaves <= 2^L`` rows (the released
+            grid points); all ``2^L`` when omitted.
+
+    Returns:
+        ``(n_leaves, 2^(L+1) - 1)`` array of zeros and ones.
+
+    Example:
+        >>> ancestor_matrix(1).astype(int).tolist()
+        [[1, 0, 1], [0, 1, 1]]
+    """
+    depth = _check_depth(depth)
+    leaves = 2**depth
+    m = leaves if n_leaves is None else int(n_leaves)
+    if not 1 <= m <= leaves:
+        raise ValueError(f"n_leaves must lie in [1, 2^depth] = [1, {leaves}], got {n_leaves}.")
+    a = np.zeros((m, 2 * leaves - 1))
+    rows = np.arange(m)
+    offset = 0
+    for level in range(depth + 1):
+        a[rows, offset + (rows >> level)] = 1.0
+        offset += leaves >> level
+    return a
+
+
+def _check_depth(depth) -> int:
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)):
+        raise TypeError(f"depth must be an integer, got {type(depth).__name__}.")
+    if not 0 <= int(depth) <= 20:
+        raise ValueError(f"depth must lie in [0, 20], got {depth}.")
+    return int(depth)
+
+
+def ancestor_sensitivity(depth: int, shift) -> np.ndarray:
+    r"""``min ||nu||_1`` s.t. ``A nu = shift`` for the ancestor matrix, by dynamic programming.
+
+    With ``x_v`` the sum of ``nu`` over the ancestors of node ``v`` (itself
+    included), ``nu_v = x_v - x_parent(v)`` and the leaves are pinned to
+    ``x_leaf = shift``, so the programme is the total variation
+    ``sum_v |x_v - x_parent(v)|`` on the tree (the root's parent pinned at 0).
+    Its incidence matrix is totally unimodular, so an optimum takes values in
+    ``{0} U {shift_i}``, and a bottom-up pass over that finite set solves it
+    exactly. It is the same number as :func:`linear_laplace_sensitivity`
+    with :func:`ancestor_matrix` (tested), without a solver, and vectorised
+    over many shifts.
+
+    Args:
+        depth: tree depth ``L``.
+        shift: ``(..., m)`` shifts of the first ``m <= 2^L`` leaves (the rest
+            are not released and are free).
+
+    Returns:
+        ``(...)`` array of minima.
+
+    Example:
+        >>> ancestor_sensitivity(2, [0.0, 1.0, 1.0, 0.0]).item()  # nu = leaves 1, 2 and node (0,1) ...
+        2.0
+    """
+    depth = _check_depth(depth)
+    s = np.asarray(shift, dtype=float)
+    leaves = 2**depth
+    if s.ndim == 0 or not 1 <= s.shape[-1] <= leaves:
+        raise ValueError(f"shift must have 1..{leaves} entries on its last axis, got {s.shape}.")
+    check_finite("shift", s)
+    batch = s.shape[:-1]
+    s = s.reshape(-1, s.shape[-1])
+    values = np.unique(np.concatenate([s.ravel(), [0.0]]))
+    jump = np.abs(values[:, None] - values[None, :])  # |x_child - x_parent|
+    cost = np.zeros((s.shape[0], leaves, values.size))  # unreleased leaves are free
+    cost[:, : s.shape[1], :] = np.where(s[..., None] == values, 0.0, np.inf)
+    for _ in range(depth):
+        # edge from each child to its parent, then the two children of a parent add up
+        to_parent = np.min(cost[..., :, None] + jump, axis=-2)
+        cost = to_parent.reshape(s.shape[0], -1, 2, values.size).sum(axis=2)
+    root = np.min(cost[:, 0, :] + np.abs(values), axis=-1)
+    return root.reshape(batch)
+
+
+# ---------------------------------------------------------------- distributions
+
+
+class LinearLaplace(Distribution):
+    r"""The release ``y = loc + A eta / n`` with ``eta_j ~ Lap(0, b)`` i.i.d.
+
+    For square invertible ``A`` (``m = p``) the density is exact:
+
+    .. math::  \log p(y) = \sum_j \Big[-\frac{|\eta_j|}{b} - \log 2b\Big]
+               + m\log n - \log|\det A|,\qquad \eta = n A^{-1}(y - \mathrm{loc}).
+
+    Otherwise the release lives on a lower-dimensional set or is a marginal of
+    ``eta`` and :meth:`log_prob` raises ``NotImplementedError`` (use
+    :class:`AncestorLaplace` for the BMR tree, or audit through
+    :func:`linear_laplace_sensitivity`).
+
+    Args:
+        loc: ``(..., m)`` summary ``F_D``.
+        matrix: ``(m, p)`` noise matrix ``A``.
+        scale: Laplace scale ``b`` (> 0) on the count scale.
+        count_scale: ``n`` (> 0): the noise is divided by it.
+
+    Raises:
+        ValueError: if ``loc`` does not have ``m`` entries, or inputs are not finite.
+
+    Example:
+        >>> d = LinearLaplace(jnp.zeros(2), jnp.array([[1.0, 0.0], [1.0, 1.0]]), scale=1.0)
+        >>> round(float(d.log_prob(jnp.array([0.0, 0.0]))), 6)  # 2 log(1/2)
+        -1.386294
+    """
+
+    arg_constraints = {"loc": constraints.real_vector, "scale": constraints.positive}
+    support = constraints.real_vector
+    pytree_data_fields = ("loc", "matrix", "scale", "count_scale", "_inverse", "_log_det")
+
+    def __init__(self, loc, matrix, scale, count_scale=1.0, *, validate_args=None):
+        name = type(self).__name__
+        matrix = jnp.asarray(matrix, dtype=jnp.float64)
+        if matrix.ndim != 2 or 0 in matrix.shape:
+            raise ValueError(f"{name} matrix must be a non-empty 2-D array, got {matrix.shape}.")
+        check_finite(f"{name} matrix", matrix)
+        check_positive(f"{name} scale", scale)
+        check_positive(f"{name} count_scale", count_scale)
+        loc = jnp.asarray(loc, dtype=jnp.float64)
+        check_last_axis(f"{name} loc", loc, matrix.shape[0], "one value per row of the matrix")
+        check_finite(f"{name} loc", loc)
+        self.matrix = matrix
+        self.scale = jnp.asarray(scale, dtype=jnp.float64)
+        self.count_scale = jnp.asarray(count_scale, dtype=jnp.float64)
+        self.loc = loc
+        self._inverse, self._log_det = self._factorise(matrix)
+        super().__init__(
+            batch_shape=loc.shape[:-1], event_shape=loc.shape[-1:], validate_args=validate_args
+        )
+
+    @staticmethod
+    def _factorise(matrix):
+        m, p = matrix.shape
+        if m != p or not is_concrete(matrix):
+            return None, None
+        sign, log_det = np.linalg.slogdet(np.asarray(matrix))
+        if sign == 0 or not np.isfinite(log_det) or np.linalg.cond(np.asarray(matrix)) > 1e12:
+            return None, None
+        return jnp.linalg.inv(matrix), jnp.asarray(log_det)
+
+    @property
+    def n_noise(self) -> int:
+        """Number ``p`` of Laplace variables."""
+        return int(self.matrix.shape[1])
+
+    @property
+    def mean(self):
+        return jnp.broadcast_to(self.loc, self.batch_shape + self.event_shape)
+
+    @property
+    def variance(self):
+        return jnp.broadcast_to(
+            2.0 * (self.scale / self.count_scale) ** 2 * jnp.sum(self.matrix**2, axis=1),
+            self.batch_shape + self.event_shape,
+        )
+
+    def sample(self, key, sample_shape=()):
+        eta = self.scale * jax.random.laplace(
+            key, sample_shape + self.batch_shape + (self.n_noise,)
+        )
+        return self.loc + eta @ self.matrix.T / self.count_scale
+
+    def log_prob(self, value):
+        if self._inverse is None:
+            raise NotImplementedError(
+                f"{type(self).__name__}: the release density is exact only for a square "
+                f"invertible matrix, this one is {tuple(self.matrix.shape)}; audit the release "
+                "through its linear representation (linear_laplace_sensitivity) or use "
+                "AncestorLaplace for the BMR tree."
+            )
+        eta = self.count_scale * (value - self.loc) @ self._inverse.T
+        m = self.matrix.shape[0]
+        return (
+            jnp.sum(-jnp.abs(eta) / self.scale - jnp.log(2.0 * self.scale), axis=-1)
+            + m * jnp.log(self.count_scale)
+            - self._log_det
+        )
+
+    def epsilon(self, other_loc) -> float:
+        """Exact privacy loss between this release and the one centred at ``other_loc``."""
+        shift = np.asarray(self.loc) - np.asarray(other_loc)
+        if shift.ndim != 1:
+            raise ValueError("epsilon compares two single releases; give 1-D locations.")
+        return linear_laplace_epsilon(self.matrix, shift, self.scale, self.count_scale)
+
+
+class AncestorLaplace(LinearLaplace):
+    r"""BMR's hierarchical release: leaf ``i`` gets the noise of all its ``L + 1`` ancestors.
+
+    ``y_i = loc_i + (1/n) sum_{l=0}^{L} eta_(floor(i / 2^l), l)`` for the first
+    ``m <= 2^L`` leaves, ``eta ~ Lap(0, b)`` i.i.d. on the ``2^(L+1) - 1`` nodes
+    (Barczewski, Mawass & Ramon, Eq. 2); ``matrix`` is :func:`ancestor_matrix`.
+
+    **Density.** With ``u = n (y - loc)`` and ``w_v`` the sum of the noise on
+    the path from the root to node ``v``, ``w_v = w_parent(v) + eta_v`` and the
+    released leaves are pinned at ``w = u``. The marginal density of ``u`` is
+    therefore a tree-structured integral that belief propagation computes
+    exactly from the leaves up, each message being one convolution with the
+    Laplace kernel:
+
+    .. math::  M_v(x) = \int \frac{e^{-|w-x|/b}}{2b} \prod_{c\,\in\,\mathrm{children}(v)} M_c(w)\,dw,
+               \qquad M_{\mathrm{leaf}\ i}(x) = \frac{e^{-|u_i - x|/b}}{2b},
+
+    and ``p(u) = M_root(0)``, ``log p(y) = log p(u) + m log n``. The messages
+    of the nodes just above the leaves, and the whole density for ``L <= 1``,
+    are integrals of ``exp`` of a piecewise-linear function and are computed
+    in closed form. Higher messages are evaluated on ``n_grid`` points over
+    ``[min(u, 0) - margin b, max(u, 0) + margin b]`` (0, the root's kink, on
+    the grid) by integrating the log-linear interpolant of each integrand
+    (exact for piecewise exponentials) with cumulative log-sum-exps, so nothing
+    under- or overflows; the mass left outside the window is below
+    ``e^{-margin}``. The quadrature error is ``O(h^2)`` in the grid step ``h``
+    and Richardson extrapolation over ``h`` and ``2h`` removes its leading
+    term: at the defaults the absolute error of ``log_prob`` is below ``1e-4``
+    for depths up to 4 (tested against a 32769-point reference and, for
+    ``L = 1``, scipy quadrature). Cost: ``O(2^L n_grid)`` per release.
+
+    Args:
+        loc: ``(..., m)`` summary (CDF values at the first ``m`` grid points).
+        depth: tree depth ``L`` (``m <= 2^L``).
+        scale: node Laplace scale ``b`` on the count scale.
+        count_scale: ``n``.
+        n_grid: points of the quadrature grid (odd, static).
+        margin: half-width of the tails kept, in units of ``b``.
+
+    Example:
+        >>> d = AncestorLaplace(jnp.zeros(1), depth=0, scale=1.0)
+        >>> round(float(d.log_prob(jnp.array([0.0]))), 6)  # one node: Lap(0, 1) at 0
+        -0.693147
+    """
+
+    pytree_aux_fields = ("depth", "n_grid", "margin")
+
+    def __init__(
+        self,
+        loc,
+        depth,
+        scale,
+        count_scale=1.0,
+        *,
+        n_grid: int = 1025,
+        margin: float = 40.0,
+        validate_args=None,
+    ):
+        self.depth = _check_depth(depth)
+        loc = jnp.asarray(loc, dtype=jnp.float64)
+        m = int(np.shape(loc)[-1]) if np.ndim(loc) else 0
+        if not 1 <= m <= 2**self.depth:
+            raise ValueError(
+                f"AncestorLaplace loc must have 1..2^depth = {2**self.depth} values on its last "
+                f"axis, got shape {tuple(np.shape(loc))}."
+            )
+        if int(n_grid) < 33 or int(n_grid) % 2 == 0:
+            raise ValueError(f"n_grid must be an odd number >= 33, got {n_grid}.")
+        check_positive("AncestorLaplace margin", margin)
+        self.n_grid = int(n_grid)
+        self.margin = float(margin)
+        super().__init__(
+            loc, ancestor_matrix(self.depth, m), scale, count_scale, validate_args=validate_args
+        )
+
+    @property
+    def variance(self):
+        return jnp.broadcast_to(
+            2.0 * (self.depth + 1) * (self.scale / self.count_scale) ** 2,
+            self.batch_shape + self.event_shape,
+        )
+
+    def log_prob(self, value):
+        u = self.count_scale * (value - self.loc)
+        shape = u.shape
+        flat = u.reshape(-1, shape[-1])
+        scale = jnp.broadcast_to(self.scale, shape[:-1]).reshape(-1)
+
+        def richardson(row, b):
+            # the quadrature error is O(step^2): combine step and 2 step to cancel it
+            fine = _ancestor_log_density(row, b, self.depth, self.n_grid, self.margin)
+            if self.depth <= 1:  # closed form, no grid
+                return fine
+            coarse = _ancestor_log_density(row, b, self.depth, (self.n_grid + 1) // 2, self.margin)
+            return (4.0 * fine - coarse) / 3.0
+
+        log_p = jax.vmap(richardson)(flat, scale)
+        return log_p.reshape(shape[:-1]) + shape[-1] * jnp.log(self.count_scale)
+
+
+def _log_cell_integrals(log_f, step):
+    """``log int_{x_k}^{x_k+1} f`` with ``log f`` interpolated linearly on each cell.
+
+    Exact for piecewise-exponential ``f`` with kinks on the grid (Laplace
+    kernels): the cell integral is ``step`` times the logarithmic mean of the
+    end values, ``(f_k - f_k+1) / (log f_k - log f_k+1)``.
+    """
+    a, b = log_f[..., :-1], log_f[..., 1:]
+    d = a - b
+    small = jnp.abs(d) < 1e-6
+    safe = jnp.where(small, 1.0, d)
+    log_mean_factor = jnp.where(small, -d / 2.0, jnp.log(-jnp.expm1(-safe) / safe))
+    return jnp.log(step) + a + log_mean_factor
+
+
+def _log_integral_exp_abs(kinks, weights, scale):
+    """``log int exp(-sum_i weights_i |w - kinks_i| / b) dw`` in closed form (weights >= 0).
+
+    ``kinks`` must be sorted on the last axis. The exponent is piecewise linear,
+    so the integral is a sum of exponentials over the segments between kinks.
+    Requires a positive total weight (the integral is then finite).
+    """
+    c, w = kinks, weights
+    phi = -jnp.sum(w[..., None, :] * jnp.abs(c[..., :, None] - c[..., None, :]), axis=-1) / scale
+    total = jnp.sum(w, axis=-1, keepdims=True)
+    slope = (total - 2.0 * jnp.cumsum(w, axis=-1))[..., :-1] / scale  # on (c_j, c_j+1)
+    start, end = phi[..., :-1], phi[..., 1:]
+    length = c[..., 1:] - c[..., :-1]
+    flat = jnp.abs(slope) * length < 1e-9
+    safe = jnp.where(flat, 1.0, slope)
+    # (e^end - e^start) / slope, and e^phi * length on flat segments
+    log_segment = jnp.where(
+        flat,
+        start + jnp.log(length),
+        jnp.maximum(start, end)
+        + jnp.log(-jnp.expm1(-jnp.abs(end - start)))
+        - jnp.log(jnp.abs(safe)),
+    )
+    tails = jnp.stack([phi[..., 0], phi[..., -1]], axis=-1) + jnp.log(scale / total)
+    return jax.nn.logsumexp(jnp.concatenate([log_segment, tails], axis=-1), axis=-1)
+
+
+def _cumulative_logsumexp(values, reverse=False):
+    """Cumulative log-sum-exp on the last axis (an associative scan: faster than lax's on CPU)."""
+    return lax.associative_scan(jnp.logaddexp, values, reverse=reverse, axis=values.ndim - 1)
+
+
+def _log_cell_integrals(log_f, step):
+    """``log int_{x_k}^{x_k+1} f`` with ``log f`` interpolated linearly on each cell.
+
+    Exact for piecewise-exponential ``f`` with kinks on the grid (Laplace
+    kernels): the cell integral is ``step`` times the logarithmic mean of the
+    end values, ``(f_k - f_k+1) / (log f_k - log f_k+1)``.
+    """
+    a, b = log_f[..., :-1], log_f[..., 1:]
+    d = a - b
+    small = jnp.abs(d) < 1e-6
+    safe = jnp.where(small, 1.0, d)
+    log_mean_factor = jnp.where(small, -d / 2.0, jnp.log(-jnp.expm1(-safe) / safe))
+    return jnp.log(step) + a + log_mean_factor
+
+
+def _log_integral_exp_abs(kinks, weights, scale):
+    """``log int exp(-sum_i weights_i |w - kinks_i| / b) dw`` in closed form (weights >= 0).
+
+    The exponent is piecewise linear with kinks at ``kinks`` (last axis), so the
+    integral is a sum of exponentials over the segments between sorted kinks.
+    Requires a positive total weight (the integral is then finite).
+    """
+    order = jnp.argsort(kinks, axis=-1)
+    c = jnp.take_along_axis(kinks, order, axis=-1)
+    w = jnp.take_along_axis(weights, order, axis=-1)
+    phi = -jnp.sum(w[..., None, :] * jnp.abs(c[..., :, None] - c[..., None, :]), axis=-1) / scale
+    total = jnp.sum(w, axis=-1, keepdims=True)
+    below = jnp.cumsum(w, axis=-1)
+    slope = (total - 2.0 * below)[..., :-1] / scale  # on (c_j, c_j+1)
+    start, end = phi[..., :-1], phi[..., 1:]
+    length = c[..., 1:] - c[..., :-1]
+    flat = jnp.abs(slope) * length < 1e-9
+    safe = jnp.where(flat, 1.0, slope)
+    top = jnp.maximum(start, end)
+    # (e^end - e^start) / slope, and e^phi * length on flat segments
+    log_segment = jnp.where(
+        flat,
+        start + jnp.log(length),
+        top + jnp.log(-jnp.expm1(-jnp.abs(end - start))) - jnp.log(jnp.abs(safe)),
+    )
+    tails = jnp.stack([phi[..., 0], phi[..., -1]], axis=-1) + jnp.log(scale / total)
+    return jax.nn.logsumexp(jnp.concatenate([log_segment, tails], axis=-1), axis=-1)
+
+
+def _log_cell_integrals(log_f, step):
+    """``log int_{x_k}^{x_k+1} f`` with ``log f`` interpolated linearly on each cell.
+
+    Exact for piecewise-exponential ``f`` with kinks on the grid: the cell
+    integral is ``step`` times the logarithmic mean of the end values,
+    ``(f_k - f_k+1) / (log f_k - log f_k+1)``.
+    """
+    a, b = log_f[..., :-1], log_f[..., 1:]
+    d = a - b
+    small = jnp.abs(d) < 1e-6
+    safe = jnp.where(small, 1.0, d)
+    log_mean_factor = jnp.where(small, -d / 2.0, jnp.log(-jnp.expm1(-safe) / safe))
+    return jnp.log(step) + a + log_mean_factor
+
+
+def _ancestor_log_density(u, scale, depth: int, n_grid: int, margin: float):
+    """``log p(u)`` for one vector of leaf noises ``u`` (count scale); see AncestorLaplace."""
+    log_2b = jnp.log(2.0 * scale)
+    if depth == 0:
+        return -jnp.abs(u[0]) / scale - log_2b
+    leaves = 2**depth
+    released = (jnp.arange(leaves) < u.shape[0]).astype(u.dtype).reshape(-1, 2)
+    pairs = jnp.zeros(leaves).at[: u.shape[0]].set(u).reshape(-1, 2)
+    n_released = jnp.sum(released, axis=1)
+    if depth == 1:  # root + two leaves: one closed-form integral
+        order = jnp.argsort(jnp.concatenate([jnp.zeros(1), pairs[0]]))
+        kinks = jnp.concatenate([jnp.zeros(1), pairs[0]])[order]
+        weights = jnp.concatenate([jnp.ones(1), released[0]])[order]
+        return _log_integral_exp_abs(kinks, weights, scale) - (1 + n_released[0]) * log_2b
+    lo = jnp.minimum(jnp.min(u), 0.0) - margin * scale
+    hi = jnp.maximum(jnp.max(u), 0.0) + margin * scale
+    step = (hi - lo) / (n_grid - 1)
+    # put 0 (the root's kink) on the grid: x_k = (k - k0) step
+    k0 = jnp.ceil(-lo / step)
+    x = (jnp.arange(n_grid) - k0) * step
+    z = (x - x[0]) / scale  # position in units of b: exp(+-z) stays in log space
+    # level-1 messages in closed form: kinks at the two leaves and at x, sorted
+    swap = pairs[:, 0] > pairs[:, 1]
+    a = jnp.where(swap, pairs[:, 1], pairs[:, 0])[:, None]
+    b = jnp.where(swap, pairs[:, 0], pairs[:, 1])[:, None]
+    wa = jnp.where(swap, released[:, 1], released[:, 0])[:, None]
+    wb = jnp.where(swap, released[:, 0], released[:, 1])[:, None]
+    below, above = x < a, x > b
+    kinks = jnp.stack([jnp.minimum(x, a), jnp.clip(x, a, b), jnp.maximum(x, b)], axis=-1)
+    one = jnp.ones_like(kinks[..., 0])
+    weights = jnp.stack(
+        [
+            jnp.where(below, one, wa),
+            jnp.where(below, wa, jnp.where(above, wb, one)),
+            jnp.where(above, one, wb),
+        ],
+        axis=-1,
+    )
+    messages = _log_integral_exp_abs(kinks, weights, scale) - (1 + n_released[:, None]) * log_2b
+    for _ in range(2, depth):
+        log_g = messages.reshape(-1, 2, n_grid).sum(axis=1)  # the two children's product
+        edge = jnp.full((log_g.shape[0], 1), -jnp.inf)
+        # sum over the cells left of x_j (kernel e^{-(x_j - w)/b}) and right of it
+        left = _log_cell_integrals(log_g + z, step)
+        left = jnp.concatenate([edge, _cumulative_logsumexp(left)], axis=1) - z
+        right = _log_cell_integrals(log_g - z, step)
+        right = jnp.concatenate([_cumulative_logsumexp(right, reverse=True), edge], axis=1)
+        messages = jnp.logaddexp(left, right + z) - log_2b
+    log_g_root = messages.reshape(2, n_grid).sum(axis=0)
+    return jax.nn.logsumexp(_log_cell_integrals(log_g_root - jnp.abs(x) / scale, step)) - log_2b
