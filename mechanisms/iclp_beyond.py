@@ -61,6 +61,7 @@ Registered mechanisms (pure epsilon-DP):
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -86,6 +87,7 @@ from mechanisms.iclp_mean import (
     OUT_OF_BOUND,
     QR_BOUNDS,
     REFERENCE,
+    ROUNDING_SLACK,
     _basis,
     _beta,
     _check_n,
@@ -164,8 +166,16 @@ def eigenfunctions_at(kernel: Kernel, basis: KarhunenLoeveBasis, points) -> jax.
     Exact at the grid points when ``basis`` was built from ``kernel`` on its grid.
     """
     x = _points(points, basis.grid.dim)
-    gram = kernel(x, basis.grid.points)
-    return (gram * basis.grid.weights) @ basis.eigenfunctions / basis.eigenvalues
+    return _nystrom(kernel, x, *_basis_arrays(basis))
+
+
+def _basis_arrays(basis: KarhunenLoeveBasis):
+    return basis.grid.points, basis.grid.weights, basis.eigenfunctions, basis.eigenvalues
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _nystrom(kernel, x, grid_points, weights, eigenfunctions, eigenvalues):
+    return (kernel(x, grid_points) * weights) @ eigenfunctions / eigenvalues
 
 
 def power_kernel_diagonal_bound(eigenvalues, eta: float, sup_kernel: float) -> float:
@@ -176,19 +186,22 @@ def power_kernel_diagonal_bound(eigenvalues, eta: float, sup_kernel: float) -> f
 
 
 def _domain_points(points, dim: int, out_of_bound: str) -> jax.Array:
+    if is_concrete(points):  # numpy: validation costs no JAX dispatch or compilation
+        x = np.asarray(points, dtype=np.float64)
+        x = x[:, None] if x.ndim == 1 and dim == 1 else x
+        _points(x, dim)
+        check_finite("points", x)
+        outside = np.any((x < 0.0) | (x > 1.0), axis=1)
+        if out_of_bound == "reject" and np.any(outside):
+            raise ValueError(
+                f"point {int(np.argmax(outside))} lies outside the domain [0, 1]^{dim}; rescale "
+                "the data to the public domain or build the mechanism with out_of_bound='clip'."
+            )
+        return jnp.asarray(np.clip(x, 0.0, 1.0))
     x = _points(points, dim)
-    check_finite("points", x)
-    outside = jnp.any((x < 0.0) | (x > 1.0), axis=1)
     if out_of_bound == "clip":
         return jnp.clip(x, 0.0, 1.0)
-    if is_concrete(x):
-        if bool(jnp.any(outside)):
-            worst = int(jnp.argmax(outside))
-            raise ValueError(
-                f"point {worst} lies outside the domain [0, 1]^{dim}; rescale the data to the "
-                "public domain or build the mechanism with out_of_bound='clip'."
-            )
-        return x
+    outside = jnp.any((x < 0.0) | (x > 1.0), axis=1)
     return jnp.where(outside[:, None], jnp.nan, x)
 
 
@@ -242,8 +255,13 @@ def kde_normaliser(basis: KarhunenLoeveBasis, eta: float) -> float:
 
 
 def _kde_coefficients(x, kernel, basis, eta, normaliser) -> jax.Array:
-    phi_x = eigenfunctions_at(kernel, basis, x)
-    return normaliser * basis.eigenvalues**eta * jnp.mean(phi_x, axis=0)
+    return _kde_core(kernel, x, *_basis_arrays(basis), eta, normaliser)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _kde_core(kernel, x, grid_points, weights, eigenfunctions, eigenvalues, eta, normaliser):
+    phi_x = _nystrom(kernel, x, grid_points, weights, eigenfunctions, eigenvalues)
+    return normaliser * eigenvalues**eta * jnp.mean(phi_x, axis=0)
 
 
 def kde_summary(points, kernel: Kernel, basis: KarhunenLoeveBasis, *, eta: float):
@@ -337,7 +355,7 @@ def iclp_qr_kde(
         stationary_kernel_sup(kernel) if kernel_sup is None else _number("kernel_sup", kernel_sup)
     )
     normaliser = kde_normaliser(basis, eta)
-    lam = basis.eigenvalues
+    lam, phi = basis.eigenvalues, basis.eigenfunctions
     sensitivity = kde_sensitivity(lam, n=n, eta=eta, normaliser=normaliser, sup_kernel=sup_k)
     sigma = iclp_sigma(sensitivity, epsilon)
     noise = ICLPNoise(lam, sigma)
@@ -345,7 +363,7 @@ def iclp_qr_kde(
     def summary(data):
         x = _domain_points(data, dim, out_of_bound)
         _check_n(x.shape[0], n)
-        return basis.reconstruct(_kde_coefficients(x, kernel, basis, eta, normaliser))
+        return phi @ _kde_coefficients(x, kernel, basis, eta, normaliser)
 
     def model(data):
         numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
@@ -412,10 +430,15 @@ def krr_fit(points, responses, kernel: Kernel, basis: KarhunenLoeveBasis, *, psi
 
 
 def _krr_coefficients(x, y, kernel, basis, psi, eta):
+    return _krr_core(kernel, x, y, *_basis_arrays(basis), psi, eta)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _krr_core(kernel, x, y, grid_points, weights, eigenfunctions, eigenvalues, psi, eta):
     n = x.shape[0]
-    scale = basis.eigenvalues ** (0.5 * eta)
-    design = eigenfunctions_at(kernel, basis, x) * scale
-    gram = design.T @ design / n + psi * jnp.eye(basis.n_components)
+    scale = eigenvalues ** (0.5 * eta)
+    design = _nystrom(kernel, x, grid_points, weights, eigenfunctions, eigenvalues) * scale
+    gram = design.T @ design / n + psi * jnp.eye(eigenvalues.shape[0])
     return scale * jnp.linalg.solve(gram, design.T @ y / n)
 
 
@@ -444,24 +467,25 @@ def _regression_data(data, dim, response_bound, out_of_bound):
     if not isinstance(data, tuple | list) or len(data) != 2:
         raise TypeError("a regression dataset is a pair (points, responses) of arrays.")
     x = _domain_points(data[0], dim, out_of_bound)
-    y = jnp.asarray(data[1], dtype=jnp.float64)
-    if y.shape != (x.shape[0],):
+    if np.shape(data[1]) != (x.shape[0],):
         raise ValueError(
-            f"responses have shape {tuple(y.shape)} but must be ({x.shape[0]},): one per point."
+            f"responses have shape {tuple(np.shape(data[1]))} but must be ({x.shape[0]},): one "
+            "per point."
         )
-    check_finite("responses", y)
-    too_big = jnp.abs(y) > response_bound
-    if out_of_bound == "clip":
-        y = jnp.clip(y, -response_bound, response_bound)
-    elif is_concrete(y):
-        if bool(jnp.any(too_big)):
+    if is_concrete(data[1]):
+        y = np.asarray(data[1], dtype=np.float64)
+        check_finite("responses", y)
+        too_big = np.abs(y) > response_bound
+        if out_of_bound == "reject" and np.any(too_big):
             raise ValueError(
-                f"response {int(jnp.argmax(too_big))} exceeds the public bound |y| <= "
+                f"response {int(np.argmax(too_big))} exceeds the public bound |y| <= "
                 f"{response_bound:g}; rescale, raise the bound, or use out_of_bound='clip'."
             )
-    else:
-        y = jnp.where(too_big, jnp.nan, y)
-    return x, y
+        return x, jnp.asarray(np.clip(y, -response_bound, response_bound))
+    y = jnp.asarray(data[1], dtype=jnp.float64)
+    if out_of_bound == "clip":
+        return x, jnp.clip(y, -response_bound, response_bound)
+    return x, jnp.where(jnp.abs(y) > response_bound, jnp.nan, y)
 
 
 @register("iclp-qr-krr", example={"n": 200, "epsilon": 1.0, "psi": 0.05})
@@ -527,7 +551,7 @@ def iclp_qr_krr(
     def summary(data):
         x, y = _regression_data(data, dim, b, out_of_bound)
         _check_n(x.shape[0], n)
-        return basis.reconstruct(_krr_coefficients(x, y, kernel, basis, psi, eta))
+        return basis.eigenfunctions @ _krr_coefficients(x, y, kernel, basis, psi, eta)
 
     def model(data):
         numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
@@ -574,9 +598,15 @@ def iclp_qr_krr(
 # ------------------------------------------------------------------ covariance function
 
 
+@jax.jit
 def _centred_second_moment(coefficients: jax.Array) -> jax.Array:
     mean = jnp.mean(coefficients, axis=0)
     return coefficients.T @ coefficients / coefficients.shape[0] - jnp.outer(mean, mean)
+
+
+@jax.jit
+def _covariance_core(curves, weights, eigenfunctions, shrinkage):
+    return shrinkage * _centred_second_moment((curves * weights) @ eigenfunctions)
 
 
 def qr_covariance(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax.Array:
@@ -587,14 +617,16 @@ def qr_covariance(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) 
     """
     basis = _basis(basis)
     psi, eta = _psi(psi), _number("eta", eta)
-    x = jnp.asarray(curves, dtype=jnp.float64)
-    if x.ndim != 2 or x.shape[1] != basis.grid_size:
+    if np.ndim(curves) != 2 or np.shape(curves)[1] != basis.grid_size:
         raise ValueError(
-            f"curves have shape {tuple(x.shape)} but must be (n, {basis.grid_size}): one row of "
-            "grid values per record."
+            f"curves have shape {tuple(np.shape(curves))} but must be (n, {basis.grid_size}): one "
+            "row of grid values per record."
         )
+    check_finite("curves", curves)
     lam2 = jnp.outer(basis.eigenvalues, basis.eigenvalues)
-    return qr_shrinkage(lam2, psi=psi, eta=eta) * _centred_second_moment(basis.project(x))
+    shrinkage = qr_shrinkage(lam2, psi=psi, eta=eta)
+    x = jnp.asarray(curves, dtype=jnp.float64)
+    return _covariance_core(x, basis.grid.weights, basis.eigenfunctions, shrinkage)
 
 
 def covariance_hs_sensitivity(*, n: int, tau: float) -> float:
@@ -675,11 +707,12 @@ def iclp_qr_covariance(
     sigma = iclp_sigma(sensitivity, epsilon)
     flat_eigenvalues = lam2.reshape(-1)
     shrinkage = qr_shrinkage(lam2, psi=psi, eta=eta)
+    weights, phi = basis.grid.weights, basis.eigenfunctions
 
     def summary(data):
         x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
         _check_n(x.shape[0], n)
-        return (shrinkage * _centred_second_moment(basis.project(x))).reshape(-1)
+        return _covariance_core(x, weights, phi, shrinkage).reshape(-1)
 
     def model(data):
         numpyro.sample("release", ICLPNoise(flat_eigenvalues, sigma, loc=summary(data)))
@@ -741,14 +774,16 @@ def fos_summary(covariates, responses, basis: KarhunenLoeveBasis, *, psi: float,
             f"covariates {tuple(x.shape)} and responses {tuple(y.shape)} must be (n, p) and "
             f"(n, {basis.grid_size})."
         )
-    return _fos_parts(x, y, basis, qr_shrinkage(basis.eigenvalues, psi=psi, eta=eta))
+    shrinkage = qr_shrinkage(basis.eigenvalues, psi=psi, eta=eta)
+    return _fos_parts(x, y, basis.grid.weights, basis.eigenfunctions, shrinkage)
 
 
-def _fos_parts(x, y, basis, shrinkage):
+@jax.jit
+def _fos_parts(x, y, weights, eigenfunctions, shrinkage):
     n, p = x.shape
     rows, cols = np.triu_indices(p)
     t1 = (x.T @ x / n)[rows, cols]
-    t2 = shrinkage * (x.T @ basis.project(y) / n)
+    t2 = shrinkage * (x.T @ ((y * weights) @ eigenfunctions) / n)
     return t1, t2
 
 
@@ -782,26 +817,28 @@ def fos_sensitivities(
 def _fos_data(data, p, xi, basis, tau, out_of_bound):
     if not isinstance(data, tuple | list) or len(data) != 2:
         raise TypeError("a regression dataset is a pair (covariates (n, p), curves (n, m)).")
+    if np.ndim(data[0]) != 2 or np.shape(data[0])[1] != p:
+        raise ValueError(f"covariates have shape {tuple(np.shape(data[0]))} but must be (n, {p}).")
+    y = enforce_l2_bound(data[1], basis.grid, tau, out_of_bound)
+    if y.shape[0] != np.shape(data[0])[0]:
+        raise ValueError(f"{np.shape(data[0])[0]} covariate rows but {y.shape[0]} response curves.")
+    if is_concrete(data[0]):
+        x = np.asarray(data[0], dtype=np.float64)
+        check_finite("covariates", x)
+        norms = np.sqrt(np.sum(x * x, axis=1))
+        if out_of_bound == "reject" and np.any(norms > xi * (1.0 + ROUNDING_SLACK)):
+            raise ValueError(
+                f"covariate vector {int(np.argmax(norms))} has l2 norm {norms.max():.6g} > "
+                f"covariate_bound = {xi:g}; rescale, raise the bound, or use out_of_bound='clip'."
+            )
+        return jnp.asarray(
+            x * np.where(norms > xi, xi / np.maximum(norms, 1e-300), 1.0)[:, None]
+        ), y
     x = jnp.asarray(data[0], dtype=jnp.float64)
-    if x.ndim != 2 or x.shape[1] != p:
-        raise ValueError(f"covariates have shape {tuple(x.shape)} but must be (n, {p}).")
-    check_finite("covariates", x)
     norms = jnp.sqrt(jnp.sum(x * x, axis=1))
     factor = jnp.where(norms > xi, xi / jnp.maximum(norms, 1e-300), 1.0)
     if out_of_bound == "reject":
-        too_long = norms > xi * (1.0 + 1e-9)
-        if is_concrete(x):
-            if bool(jnp.any(too_long)):
-                raise ValueError(
-                    f"covariate vector {int(jnp.argmax(norms))} has l2 norm "
-                    f"{float(jnp.max(norms)):.6g} > covariate_bound = {xi:g}; rescale, raise the "
-                    "bound, or use out_of_bound='clip'."
-                )
-        else:
-            factor = jnp.where(too_long, jnp.nan, factor)
-    y = enforce_l2_bound(data[1], basis.grid, tau, out_of_bound)
-    if y.shape[0] != x.shape[0]:
-        raise ValueError(f"{x.shape[0]} covariate rows but {y.shape[0]} response curves.")
+        factor = jnp.where(norms > xi * (1.0 + ROUNDING_SLACK), jnp.nan, factor)
     return x * factor[:, None], y
 
 
@@ -900,7 +937,7 @@ def iclp_qr_fos_regression(
     def summary(data):
         x, y = _fos_data(data, p, xi, basis, tau, out_of_bound)
         _check_n(x.shape[0], n)
-        t1, t2 = _fos_parts(x, y, basis, shrinkage)
+        t1, t2 = _fos_parts(x, y, basis.grid.weights, basis.eigenfunctions, shrinkage)
         return jnp.concatenate([t1, t2.reshape(-1)])
 
     def model(data):

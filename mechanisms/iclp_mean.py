@@ -88,7 +88,6 @@ from dpaudit.spaces import (
     KarhunenLoeveBasis,
     Matern,
     kl_basis,
-    one_c_norm,
     uniform_grid,
 )
 from dpaudit.spaces.grids import Grid
@@ -254,39 +253,59 @@ def enforce_l2_bound(curves, grid: Grid, tau: float, out_of_bound: str = "reject
     """
     _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     tau = _number("tau", tau)
-    x = jnp.asarray(curves, dtype=jnp.float64)
     m = grid.size
-    if x.ndim != 2 or x.shape[1] != m:
+    if np.ndim(curves) != 2 or np.shape(curves)[1] != m:
         raise ValueError(
-            f"curves have shape {tuple(x.shape)} but must be (n, {m}): one row of values at the "
-            f"{m} grid points per record."
+            f"curves have shape {tuple(np.shape(curves))} but must be (n, {m}): one row of "
+            f"values at the {m} grid points per record."
         )
-    check_finite("curves", x)
+    if is_concrete(curves):  # numpy: validation costs no JAX dispatch or compilation
+        x = np.asarray(curves, dtype=np.float64)
+        check_finite("curves", x)
+        norms = np.sqrt((x * x) @ np.asarray(grid.weights))
+        if out_of_bound == "reject" and np.any(norms > tau * (1.0 + ROUNDING_SLACK)):
+            worst = int(np.argmax(norms))
+            raise ValueError(
+                f"curve {worst} has L2 norm {norms[worst]:.6g} > tau = {tau:g}; the data bound "
+                "must hold for every record (rescale the data, raise the public tau, or build "
+                "the mechanism with out_of_bound='clip')."
+            )
+        factor = np.where(norms > tau, tau / np.maximum(norms, _TINY), 1.0)
+        return jnp.asarray(x * factor[:, None])
+    x = jnp.asarray(curves, dtype=jnp.float64)
     norms = curve_norms(x, grid)
     factor = jnp.where(norms > tau, tau / jnp.maximum(norms, _TINY), 1.0)
     if out_of_bound == "reject":
-        too_long = norms > tau * (1.0 + ROUNDING_SLACK)
-        if is_concrete(x):
-            if bool(jnp.any(too_long)):
-                worst = int(jnp.argmax(norms))
-                raise ValueError(
-                    f"curve {worst} has L2 norm {float(norms[worst]):.6g} > tau = {tau:g}; the "
-                    "data bound must hold for every record (rescale the data, raise the public "
-                    "tau, or build the mechanism with out_of_bound='clip')."
-                )
-        else:
-            factor = jnp.where(too_long, jnp.nan, factor)
+        factor = jnp.where(norms > tau * (1.0 + ROUNDING_SLACK), jnp.nan, factor)
     return x * factor[:, None]
 
 
+@jax.jit
+def _mean_coefficients(curves, weights, eigenfunctions):
+    """``<bar X, phi_j>`` by quadrature (one compiled kernel per shape)."""
+    return (jnp.mean(curves, axis=0) * weights) @ eigenfunctions
+
+
+@jax.jit
+def _qr_values(curves, weights, eigenfunctions, shrinkage):
+    return eigenfunctions @ (shrinkage * _mean_coefficients(curves, weights, eigenfunctions))
+
+
+@jax.jit
+def _ar_values(curves, weights, eigenfunctions, threshold):
+    mean = _mean_coefficients(curves, weights, eigenfunctions)
+    return eigenfunctions @ (jnp.sign(mean) * jnp.maximum(jnp.abs(mean) - threshold, 0.0))
+
+
 def _curves(curves, basis: KarhunenLoeveBasis) -> jax.Array:
-    x = jnp.asarray(curves, dtype=jnp.float64)
-    if x.ndim != 2 or x.shape[1] != basis.grid_size or x.shape[0] == 0:
+    shape = np.shape(curves)
+    if len(shape) != 2 or shape[1] != basis.grid_size or shape[0] == 0:
         raise ValueError(
-            f"curves have shape {tuple(x.shape)} but must be (n, {basis.grid_size}): one row of "
+            f"curves have shape {tuple(shape)} but must be (n, {basis.grid_size}): one row of "
             "grid values per record."
         )
-    return x
+    check_finite("curves", curves)
+    return jnp.asarray(curves, dtype=jnp.float64)
 
 
 def grid_one_c_norm(basis: KarhunenLoeveBasis, power: float = 1.0, rtol: float = 1e-9):
@@ -296,19 +315,25 @@ def grid_one_c_norm(basis: KarhunenLoeveBasis, power: float = 1.0, rtol: float =
     releases mutually singular, so it must not be projected away.
     """
     basis = _basis(basis)
+    weights, phi, lam = basis.grid.weights, basis.eigenfunctions, basis.eigenvalues
+    power, rtol = float(power), float(rtol)
 
     def norm(h):
-        h = jnp.asarray(h, dtype=jnp.float64)
-        coefficients = (h * basis.grid.weights) @ basis.eigenfunctions
-        residual = h - coefficients @ basis.eigenfunctions.T
-
-        def size(v):
-            return jnp.sqrt(jnp.sum(basis.grid.weights * v * v, axis=-1))
-
-        value = one_c_norm(coefficients, basis.eigenvalues, power)
-        return jnp.where(size(residual) <= rtol * (size(h) + _TINY), value, jnp.inf)
+        return _grid_one_c(jnp.asarray(h, dtype=jnp.float64), weights, phi, lam, power, rtol)
 
     return norm
+
+
+@jax.jit
+def _grid_one_c(h, weights, eigenfunctions, eigenvalues, power, rtol):
+    coefficients = (h * weights) @ eigenfunctions
+    residual = h - coefficients @ eigenfunctions.T
+
+    def size(v):
+        return jnp.sqrt(jnp.sum(weights * v * v, axis=-1))
+
+    value = jnp.sum(jnp.abs(coefficients) / eigenvalues ** (0.5 * power), axis=-1)
+    return jnp.where(size(residual) <= rtol * (size(h) + _TINY), value, jnp.inf)
 
 
 # ------------------------------------------------------------------ spectrum and PSS
@@ -498,7 +523,8 @@ def qr_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
     basis = _basis(basis)
     psi, eta = _psi(psi), _number("eta", eta)
     x = _curves(curves, basis)
-    return qr_shrinkage(basis.eigenvalues, psi=psi, eta=eta) * basis.project(jnp.mean(x, axis=0))
+    mean = _mean_coefficients(x, basis.grid.weights, basis.eigenfunctions)
+    return qr_shrinkage(basis.eigenvalues, psi=psi, eta=eta) * mean
 
 
 def qr_mean_sensitivity(
@@ -571,7 +597,7 @@ def ar_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
     basis = _basis(basis)
     psi, eta = _psi(psi), _ar_eta(eta)
     x = _curves(curves, basis)
-    mean = basis.project(jnp.mean(x, axis=0))
+    mean = _mean_coefficients(x, basis.grid.weights, basis.eigenfunctions)
     return soft_threshold(mean, ar_threshold(basis.eigenvalues, psi=psi, eta=eta))
 
 
@@ -632,7 +658,8 @@ def frl_mean(curves, basis: KarhunenLoeveBasis, *, n_components: int) -> jax.Arr
     basis = _basis(basis)
     m = _frl_m(n_components, basis)
     x = _curves(curves, basis)
-    return basis.project(jnp.mean(x, axis=0))[:m]
+    phi = jnp.asarray(np.asarray(basis.eigenfunctions)[:, :m])  # host slice: no compilation
+    return _mean_coefficients(x, basis.grid.weights, phi)
 
 
 def _frl_m(n_components, basis: KarhunenLoeveBasis) -> int:
@@ -734,9 +761,11 @@ def iclp_qr_mean(
     shrinkage = qr_shrinkage(lam, psi=psi, eta=eta)
     noise = ICLPNoise(lam, sigma)
 
+    weights, phi = basis.grid.weights, basis.eigenfunctions
+
     def summary(data):
         x = _prepared(data, basis, n, tau, out_of_bound)
-        return basis.reconstruct(shrinkage * basis.project(jnp.mean(x, axis=0)))
+        return _qr_values(x, weights, phi, shrinkage)
 
     def model(data):
         numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
@@ -818,9 +847,11 @@ def iclp_ar_mean(
     threshold = ar_threshold(lam, psi=psi, eta=eta)
     noise = ICLPNoise(lam, sigma)
 
+    weights, phi = basis.grid.weights, basis.eigenfunctions
+
     def summary(data):
         x = _prepared(data, basis, n, tau, out_of_bound)
-        return basis.reconstruct(soft_threshold(basis.project(jnp.mean(x, axis=0)), threshold))
+        return _ar_values(x, weights, phi, threshold)
 
     def model(data):
         numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
@@ -903,9 +934,11 @@ def frl_mean_mechanism(
     sensitivity = frl_mean_sensitivity(n=n, tau=tau, n_components=m, bound=sensitivity_bound)
     scale = sensitivity / epsilon
 
+    weights, phi = basis.grid.weights, jnp.asarray(np.asarray(basis.eigenfunctions)[:, :m])
+
     def summary(data):
         x = _prepared(data, basis, n, tau, out_of_bound)
-        return basis.project(jnp.mean(x, axis=0))[:m]
+        return _mean_coefficients(x, weights, phi)
 
     def model(data):
         numpyro.sample("release", dist.Laplace(summary(data), scale).to_event(1))

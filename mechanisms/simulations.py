@@ -49,7 +49,6 @@ truncated to ``[-5, 5]^2`` (the printed box is garbled; trap 14).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
 import jax
@@ -57,8 +56,9 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from dpaudit.spaces import Exponential, Gaussian, KarhunenLoeveBasis, Matern, kl_basis, uniform_grid
+from dpaudit.spaces import Exponential, Gaussian, KarhunenLoeveBasis, uniform_grid
 from dpaudit.spaces.grids import Grid
+from mechanisms.iclp_mean import default_basis
 
 __all__ = [
     "ERRORS",
@@ -90,26 +90,26 @@ KDE_MIXTURE_2D_BOX = (-5.0, 5.0)
 
 
 def _normal_pdf(t, mean, sd):
-    return jnp.exp(-0.5 * ((t - mean) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
+    return np.exp(-0.5 * ((t - mean) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
 
 
-def _points(grid_or_points) -> jax.Array:
+def _points(grid_or_points) -> np.ndarray:
     if isinstance(grid_or_points, Grid):
         if grid_or_points.dim != 1:
             raise ValueError(
                 f"the LR curves live on [0, 1]; the grid has dimension {grid_or_points.dim}."
             )
-        return grid_or_points.points[:, 0]
-    return jnp.asarray(grid_or_points, dtype=jnp.float64)
+        return np.asarray(grid_or_points.points[:, 0])
+    return np.asarray(grid_or_points, dtype=np.float64)
 
 
-@functools.lru_cache(maxsize=8)
 def iclp_basis(grid_size: int = 100, n_components: int | None = None) -> KarhunenLoeveBasis:
     """LR's ICLP covariance basis: Matérn ``nu = 3/2``, ``rho = 0.1`` on the midpoint grid.
 
-    ``lambda_j ~ j^(-4)`` (digest §1.10). Used for S-4 and the ``t5`` errors. Cached (a basis is immutable).
+    ``lambda_j ~ j^(-4)`` (digest §1.10). Used for S-4 and the ``t5`` errors; the same
+    (cached) basis as :func:`mechanisms.iclp_mean.default_basis`.
     """
-    return kl_basis(Matern(nu=1.5, lengthscale=0.1), uniform_grid(grid_size), n_components)
+    return default_basis(grid_size, n_components)
 
 
 def mean_function(scenario: str, t, *, basis: KarhunenLoeveBasis | None = None, key=None):
@@ -135,16 +135,19 @@ def mean_function(scenario: str, t, *, basis: KarhunenLoeveBasis | None = None, 
         raise ValueError(f"scenario must be one of {SCENARIOS}, got {scenario!r}.")
     t = _points(t)
     if scenario == "S-1":
-        return 10.0 * t * jnp.exp(-t)
+        return jnp.asarray(10.0 * t * np.exp(-t))
     if scenario == "S-2":
-        return 0.3 * _normal_pdf(t, 0.3, 0.05) + 0.7 * _normal_pdf(t, 0.8, 0.05)
+        return jnp.asarray(0.3 * _normal_pdf(t, 0.3, 0.05) + 0.7 * _normal_pdf(t, 0.8, 0.05))
     if scenario == "S-3":
-        return 0.2 * (
-            _normal_pdf(t, 0.0, 0.03)
-            + _normal_pdf(t, 0.2, 0.05)
-            + _normal_pdf(t, 0.5, 0.05)
-            - _normal_pdf(t, 0.75, 0.03)
-            + _normal_pdf(t, 1.0, 0.03)
+        return jnp.asarray(
+            0.2
+            * (
+                _normal_pdf(t, 0.0, 0.03)
+                + _normal_pdf(t, 0.2, 0.05)
+                + _normal_pdf(t, 0.5, 0.05)
+                - _normal_pdf(t, 0.75, 0.03)
+                + _normal_pdf(t, 1.0, 0.03)
+            )
         )
     if key is None:
         raise ValueError("S-4 draws R_j ~ U[-1, 1]: pass key=jax.random.key(seed).")
@@ -152,8 +155,8 @@ def mean_function(scenario: str, t, *, basis: KarhunenLoeveBasis | None = None, 
         basis = iclp_basis(int(t.shape[0]))
     if basis.n_components < 25:
         raise ValueError(f"S-4 combines 25 eigenfunctions; the basis has {basis.n_components}.")
-    if basis.grid_size != t.shape[0] or not bool(
-        jnp.allclose(basis.grid.points[:, 0], t, rtol=0.0, atol=1e-12)
+    if basis.grid_size != t.shape[0] or not np.allclose(
+        np.asarray(basis.grid.points[:, 0]), t, rtol=0.0, atol=1e-12
     ):
         raise ValueError("S-4 is defined on the basis grid: pass t equal to basis.grid.")
     r = jax.random.uniform(key, (25,), minval=-1.0, maxval=1.0)
@@ -198,7 +201,13 @@ def t5_basis_errors(key, n: int, basis: KarhunenLoeveBasis, *, n_terms=100, df=5
             f"the t5 errors combine {n_terms} eigenfunctions but the basis has "
             f"{basis.n_components}; use a grid of at least {n_terms} points."
         )
-    u = jax.random.t(key, df, (n, n_terms))
+    if float(df).is_integer() and 1 <= df <= 30:
+        # t_df = Z_0 / sqrt(chi^2_df / df) with chi^2_df a sum of df squared normals: exact
+        # for integer df, and far cheaper to compile than jax.random.t's gamma sampler.
+        z = jax.random.normal(key, (int(df) + 1, n, n_terms))
+        u = z[0] / jnp.sqrt(jnp.mean(z[1:] ** 2, axis=0))
+    else:
+        u = jax.random.t(key, df, (n, n_terms))
     return scale * u @ basis.eigenfunctions[:, :n_terms].T
 
 
@@ -287,18 +296,18 @@ def _check_n(n) -> int:
 
 def _truncated_normal_pdf(x, mean, sd, low, high):
     mass = scipy.stats.norm.cdf((high - mean) / sd) - scipy.stats.norm.cdf((low - mean) / sd)
-    return jnp.where((x >= low) & (x <= high), _normal_pdf(x, mean, sd) / mass, 0.0)
+    return np.where((x >= low) & (x <= high), _normal_pdf(x, mean, sd) / mass, 0.0)
 
 
 def kde_mixture_density(x):
-    """Density of ``0.6 N(0.3, 0.1; 0, 1) + 0.4 N(0.7, 0.1; 0, 1)`` (truncated components).
+    """Density of ``0.6 N(0.3, 0.1; 0, 1) + 0.4 N(0.7, 0.1; 0, 1)`` (truncated components), numpy.
 
     Example:
         >>> import scipy.integrate
         >>> round(scipy.integrate.quad(lambda u: float(kde_mixture_density(u)), 0, 1)[0], 8)
         1.0
     """
-    x = jnp.asarray(x, dtype=jnp.float64)
+    x = np.asarray(x, dtype=np.float64)
     return sum(w * _truncated_normal_pdf(x, m, s, 0.0, 1.0) for w, m, s in KDE_MIXTURE_1D)
 
 
