@@ -191,9 +191,7 @@ def series_evidence(
             name, terms, partial, blocks, ends, nan, nan, False, math.inf, math.inf
         )
     total = float(partial[-1]) if terms.size else 0.0
-    # Real blocks: drop the leading blocks of a single term (start of a dyadic chain).
-    usable = blocks.size
-    if usable < min_blocks:
+    if terms.size < 2**min_blocks:
         return SeriesEvidence(name, terms, partial, blocks, ends, nan, nan, None, nan, nan)
     tail_blocks = blocks[-fit_blocks:]
     if np.all(tail_blocks == 0):
