@@ -7,8 +7,9 @@ chosen to move the summary a lot (the extreme of the data bound), so that an
 audit looks where a flaw would show:
 
 * ``curves`` — ``n`` smooth random curves on a uniform grid of ``grid_size``
-  points with L2 norm at most ``tau``; record 0 is ``tau sqrt(2) sin(pi t)``
-  in ``D`` and its negative in ``D'``.
+  points (or surfaces on ``grid_size^2`` points with ``dim = 2``) with L2 (or
+  sup, ``norm = "sup"``) norm at most ``tau``; record 0 is ``sqrt(2) sin(pi t)``
+  scaled to norm ``tau`` in ``D`` and its negative in ``D'``.
 * ``points`` — ``n`` uniform points in ``[0, 1]^dim``; record 0 is the origin in
   ``D`` and the opposite corner in ``D'``.
 * ``labelled`` — points as above with labels in ``{-1, +1}``; record 0 changes
@@ -54,22 +55,40 @@ def _positive_int(name: str, value) -> int:
     return int(value)
 
 
-def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, smoothness=2.0):
-    """Smooth random curves with L2 norm <= tau; record 0 flips sign."""
+def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, norm="l2", dim=None):
+    """Smooth random curves with norm <= tau (``norm`` = ``"l2"`` or ``"sup"``); record 0 flips sign.
+
+    ``dim = 2`` gives surfaces on the tensor grid of ``grid_size^2`` points
+    (row-major, the layout of ``uniform_grid((g, g), dim=2)``).
+    """
     n = _positive_int("n", _param(mechanism, n, "n"))
-    m = _positive_int("grid_size", _param(mechanism, grid_size, "grid_size", 100))
+    g = _positive_int("grid_size", _param(mechanism, grid_size, "grid_size", 100))
+    dim = _positive_int("dim", _param(mechanism, dim, "dim", 1))
     tau = float(_param(mechanism, tau, "tau", 1.0))
     if not (math.isfinite(tau) and tau > 0):
         raise ValueError(f"tau must be a finite number > 0, got {tau!r}.")
+    if norm not in ("l2", "sup"):
+        raise ValueError(f"norm must be 'l2' or 'sup', got {norm!r}.")
+    if dim not in (1, 2):
+        raise ValueError(f"dim must be 1 or 2, got {dim}.")
     rng = np.random.default_rng(seed)
-    t = (np.arange(m) + 0.5) / m
+    t = (np.arange(g) + 0.5) / g
     j = np.arange(1, 21)
-    basis = np.sqrt(2.0) * np.sin(np.pi * np.outer(t, j))  # (m, 20), L2-orthonormal
-    coefficients = rng.standard_normal((n, j.size)) * j ** (-float(smoothness))
+    axis = np.sqrt(2.0) * np.sin(np.pi * np.outer(t, j))  # (g, 20), L2-orthonormal
+    if dim == 1:
+        basis = axis
+    else:
+        pairs = [(a, b) for a in range(6) for b in range(6) if a + b < 6][:20]
+        basis = np.stack([np.outer(axis[:, a], axis[:, b]).ravel() for a, b in pairs], axis=1)
+        j = np.array([a + b + 1 for a, b in pairs])
+    coefficients = rng.standard_normal((n, basis.shape[1])) * j ** (-2.0)
     data = coefficients @ basis.T
-    norms = np.sqrt(np.mean(data**2, axis=1))
-    data *= (0.5 * tau / np.maximum(norms, 1e-300))[:, None] * rng.uniform(0.2, 1.0, (n, 1))
-    extreme = tau * basis[:, 0] / np.sqrt(np.mean(basis[:, 0] ** 2)) * (1 - 1e-12)
+
+    def size(x):
+        return np.sqrt(np.mean(x**2, axis=-1)) if norm == "l2" else np.max(np.abs(x), axis=-1)
+
+    data *= (0.5 * tau / np.maximum(size(data), 1e-300))[:, None] * rng.uniform(0.2, 1.0, (n, 1))
+    extreme = tau * basis[:, 0] / size(basis[:, 0]) * (1 - 1e-12)
     d, d_prime = data.copy(), data.copy()
     d[0], d_prime[0] = extreme, -extreme
     return d, d_prime
