@@ -1,0 +1,546 @@
+r"""Differentially private ECDFs (Barczewski, Mawass & Ramon) and their post-processing.
+
+**Release (BMR Eq. 2, Theorem 3.1; digest §4.2).** On a public, fixed grid
+``tau_1 < ... < tau_N`` (never the data's min and max: trap 27) with
+``L = ceil(log2 N)``, every node of a complete binary tree over ``2^L``
+leaves draws ``eta_v ~ Lap((L+1)/epsilon)`` on the **count** scale, and every
+CDF value receives the noise of all its ``L + 1`` ancestors:
+
+.. math::  \hat F(\tau_i) = F(\tau_i) + \frac1n \sum_{l=0}^{L} \eta_{\lceil i/2^l\rceil,\,l}
+           = F + A\eta/n .
+
+Scores are clamped to ``[tau_1, tau_N]`` first (a documented, claimed step:
+``F(tau_N) = 1``). Adjacency is replace-one with ``n`` public (trap 26).
+
+**Why it is private, and how the claim is checked.** Replacing one record
+shifts ``nF`` by the indicator of an index interval. The privacy loss between
+neighbours is exactly ``min{||nu||_1 : A nu = n(F_D - F_D')} / b``
+(:mod:`dpaudit.noise.linear_laplace`); BMR's Lemma 1 bounds the minimum by
+``L + 1``, and the exact worst case over all intervals is ``L`` (trap 25,
+reproduced by :func:`bmr_worst_case_sensitivity` and the tests). The mechanism's
+``sensitivity_norm`` is that minimum (computed exactly by
+:func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`), in the ``l1``
+norm of node shifts, so ``mech.distance(D, D') <= claim.sensitivity = L + 1``
+is testable on any pair, and the release's marginal density is available
+(:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`, exact belief
+propagation on the tree) so audits can also evaluate privacy losses directly.
+
+**Post-processing (free).** :func:`smooth_ecdf` (Eq. 3, ``p = 1`` linear
+programme, ``p = 2`` quadratic programme, clamped to ``[0, 1]``),
+:func:`inverse_ecdf` (Algorithm 1 on the grid), :func:`roc_curve` and
+:func:`auc` from two private ECDFs (``bmr-roc``: ``epsilon/2`` each, sequential
+composition gives ``epsilon``, trap 28), and :func:`private_hosmer_lemeshow`
+(Algorithm 2 with the trap-29 corrections).
+
+Registered: ``bmr-ecdf`` and ``bmr-roc``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import scipy.optimize
+
+import dpaudit
+from dpaudit._validation import check_epsilon, is_concrete
+from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_matrix, ancestor_sensitivity
+
+__all__ = [
+    "auc",
+    "bmr_ecdf",
+    "bmr_ecdf_mechanism",
+    "bmr_node_scale",
+    "bmr_roc_mechanism",
+    "bmr_sensitivity",
+    "bmr_worst_case_sensitivity",
+    "ecdf_counts",
+    "hosmer_lemeshow",
+    "interval_shifts",
+    "inverse_ecdf",
+    "private_hosmer_lemeshow",
+    "roc_counts",
+    "roc_curve",
+    "smooth_ecdf",
+    "tree_depth",
+]
+
+_BMR = "Barczewski, Mawass & Ramon, Thm 3.1 and Lemma 1 (digest §4.2, trap 25)"
+
+
+# ---------------------------------------------------------------------- summaries
+
+
+def tree_depth(n_points: int) -> int:
+    """``L = ceil(log2 N)``: depth of the tree over ``N`` grid points (0 for ``N = 1``)."""
+    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)):
+        raise TypeError(f"n_points must be an integer, got {type(n_points).__name__}.")
+    if not 1 <= n_points <= 2**20:
+        raise ValueError(f"n_points must lie in [1, 2^20], got {n_points}.")
+    return math.ceil(math.log2(n_points)) if n_points > 1 else 0
+
+
+def _public_grid(grid) -> jax.Array:
+    grid = jnp.asarray(grid, dtype=jnp.float64)
+    if grid.ndim != 1 or grid.shape[0] == 0:
+        raise ValueError(f"grid must be a non-empty 1-D array, got shape {grid.shape}.")
+    values = np.asarray(grid)
+    if not np.all(np.isfinite(values)) or np.any(np.diff(values) <= 0):
+        raise ValueError("grid must be finite and strictly increasing (a public, fixed grid).")
+    return grid
+
+
+def _scores(data, n: int | None = None) -> jax.Array:
+    scores = jnp.asarray(data, dtype=jnp.float64)
+    if scores.ndim != 1:
+        raise ValueError(f"scores must be a 1-D array of records, got shape {scores.shape}.")
+    if n is not None and scores.shape[0] != n:
+        raise ValueError(
+            f"the mechanism was built for n = {n} records (n is public under replace-one "
+            f"adjacency), got {scores.shape[0]}."
+        )
+    if is_concrete(scores) and not np.all(np.isfinite(np.asarray(scores))):
+        raise ValueError("scores contain NaN or infinite values; remove or clip them first.")
+    return scores
+
+
+def ecdf_counts(scores, grid) -> jax.Array:
+    """``n F(tau_i) = #{k : clamp(x_k) <= tau_i}`` with scores clamped to ``[tau_1, tau_N]``.
+
+    Example:
+        >>> ecdf_counts(jnp.array([-1.0, 0.2, 0.6, 5.0]), jnp.array([0.0, 0.5, 1.0])).tolist()
+        [1.0, 2.0, 4.0]
+    """
+    grid = _public_grid(grid)
+    x = jnp.clip(_scores(scores), grid[0], grid[-1])
+    return jnp.sum(x[:, None] <= grid[None, :], axis=0).astype(jnp.float64)
+
+
+def bmr_ecdf(scores, grid) -> jax.Array:
+    """The ECDF ``F(tau_i)`` on the grid (clamped scores), BMR Def. 3."""
+    counts = ecdf_counts(scores, grid)
+    return counts / jnp.shape(scores)[0]
+
+
+def bmr_node_scale(epsilon: float, depth: int) -> float:
+    """Node Laplace scale ``(L+1)/epsilon`` on the count scale (BMR Thm 3.1)."""
+    check_epsilon(epsilon)
+    return (depth + 1) / float(epsilon)
+
+
+def bmr_sensitivity(depth: int) -> float:
+    """The claimed bound ``L + 1`` on the node explanation (Lemma 1; used to calibrate)."""
+    return float(depth + 1)
+
+
+def interval_shifts(n_points: int) -> np.ndarray:
+    """All ``N (N+1) / 2`` interval indicators ``1_[a, b]`` on ``N`` grid points.
+
+    A replacement that moves a score from grid cell ``a`` to cell ``b + 1``
+    changes ``n F`` by ``+-1_[a, b]``: these are all the count shifts of
+    replace-one neighbours (``F(tau_N) = n`` never moves, so the intervals that
+    contain ``N`` are conservative extras).
+    """
+    a, b = np.triu_indices(n_points)
+    idx = np.arange(n_points)
+    return ((idx >= a[:, None]) & (idx <= b[:, None])).astype(float)
+
+
+def bmr_worst_case_sensitivity(depth: int, n_points: int | None = None) -> float:
+    """``max over intervals of min{||nu||_1 : A nu = 1_[a,b]}``: the exact worst case (= L).
+
+    Computed with the exact tree dynamic programme
+    (:func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`) over every
+    interval of the ``n_points <= 2^L`` released leaves (all ``2^L`` by default).
+    """
+    m = 2**depth if n_points is None else int(n_points)
+    return float(np.max(ancestor_sensitivity(depth, interval_shifts(m))))
+
+
+# ---------------------------------------------------------------------- mechanism
+
+
+def _count_shift(h, n: int) -> np.ndarray:
+    # n (F_D - F_D') is a vector of integers; remove the round-off of the division by n
+    return np.round(n * np.asarray(h, dtype=float), 9)
+
+
+def _check_builder(epsilon, n, low, high, n_points):
+    check_epsilon(epsilon)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer (public dataset size), got {n!r}.")
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"the public score range needs finite low < high, got [{low}, {high}].")
+    depth = tree_depth(n_points)
+    return jnp.linspace(float(low), float(high), int(n_points)), depth
+
+
+@dpaudit.register("bmr-ecdf", example={"epsilon": 1.0, "n": 40, "n_points": 8})
+def bmr_ecdf_mechanism(
+    epsilon: float = 1.0,
+    n: int = 100,
+    low: float = 0.0,
+    high: float = 1.0,
+    n_points: int = 16,
+) -> dpaudit.Mechanism:
+    """Hierarchical DP ECDF of BMR: every grid value gets all its ancestors' Lap((L+1)/eps) noise.
+
+    Args:
+        epsilon: privacy parameter (> 0).
+        n: public number of records (replace-one adjacency).
+        low, high: public score range; the grid is ``n_points`` equispaced
+            points from ``low`` to ``high`` and scores are clamped to it.
+        n_points: ``N``; the tree has depth ``L = ceil(log2 N)``.
+
+    Returns:
+        The mechanism; its release is ``(N,)`` noisy CDF values with the
+        :class:`~dpaudit.noise.linear_laplace.AncestorLaplace` density.
+    """
+    grid, depth = _check_builder(epsilon, n, low, high, n_points)
+    scale = bmr_node_scale(epsilon, depth)
+
+    def model(data):
+        values = bmr_ecdf(_scores(data, n), grid)
+        numpyro.sample("release", AncestorLaplace(values, depth, scale, count_scale=n))
+
+    return dpaudit.Mechanism(
+        name="bmr-ecdf",
+        model=model,
+        claim=dpaudit.Claim(
+            epsilon=epsilon,
+            adjacency="replace-one",
+            sensitivity_norm="l1",
+            sensitivity=bmr_sensitivity(depth),
+            reference=_BMR,
+        ),
+        summary=lambda data: bmr_ecdf(_scores(data, n), grid),
+        sensitivity_norm=lambda h: ancestor_sensitivity(depth, _count_shift(h, n)),
+        params={
+            "epsilon": epsilon,
+            "n": n,
+            "low": low,
+            "high": high,
+            "n_points": n_points,
+            "depth": depth,
+            "grid": np.asarray(grid),
+            "node_scale": scale,
+            "noise_matrix": ancestor_matrix(depth, n_points),
+        },
+        description=(
+            "ECDF on a public grid; node noise Lap((L+1)/epsilon) on counts, each CDF value "
+            "receives all its ancestors' noise (BMR Eq. 2). Sensitivity: minimum l1 node "
+            "explanation of the count shift (exact worst case L <= L+1)."
+        ),
+    )
+
+
+def roc_counts(scores, labels, grid) -> jax.Array:
+    """``(2, N)`` counts ``#{y = 1, c <= tau_i}`` (true positives) and ``#{y = 0, c <= tau_i}``.
+
+    BMR §4.5: **lower** scores mean "more likely positive". Labels must be 0 or 1.
+    """
+    grid = _public_grid(grid)
+    x = jnp.clip(_scores(scores), grid[0], grid[-1])
+    y = _labels(labels, x.shape[0])
+    below = (x[:, None] <= grid[None, :]).astype(jnp.float64)
+    return jnp.stack([y @ below, (1.0 - y) @ below])
+
+
+def _labels(labels, n: int) -> jax.Array:
+    y = jnp.asarray(labels, dtype=jnp.float64)
+    if y.shape != (n,):
+        raise ValueError(f"labels must have one entry per record ({n}), got shape {y.shape}.")
+    if is_concrete(y) and not np.all(np.isin(np.asarray(y), (0.0, 1.0))):
+        raise ValueError("labels must be 0 or 1.")
+    return y
+
+
+@dpaudit.register("bmr-roc", example={"epsilon": 1.0, "n": 40, "n_points": 8})
+def bmr_roc_mechanism(
+    epsilon: float = 1.0,
+    n: int = 100,
+    low: float = 0.0,
+    high: float = 1.0,
+    n_points: int = 16,
+) -> dpaudit.Mechanism:
+    """Private ROC: the true- and false-positive ECDFs, each a BMR release at epsilon/2.
+
+    Data are ``(scores, labels)``. One replaced record can change its label and
+    move both ECDFs, so parallel composition does not apply; sequential
+    composition of two ``epsilon/2`` releases gives ``epsilon`` (trap 28; BMR
+    print ``2 epsilon``). As one linear-Laplace release with node scale
+    ``2(L+1)/epsilon`` its sensitivity is the sum of the two rows' node
+    explanations, claimed ``<= 2(L+1)``. Post-process with :func:`smooth_ecdf`,
+    :func:`roc_curve`, :func:`auc`.
+    """
+    grid, depth = _check_builder(epsilon, n, low, high, n_points)
+    scale = bmr_node_scale(epsilon / 2.0, depth)
+
+    def summary(data):
+        scores, labels = data
+        return roc_counts(_scores(scores, n), labels, grid) / n
+
+    def model(data):
+        numpyro.sample(
+            "release", AncestorLaplace(summary(data), depth, scale, count_scale=n).to_event(1)
+        )
+
+    def norm(h):
+        h = _count_shift(h, n)
+        return ancestor_sensitivity(depth, h[..., 0, :]) + ancestor_sensitivity(depth, h[..., 1, :])
+
+    return dpaudit.Mechanism(
+        name="bmr-roc",
+        model=model,
+        claim=dpaudit.Claim(
+            epsilon=epsilon,
+            adjacency="replace-one",
+            sensitivity_norm="l1",
+            sensitivity=2.0 * bmr_sensitivity(depth),
+            reference=_BMR + "; §4.5 with sequential composition (trap 28)",
+        ),
+        summary=summary,
+        sensitivity_norm=norm,
+        params={
+            "epsilon": epsilon,
+            "n": n,
+            "low": low,
+            "high": high,
+            "n_points": n_points,
+            "depth": depth,
+            "grid": np.asarray(grid),
+            "node_scale": scale,
+        },
+        description="True- and false-positive ECDFs (lower score = positive), BMR at epsilon/2 each.",
+    )
+
+
+# ---------------------------------------------------------------- post-processing
+
+
+def _as_values(values) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"ECDF values must be a non-empty 1-D array, got shape {v.shape}.")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("ECDF values contain NaN or infinite entries.")
+    return v
+
+
+def _monotone_clamp(x: np.ndarray) -> np.ndarray:
+    # removes solver round-off (~1e-9): the output is exactly monotone and in [0, 1]
+    return np.clip(np.maximum.accumulate(x), 0.0, 1.0)
+
+
+def smooth_ecdf(noisy, *, p: int = 2, indices=None) -> np.ndarray:
+    r"""Monotone smoothing of a BMR release (Eq. 3), pure post-processing.
+
+    .. math::  \min_\nu \sum_{v} |\nu_v|^p \ \text{s.t.}\
+               \acute F_i = \hat F_i + (A\nu)_i\ (i\in B),\
+               \acute F_{\min B}\ge0,\ \acute F_{\max B}\le1,\
+               \acute F_{b_k}\le\acute F_{b_{k+1}},
+
+    with the corrections ``nu`` on the same tree as the noise (``A`` the
+    ancestor matrix) and only consecutive elements of ``B`` constrained
+    (trap 30). ``p = 1`` is a linear programme (``nu = nu+ - nu-``, HiGHS);
+    ``p = 2`` is a quadratic programme, solved in the values: the cheapest
+    ``nu`` reaching values ``x`` has ``||nu||^2 = (x - F)' (A_B A_B')^{-1} (x - F)``,
+    minimised by SLSQP over ``0 <= x_1 <= ... <= x_|B| <= 1``. Solver
+    round-off is removed by a final running maximum and clamp, so the output is
+    exactly monotone and in ``[0, 1]``, and it is a deterministic function of
+    ``noisy``.
+
+    Args:
+        noisy: ``(N,)`` released values ``F-hat``.
+        p: 1 or 2.
+        indices: the evaluation set ``B`` (increasing indices); all by default.
+
+    Returns:
+        ``(|B|,)`` smoothed values.
+
+    Raises:
+        ValueError: for bad input; RuntimeError if a solver fails.
+
+    Example:
+        >>> smooth_ecdf(np.array([0.1, 0.05, 0.6, 1.2]), p=1).round(6).tolist()
+        [0.075, 0.075, 0.6, 1.0]
+    """
+    values = _as_values(noisy)
+    if p not in (1, 2):
+        raise ValueError(f"p must be 1 or 2, got {p!r}.")
+    n_points = values.size
+    idx = np.arange(n_points) if indices is None else np.asarray(indices, dtype=int)
+    if idx.ndim != 1 or idx.size == 0 or np.any(np.diff(idx) <= 0):
+        raise ValueError("indices must be a non-empty increasing 1-D array of grid indices.")
+    if idx[0] < 0 or idx[-1] >= n_points:
+        raise ValueError(f"indices must lie in [0, {n_points - 1}].")
+    a = ancestor_matrix(tree_depth(n_points), n_points)[idx]
+    f = values[idx]
+    k = idx.size
+    # constraint rows G x <= h on the smoothed values x = f + a nu
+    diff = np.zeros((k + 1, k))
+    diff[0, 0] = -1.0  # -x_1 <= 0
+    diff[1, -1] = 1.0  # x_k <= 1
+    rows = np.arange(k - 1)
+    diff[2 + rows, rows] = 1.0  # x_j - x_j+1 <= 0
+    diff[2 + rows, rows + 1] = -1.0
+    bound = np.zeros(k + 1)
+    bound[1] = 1.0
+    if p == 1:
+        g = diff @ a
+        n_nodes = a.shape[1]
+        result = scipy.optimize.linprog(
+            np.ones(2 * n_nodes),
+            A_ub=np.hstack([g, -g]),
+            b_ub=bound - diff @ f,
+            bounds=(0, None),
+            method="highs",
+        )
+        if result.status != 0:
+            raise RuntimeError(f"HiGHS failed on the p = 1 smoothing LP: {result.message}")
+        smoothed = f + a @ (result.x[:n_nodes] - result.x[n_nodes:])
+    else:
+        metric = np.linalg.inv(a @ a.T)
+        start = _monotone_clamp(f)
+        result = scipy.optimize.minimize(
+            lambda x: (x - f) @ metric @ (x - f),
+            start,
+            jac=lambda x: 2.0 * metric @ (x - f),
+            constraints=[
+                {"type": "ineq", "fun": lambda x: bound - diff @ x, "jac": lambda x: -diff}
+            ],
+            method="SLSQP",
+            options={"ftol": 1e-14, "maxiter": 1000},
+        )
+        if not result.success:
+            raise RuntimeError(f"SLSQP failed on the p = 2 smoothing QP: {result.message}")
+        smoothed = result.x
+    return _monotone_clamp(smoothed)
+
+
+def inverse_ecdf(values, grid, probabilities) -> jax.Array:
+    """Inverse ECDF on the grid (BMR Algorithm 1 with midpoints snapped to grid points).
+
+    Bisection over grid indices finds, for each ``p``, the smallest grid point
+    ``tau_i`` with ``F(tau_i) >= p`` (the last grid point when there is none),
+    so every answer is a grid point. Needs monotone values: smooth first.
+
+    Raises:
+        ValueError: if ``values`` is not non-decreasing or does not match the grid.
+
+    Example:
+        >>> inverse_ecdf([0.2, 0.5, 1.0], [1.0, 2.0, 3.0], [0.1, 0.5, 0.7]).tolist()
+        [1.0, 2.0, 3.0]
+    """
+    v = _as_values(values)
+    grid = _public_grid(grid)
+    if v.size != grid.shape[0]:
+        raise ValueError(f"values has {v.size} entries but the grid has {grid.shape[0]} points.")
+    if np.any(np.diff(v) < 0):
+        raise ValueError("inverse_ecdf needs non-decreasing values; apply smooth_ecdf first.")
+    # a binary search on the sorted values is exactly the bisection of Algorithm 1 on indices
+    index = jnp.searchsorted(jnp.asarray(v), jnp.asarray(probabilities, dtype=jnp.float64))
+    return grid[jnp.minimum(index, v.size - 1)]
+
+
+def roc_curve(tp_values, fp_values) -> tuple[np.ndarray, np.ndarray]:
+    """ROC points ``(FPR, TPR)`` from two monotone ECDFs (lower score = positive), from (0, 0).
+
+    ``TPR(t) = F_TP(t) / F_TP(tau_N)``, ``FPR(t) = F_FP(t) / F_FP(tau_N)``
+    (BMR §4.5); a curve whose last value is not positive is treated as 0.
+    """
+    tp, fp = _as_values(tp_values), _as_values(fp_values)
+    if tp.shape != fp.shape:
+        raise ValueError("the two ECDFs must be evaluated on the same grid.")
+
+    def rate(v):
+        return np.clip(v / v[-1], 0.0, 1.0) if v[-1] > 0 else np.zeros_like(v)
+
+    return np.concatenate([[0.0], rate(fp)]), np.concatenate([[0.0], rate(tp)])
+
+
+def auc(fpr, tpr) -> float:
+    """Area under the ROC polyline (trapezoid rule)."""
+    fpr, tpr = np.asarray(fpr, dtype=float), np.asarray(tpr, dtype=float)
+    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+
+
+# ---------------------------------------------------------------- Hosmer–Lemeshow
+
+
+def hosmer_lemeshow(probabilities, labels, cut_points) -> tuple[float, np.ndarray]:
+    """Non-private Hosmer–Lemeshow statistic (BMR eq. 5) with half-open groups.
+
+    Group ``q`` holds the records with ``t_(q-1) < M(x) <= t_q`` (the first
+    also ``M(x) = t_0``), so a value on a cut point counts once (trap 29).
+
+    Args:
+        probabilities: ``(n,)`` predicted probabilities ``M(x)`` in ``[0, 1]``.
+        labels: ``(n,)`` labels in ``{0, 1}``.
+        cut_points: ``(Q + 1,)`` non-decreasing ``t_0 = 0 < ... < t_Q = 1``.
+
+    Returns:
+        ``H`` and the ``(4, Q)`` sums ``E1, E0, O1, O0``.
+    """
+    m = np.clip(np.asarray(probabilities, dtype=float), 0.0, 1.0)
+    y = np.asarray(_labels(labels, m.shape[0]))
+    sums = _group_sums(m, y, np.asarray(cut_points, dtype=float))
+    return _hl_statistic(sums), sums
+
+
+def _group_sums(m, y, cuts):
+    group = np.clip(np.searchsorted(cuts[1:-1], m, side="left"), 0, cuts.size - 2)
+    one_hot = np.eye(cuts.size - 1)[group]  # (n, Q)
+    return np.stack([m @ one_hot, (1 - m) @ one_hot, y @ one_hot, (1 - y) @ one_hot])
+
+
+def _hl_statistic(sums, floor: float = 1e-9) -> float:
+    expected = np.maximum(sums[:2], floor)
+    return float(np.sum((sums[2:] - expected) ** 2 / expected))
+
+
+def private_hosmer_lemeshow(
+    probabilities,
+    labels,
+    *,
+    epsilon: float,
+    key,
+    n_points: int = 64,
+    n_groups: int = 10,
+    expected_floor: float = 1.0,
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Private Hosmer–Lemeshow statistic: BMR Algorithm 2 with the trap-29 corrections.
+
+    1. ``epsilon' = epsilon / (L + 9)``.
+    2. One BMR ECDF of ``M(x)`` on ``n_points`` grid points of ``[0, 1]`` with
+       node noise ``Lap(1/epsilon')`` (an ``(L+1) epsilon'``-DP release),
+       smoothed with ``p = 2``; cut points ``t_q = F^{-1}(q/Q)`` on the grid,
+       ``t_0 = 0``, ``t_Q = 1``.
+    3. Half-open groups; ``E1 = sum M``, ``E0 = sum (1 - M)``, ``O1 = sum Y``,
+       ``O0 = sum (1 - Y)`` per group, each plus ``Lap(1/epsilon')`` on the count
+       scale (``E0`` and ``O0`` use ``1 - M`` and ``1 - Y``). One replaced
+       record touches at most 2 groups, hence 8 sums: ``(L + 1 + 8) epsilon' = epsilon``.
+    4. Noisy expected counts are clamped below at ``expected_floor``
+       (post-processing) before ``H`` is formed.
+
+    Returns:
+        ``H``, the noisy ``(4, Q)`` sums, and the ``(Q + 1,)`` cut points.
+    """
+    check_epsilon(epsilon)
+    m = np.clip(np.asarray(_scores(probabilities)), 0.0, 1.0)
+    y = np.asarray(_labels(labels, m.shape[0]))
+    depth = tree_depth(n_points)
+    eps_prime = epsilon / (depth + 9)
+    grid = np.linspace(0.0, 1.0, n_points)
+    key_tree, key_sums = jax.random.split(key)
+    release = AncestorLaplace(bmr_ecdf(m, grid), depth, 1.0 / eps_prime, count_scale=m.shape[0])
+    smoothed = smooth_ecdf(np.asarray(release.sample(key_tree)), p=2)
+    inner = np.asarray(inverse_ecdf(smoothed, grid, np.arange(1, n_groups) / n_groups))
+    cuts = np.concatenate([[0.0], inner, [1.0]])
+    noise = np.asarray(jax.random.laplace(key_sums, (4, n_groups))) / eps_prime
+    sums = _group_sums(m, y, cuts) + noise
+    sums[:2] = np.maximum(sums[:2], expected_floor)
+    return _hl_statistic(sums), sums, cuts
