@@ -366,7 +366,7 @@ def smooth_ecdf(noisy, *, p: int = 2, indices=None) -> np.ndarray:
 
     Example:
         >>> smooth_ecdf(np.array([0.1, 0.05, 0.6, 1.2]), p=1).round(6).tolist()
-        [0.075, 0.075, 0.6, 1.0]
+        [0.0, 0.0, 0.4, 1.0]
     """
     values = _as_values(noisy)
     if p not in (1, 2):
