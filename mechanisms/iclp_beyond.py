@@ -78,9 +78,7 @@ from dpaudit.spaces import (
     KarhunenLoeveBasis,
     Kernel,
     Matern,
-    kl_basis,
     one_c_norm,
-    uniform_grid,
 )
 from mechanisms.iclp_mean import (
     DEFAULT_KERNEL,
@@ -100,6 +98,7 @@ from mechanisms.iclp_mean import (
     default_basis,
     enforce_l2_bound,
     grid_one_c_norm,
+    kernel_basis,
     kernel_decay_rate,
     pss_eta,
     pss_qr_psi,
@@ -227,8 +226,7 @@ def kde_basis(bandwidth: float, grid_size: int = 100, dim: int = 1, n_components
     """
     h = _number("bandwidth", bandwidth)
     kernel = Gaussian(lengthscale=h)
-    grid = uniform_grid(_count("grid_size", grid_size), _count("dim", dim))
-    return kernel, kl_basis(kernel, grid, n_components)
+    return kernel, kernel_basis(kernel, grid_size, dim, n_components)
 
 
 def kde_normaliser(basis: KarhunenLoeveBasis, eta: float) -> float:
@@ -350,7 +348,7 @@ def iclp_qr_kde(
     else:
         if not isinstance(kernel, Kernel):
             raise TypeError(f"kernel must be a dpaudit.spaces.Kernel, got {type(kernel).__name__}.")
-        basis = kl_basis(kernel, uniform_grid(grid_size, dim), n_components)
+        basis = kernel_basis(kernel, grid_size, dim, n_components)
     sup_k = (
         stationary_kernel_sup(kernel) if kernel_sup is None else _number("kernel_sup", kernel_sup)
     )
@@ -532,7 +530,7 @@ def iclp_qr_krr(
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a dpaudit.spaces.Kernel, got {type(kernel).__name__}.")
     dim = _count("dim", dim)
-    basis = kl_basis(kernel, uniform_grid(_count("grid_size", grid_size), dim), n_components)
+    basis = kernel_basis(kernel, grid_size, dim, n_components)
     beta = _beta(kernel_decay_rate(kernel, dim) if beta is None else beta, basis.eigenvalues)
     eta = _number("eta", pss_eta(beta) if eta is None else eta)
     if eta <= 1.0 + 1.0 / beta:
@@ -928,9 +926,8 @@ def iclp_qr_fos_regression(
         lam, n=n, p=p, tau=tau, covariate_bound=xi, psi=psi, eta=eta, bound=sensitivity_bound
     )
     n_t1 = p * (p + 1) // 2
-    nu = jnp.concatenate(
-        [jnp.full(n_t1, (delta_1 / gamma) ** 2), jnp.tile(delta_2**2 * lam / (1.0 - gamma) ** 2, p)]
-    )
+    block = np.asarray(lam) * delta_2**2 / (1.0 - gamma) ** 2
+    nu = jnp.asarray(np.concatenate([np.full(n_t1, (delta_1 / gamma) ** 2), np.tile(block, p)]))
     sigma = iclp_sigma(1.0, epsilon)
     shrinkage = qr_shrinkage(lam, psi=psi, eta=eta)
 

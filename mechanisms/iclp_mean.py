@@ -112,6 +112,7 @@ __all__ = [
     "grid_one_c_norm",
     "iclp_ar_mean",
     "iclp_qr_mean",
+    "kernel_basis",
     "kernel_decay_rate",
     "pss_ar_psi",
     "pss_eta",
@@ -217,13 +218,32 @@ def _ar_eta(eta) -> float:
 # ------------------------------------------------------------------ data bound
 
 
-@functools.lru_cache(maxsize=8)
 def default_basis(grid_size: int = 100, n_components: int | None = None) -> KarhunenLoeveBasis:
     """LR's ICLP covariance: Matérn ``nu = 3/2``, ``rho = 0.1`` on the midpoint grid (Sec. 6).
 
     ``lambda_j ~ j^(-4)``; ``tr(C) = 1`` (unit variance). Cached.
     """
-    return kl_basis(DEFAULT_KERNEL, uniform_grid(_count("grid_size", grid_size)), n_components)
+    return kernel_basis(DEFAULT_KERNEL, grid_size, 1, n_components)
+
+
+@functools.lru_cache(maxsize=16)
+def kernel_basis(kernel, grid_size: int = 100, dim: int = 1, n_components: int | None = None):
+    """``kl_basis(kernel, uniform_grid(grid_size, dim), n_components)``, cached (bases are immutable).
+
+    A truncation reuses the cached full basis (the leading eigenpairs do not depend on ``K``).
+    """
+    grid_size, dim = _count("grid_size", grid_size), _count("dim", dim)
+    if n_components is None:
+        return kl_basis(kernel, uniform_grid(grid_size, dim))
+    full = kernel_basis(kernel, grid_size, dim)
+    k = _count("n_components", n_components)
+    if k > full.n_components:
+        raise ValueError(
+            f"n_components = {k} exceeds the {full.n_components} usable eigenpairs of {kernel!r} "
+            f"on {grid_size}^{dim} grid points."
+        )
+    lam, phi = np.asarray(full.eigenvalues), np.asarray(full.eigenfunctions)
+    return KarhunenLoeveBasis(jnp.asarray(lam[:k]), jnp.asarray(phi[:, :k]), full.grid)
 
 
 def curve_norms(curves, grid: Grid) -> jax.Array:

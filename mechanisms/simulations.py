@@ -49,6 +49,7 @@ truncated to ``[-5, 5]^2`` (the printed box is garbled; trap 14).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import jax
@@ -159,8 +160,12 @@ def mean_function(scenario: str, t, *, basis: KarhunenLoeveBasis | None = None, 
         np.asarray(basis.grid.points[:, 0]), t, rtol=0.0, atol=1e-12
     ):
         raise ValueError("S-4 is defined on the basis grid: pass t equal to basis.grid.")
-    r = jax.random.uniform(key, (25,), minval=-1.0, maxval=1.0)
-    return basis.eigenfunctions[:, :25] @ r
+    return _s4_mean(key, jnp.asarray(np.asarray(basis.eigenfunctions)[:, :25]))
+
+
+@jax.jit
+def _s4_mean(key, eigenfunctions):
+    return eigenfunctions @ jax.random.uniform(key, (25,), minval=-1.0, maxval=1.0)
 
 
 def gaussian_process_errors(
@@ -184,9 +189,12 @@ def gaussian_process_errors(
     n = _check_n(n)
     gram = np.asarray(k(grid.points, grid.points))
     mu, v = np.linalg.eigh(0.5 * (gram + gram.T))
-    factor = jnp.asarray(v * np.sqrt(np.clip(mu, 0.0, None)))
-    z = jax.random.normal(key, (n, grid.size))
-    return z @ factor.T
+    return _gaussian_draw(key, jnp.asarray(v * np.sqrt(np.clip(mu, 0.0, None))), n)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _gaussian_draw(key, factor, n):
+    return jax.random.normal(key, (n, factor.shape[1])) @ factor.T
 
 
 def t5_basis_errors(key, n: int, basis: KarhunenLoeveBasis, *, n_terms=100, df=5.0, scale=1.0):
@@ -201,14 +209,21 @@ def t5_basis_errors(key, n: int, basis: KarhunenLoeveBasis, *, n_terms=100, df=5
             f"the t5 errors combine {n_terms} eigenfunctions but the basis has "
             f"{basis.n_components}; use a grid of at least {n_terms} points."
         )
-    if float(df).is_integer() and 1 <= df <= 30:
+    phi = jnp.asarray(np.asarray(basis.eigenfunctions)[:, :n_terms])
+    return scale * _t_draw(key, phi, n, float(df))
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _t_draw(key, eigenfunctions, n, df):
+    shape = (n, eigenfunctions.shape[1])
+    if df.is_integer() and 1 <= df <= 30:
         # t_df = Z_0 / sqrt(chi^2_df / df) with chi^2_df a sum of df squared normals: exact
         # for integer df, and far cheaper to compile than jax.random.t's gamma sampler.
-        z = jax.random.normal(key, (int(df) + 1, n, n_terms))
+        z = jax.random.normal(key, (int(df) + 1, *shape))
         u = z[0] / jnp.sqrt(jnp.mean(z[1:] ** 2, axis=0))
     else:
-        u = jax.random.t(key, df, (n, n_terms))
-    return scale * u @ basis.eigenfunctions[:, :n_terms].T
+        u = jax.random.t(key, df, shape)
+    return u @ eigenfunctions.T
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,16 +334,24 @@ def sample_kde_mixture(key, n: int) -> jax.Array:
         >>> bool((x >= 0).all() and (x <= 1).all())
         True
     """
-    n = _check_n(n)
+    return _mixture_draw(key, _check_n(n))
+
+
+_MIXTURE_MEANS = np.array([m for _, m, _ in KDE_MIXTURE_1D])
+_MIXTURE_SDS = np.array([s for _, _, s in KDE_MIXTURE_1D])
+_MIXTURE_CDF_LOW = scipy.stats.norm.cdf((0.0 - _MIXTURE_MEANS) / _MIXTURE_SDS)
+_MIXTURE_CDF_HIGH = scipy.stats.norm.cdf((1.0 - _MIXTURE_MEANS) / _MIXTURE_SDS)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _mixture_draw(key, n):
     key_component, key_uniform = jax.random.split(key)
     weights = jnp.array([w for w, _, _ in KDE_MIXTURE_1D])
-    means = np.array([m for _, m, _ in KDE_MIXTURE_1D])
-    sds = np.array([s for _, _, s in KDE_MIXTURE_1D])
     component = jax.random.choice(key_component, len(KDE_MIXTURE_1D), (n,), p=weights)
-    lo = jnp.asarray(scipy.stats.norm.cdf((0.0 - means) / sds))[component]
-    hi = jnp.asarray(scipy.stats.norm.cdf((1.0 - means) / sds))[component]
+    lo, hi = jnp.asarray(_MIXTURE_CDF_LOW)[component], jnp.asarray(_MIXTURE_CDF_HIGH)[component]
     u = lo + (hi - lo) * jax.random.uniform(key_uniform, (n,))
-    x = jnp.asarray(means)[component] + jnp.asarray(sds)[component] * jax.scipy.special.ndtri(u)
+    x = jnp.asarray(_MIXTURE_MEANS)[component]
+    x = x + jnp.asarray(_MIXTURE_SDS)[component] * jax.scipy.special.ndtri(u)
     return jnp.clip(x, 0.0, 1.0)  # round-off only: u lies strictly inside (lo, hi)
 
 

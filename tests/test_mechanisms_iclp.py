@@ -400,7 +400,7 @@ def test_krr_sensitivity_bound_holds(seed, n, log_psi, bound, adversarial):
     assert _one_c(h) <= limit * (1 + RTOL)
 
 
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(
     seed=st.integers(0, 2**31),
     n=st.sampled_from([3, 12]),
@@ -409,9 +409,8 @@ def test_krr_sensitivity_bound_holds(seed, n, log_psi, bound, adversarial):
 )
 def test_fos_release_has_unit_sensitivity_in_its_block_norm(seed, n, p, aligned):
     rng = np.random.default_rng(seed)
-    basis = spectral_basis(LAM, PHI, GRID)
     mech = beyond.iclp_qr_fos_regression(
-        n, 1.0, p, 2.0, 1.5, gamma=0.3, psi=0.01, eta=1.5, basis=basis
+        n, 1.0, p, 2.0, 1.5, gamma=0.3, psi=0.01, eta=1.5, basis=BASIS
     )
     covariates = rng.uniform(-1, 1, size=(n, p))
     covariates *= 1.5 / np.maximum(np.linalg.norm(covariates, axis=1, keepdims=True), 1.5)
@@ -461,6 +460,12 @@ def test_iclp_noise_law_per_coefficient():
     var = np.mean(z**2, axis=0) / (2 * scale**2)
     assert np.all(np.abs(mad - 1) < zcrit / math.sqrt(n_draws))
     assert np.all(np.abs(var - 1) < zcrit * math.sqrt(5 / n_draws))
+    # E||noise||^2 = 2 Delta^2 tr(C) / eps^2 (trap 2): ||noise||^2 = sum_j z_j^2 has variance
+    # sum_j 20 b_j^4 (Laplace E z^4 = 24 b^4); z-test at TEST_FAILURE_RATE on its own.
+    squared = np.sum(z**2, axis=1)
+    expected = 2 * mech.claim.sensitivity**2 * LAM.sum() / mech.claim.epsilon**2
+    se = math.sqrt(np.sum(20 * scale**4) / n_draws)
+    assert abs(squared.mean() - expected) < scipy.stats.norm.isf(TEST_FAILURE_RATE / 2) * se
     np.testing.assert_allclose(
         mech.release_distribution(data).coefficient_noise.variance,
         2 * mech.claim.sensitivity**2 * LAM / mech.claim.epsilon**2,
@@ -586,9 +591,11 @@ def test_iclp_qr_beats_frl_on_s2_with_pss_tuning():
 
     For a dataset D, E||release - mu_0||^2 = ||f_D - mu_0||^2 + E||noise||^2 exactly, with
     E||noise||^2 = 2 Delta^2 tr(C)/eps^2 (ICLP) and 2 M Delta^2/eps^2 (FRL) (trap 2), so only the
-    datasets are random (3 of them). FRL gets its best M in the PSS range (as in the paper) and
-    its tighter bound; ICLP-QR uses PSS eta = 1.5, psi = 1/n and the Cauchy-Schwarz bound.
-    A Monte Carlo check of the ICLP noise term (400 releases) has a stated z-bound.
+    datasets are random (3 of them; the dataset-to-dataset spread of the bias is below 1%). FRL
+    gets its best M in the PSS range (as in the paper) and its tighter bound; ICLP-QR uses PSS
+    eta = 1.5, psi = 1/n and the Cauchy-Schwarz bound. The noise term's formula is checked by
+    Monte Carlo in test_iclp_noise_law_per_coefficient. Measured (3 seeds): QR 0.19-0.20 against
+    FRL 0.48 (printed QR bound: 1.69, worse than FRL; see the report).
     """
     basis = mean.default_basis()
     lam, w, phi = (
@@ -619,12 +626,6 @@ def test_iclp_qr_beats_frl_on_s2_with_pss_tuning():
             best = min(best, float(w @ (phi[:, :m] @ x_bar[:m] - np.asarray(s2.mean)) ** 2) + noise)
         frl_mse.append(best)
     assert max(qr_mse) < 0.5 * min(frl_mse), (qr_mse, frl_mse)
-    # Monte Carlo check of E||noise||^2: ||noise||^2 = sum_j z_j^2, Var = sum_j 20 b_j^4.
-    draws = qr.sample(s2.curves, jax.random.key(11), 400)
-    sq = np.asarray(jnp.sum(w * (draws - qr.summary(s2.curves)) ** 2, axis=1))
-    b = qr.claim.sensitivity * np.sqrt(lam) / epsilon
-    se = math.sqrt(np.sum(20 * b**4) / 400)
-    assert abs(sq.mean() - qr_noise) < scipy.stats.norm.isf(TEST_FAILURE_RATE / 2) * se
 
 
 # ------------------------------------------------------------------ PSS and simulations
