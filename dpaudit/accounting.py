@@ -305,17 +305,19 @@ def _compose(components) -> tuple[int, np.ndarray]:
         off, probs = _batched_tree(rows, offsets)
         nz = np.nonzero(probs)[0]
         probs = probs[: nz[-1] + 1] if nz.size else probs[:1]
-        parts.append((probs.size, off, probs))
+        parts.append((probs.size, len(parts), off, probs))  # index breaks ties: no array compares
     heapq.heapify(parts)
+    tie = len(parts)
     while len(parts) > 1:
-        n1, o1, p1 = heapq.heappop(parts)
-        n2, o2, p2 = heapq.heappop(parts)
+        n1, _, o1, p1 = heapq.heappop(parts)
+        n2, _, o2, p2 = heapq.heappop(parts)
         if min(n1, n2) <= 64:
             p = np.convolve(p1, p2)
         else:
             p = np.maximum(scipy.signal.fftconvolve(p1, p2), 0.0)
-        heapq.heappush(parts, (p.size, o1 + o2, p))
-    _, offset, probs = parts[0]
+        heapq.heappush(parts, (p.size, tie, o1 + o2, p))
+        tie += 1
+    _, _, offset, probs = parts[0]
     return offset, probs
 
 
