@@ -204,6 +204,21 @@ def test_batching_jit_and_no_recompilation():
     np.testing.assert_allclose(flat, d.log_prob(d.loc))
 
 
+def test_grid_noise_is_built_inside_jit():
+    grid = uniform_grid(40)
+    basis = kl_basis(Matern(nu=1.5, lengthscale=0.2), grid)
+    f = jnp.sin(3.0 * grid.points[:, 0])
+
+    @jax.jit
+    def log_density(loc, x):
+        noise = GridNoise(GaussianProcessNoise(basis.eigenvalues, 0.5), basis, loc)
+        return noise.log_prob(x)
+
+    x = f + 0.1 * basis.eigenfunctions[:, 0]
+    eager = GridNoise(GaussianProcessNoise(basis.eigenvalues, 0.5), basis, f).log_prob(x)
+    np.testing.assert_allclose(log_density(f, x), eager, rtol=1e-12)
+
+
 class TestBadInput:
     def test_sigma_must_be_positive(self):
         with pytest.raises(ValueError, match="sigma must be > 0"):

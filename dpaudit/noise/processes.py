@@ -24,6 +24,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
@@ -198,12 +199,16 @@ class GridNoise(Distribution):
                 f"{basis.n_components}; build both from the same basis."
             )
         if is_concrete(coefficient_noise.eigenvalues) and is_concrete(basis.eigenvalues):
-            if not bool(jnp.allclose(coefficient_noise.eigenvalues, basis.eigenvalues, rtol=1e-12)):
+            # numpy, not jnp: under jit even concrete inputs would give traced booleans
+            noise_eigenvalues = np.asarray(coefficient_noise.eigenvalues)
+            if not np.allclose(noise_eigenvalues, np.asarray(basis.eigenvalues), rtol=1e-12):
                 raise ValueError(
                     "the noise eigenvalues differ from the basis eigenvalues; build the noise "
                     "with basis.eigenvalues."
                 )
-            if bool(jnp.any(coefficient_noise.loc != 0)):
+            if is_concrete(coefficient_noise.loc) and np.any(
+                np.asarray(coefficient_noise.loc) != 0
+            ):
                 raise ValueError(
                     "coefficient_noise must be centred (loc = 0); give the summary as GridNoise's "
                     "loc on the grid instead."
