@@ -26,7 +26,8 @@ numerically exact, stated) ``log_prob``:
   (2017) Alg. 1 (``rho ~ Lap(Delta/epsilon_1)``, ``nu_i ~ Lap(2 c Delta/epsilon_2)``,
   ``epsilon_1 = epsilon_2 = epsilon/2``) and Alg. 2 (Dwork & Roth: ``rho ~
   Lap(c Delta/epsilon_1)`` redrawn after every positive answer, ``nu_i ~ Lap(2 c
-  Delta/epsilon_1)``), on histogram counts against public thresholds. The
+  Delta/epsilon_1)``), on counting queries (each record answers ``k`` yes/no
+  questions) against public thresholds. The
   pattern's probability is an integral over the threshold noise
   (:class:`SparseVector`).
 """
@@ -615,9 +616,16 @@ def report_noisy_max_gumbel(epsilon: float = 1.0, n: int = 100, n_bins: int = 4)
     return _noisy_max("gumbel", epsilon, n, n_bins, "McSherry & Talwar 2007; Dwork & Roth Thm 3.10")
 
 
-def svt_queries(data, n: int, n_bins: int) -> jax.Array:
-    """The SVT queries: histogram counts (each moves by at most 1 under replace-one)."""
-    return histogram_counts(_records(data, n), n_bins)
+def svt_queries(data, n: int, n_queries: int) -> jax.Array:
+    """The SVT queries: each record answers ``k`` yes/no questions; query ``i`` counts the yeses.
+
+    Data are ``(n, k)`` in ``{0, 1}``; a replaced record moves every count by at
+    most 1, in either direction (``Delta = 1``).
+    """
+    x = _records(data, n, n_queries)
+    if is_concrete(x) and not np.all(np.isin(np.asarray(x), (0.0, 1.0))):
+        raise ValueError("SVT records must be 0/1 answers, one per query.")
+    return jnp.sum(x, axis=0)
 
 
 def sparse_vector_mechanism(
@@ -635,15 +643,15 @@ def sparse_vector_mechanism(
     known_flaw: dpaudit.KnownFlaw | None = None,
     description: str = "",
 ) -> dpaudit.Mechanism:
-    """An SVT run on histogram counts against public thresholds (shared by the faulty variants)."""
+    """An SVT run on counting queries against public thresholds (shared by the faulty variants)."""
     _check_common(epsilon, n)
     thresholds = np.asarray(thresholds, dtype=float)
     if thresholds.ndim != 1 or thresholds.size < 1 or not np.all(np.isfinite(thresholds)):
         raise ValueError("thresholds must be a non-empty 1-D array of finite public values.")
-    n_bins = thresholds.size
+    n_queries = thresholds.size
 
     def summary(data):
-        return svt_queries(data, n, n_bins)
+        return svt_queries(data, n, n_queries)
 
     def model(data):
         numpyro.sample(
@@ -698,7 +706,7 @@ def svt(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int 
         threshold_scale=1.0 / (epsilon / 2.0),
         query_scale=2.0 * cutoff / (epsilon / 2.0),
         reference="Lyu, Su & Li 2017, Alg. 1 / Thm 2",
-        description="SVT (Lyu Alg. 1) on histogram counts; stops after `cutoff` positives.",
+        description="SVT (Lyu Alg. 1) on counting queries; stops after `cutoff` positives.",
     )
 
 
