@@ -227,10 +227,15 @@ def gaussian_kde(data, points, bandwidth) -> jax.Array:
     d = x.shape[1]
     h = bandwidth_matrix(bandwidth, d)
     whiten = jnp.asarray(np.linalg.inv(np.linalg.cholesky(h)).T)
-    zx, zp = x @ whiten, p @ whiten
-    diff = zp[:, None, :] - zx[None, :, :]
     norm = 1.0 / (x.shape[0] * (2.0 * math.pi) ** (d / 2) * math.sqrt(np.linalg.det(h)))
-    return norm * jnp.sum(jnp.exp(-0.5 * jnp.sum(diff * diff, axis=-1)), axis=1)
+    return norm * _kernel_sums(x, p, whiten)
+
+
+@jax.jit
+def _kernel_sums(x: jax.Array, p: jax.Array, whiten: jax.Array) -> jax.Array:
+    """``sum_i exp(-||(p_a - x_i) L^{-T}||^2 / 2)`` for each point ``p_a`` (``H = L L^T``)."""
+    diff = (p @ whiten)[:, None, :] - (x @ whiten)[None, :, :]
+    return jnp.sum(jnp.exp(-0.5 * jnp.sum(diff * diff, axis=-1)), axis=1)
 
 
 def gaussian_kde_sensitivity(n: int, bandwidth, dim: int = 1) -> float:
@@ -278,7 +283,8 @@ def gaussian_kde_rkhs_distance(data, data_prime, bandwidth, dim: int = 1) -> flo
     points = np.concatenate([a, b])
     signs = np.concatenate([np.ones(len(a)), -np.ones(len(b))])
     gram = kernel_matrix(kernel, points)
-    c = gaussian_kde_sensitivity(n, bandwidth, dim) / math.sqrt(2.0)
+    matrix = bandwidth_matrix(bandwidth, dim)
+    c = 1.0 / (n * (2.0 * math.pi) ** (dim / 2) * math.sqrt(np.linalg.det(matrix)))
     return c * math.sqrt(max(float(signs @ gram @ signs), 0.0))
 
 
