@@ -202,7 +202,7 @@ def _one_c(h):
     return float(one_c_norm(h, LAM))
 
 
-@settings(max_examples=40)
+@settings(max_examples=30)
 @given(
     seed=st.integers(0, 2**31),
     n=st.sampled_from([2, 9, 30]),
@@ -243,7 +243,7 @@ def test_qr_and_frl_sensitivity_bounds_hold(seed, n, tau, log_psi, eta, style):
         assert l1 == pytest.approx(frl_tight, rel=1e-9)
 
 
-@settings(max_examples=40)
+@settings(max_examples=30)
 @given(
     seed=st.integers(0, 2**31),
     n=st.sampled_from([2, 9, 40]),
@@ -409,8 +409,8 @@ def test_krr_sensitivity_bound_holds(seed, n, log_psi, bound, adversarial):
 @settings(max_examples=12)
 @given(
     seed=st.integers(0, 2**31),
-    n=st.sampled_from([3, 12]),
-    p=st.integers(1, 3),
+    n=st.just(12),
+    p=st.sampled_from([1, 3]),
     aligned=st.booleans(),
 )
 def test_fos_release_has_unit_sensitivity_in_its_block_norm(seed, n, p, aligned):
@@ -559,8 +559,10 @@ def test_privacy_loss_bound_for_the_other_releases():
     points_prime = points.copy()
     points_prime[0] = 1.0 - points[0]
     responses = rng.uniform(-1, 1, size=10)
-    covariates = rng.uniform(-0.5, 0.5, size=(10, 2))
-    kde = beyond.iclp_qr_kde(10, 0.7, 0.08, 1.3, grid_size=40)
+    covariates = rng.uniform(-0.5, 0.5, size=(10, 1))
+    basis_11 = spectral_basis(LAM[:11], PHI[:, :11], GRID)  # FoS release: 1 + 11 coordinates
+    # K = 12 everywhere: the releases share their noise shapes (and JAX compilations)
+    kde = beyond.iclp_qr_kde(10, 0.7, 0.08, 1.3, grid_size=40, n_components=12)
     kde_basis = kde.release_distribution(points).basis
     krr = beyond.iclp_qr_krr(10, 0.7, 0.05, 1.6, grid_size=40, n_components=12)
     krr_basis = krr.release_distribution((points, responses)).basis
@@ -575,9 +577,9 @@ def test_privacy_loss_bound_for_the_other_releases():
             None,
         ),
         (
-            beyond.iclp_qr_fos_regression(10, 0.7, 2, 2.0, 1.0, psi=0.01, eta=1.5, basis=BASIS),
+            beyond.iclp_qr_fos_regression(10, 0.7, 1, 2.0, 1.0, psi=0.01, eta=1.5, basis=basis_11),
             (covariates, curves),
-            (covariates * np.r_[[[-1, 1]], np.ones((9, 2))], curves_prime),
+            (covariates * np.r_[[[-1]], np.ones((9, 1))], curves),
             None,
         ),
     ]
