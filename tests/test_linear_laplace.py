@@ -1,0 +1,136 @@
+"""Linear-Laplace releases: LP sensitivity (trap 25), the tree DP, and exact densities."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.integrate
+import scipy.stats
+from conftest import TEST_FAILURE_RATE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpyro.distributions.gof import auto_goodness_of_fit
+
+from dpaudit.noise.linear_laplace import (
+    AncestorLaplace,
+    LinearLaplace,
+    ancestor_matrix,
+    ancestor_sensitivity,
+    linear_laplace_epsilon,
+    linear_laplace_sensitivity,
+)
+from mechanisms.ecdf import interval_shifts
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_lp_worst_case_over_all_intervals_is_L_not_L_plus_1(depth):
+    """Trap 25: min ||nu||_1 s.t. A nu = 1_[a,b], worst case over all intervals is exactly L."""
+    a = ancestor_matrix(depth)
+    shifts = interval_shifts(2**depth)
+    lp = np.array([linear_laplace_sensitivity(a, s) for s in shifts])
+    assert lp.max() == pytest.approx(depth, abs=1e-6)
+    assert np.all(lp <= depth + 1)  # BMR's Lemma 1 bound holds
+    np.testing.assert_allclose(lp, ancestor_sensitivity(depth, shifts), atol=1e-6)
+
+
+@pytest.mark.parametrize("depth", [5, 6, 7])
+def test_lp_reproduces_L_for_deeper_trees(depth):
+    """The exact DP covers every interval; the LP agrees on its worst intervals and a sample."""
+    shifts = interval_shifts(2**depth)
+    dp = ancestor_sensitivity(depth, shifts)
+    assert dp.max() == depth
+    a = ancestor_matrix(depth)
+    worst = np.flatnonzero(dp == depth)[:3]
+    sample = np.random.default_rng(depth).choice(len(shifts), 12, replace=False)
+    for i in np.concatenate([worst, sample]):
+        assert linear_laplace_sensitivity(a, shifts[i]) == pytest.approx(dp[i], abs=1e-6)
+    assert max(linear_laplace_sensitivity(a, shifts[i]) for i in worst) == pytest.approx(depth)
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4])
+def test_textbook_tree_needs_2L_under_replacement(depth):
+    """Node counts released directly (A = I): moving a record between leaves shifts 2L nodes."""
+    a = ancestor_matrix(depth)  # row i: the ancestors of leaf i, i.e. leaf i's path
+    n_nodes = a.shape[1]
+    moves = [a[j] - a[i] for i in range(2**depth) for j in range(2**depth)]
+    worst = max(linear_laplace_sensitivity(np.eye(n_nodes), s) for s in moves)
+    assert worst == pytest.approx(2 * depth, abs=1e-6)
+    assert worst > depth + 1  # so Lap((L+1)/eps) is not enough
+
+
+def test_infeasible_shift_is_infinite_and_zero_shift_is_zero():
+    a = np.array([[1.0, 0.0], [1.0, 0.0]])
+    assert linear_laplace_sensitivity(a, [1.0, 0.0]) == math.inf
+    assert linear_laplace_sensitivity(a, [0.0, 0.0]) == 0.0
+    assert linear_laplace_epsilon(a, [0.5, 0.5], scale=2.0, count_scale=4.0) == pytest.approx(1.0)
+
+
+@settings(max_examples=25)
+@given(st.integers(1, 4), st.lists(st.integers(-2, 2), min_size=1, max_size=16))
+def test_tree_dp_equals_lp_for_integer_shifts(depth, values):
+    shift = np.array(values[: 2**depth], dtype=float)
+    lp = linear_laplace_sensitivity(ancestor_matrix(depth, shift.size), shift)
+    assert float(ancestor_sensitivity(depth, shift)) == pytest.approx(lp, abs=1e-6)
+
+
+def test_bad_inputs_raise_one_sentence():
+    with pytest.raises(ValueError, match="one entry per"):
+        linear_laplace_sensitivity(np.eye(2), [1.0])
+    with pytest.raises(ValueError, match="NaN"):
+        linear_laplace_sensitivity(np.eye(2), [np.nan, 1.0])
+    with pytest.raises(ValueError, match="depth"):
+        ancestor_matrix(-1)
+    with pytest.raises(NotImplementedError, match="linear_laplace_sensitivity"):
+        LinearLaplace(jnp.zeros(1), jnp.ones((1, 2)), 1.0).log_prob(jnp.zeros(1))
+
+
+def test_square_linear_laplace_density_matches_scipy():
+    """Invertible A: change of variables; compare with a scipy product of Laplace densities."""
+    a = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.5, 1.0, 2.0]])
+    d = LinearLaplace(jnp.array([0.1, 0.2, 0.3]), a, scale=0.7, count_scale=5.0)
+    y = np.array([[0.3, -0.2, 1.0], [0.1, 0.2, 0.3]])
+    eta = 5.0 * np.linalg.solve(a, (y - [0.1, 0.2, 0.3]).T).T
+    expected = scipy.stats.laplace(scale=0.7).logpdf(eta).sum(1) + 3 * np.log(5.0)
+    expected -= np.log(abs(np.linalg.det(a)))
+    np.testing.assert_allclose(d.log_prob(jnp.asarray(y)), expected, rtol=1e-12)
+
+
+def test_ancestor_density_depth_one_matches_scipy_quadrature():
+    """Two leaves + root: p(u) = int Lap(w) Lap(u1 - w) Lap(u2 - w) dw (closed form vs quad)."""
+    b = 1.3
+    law = scipy.stats.laplace(scale=b)
+    d = AncestorLaplace(jnp.zeros(2), 1, b)
+    for u in [(0.0, 0.0), (3.0, -2.0), (-40.0, 35.0), (0.1, 200.0)]:
+        pts = sorted([0.0, *u])
+        edges = [-np.inf, *pts, np.inf]
+        f = lambda w, u=u: law.pdf(w) * law.pdf(u[0] - w) * law.pdf(u[1] - w)  # noqa: E731
+        total = sum(
+            scipy.integrate.quad(f, lo, hi, epsabs=0, epsrel=1e-13, limit=200)[0]
+            for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+        )
+        assert float(d.log_prob(jnp.array(u))) == pytest.approx(math.log(total), abs=1e-9)
+
+
+def test_ancestor_density_deeper_trees_against_fine_reference():
+    """Quadrature + Richardson at the default grid vs an 8193-point grid: below 1e-4."""
+    rng = np.random.default_rng(1)
+    for depth in (2, 3):
+        u = rng.laplace(size=2**depth) * 3 * math.sqrt(depth + 1)
+        coarse = AncestorLaplace(jnp.zeros(2**depth), depth, 1.0).log_prob(jnp.array(u))
+        fine = AncestorLaplace(jnp.zeros(2**depth), depth, 1.0, n_grid=8193)
+        assert float(coarse) == pytest.approx(float(fine.log_prob(jnp.array(u))), abs=1e-4)
+
+
+def test_ancestor_samples_fit_density_and_variance():
+    """GOF of sample() against log_prob(); per-point variance 2 (L+1) b^2 / n^2 (oracle 7.6)."""
+    d = AncestorLaplace(jnp.array([0.2, 0.5, 0.9]), 2, 1.5, count_scale=10.0)
+    x = d.sample(jax.random.key(0), (800,))
+    assert auto_goodness_of_fit(x, jnp.exp(d.log_prob(x))) > TEST_FAILURE_RATE
+    big = np.asarray(d.sample(jax.random.key(1), (200_000,)))
+    var = big.var(0)
+    expected = 2 * 3 * 1.5**2 / 100.0
+    # Var of a sample variance: (kurtosis - 1) sigma^4 / N; a sum of 3 Laplaces has kurtosis 5
+    z = scipy.stats.norm.isf(TEST_FAILURE_RATE / 6)
+    np.testing.assert_array_less(np.abs(var / expected - 1), z * math.sqrt(4 / 200_000))
