@@ -609,7 +609,7 @@ def test_iclp_qr_beats_frl_on_s2_with_pss_tuning():
     gets its best M in the PSS range (as in the paper) and its tighter bound; ICLP-QR uses PSS
     eta = 1.5, psi = 1/n and the Cauchy-Schwarz bound. The noise term's formula is checked by
     Monte Carlo in test_iclp_noise_law_per_coefficient. Measured (3 seeds): QR 0.19-0.20 against
-    FRL 0.48 (printed QR bound: 1.69, worse than FRL; see the report).
+    FRL 0.48 (with the printed QR bound QR is 1.72, worse than FRL 0.63).
     """
     basis = mean.default_basis()
     lam, w, phi = (
