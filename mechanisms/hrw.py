@@ -50,7 +50,8 @@ the Ornstein–Uhlenbeck process: the conditional law at a new point depends on
 its two nearest queried neighbours only.
 
 Module contents: :func:`hrw_noise_multiplier`, :class:`GridRelease` /
-:func:`grid_release`, :func:`check_points`, :func:`ou_conditional`,
+:func:`grid_release`, :func:`check_points`, :func:`kernel_matrix` (numpy Gram
+matrices for the solvers and exact norms), :func:`ou_conditional`,
 :class:`OnlineExponentialRelease`, :func:`online_exponential_release`. The
 mechanisms themselves live in :mod:`mechanisms.hrw_kde` (kernel density
 estimators) and :mod:`mechanisms.hrw_erm` (regularised ERM in an RKHS).

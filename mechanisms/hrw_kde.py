@@ -304,7 +304,7 @@ def sobolev_kde_sensitivity(n: int, bandwidth: float, dim: int = 1) -> float:
 
     Example:
         >>> round(sobolev_kde_sensitivity(100, 0.1), 6)  # 2 / ((2 pi)^(1/4) 100 0.1)
-        0.126309
+        0.126324
     """
     n = check_count("n", n)
     h = check_positive_number("bandwidth", bandwidth)

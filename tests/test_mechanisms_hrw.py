@@ -110,7 +110,7 @@ def neighbours(draw, dim, min_size=1, max_size=12):
 
 
 @pytest.mark.parametrize("name", HRW_NAMES)
-def test_catalogue_entry_claims_rkhs_sensitivity_and_samples(name):
+def test_catalogue_entry_claims_rkhs_sensitivity_and_has_a_density(name):
     mech = dpaudit.build(name)
     claim, p = mech.claim, mech.params
     assert claim.adjacency == "replace-one" and claim.sensitivity_norm == "rkhs"
@@ -132,9 +132,10 @@ def test_catalogue_entry_claims_rkhs_sensitivity_and_samples(name):
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(n, dim))
     data = x if "kde" in name else (x, np.where(rng.uniform(size=n) < 0.5, 1.0, -1.0))
-    release = mech.sample(data, jax.random.key(1), 2)
-    assert release.shape == (2, p["grid_size"] ** dim)
-    assert np.all(np.isfinite(np.asarray(mech.release_log_prob(data, release))))
+    law = mech.release_distribution(data)  # sampling is exercised by the noise-law tests
+    assert law.event_shape == (p["grid_size"] ** dim,)
+    np.testing.assert_allclose(law.mean, mech.summary(data), rtol=1e-12)
+    assert np.isfinite(float(law.log_prob(law.mean)))
 
 
 # ------------------------------------------------------------------- Gaussian KDE
@@ -284,6 +285,14 @@ def kde_mechanisms():
             dpaudit.build("hrw-gaussian-kde", n=n, bandwidth=0.1, grid_size=10),
             lambda d, p: gaussian_kde_rkhs_distance(d, p, 0.1, 1),
         ),
+        "gaussian-2d": (
+            dpaudit.build("hrw-gaussian-kde", n=n, bandwidth=0.15, dim=2, grid_size=4),
+            lambda d, p: gaussian_kde_rkhs_distance(d, p, 0.15, 2),
+        ),
+        "diagonal-H-2d": (
+            dpaudit.build("hrw-gaussian-kde-anisotropic", n=n, bandwidth=(0.1, 0.2), grid_size=4),
+            lambda d, p: gaussian_kde_rkhs_distance(d, p, (0.1, 0.2), 2),
+        ),
         "full-H-2d": (
             dpaudit.build("hrw-gaussian-kde-anisotropic", n=n, grid_size=4),
             lambda d, p: gaussian_kde_rkhs_distance(d, p, FULL_H, 2),
@@ -299,11 +308,18 @@ def kde_mechanisms():
     }
 
 
-@settings(max_examples=15)
-@given(st.sampled_from(["gaussian-1d", "full-H-2d", "sobolev-1d", "sobolev-2d"]), st.data())
+@settings(max_examples=20)
+@given(
+    st.sampled_from(
+        ["gaussian-1d", "gaussian-2d", "diagonal-H-2d", "full-H-2d", "sobolev-1d", "sobolev-2d"]
+    ),
+    st.data(),
+)
 def test_grid_norm_at_most_rkhs_norm_at_most_bound(kde_mechanisms, which, data_strategy):
     """Cameron–Martin norm of grid values in the grid KL basis <= RKHS norm <= claimed bound."""
     mech, exact = kde_mechanisms[which]
+    if which == "diagonal-H-2d":  # sqrt(2) / (n (2 pi) h_1 h_2)
+        assert mech.claim.sensitivity == pytest.approx(math.sqrt(2) / (8 * 2 * math.pi * 0.02))
     dim = mech.params["dim"]
     data, prime = data_strategy.draw(neighbours(dim, min_size=8, max_size=8))
     grid_norm = float(mech.distance(data, prime))
