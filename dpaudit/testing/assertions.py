@@ -11,10 +11,10 @@ from the ``seed`` of the search.
   pairs, on hypothesis-drawn pairs, and on the worst pair a
   :func:`~dpaudit.testing.search.worst_neighbours` search finds.
 * :func:`assert_compatible` — the summary differences lie in the span of the
-  noise and their Cameron–Martin (Gaussian noise) or 1,C (ICLP noise) norm
-  has converged over the retained components (MRS Def. 3.1 and Thm 3.1; LR
-  Thm 2 and Thm 3): otherwise the claimed sensitivity grows without bound
-  as the basis is refined.
+  noise and their Cameron–Martin (Gaussian noise) or 1,C (ICLP noise, pure
+  claims) series converge, judged by :mod:`dpaudit.compatibility` (MRS Def.
+  3.1 and Thm 3.1; LR Thm 3/7): otherwise no noise scale gives the claimed
+  DP once the basis is refined.
 * :func:`assert_dp` — delegates to the audit engine ``dpaudit.audit`` and
   fails on a violated verdict.
 
@@ -45,8 +45,7 @@ import numpy as np
 
 from dpaudit.adjacency import adjacency_of, n_records
 from dpaudit.mechanism import Claim, Mechanism
-from dpaudit.noise.processes import GaussianProcessNoise, GridNoise, ICLPNoise, KarhunenLoeveNoise
-from dpaudit.spaces.norms import cameron_martin_terms, one_c_terms
+from dpaudit.noise.processes import GridNoise, ICLPNoise, KarhunenLoeveNoise
 from dpaudit.testing.search import (
     RecordSpace,
     SearchBudget,
@@ -87,12 +86,17 @@ class SensitivityViolation(AssertionError):
 
 
 class CompatibilityViolation(AssertionError):
-    """A summary difference outside the span of the noise or with a diverging norm."""
+    """A summary difference outside the span of the noise or with a diverging norm.
 
-    def __init__(self, message: str, *, data, data_prime, reason: str, share: float):
+    Attributes:
+        data, data_prime: the pair.
+        result: the :class:`~dpaudit.compatibility.Compatibility` (None for a
+            difference outside the span of a grid noise).
+    """
+
+    def __init__(self, message: str, *, data, data_prime, result):
         super().__init__(message)
-        self.data, self.data_prime = data, data_prime
-        self.reason, self.share = reason, float(share)
+        self.data, self.data_prime, self.result = data, data_prime, result
 
 
 class DPViolation(AssertionError):
@@ -140,11 +144,18 @@ def _is_strategy(value) -> bool:
     return isinstance(value, SearchStrategy)
 
 
-def _run_hypothesis(strategy, check) -> None:
-    """Run ``check(pair)`` on pairs drawn by hypothesis under the loaded settings profile."""
-    from hypothesis import given
+def _run_hypothesis(strategy, check, hypothesis_settings=None) -> None:
+    """Run ``check(pair)`` on pairs drawn by hypothesis (loaded profile, or the settings given)."""
+    from hypothesis import Phase, given, settings
 
-    given(strategy)(check)()
+    if hypothesis_settings is None:
+        # the loaded profile, without the explain phase: re-running variations of a failing
+        # example to annotate it costs far more than the search for it
+        current = settings()
+        hypothesis_settings = settings(
+            current, phases=[p for p in current.phases if p is not Phase.explain]
+        )
+    hypothesis_settings(given(strategy)(check))()
 
 
 # ------------------------------------------------------------ sensitivity bound
@@ -164,6 +175,7 @@ def assert_sensitivity_bound(
     check_adjacency: bool = True,
     budget: SearchBudget | None = None,
     seed: int = 0,
+    hypothesis_settings=None,
     **search_options,
 ) -> WorstCase | None:
     r"""Assert ``||f_D - f_D'|| <= bound (1 + rtol) + atol`` for neighbouring datasets.
@@ -187,6 +199,8 @@ def assert_sensitivity_bound(
         adjacency: the relation (the claim's, or replace-one).
         rtol, atol: numerical tolerance on the bound.
         check_adjacency: verify that every given pair is adjacent.
+        hypothesis_settings: a ``hypothesis.settings`` for the drawn pairs
+            (default: the loaded profile).
 
     Returns:
         The :class:`~dpaudit.testing.search.WorstCase` of the search, or None
@@ -228,7 +242,7 @@ def assert_sensitivity_bound(
 
     if datasets is not None:
         if _is_strategy(datasets):
-            _run_hypothesis(datasets, check)
+            _run_hypothesis(datasets, check, hypothesis_settings)
         elif isinstance(datasets, Iterable):
             for pair in datasets:
                 check(pair)
@@ -276,58 +290,75 @@ def _noise_parts(noise):
     )
 
 
+def _release_laws(target, noise, data, data_prime):
+    """The two release laws of a pair: from the mechanism, or ``noise`` centred at the summaries."""
+    if noise is None:
+        return target.release_distribution(data), target.release_distribution(data_prime)
+    f, f_prime = (jnp.asarray(target(d), dtype=jnp.float64) for d in (data, data_prime))
+    if isinstance(noise, GridNoise):
+        laws = [GridNoise(noise.coefficient_noise, noise.basis, loc=c) for c in (f, f_prime)]
+        return tuple(laws)
+    return noise.with_loc(f), noise.with_loc(f_prime)
+
+
 def assert_compatible(
     target,
     noise=None,
     *,
     datasets,
     adjacency=None,
-    tail_fraction: float = 0.25,
-    max_tail_share: float = 0.05,
-    support_rtol: float = 1e-6,
+    pure: bool | None = None,
+    allow_undetermined: bool = False,
     check_adjacency: bool = True,
-) -> float:
-    r"""Assert that summary differences are compatible with the noise (their norm converges).
+    hypothesis_settings=None,
+    **compatibility_options,
+) -> list:
+    r"""Assert that summary differences are compatible with the noise, as ``K`` grows.
 
-    For Gaussian-process noise with covariance ``C`` a release is DP only if
-    ``f_D - f_D'`` lies in the Cameron–Martin space ``H_C`` (MRS Def. 3.1 and
-    Thm 3.1: otherwise the releases are mutually singular); for ICLP noise it
-    must lie in ``H_{1,C}`` (LR Thm 3). On a truncated basis this is checked
-    in two ways, for each pair ``(D, D')``:
+    For Gaussian-process noise with covariance ``C`` a release can be DP only
+    if ``f_D - f_D'`` lies in the Cameron–Martin space ``H_C`` (MRS Def. 3.1
+    and Thm 3.1: otherwise the releases are mutually singular); pure
+    epsilon-DP with ICLP noise needs ``H_{1,C}`` (LR Thm 3/7). For each pair
+    this checks, with :mod:`dpaudit.compatibility` (dyadic block sums of the
+    terms ``h_j^2 / lambda_j`` and ``|h_j| / sqrt(lambda_j)``):
 
-    * the difference has no part outside ``span(phi_1..phi_K)`` (grid noise;
-      relative size ``<= support_rtol``) — such a part makes the grid
-      releases singular;
-    * the last ``tail_fraction`` of the components carry at most
-      ``max_tail_share`` of ``||h||_C^2 = sum_j h_j^2/lambda_j`` (Gaussian) or
-      of ``||h||_{1,C} = sum_j |h_j|/sqrt(lambda_j)`` (ICLP): the partial
-      norms have levelled off. An incompatible summary (e.g. the raw mean of
-      rough curves under a smooth kernel) keeps growing as ``K`` grows.
+    * a grid difference has no part outside the span of the retained
+      eigenfunctions (else the grid releases are singular already);
+    * the Cameron–Martin series converges (Gaussian noise), and also the 1,C
+      series for a pure claim with ICLP noise.
 
     Args:
         target: a :class:`~dpaudit.Mechanism` (the noise is read from its
-            release distribution) or a summary function (give ``noise``).
-        noise: a :class:`~dpaudit.noise.GridNoise` (summary = grid values) or
-            a :class:`~dpaudit.noise.GaussianProcessNoise` /
-            :class:`~dpaudit.noise.ICLPNoise` (summary = coefficients).
+            release distribution) or a summary function (then give ``noise``).
+        noise: a :class:`~dpaudit.noise.GridNoise` (the summary gives grid
+            values) or a :class:`~dpaudit.noise.GaussianProcessNoise` /
+            :class:`~dpaudit.noise.ICLPNoise` (the summary gives coefficients).
         datasets: an iterable of pairs ``(D, D')`` or a hypothesis strategy of pairs.
-        tail_fraction, max_tail_share, support_rtol: the criteria above.
+        pure: judge for a pure-epsilon claim (default: the mechanism's claim;
+            for a bare summary, pure exactly for ICLP noise).
+        allow_undetermined: pass when too few components are reliable to
+            judge (fewer than ``2^min_blocks``); by default that fails.
+        hypothesis_settings: a ``hypothesis.settings`` for drawn pairs.
+        compatibility_options: passed to :func:`dpaudit.compatibility.compatibility`.
 
     Returns:
-        The largest tail share seen.
+        The :class:`~dpaudit.compatibility.Compatibility` of every pair checked.
 
     Raises:
-        CompatibilityViolation: naming the pair and what failed.
+        CompatibilityViolation: naming the pair, the classification and the reason.
+        TypeError: when the release is not shifted Karhunen–Loève noise.
     """
-    if not 0 < tail_fraction < 1:
-        raise ValueError(f"tail_fraction must lie in (0, 1), got {tail_fraction!r}.")
-    if not 0 < max_tail_share < 1:
-        raise ValueError(f"max_tail_share must lie in (0, 1), got {max_tail_share!r}.")
+    from dpaudit.compatibility import compatibility
+    from dpaudit.loss import noise_shift
+
     if isinstance(target, Mechanism):
-        summary, name = target.summary, target.name
         relation = adjacency_of(adjacency if adjacency is not None else target.claim)
-        if summary is None:
-            raise ValueError(f"mechanism {target.name!r} declares no summary.")
+        claim_pure = target.claim.pure if pure is None else bool(pure)
+        name = target.name
+        if noise is not None:
+            if target.summary is None:
+                raise ValueError(f"mechanism {target.name!r} declares no summary.")
+            target = target.summary
     else:
         if not callable(target):
             raise TypeError(
@@ -335,72 +366,51 @@ def assert_compatible(
             )
         if noise is None:
             raise ValueError("give the noise of the release (GridNoise, GaussianProcessNoise ...).")
-        summary, name = target, getattr(target, "__name__", "summary")
         relation = adjacency_of(adjacency if adjacency is not None else "replace-one")
-    worst_share = 0.0
+        claim_pure = isinstance(_noise_parts(noise)[0], ICLPNoise) if pure is None else bool(pure)
+        name = getattr(target, "__name__", "summary")
+    if noise is not None:
+        _noise_parts(noise)  # type check before anything runs
+    results = []
 
     def check(pair) -> None:
-        nonlocal worst_share
         data, data_prime = pair
         if check_adjacency:
             relation.check(data, data_prime)
-        release_noise = noise if noise is not None else target.release_distribution(data)
-        coefficient_noise, basis = _noise_parts(release_noise)
-        h = jnp.asarray(summary(data), dtype=jnp.float64) - jnp.asarray(
-            summary(data_prime), dtype=jnp.float64
-        )
-        gaussian = isinstance(coefficient_noise, GaussianProcessNoise)
-        if not gaussian and not isinstance(coefficient_noise, ICLPNoise):
+        law, law_prime = _release_laws(target, noise, data, data_prime)
+        shift = noise_shift(law, law_prime)
+        if shift is None or shift.source == "independent":
             raise TypeError(
-                f"unknown Karhunen–Loève noise {type(coefficient_noise).__name__}; expected "
-                "GaussianProcessNoise or ICLPNoise."
+                f"{name}: assert_compatible needs releases that are the same Gaussian-process or "
+                "ICLP noise shifted by the summary (GridNoise, GaussianProcessNoise, ICLPNoise)."
             )
-        space = "H_C (Cameron–Martin)" if gaussian else "H_{1,C}"
         pair_text = _pair_text(data, data_prime, relation.name)
-        if basis is not None:
-            weights = basis.grid.weights
-            coefficients = basis.project(h)
-            residual = h - basis.reconstruct(coefficients)
-            size = float(jnp.sqrt(jnp.sum(weights * h * h)))
-            outside = float(jnp.sqrt(jnp.sum(weights * residual * residual)))
-            if outside > support_rtol * size:
-                raise CompatibilityViolation(
-                    f"{name} is not compatible with its noise: f_D - f_D' has a part of relative "
-                    f"L2 size {outside / size:.3g} outside the span of the {basis.n_components} "
-                    "noise eigenfunctions, so the two releases are mutually singular:\n"
-                    + pair_text,
-                    data=data,
-                    data_prime=data_prime,
-                    reason="outside-span",
-                    share=outside / size,
-                )
-        else:
-            coefficients = h
-        terms = (cameron_martin_terms if gaussian else one_c_terms)(
-            coefficients, coefficient_noise.eigenvalues
-        )
-        terms = np.asarray(terms)
-        total = float(terms.sum())
-        if total == 0.0:
-            return
-        k = terms.shape[-1]
-        tail = max(1, math.ceil(tail_fraction * k))
-        share = float(terms[k - tail :].sum()) / total
-        worst_share = max(worst_share, share)
-        if share > max_tail_share:
+        if shift.singular:
             raise CompatibilityViolation(
-                f"{name} does not look compatible with its noise: the last {tail} of {k} "
-                f"components carry {share:.1%} of the {space} norm of f_D - f_D' (at most "
-                f"{max_tail_share:.1%} allowed), so the norm is still growing with the number "
-                "of components and the sensitivity would diverge on a finer basis:\n" + pair_text,
+                f"{name} is not compatible with its noise: f_D - f_D' has a part of L2 size "
+                f"{shift.residual_norm:.3g} outside the span of the noise eigenfunctions, so the "
+                "two releases are mutually singular:\n" + pair_text,
                 data=data,
                 data_prime=data_prime,
-                reason="tail",
-                share=share,
+                result=None,
+            )
+        result = compatibility(shift.shift, shift.eigenvalues, **compatibility_options)
+        results.append(result)
+        allowed = result.allows(claim_pure, shift.family)
+        if allowed is None and allow_undetermined:
+            return
+        if allowed is not True:
+            kind = "pure epsilon-DP" if claim_pure else "(epsilon, delta)-DP"
+            raise CompatibilityViolation(
+                f"{name} is {result.classification} with its {shift.family} noise for {kind}: "
+                f"{result.reason}\n" + pair_text,
+                data=data,
+                data_prime=data_prime,
+                result=result,
             )
 
     if _is_strategy(datasets):
-        _run_hypothesis(datasets, check)
+        _run_hypothesis(datasets, check, hypothesis_settings)
     elif isinstance(datasets, Iterable):
         for pair in datasets:
             check(pair)
@@ -409,7 +419,7 @@ def assert_compatible(
             "datasets must be an iterable of (D, D') pairs or a hypothesis strategy of pairs, "
             f"got {type(datasets).__name__}."
         )
-    return worst_share
+    return results
 
 
 # --------------------------------------------------------------------------- DP

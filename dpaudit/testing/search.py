@@ -308,15 +308,18 @@ class Box(RecordSpace):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Labels(RecordSpace):
-    """Scalar records from a finite set of labels (e.g. ``(-1.0, 1.0)`` or ``(0, 1)``).
+    """Records from a finite set of labels (``(-1.0, 1.0)``, ``(0, 1)``, categories ``0..k-1``).
 
-    Gradients never move labels; derivative-free search and restarts choose them.
+    Scalar records by default; with ``dim`` a record is a vector of ``dim``
+    labels (e.g. the 0/1 answers of one record to ``dim`` counting queries).
+    Gradients never move labels; restarts and derivative-free search choose them.
 
     Raises:
-        ValueError: for fewer than one label or non-finite labels.
+        ValueError: for no labels, non-finite labels, or a bad dim.
     """
 
     values: tuple = (-1.0, 1.0)
+    dim: int | None = None
     differentiable = False
 
     def __post_init__(self):
@@ -326,6 +329,14 @@ class Labels(RecordSpace):
                 f"Labels needs a non-empty list of finite labels, got {self.values!r}."
             )
         object.__setattr__(self, "values", tuple(values.tolist()))
+        if self.dim is not None and (
+            isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer) or self.dim < 1
+        ):
+            raise ValueError(f"Labels dim must be a positive integer or None, got {self.dim!r}.")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return () if self.dim is None else (int(self.dim),)
 
     @property
     def array(self) -> np.ndarray:
@@ -333,7 +344,7 @@ class Labels(RecordSpace):
 
     @property
     def unit_dim(self) -> int:
-        return 1
+        return 1 if self.dim is None else int(self.dim)
 
     def project(self, record):
         xp = _xp(record)
@@ -342,18 +353,21 @@ class Labels(RecordSpace):
         return xp.asarray(self.array)[nearest]
 
     def sample(self, rng: np.random.Generator, batch_shape=()):
-        return rng.choice(np.asarray(self.values), size=tuple(batch_shape))
+        return rng.choice(self.array, size=(*tuple(batch_shape), *self.shape))
 
     def from_unit(self, u):
+        u = np.asarray(u, dtype=float)
+        if self.dim is None:
+            u = u[..., 0]
         k = len(self.values)
-        idx = np.clip(np.floor(np.asarray(u)[..., 0] * k).astype(int), 0, k - 1)
-        return np.asarray(self.values)[idx]
+        return self.array[np.clip(np.floor(u * k).astype(int), 0, k - 1)]
 
     def contains(self, record, *, rtol: float = 1e-9) -> bool:
-        return bool(np.all(np.isin(np.asarray(record), np.asarray(self.values))))
+        return bool(np.all(np.isin(np.asarray(record), self.array)))
 
     def describe(self) -> str:
-        return f"labels in {set(self.values)}"
+        where = "" if self.dim is None else f" (vectors of {self.dim})"
+        return f"labels in {set(self.values)}{where}"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -670,6 +684,16 @@ class _Problem:
         """Random (base, old, new, index) for ``batch`` restarts (numpy)."""
         if self.fixed_base is None:
             base = self.space.sample(rng, (batch, self.base_size))
+            # every other restart starts from a dataset of identical records: extreme
+            # summaries (a mean far from 0, all mass at one point) reach thresholds and
+            # saturations that i.i.d. records average away
+            same = np.arange(batch) % 2 == 1
+            base = jax.tree_util.tree_map(
+                lambda leaf: np.where(
+                    same.reshape((batch,) + (1,) * (leaf.ndim - 1)), leaf[:, :1], leaf
+                ),
+                base,
+            )
         else:
             base = jax.tree_util.tree_map(
                 lambda leaf: np.broadcast_to(leaf, (batch, *np.shape(leaf))), self.fixed_base

@@ -109,11 +109,11 @@ def _cosine_features(grid: Grid, n_modes: int) -> np.ndarray:
 def _scaled_to_ball(values: np.ndarray, fraction: float, radius: float, weights) -> np.ndarray:
     """``values`` rescaled to norm ``fraction * radius`` (zero stays zero), never above radius."""
     norm = math.sqrt(float(np.sum(weights * values * values)))
-    if norm == 0.0 or fraction == 0.0:
+    if not norm > 0.0 or fraction == 0.0:
         return np.zeros_like(values)
-    x = values * (fraction * radius / norm)
+    x = (values / norm) * (fraction * radius)
     norm = math.sqrt(float(np.sum(weights * x * x)))
-    return x * min(1.0, radius / norm)
+    return x * min(1.0, radius / norm) if norm > 0.0 else np.zeros_like(values)
 
 
 def curve_records(
@@ -182,7 +182,11 @@ def records(space: RecordSpace) -> st.SearchStrategy:
             return elements.map(np.float64)
         return arrays(np.float64, space.shape, elements=elements)
     if isinstance(space, Labels):
-        return st.sampled_from([np.asarray(v) for v in space.values])
+        if space.dim is None:
+            return st.sampled_from([np.asarray(v) for v in space.values])
+        return st.lists(st.sampled_from(space.values), min_size=space.dim, max_size=space.dim).map(
+            np.asarray
+        )
     if isinstance(space, Product):
         return st.tuples(*(records(s) for s in space.spaces))
     if isinstance(space, RecordSpace):
