@@ -19,8 +19,11 @@ def _chi2_pvalue(samples, probs, support=None):
     counts = np.array([(samples == v).sum() for v in support], dtype=float)
     expected = np.asarray(probs, dtype=float) * len(samples)
     keep = expected >= 5
-    obs = np.append(counts[keep], len(samples) - counts[keep].sum())
-    exp = np.append(expected[keep], len(samples) - expected[keep].sum())
+    obs, exp = counts[keep], expected[keep]
+    rest = len(samples) - exp.sum()
+    if rest > 1e-9 * len(samples):  # pool the sparse cells
+        obs, exp = np.append(obs, len(samples) - obs.sum()), np.append(exp, rest)
+    exp = exp * obs.sum() / exp.sum()
     return scipy.stats.chisquare(obs, exp).pvalue
 
 
