@@ -115,7 +115,7 @@ def test_hosmer_lemeshow_half_open_groups_and_large_epsilon_limit():
     m = rng.uniform(size=400)
     y = (rng.uniform(size=400) < m).astype(float)
     m[:5] = 0.5  # values on a cut point count once
-    h, sums = hosmer_lemeshow(m, y, np.linspace(0, 1, 11))
+    _, sums = hosmer_lemeshow(m, y, np.linspace(0, 1, 11))
     assert sums[2].sum() + sums[3].sum() == 400
     h_private, _, cuts = private_hosmer_lemeshow(
         m, y, epsilon=1e7, key=jax.random.key(0), expected_floor=1e-9

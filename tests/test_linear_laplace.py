@@ -1,5 +1,6 @@
 """Linear-Laplace releases: LP sensitivity (trap 25), the tree DP, and exact densities."""
 
+import itertools
 import math
 
 import jax
@@ -108,7 +109,7 @@ def test_ancestor_density_depth_one_matches_scipy_quadrature():
         f = lambda w, u=u: law.pdf(w) * law.pdf(u[0] - w) * law.pdf(u[1] - w)  # noqa: E731
         total = sum(
             scipy.integrate.quad(f, lo, hi, epsabs=0, epsrel=1e-13, limit=200)[0]
-            for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+            for lo, hi in itertools.pairwise(edges)
         )
         assert float(d.log_prob(jnp.array(u))) == pytest.approx(math.log(total), abs=1e-9)
 
