@@ -27,7 +27,7 @@ def test_public_names():
         "bases", "grids", "kernels", "norms"
     }  # fmt: skip
     assert NOISE == {n for n in dir(noise) if not n.startswith("_")} - {
-        "calibration", "processes", "radon_nikodym"
+        "calibration", "linear_laplace", "processes", "radon_nikodym"
     }  # fmt: skip
 
 
