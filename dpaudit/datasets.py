@@ -16,6 +16,9 @@ audit looks where a flaw would show:
   both its point and its label.
 * ``scores`` — ``n`` scores in ``[0, 1]`` with 0/1 labels; record 0 moves from
   score 0 (label 0) to score 1 (label 1).
+* ``bits`` — 0/1 records (``(n,)``, or ``(n, width)`` answers to ``width``
+  yes/no queries); record 0 flips from all zeros to all ones.
+* ``categories`` — labels in ``0 .. n_bins-1``; record 0 moves from bin 0 to bin 1.
 * ``example`` — the pair the mechanism's own module documents
   (``example_pair(name, seed=...)`` in the module or its package), e.g. the
   pair on which a faulty mechanism's flaw is visible.
@@ -115,15 +118,50 @@ def labelled(mechanism, *, seed=0, n=None, dim=None):
     return (x, y), (x_prime, y_prime)
 
 
-def scores(mechanism, *, seed=0, n=None):
-    """Scores in [0, 1] with 0/1 labels; record 0 moves from (0, 0) to (1, 1)."""
+def scores(mechanism, *, seed=0, n=None, labels=True):
+    """Scores in [0, 1] with 0/1 labels; record 0 moves from (0, 0) to (1, 1).
+
+    With ``labels = False`` the records are the scores alone (an ECDF's input).
+    """
     n = _positive_int("n", _param(mechanism, n, "n"))
     rng = np.random.default_rng(seed)
-    labels = (rng.uniform(size=n) < 0.5).astype(float)
-    s = np.clip(rng.beta(2.0 + 2.0 * labels, 4.0 - 2.0 * labels), 0.0, 1.0)
-    s_prime, labels_prime = s.copy(), labels.copy()
-    s[0], labels[0], s_prime[0], labels_prime[0] = 0.0, 0.0, 1.0, 1.0
-    return (s, labels), (s_prime, labels_prime)
+    y = (rng.uniform(size=n) < 0.5).astype(float)
+    s = np.clip(rng.beta(2.0 + 2.0 * y, 4.0 - 2.0 * y), 0.0, 1.0)
+    s_prime, y_prime = s.copy(), y.copy()
+    s[0], y[0], s_prime[0], y_prime[0] = 0.0, 0.0, 1.0, 1.0
+    if not labels:
+        return s, s_prime
+    return (s, y), (s_prime, y_prime)
+
+
+def bits(mechanism, *, seed=0, n=None, width=None):
+    """0/1 records, ``(n,)`` or ``(n, width)``; record 0 is all zeros in D and all ones in D'.
+
+    ``width`` defaults to the number of the mechanism's ``thresholds`` (sparse
+    vector: one yes/no answer per query) when it has them.
+    """
+    n = _positive_int("n", _param(mechanism, n, "n"))
+    if width is None and "thresholds" in mechanism.params:
+        width = len(mechanism.params["thresholds"])
+    rng = np.random.default_rng(seed)
+    shape = (n,) if width is None else (n, _positive_int("width", width))
+    d = (rng.uniform(size=shape) < 0.5).astype(float)
+    d_prime = d.copy()
+    d[0], d_prime[0] = 0.0, 1.0
+    return d, d_prime
+
+
+def categories(mechanism, *, seed=0, n=None, n_bins=None):
+    """Category labels in ``0 .. n_bins-1``; record 0 moves from bin 0 to bin 1."""
+    n = _positive_int("n", _param(mechanism, n, "n"))
+    k = _positive_int("n_bins", _param(mechanism, n_bins, "n_bins"))
+    if k < 2:
+        raise ValueError(f"n_bins must be at least 2, got {k}.")
+    rng = np.random.default_rng(seed)
+    d = rng.integers(0, k, size=n).astype(float)
+    d_prime = d.copy()
+    d[0], d_prime[0] = 0.0, 1.0
+    return d, d_prime
 
 
 def example(mechanism, *, seed=0, **params):
@@ -152,6 +190,8 @@ _GENERATORS: dict[str, Callable] = {
     "points": points,
     "labelled": labelled,
     "scores": scores,
+    "bits": bits,
+    "categories": categories,
     "example": example,
 }
 

@@ -131,10 +131,10 @@ def test_find_specs(folder):
 
 class _Stub:
     name = "stub"
-    params = {"n": 7, "tau": 2.0, "grid_size": 30}
+    params = {"n": 7, "tau": 2.0, "grid_size": 30, "n_bins": 3, "thresholds": (1.0, 2.0)}
 
 
-@pytest.mark.parametrize("name", ["curves", "points", "labelled", "scores"])
+@pytest.mark.parametrize("name", ["curves", "points", "labelled", "scores", "bits", "categories"])
 def test_generators_give_neighbours_at_the_bound(name):
     d, d_prime = generate(name, _Stub(), seed=3)
     dpaudit.check_adjacent(d, d_prime)
