@@ -189,8 +189,8 @@ def assert_sensitivity_bound(
     2. ``record_space`` (and ``n``): a worst-case search
        (:func:`~dpaudit.testing.search.worst_neighbours`, with ``budget``,
        ``seed`` and ``search_options``). A mechanism's own record space
-       (:func:`~dpaudit.testing.search.record_space_of`) is used when it
-       declares one.
+       (:func:`~dpaudit.testing.search.record_space_of`) and ``params["n"]``
+       are used when it declares them.
 
     Args:
         target: a :class:`~dpaudit.Mechanism` or a summary function.
@@ -253,6 +253,8 @@ def assert_sensitivity_bound(
             )
     if record_space is None:
         return None
+    if n is None and isinstance(target, Mechanism):
+        n = target.params.get("n")
     worst = worst_neighbours(
         spec,
         record_space=record_space,
@@ -444,7 +446,7 @@ def _audit_function():
     return audit if callable(audit) else None
 
 
-def _is_violation(result: Any) -> bool:
+def _is_violation(result: Any, failing=VIOLATED_VERDICTS) -> bool:
     for flag, meaning in (("violated", True), ("passed", False), ("ok", False)):
         value = getattr(result, flag, None)
         if isinstance(value, bool | np.bool_):
@@ -456,7 +458,7 @@ def _is_violation(result: Any) -> bool:
         if value is not None:
             words.add(str(value))
     words = {w.strip().lower() for w in words}
-    return any(w in VIOLATED_VERDICTS or w.split(".")[-1] in VIOLATED_VERDICTS for w in words)
+    return any(w in failing or w.split(".")[-1] in failing for w in words)
 
 
 def assert_dp(
@@ -468,6 +470,8 @@ def assert_dp(
     record_space: RecordSpace | None = None,
     n: int | None = None,
     seed: int = 0,
+    allow_incompatible: bool = False,
+    strict: bool = False,
     **audit_options,
 ):
     """Assert that the audit engine does not find ``mechanism`` in violation of its claim.
@@ -483,6 +487,10 @@ def assert_dp(
         claim: a claim to audit instead of the mechanism's own.
         record_space, n: where to search the pair when none is given.
         seed: seeds the audit (and the search).
+        allow_incompatible: accept the verdict ``"incompatible"`` (no violation
+            at this truncation, but the claimed DP is impossible as the basis
+            is refined); by default it fails.
+        strict: also fail on ``"inconclusive"``.
 
     Returns:
         The audit result.
@@ -512,9 +520,11 @@ def assert_dp(
     relation = adjacency_of(mechanism.claim)
     relation.check(data, data_prime)
     result = audit(mechanism, data, data_prime, seed=seed, **audit_options)
-    if _is_violation(result):
+    failing = VIOLATED_VERDICTS + (() if allow_incompatible else ("incompatible",))
+    failing = failing + (("inconclusive",) if strict else ())
+    if _is_violation(result, failing):
         raise DPViolation(
-            f"{mechanism.name} violates its claim (epsilon = {mechanism.claim.epsilon:g}, "
+            f"{mechanism.name} fails its claim (epsilon = {mechanism.claim.epsilon:g}, "
             f"delta = {mechanism.claim.delta:g}, {relation.name}): audit verdict "
             f"{getattr(result, 'verdict', result)!r} on the pair\n"
             + _pair_text(data, data_prime, relation.name)

@@ -845,7 +845,8 @@ def worst_neighbours(
         bound: the claimed sensitivity (the mechanism's claim by default).
         record_space: the admissible records (the mechanism's
             :func:`record_space_of` by default).
-        n: the number of records of ``D`` (required without ``data``).
+        n: the number of records of ``D`` (without ``data``: required, or the
+            mechanism's ``params["n"]``).
         data: a fixed dataset ``B`` to search around.
         adjacency: ``"replace-one"`` / ``"add-remove"`` (the claim's by default).
         method, vary: as above.
@@ -879,6 +880,8 @@ def worst_neighbours(
         raise ValueError(f"vary must be 'pair' or 'dataset', got {vary!r}.")
     budget = SearchBudget() if budget is None else budget
     replace = spec.adjacency.name == "replace-one"
+    if n is None and data is None and isinstance(target, Mechanism):
+        n = target.params.get("n")
     base = None
     if data is not None:
         if not record_space.contains(jax.tree_util.tree_map(np.asarray, data), rtol=1e-9):
