@@ -80,13 +80,14 @@ from dpaudit.loss import (
     ROUTES,
     NoiseShift,
     _check_has_density,
-    _closed_form_terms,
-    _site_log_prob,
+    closed_form_draws,
+    closed_form_losses,
     combine_log_probs,
+    density_losses,
     evaluate_release,
     model_log_prob,
     noise_shift,
-    pytree_safe,
+    traced_or_closed,
 )
 from dpaudit.mechanism import Claim, Mechanism, check_adjacent
 from dpaudit.pld import (
@@ -111,7 +112,7 @@ DIRECTIONS = ("D->D'", "D'->D")
 
 _ELEMENTS_PER_CHUNK = 1 << 22  # release coordinates per chunk (32 MiB of float64)
 _MAX_CHUNK = 1 << 16
-_PILOT = 4096
+_PILOT = 2048
 _GRID_POINTS = 65
 
 
@@ -345,21 +346,13 @@ def _arviz():
 
 @partial(jax.jit, static_argnames=("n", "family"))
 def _closed_form_step(state, key, h, eigenvalues, sigma, singular, epsilons, n_valid, *, n, family):
-    shape = (n, h.shape[0])
-    if family == "gaussian":
-        z = jax.random.normal(key, shape) * (sigma * jnp.sqrt(eigenvalues))
-    else:
-        z = jax.random.laplace(key, shape) * (sigma * jnp.sqrt(eigenvalues / 2.0))
-    loss = jnp.sum(_closed_form_terms(family, h, z, eigenvalues, sigma), axis=-1)
-    loss = jnp.where(singular, jnp.inf, loss)
-    return _fold(state, loss, z, epsilons, n_valid)
+    loss = closed_form_losses(key, h, eigenvalues, sigma, singular, n, family)
+    return _fold(state, loss, epsilons, n_valid)
 
 
 @partial(jax.jit, static_argnames=("n",))
 def _density_step(state, key, dist_p, dist_q, epsilons, n_valid, *, n):
-    x = dist_p.sample(key, (n,))
-    loss = combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x))
-    return _fold(state, loss, x, epsilons, n_valid)
+    return _fold(state, density_losses(key, dist_p, dist_q, n), epsilons, n_valid)
 
 
 def _density_step_closure(dist_p, dist_q, n):
@@ -367,24 +360,27 @@ def _density_step_closure(dist_p, dist_q, n):
 
     @jax.jit
     def step(state, key, epsilons, n_valid):
-        x = dist_p.sample(key, (n,))
-        loss = combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x))
-        return _fold(state, loss, x, epsilons, n_valid)
+        return _fold(state, density_losses(key, dist_p, dist_q, n), epsilons, n_valid)
 
     return step
 
 
 @jax.jit
-def _fold_jit(state, loss, draws, epsilons, n_valid):
-    return _fold(state, loss, draws, epsilons, n_valid)
+def _fold_jit(state, loss, epsilons, n_valid):
+    return _fold(state, loss, epsilons, n_valid)
 
 
-def _fold(state, loss, draws, epsilons, n_valid):
+def _fold(state, loss, epsilons, n_valid):
+    """Fold a chunk into the state; return it, the losses, and the chunk's largest loss and index.
+
+    The draws are not returned (so the hot loop never writes them to memory); the
+    winning chunk is regenerated from its key at the end.
+    """
     mask = jnp.arange(loss.shape[0]) < n_valid
     state = update_hockey_stick(state, loss, epsilons, mask)
     masked = jnp.where(mask & ~jnp.isnan(loss), loss, -jnp.inf)
     best = jnp.argmax(masked)
-    return state, loss, masked[best], draws[best]
+    return state, loss, masked[best], best
 
 
 # ------------------------------------------------------------------- helpers
@@ -427,8 +423,12 @@ class _Runner:
     def __init__(self, mechanism, data_p, data_q, dist_p, dist_q, shift, route):
         self.mechanism, self.data_p, self.data_q = mechanism, data_p, data_q
         self.dist_p, self.dist_q, self.shift, self.route = dist_p, dist_q, shift, route
-        self.pytree = pytree_safe(dist_p) and pytree_safe(dist_q)
         self._closure = None
+
+    def _closed_step(self, n):
+        if self._closure is None or self._closure[0] != n:
+            self._closure = (n, _density_step_closure(self.dist_p, self.dist_q, n))
+        return self._closure[1]
 
     def step(self, state, key, epsilons, n_valid, n):
         if self.route == "closed-form":
@@ -446,23 +446,27 @@ class _Runner:
                 family=s.family,
             )
         if self.route == "density":
-            if self.pytree:
-                return _density_step(state, key, self.dist_p, self.dist_q, epsilons, n_valid, n=n)
-            if self._closure is None or self._closure[0] != n:
-                self._closure = (n, _density_step_closure(self.dist_p, self.dist_q, n))
-            return self._closure[1](state, key, epsilons, n_valid)
+            return traced_or_closed(
+                (self.dist_p, self.dist_q),
+                lambda: _density_step(state, key, self.dist_p, self.dist_q, epsilons, n_valid, n=n),
+                lambda: self._closed_step(n)(state, key, epsilons, n_valid),
+            )
         x = self.dist_p.sample(key, (n,))
         loss = combine_log_probs(
             model_log_prob(self.mechanism, self.data_p, x),
             model_log_prob(self.mechanism, self.data_q, x),
         )
-        return _fold_jit(state, loss, x, epsilons, n_valid)
+        return _fold_jit(state, loss, epsilons, n_valid)
 
-    def release(self, draw) -> np.ndarray:
-        """Map a draw to a release (closed-form draws are noise coordinates)."""
+    def release(self, key, n: int, index: int) -> np.ndarray:
+        """Regenerate the chunk drawn with ``key`` and return its release number ``index``."""
         if self.route == "closed-form":
-            return np.asarray(self.shift.release(draw))
-        return np.asarray(draw)
+            s = self.shift
+            z = closed_form_draws(
+                key, jnp.asarray(s.eigenvalues), jnp.asarray(s.sigma), n, s.family
+            )
+            return np.asarray(s.release(z[index]))
+        return np.asarray(self.dist_p.sample(key, (n,))[index])
 
 
 def _constructed_candidates(shift: NoiseShift | None, dist_p, dist_q, epsilon: float):
@@ -625,10 +629,10 @@ def audit(
             state = init_hockey_stick(grid.size)
             dkey = jax.random.fold_in(key, d_index)
             kept, n_kept = [], 0
-            best_loss, best_draw = -math.inf, None
+            best_loss, best_at = -math.inf, None
             for c in range(n_chunks):
                 n_valid = min(chunk, samples - c * chunk)
-                state, loss, top, draw = runner.step(
+                state, loss, top, where = runner.step(
                     state, jax.random.fold_in(dkey, c), eps_j, n_valid, chunk
                 )
                 if float(state.n_nan) > 0:
@@ -644,7 +648,7 @@ def audit(
                     n_kept += part.size
                 top = float(top)
                 if top > best_loss:
-                    best_loss, best_draw = top, draw
+                    best_loss, best_at = top, (c, int(where))
                 if bar:
                     bar.advance(task)
             losses = np.concatenate(kept) if kept else np.zeros(0)
@@ -653,7 +657,12 @@ def audit(
                     d_index, state, grid, claim_index, losses, alpha, method, claim.epsilon
                 )
             )
-            best.append((best_loss, None if best_draw is None else runner.release(best_draw)))
+            best_release = None
+            if best_at is not None:
+                best_release = runner.release(
+                    jax.random.fold_in(dkey, best_at[0]), chunk, best_at[1]
+                )
+            best.append((best_loss, best_release))
     finally:
         if bar:
             bar.stop()
@@ -688,6 +697,9 @@ def _epsilon_grid(epsilons, claim_epsilon, runners, key, accounting, chunk, samp
         return np.unique(np.append(grid, claim_epsilon))
     top = 0.0
     n_valid = min(_PILOT, chunk, samples)
+    # Closed-form chunks are cheap: reuse the main shape (one compilation). Densities may be
+    # expensive per release: draw only the pilot's releases (one more compilation).
+    shape = chunk if runners[0].route == "closed-form" else n_valid
     for d_index, runner in enumerate(runners):
         state = init_hockey_stick(_GRID_POINTS + 1)
         _, loss, _, _ = runner.step(
@@ -695,7 +707,7 @@ def _epsilon_grid(epsilons, claim_epsilon, runners, key, accounting, chunk, samp
             jax.random.fold_in(key, 1000 + d_index),
             jnp.zeros(_GRID_POINTS + 1),
             n_valid,
-            chunk,
+            shape,
         )
         loss = np.asarray(loss)[:n_valid]
         finite = loss[np.isfinite(loss)]

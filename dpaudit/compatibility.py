@@ -319,6 +319,6 @@ def classify_pair(mechanism, data, data_prime, **kwargs) -> Compatibility | None
     shift = noise_shift(
         mechanism.release_distribution(data), mechanism.release_distribution(data_prime)
     )
-    if shift is None or shift.source == "independent":
+    if shift is None or shift.source in ("independent", "multivariate"):
         return None
     return compatibility(shift.shift, shift.eigenvalues, **kwargs)

@@ -53,6 +53,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
+import scipy.linalg
 from numpyro.distributions import Distribution
 from numpyro.infer.util import log_density
 
@@ -70,8 +71,12 @@ __all__ = [
     "CERTIFICATE_RTOL",
     "ROUTES",
     "NoiseShift",
+    "closed_form_draws",
+    "closed_form_losses",
     "combine_log_probs",
+    "density_losses",
     "evaluate_release",
+    "jit_safe",
     "loss_chunk",
     "model_log_prob",
     "noise_shift",
@@ -79,6 +84,7 @@ __all__ = [
     "pytree_safe",
     "release_log_prob",
     "sample_losses",
+    "traced_or_closed",
 ]
 
 #: Ways to evaluate a privacy loss (see the module docstring).
@@ -128,11 +134,13 @@ def _site_log_prob(d: Distribution, x) -> jax.Array:
 
 
 def _check_has_density(d: Distribution, name: str) -> None:
+    key = jax.random.key(0)
     try:
-        if pytree_safe(d):
-            _probe_density(d, jax.random.key(0))
-        else:
-            _site_log_prob(d, d.sample(jax.random.key(0))[None])
+        traced_or_closed(
+            (d,),
+            lambda: _probe_density(d, key),
+            lambda: _site_log_prob(d, d.sample(key)[None]),
+        )
     except NotImplementedError as err:
         raise TypeError(
             f"{name}: the release distribution {type(d).__name__} has no density (its log_prob "
@@ -159,6 +167,33 @@ def pytree_safe(d: Distribution) -> bool:
     except Exception:  # any failure means "not a safe pytree"
         return False
     return set(vars(d)) <= set(vars(rebuilt))
+
+
+#: Distribution types found to branch in Python on a pytree field (they fail when traced
+#: as ``jit`` arguments); the engine closes over their instances instead.
+_TRACE_UNSAFE: set[type] = set()
+_TRACE_ERRORS = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerIntegerConversionError,
+    jax.errors.TracerArrayConversionError,
+)
+
+
+def jit_safe(*dists: Distribution) -> bool:
+    """True when the distributions can be passed to ``jit`` as pytree arguments."""
+    return all(pytree_safe(d) and type(d) not in _TRACE_UNSAFE for d in dists)
+
+
+def traced_or_closed(dists, as_arguments, closed_over):
+    """Run ``as_arguments()`` (distributions as ``jit`` arguments: compiled once per shape)
+    when safe, else, or when tracing them fails, ``closed_over()`` (distributions closed
+    over: compiled per call, but any Python logic on their fields stays concrete)."""
+    if jit_safe(*dists):
+        try:
+            return as_arguments()
+        except _TRACE_ERRORS:
+            _TRACE_UNSAFE.update(type(d) for d in dists)
+    return closed_over()
 
 
 def release_log_prob(mechanism: Mechanism, data, releases) -> jax.Array:
@@ -221,7 +256,9 @@ class NoiseShift:
         centre: ``f_P`` in release coordinates.
         centre_other: ``f_Q`` in release coordinates.
         basis: the basis of a grid release, else ``None``.
-        source: ``"grid"``, ``"coefficients"`` or ``"independent"``.
+        source: ``"grid"``, ``"coefficients"``, ``"independent"`` or ``"multivariate"``.
+        embedding: for a multivariate normal ``N(f, L L^T)`` the factor ``L``
+            (noise coordinates are whitened: ``x = f + L z``, ``h = L^-1 (f_P - f_Q)``).
     """
 
     family: str
@@ -234,6 +271,7 @@ class NoiseShift:
     centre_other: np.ndarray
     basis: KarhunenLoeveBasis | None
     source: str
+    embedding: np.ndarray | None = None
 
     @property
     def n_components(self) -> int:
@@ -250,6 +288,8 @@ class NoiseShift:
         z = jnp.asarray(noise_coordinates, dtype=jnp.float64)
         if self.basis is not None:
             return jnp.asarray(self.centre) + z @ self.basis.eigenfunctions.T
+        if self.embedding is not None:
+            return jnp.asarray(self.centre) + z @ jnp.asarray(self.embedding).T
         return jnp.asarray(self.centre) + z.reshape(z.shape[:-1] + self.centre.shape)
 
     def reversed(self) -> NoiseShift:
@@ -280,7 +320,8 @@ def noise_shift(dist_p: Distribution, dist_q: Distribution) -> NoiseShift | None
     Recognised: two :class:`~dpaudit.noise.GridNoise` on the same basis with the
     same noise; two :class:`~dpaudit.noise.KarhunenLoeveNoise` of the same kind
     with equal eigenvalues and sigma; numpyro ``Normal`` or ``Laplace`` (possibly
-    wrapped in ``Independent``/``to_event``) with equal scales. Anything else
+    wrapped in ``Independent``/``to_event``) with equal scales; two numpyro
+    ``MultivariateNormal`` with the same ``scale_tril`` (whitened). Anything else
     (batched noise parameters, different noises) returns ``None``.
 
     For grid releases the shift is ``h = project(f_P - f_Q)``; a part of
@@ -353,6 +394,26 @@ def noise_shift(dist_p: Distribution, dist_q: Distribution) -> NoiseShift | None
         )
     if dist_p.event_shape != dist_q.event_shape or dist_p.batch_shape != dist_q.batch_shape:
         return None
+    if type(dist_p) is dist.MultivariateNormal and type(dist_q) is dist.MultivariateNormal:
+        if dist_p.batch_shape != () or not _same(dist_p.scale_tril, dist_q.scale_tril):
+            return None
+        tril = np.asarray(dist_p.scale_tril, dtype=np.float64)
+        loc_p = np.asarray(dist_p.loc, dtype=np.float64)
+        loc_q = np.asarray(dist_q.loc, dtype=np.float64)
+        h = scipy.linalg.solve_triangular(tril, loc_p - loc_q, lower=True)
+        return NoiseShift(
+            family="gaussian",
+            shift=h,
+            eigenvalues=np.ones(h.size),
+            sigma=1.0,
+            singular=False,
+            residual_norm=0.0,
+            centre=loc_p,
+            centre_other=loc_q,
+            basis=None,
+            source="multivariate",
+            embedding=tril,
+        )
     base_p, base_q = _unwrap_independent(dist_p), _unwrap_independent(dist_q)
     for cls, family in ((dist.Normal, "gaussian"), (dist.Laplace, "laplace")):
         if type(base_p) is cls and type(base_q) is cls:
@@ -398,58 +459,90 @@ def _closed_form_terms(family: str, h, z, eigenvalues, sigma):
     return one_c_log_rn_terms(h, z + h, eigenvalues, sigma)
 
 
-@partial(jax.jit, static_argnames=("n", "family"))
-def _closed_form_chunk(key, h, eigenvalues, sigma, *, n, family):
-    shape = (n, h.shape[0])
+def closed_form_draws(key, eigenvalues, sigma, n: int, family: str) -> jax.Array:
+    """Noise coordinates ``z (n, K)``: ``N(0, sigma^2 lambda_j)`` or ``Lap(0, sigma sqrt(lambda_j/2))``."""
+    shape = (n, eigenvalues.shape[0])
     if family == "gaussian":
-        z = jax.random.normal(key, shape) * (sigma * jnp.sqrt(eigenvalues))
-    else:
-        z = jax.random.laplace(key, shape) * (sigma * jnp.sqrt(eigenvalues / 2.0))
+        return jax.random.normal(key, shape) * (sigma * jnp.sqrt(eigenvalues))
+    return jax.random.laplace(key, shape) * (sigma * jnp.sqrt(eigenvalues / 2.0))
+
+
+def closed_form_losses(key, h, eigenvalues, sigma, singular, n: int, family: str) -> jax.Array:
+    """Losses of ``n`` draws from ``P`` by the closed form (traceable; the draws stay fused).
+
+    The draws are not returned, so XLA never writes the ``(n, K)`` noise to memory;
+    :func:`closed_form_draws` with the same key regenerates them when one is needed.
+    """
+    z = closed_form_draws(key, eigenvalues, sigma, n, family)
     loss = jnp.sum(_closed_form_terms(family, h, z, eigenvalues, sigma), axis=-1)
-    return loss, z
+    return jnp.where(singular, jnp.inf, loss)
+
+
+def density_losses(key, dist_p, dist_q, n: int) -> jax.Array:
+    """Losses of ``n`` draws ``x ~ P`` from the two ``log_prob`` (traceable)."""
+    x = dist_p.sample(key, (n,))
+    return combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x))
+
+
+_closed_form_losses_jit = jax.jit(closed_form_losses, static_argnames=("n", "family"))
+_closed_form_draws_jit = jax.jit(closed_form_draws, static_argnames=("n", "family"))
+_density_losses_jit = jax.jit(density_losses, static_argnames=("n",))
 
 
 @partial(jax.jit, static_argnames=("n",))
-def _density_chunk(key, dist_p, dist_q, *, n):
-    x = dist_p.sample(key, (n,))
-    return combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x)), x
+def _density_draws_jit(key, dist_p, n):
+    return dist_p.sample(key, (n,))
 
 
-def _density_chunk_closure(dist_p, dist_q, n):
-    @jax.jit
-    def run(key):
-        x = dist_p.sample(key, (n,))
-        return combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x)), x
-
-    return run
+def _closure_jit(fn, *bound):
+    """``jit`` of ``fn`` with (non-pytree) distributions closed over."""
+    return jax.jit(lambda *args: fn(*args[:1], *bound, *args[1:]))
 
 
-def loss_chunk(key, dist_p, dist_q, n: int, *, shift: NoiseShift | None = None):
+def loss_chunk(
+    key, dist_p, dist_q, n: int, *, shift: NoiseShift | None = None, return_draws: bool = True
+):
     """Draw ``n`` releases ``x ~ P`` and their losses ``log p(x) - log q(x)``.
 
     With ``shift`` (from :func:`noise_shift`) the closed form is used and the
-    second output holds *noise coordinates* ``z`` (``shift.release(z)`` gives
-    the releases); otherwise the density route is used and it holds the
-    releases. Singular shifts give ``+inf`` for every draw.
+    draws are *noise coordinates* ``z`` (``shift.release(z)`` gives the
+    releases); otherwise the density route is used and the draws are the
+    releases. Singular shifts give ``+inf`` for every draw. With
+    ``return_draws=False`` only the losses are computed (the fast path: the
+    draws are never materialised); the same ``key`` regenerates them.
 
     Returns:
-        ``(losses (n,), draws (n, ...))``, JAX arrays.
+        ``(losses (n,), draws (n, ...) or None)``, JAX arrays.
     """
+    n = int(n)
     if shift is None:
-        if pytree_safe(dist_p) and pytree_safe(dist_q):
-            return _density_chunk(key, dist_p, dist_q, n=int(n))
-        return _density_chunk_closure(dist_p, dist_q, int(n))(key)
-    loss, z = _closed_form_chunk(
-        key,
+        loss = traced_or_closed(
+            (dist_p, dist_q),
+            lambda: _density_losses_jit(key, dist_p, dist_q, n=n),
+            lambda: _closure_jit(lambda k, p, q: density_losses(k, p, q, n), dist_p, dist_q)(key),
+        )
+        draws = None
+        if return_draws:
+            draws = traced_or_closed(
+                (dist_p,),
+                lambda: _density_draws_jit(key, dist_p, n=n),
+                lambda: dist_p.sample(key, (n,)),
+            )
+        return loss, draws
+    args = (
         jnp.asarray(shift.shift),
         jnp.asarray(shift.eigenvalues),
         jnp.asarray(shift.sigma, dtype=jnp.float64),
-        n=int(n),
-        family=shift.family,
     )
-    if shift.singular:
-        loss = jnp.full_like(loss, jnp.inf)
-    return loss, z
+    loss = _closed_form_losses_jit(
+        key, *args, jnp.asarray(shift.singular), n=n, family=shift.family
+    )
+    draws = (
+        _closed_form_draws_jit(key, args[1], args[2], n=n, family=shift.family)
+        if return_draws
+        else None
+    )
+    return loss, draws
 
 
 # ------------------------------------------------------------------ public API
@@ -530,6 +623,9 @@ def _closed_form_at_releases(shift: NoiseShift, dist_p, dist_q, releases) -> jax
     centred = releases - jnp.asarray(shift.centre)
     if shift.basis is not None:
         z = (centred * shift.basis.grid.weights) @ shift.basis.eigenfunctions
+    elif shift.embedding is not None:
+        tril = jnp.asarray(shift.embedding)
+        z = jax.scipy.linalg.solve_triangular(tril, centred.T, lower=True).T
     else:
         z = centred.reshape(releases.shape[0], -1)
     terms = _closed_form_terms(
@@ -602,6 +698,9 @@ def _abs_terms(d: Distribution, x) -> jax.Array:
     base = _unwrap_independent(d)
     if isinstance(base, dist.Normal | dist.Laplace):
         return jnp.sum(jnp.abs(base.log_prob(x)))
+    if isinstance(d, dist.MultivariateNormal):
+        z = jax.scipy.linalg.solve_triangular(d.scale_tril, x - d.loc, lower=True)
+        return jnp.sum(0.5 * z * z + jnp.abs(jnp.log(jnp.diagonal(d.scale_tril))) + 1.0)
     return jnp.abs(jnp.sum(d.log_prob(x)))
 
 
@@ -623,10 +722,11 @@ def evaluate_release(dist_p: Distribution, dist_q: Distribution, release) -> tup
     certifies ``L(x) > epsilon`` only if ``L > epsilon + tolerance``.
     """
     release = jnp.asarray(release, dtype=jnp.float64)
-    if pytree_safe(dist_p) and pytree_safe(dist_q):
-        loss, log_p, log_q, mag = _evaluate_at(dist_p, dist_q, release)
-    else:
-        loss, log_p, log_q, mag = _evaluate_at.__wrapped__(dist_p, dist_q, release)
+    loss, log_p, log_q, mag = traced_or_closed(
+        (dist_p, dist_q),
+        lambda: _evaluate_at(dist_p, dist_q, release),
+        lambda: _evaluate_at.__wrapped__(dist_p, dist_q, release),
+    )
     mag = float(mag)
     if not math.isfinite(mag):
         mag = 0.0

@@ -1,0 +1,121 @@
+"""Privacy-loss throughput of the audit engine, in releases x components per second.
+
+For ICLP and Gaussian-process noise with K components this script times, side by side
+in one process (each a jitted, warmed-up function; median of ``--repeats`` interleaved
+runs over ``--releases`` releases):
+
+* ``roofline``: merely drawing the same number of Laplace (ICLP) or normal (GP)
+  variates with ``jax.random`` and summing them (so XLA cannot skip the draw): the
+  cost no Monte Carlo loss evaluation can beat.
+* ``closed-form``: ``dpaudit.loss.loss_chunk`` with the shift structure: draw the
+  noise coordinates and sum the 1,C (ICLP) or Cameron–Martin (GP) terms.
+* ``density``: ``dpaudit.loss.loss_chunk`` without structure: draw coefficient
+  releases from ``ICLPNoise``/``GaussianProcessNoise`` and evaluate both ``log_prob``.
+* ``audit step``: the engine's full chunk step (closed form + the streaming
+  hockey-stick moments on a 66-point epsilon grid + the running maximum).
+
+Run ``python benchmarks/loss_throughput.py`` (about a minute; ``--releases`` and
+``--repeats`` trade time for precision). Markdown on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+
+import dpaudit  # noqa: F401  (64-bit floats)
+from dpaudit.audit import _closed_form_step
+from dpaudit.loss import loss_chunk, noise_shift
+from dpaudit.noise import GaussianProcessNoise, ICLPNoise
+from dpaudit.pld import init_hockey_stick
+
+
+def _setup(family: str, k: int):
+    lam = jnp.arange(1, k + 1.0) ** -2.0
+    h = 0.1 * jnp.arange(1, k + 1.0) ** -2.5
+    cls = ICLPNoise if family == "laplace" else GaussianProcessNoise
+    p, q = cls(lam, 1.0, loc=h), cls(lam, 1.0)
+    return p, q, noise_shift(p, q)
+
+
+def _timers(family: str, k: int, n: int):
+    p, q, shift = _setup(family, k)
+    draw = jax.random.laplace if family == "laplace" else jax.random.normal
+
+    @jax.jit
+    def roofline(key):
+        return jnp.sum(draw(key, (n, k)), axis=-1)
+
+    grid = jnp.linspace(0.0, 2.0, 66)
+    state = init_hockey_stick(66)
+
+    def audit_step(key):
+        return _closed_form_step(
+            state,
+            key,
+            jnp.asarray(shift.shift),
+            jnp.asarray(shift.eigenvalues),
+            jnp.asarray(1.0),
+            jnp.asarray(False),
+            grid,
+            n,
+            n=n,
+            family=family,
+        )[1]
+
+    return {
+        "roofline": roofline,
+        "closed-form": lambda key: loss_chunk(key, p, q, n, shift=shift, return_draws=False)[0],
+        "density": lambda key: loss_chunk(key, p, q, n, return_draws=False)[0],
+        "audit step": audit_step,
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--releases", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args(argv)
+
+    print(f"# Privacy-loss throughput ({time.strftime('%Y-%m-%d %H:%M')})\n")
+    print(
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"jax {jax.__version__} on {jax.default_backend()}; load average before: "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
+    )
+    print("| noise | K | method | median s | 1e6 coordinate-losses/s | vs roofline |")
+    print("|---|---|---|---|---|---|")
+    for family in ("laplace", "gaussian"):
+        for k in args.sizes:
+            n = max(1000, args.releases * 100 // k)  # about the same work per K
+            timers = _timers(family, k, n)
+            times = {name: [] for name in timers}
+            key = jax.random.key(0)
+            for fn in timers.values():
+                jax.block_until_ready(fn(key))  # compile
+            for r in range(args.repeats):
+                names = list(timers)
+                names = names[r % len(names) :] + names[: r % len(names)]  # rotate the order
+                for name in names:
+                    k_r = jax.random.fold_in(key, r)
+                    t = time.perf_counter()
+                    jax.block_until_ready(timers[name](k_r))
+                    times[name].append(time.perf_counter() - t)
+            roof = statistics.median(times["roofline"])
+            label = "ICLP" if family == "laplace" else "GP"
+            for name, ts in times.items():
+                med = statistics.median(ts)
+                rate = n * k / med / 1e6
+                print(f"| {label} | {k} | {name} | {med:.4f} | {rate:.1f} | {roof / med:.2f} |")
+    print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
