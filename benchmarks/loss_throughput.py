@@ -14,7 +14,7 @@ runs over ``--releases`` releases):
 * ``audit step``: the engine's full chunk step (closed form + the streaming
   hockey-stick moments on a 66-point epsilon grid + the running maximum).
 
-Run ``python benchmarks/loss_throughput.py`` (about a minute; ``--releases`` and
+Run ``python benchmarks/loss_throughput.py`` (one to two minutes; ``--releases`` and
 ``--repeats`` trade time for precision). Markdown on stdout.
 """
 
@@ -80,7 +80,7 @@ def _timers(family: str, k: int, n: int):
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--releases", type=int, default=20_000)
+    parser.add_argument("--releases", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
 

@@ -39,6 +39,8 @@ def test_x64_is_on_after_import():
 
 TOP_LEVEL = {
     "Claim", "KnownFlaw", "Mechanism", "build", "catalogue", "check_adjacent", "register",
+    "AuditResult", "Certificate", "Compatibility", "accounting", "audit", "classify_pair",
+    "compatibility", "loss", "pld", "privacy_loss",
 }  # fmt: skip
 
 
