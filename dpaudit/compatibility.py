@@ -28,8 +28,10 @@ Deciding convergence from ``K`` terms is a tail estimate, made robust as follows
    single terms (e.g. coefficients of Brownian paths) average out in a block.
    The ratio is fitted by least squares on the logarithms of the last
    ``fit_blocks`` block sums. The series is declared convergent when the
-   ratio is at most ``1 - margin`` (or the terms vanish), divergent
+   ratio is at most ``1 - margin`` (or the terms stop), divergent
    otherwise; ``p = 1`` (ratio 1, e.g. the harmonic series) is divergent.
+   A single non-zero block at the end (one coefficient at the truncation
+   edge) shows no trend and is left undetermined.
 3. **Evidence.** The partial-sum curve, the block sums, the fitted ratio, the
    estimated exponent ``p = 1 - log2(ratio)`` and, for a convergent series,
    a geometric tail estimate ``B_last r / (1 - r)`` and limit are reported.
@@ -198,17 +200,18 @@ def series_evidence(
         # the series has stopped: finitely many non-zero terms in the reliable range
         return SeriesEvidence(name, terms, partial, blocks, ends, 0.0, math.inf, True, 0.0, total)
     positive = tail_blocks > 0
+    if tail_blocks[-1] == 0:
+        # the series has stopped inside the reliable range: finitely many non-zero terms
+        return SeriesEvidence(name, terms, partial, blocks, ends, 0.0, math.inf, True, 0.0, total)
     if positive.sum() < 2:
-        # one trailing positive block after zeros, or zeros after a positive block
-        converging = tail_blocks[-1] == 0
-        ratio = 0.0 if converging else math.inf
+        # a single non-zero block, the last one: no trend to read (e.g. one high-frequency
+        # coefficient at the truncation edge), so no claim either way
+        return SeriesEvidence(name, terms, partial, blocks, ends, nan, nan, None, nan, nan)
     else:
         x = np.arange(tail_blocks.size, dtype=np.float64)[positive]
         y = np.log(tail_blocks[positive])
         slope = float(np.polyfit(x, y, 1)[0])
         ratio = math.exp(slope)
-        if tail_blocks[-1] == 0:
-            ratio = min(ratio, 0.0)
     converges = bool(ratio <= 1.0 - margin)
     exponent = 1.0 - math.log2(ratio) if ratio > 0 else math.inf
     if converges:
@@ -278,11 +281,11 @@ def compatibility(
     if scale == 0.0:
         cls = "compatible"
         reason = "the summaries coincide: every norm of the difference is 0."
-    elif cm.converges is None:
+    elif cm.converges is None or (cm.converges and oc.converges is None):
         cls = "undetermined"
         reason = (
-            f"only {k_r} reliable components (fewer than 2^{min_blocks}); the tail of the norms "
-            "cannot be judged."
+            f"the tail of the norms cannot be judged from {k_r} reliable components (fewer than "
+            f"2^{min_blocks}, or only the last dyadic block of coefficients is non-zero)."
         )
     elif not cm.converges:
         cls = "incompatible"

@@ -126,6 +126,14 @@ def test_eigenvalues_below_the_numerical_floor_do_not_fake_divergence():
 def test_small_truncations_are_undetermined_and_zero_differences_compatible():
     c = compatibility(np.ones(5), np.ones(5) * 0.5)
     assert c.classification == "undetermined" and c.cameron_martin.converges is None
+    # one coefficient at the truncation edge (a worst-case record that is a single
+    # high-frequency eigenfunction) shows no trend: not "incompatible"
+    edge = np.zeros(16)
+    edge[14] = 0.1
+    assert compatibility(edge, J[:16] ** -2).classification == "undetermined"
+    edge = np.zeros(16)
+    edge[5] = 0.1  # the terms stop inside the range: a finite norm
+    assert compatibility(edge, J[:16] ** -2).classification == "compatible"
     c = compatibility(np.zeros(40), J[:40] ** -2)
     assert c.classification == "compatible"
 
