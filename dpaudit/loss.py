@@ -283,14 +283,14 @@ class NoiseShift:
         std = self.sigma * np.sqrt(self.eigenvalues)
         return std if self.family == "gaussian" else std / math.sqrt(2.0)
 
-    def release(self, noise_coordinates) -> jax.Array:
-        """The release ``f_P + E(z)`` for noise coordinates ``z`` ``(..., K)``."""
-        z = jnp.asarray(noise_coordinates, dtype=jnp.float64)
+    def release(self, noise_coordinates) -> np.ndarray:
+        """The release ``f_P + E(z)`` for noise coordinates ``z`` ``(..., K)`` (numpy)."""
+        z = np.asarray(noise_coordinates, dtype=np.float64)
         if self.basis is not None:
-            return jnp.asarray(self.centre) + z @ self.basis.eigenfunctions.T
+            return self.centre + z @ np.asarray(self.basis.eigenfunctions).T
         if self.embedding is not None:
-            return jnp.asarray(self.centre) + z @ jnp.asarray(self.embedding).T
-        return jnp.asarray(self.centre) + z.reshape(z.shape[:-1] + self.centre.shape)
+            return self.centre + z @ self.embedding.T
+        return self.centre + z.reshape(z.shape[:-1] + self.centre.shape)
 
     def reversed(self) -> NoiseShift:
         """The same pair seen from ``Q``: shift ``-h``, centres swapped."""

@@ -332,7 +332,7 @@ def test_routes_agree_and_runs_are_reproducible():
 
 
 def test_result_exports_to_json_arviz_and_netcdf(tmp_path):
-    report = dpaudit.audit(gp_mean(), *GP_PAIR, samples=4_000, seed=11)
+    report = dpaudit.audit(gp_mean(), *GP_PAIR, samples=4_000, seed=11, progress=True)
     text = json.dumps(report.to_dict(), allow_nan=False)
     back = json.loads(text)
     assert back["verdict"] == report.verdict and back["claim"]["delta"] == 1e-3
@@ -347,6 +347,8 @@ def test_result_exports_to_json_arviz_and_netcdf(tmp_path):
         np.testing.assert_allclose(ds["loss"].values, idata.posterior["loss"].values)
     diag = report.diagnostics["D->D'"]
     assert diag["ess"] > 1000 and diag["mcse"] >= 0
+    bare = dpaudit.audit(gp_mean(), *GP_PAIR, samples=500, seed=11, keep_samples=0)
+    assert "posterior" not in bare.to_inference_data().groups()
 
 
 def _nan_mechanism():
