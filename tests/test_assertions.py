@@ -44,6 +44,8 @@ from dpaudit.testing import (
 )
 from dpaudit.testing.strategies import neighbouring_pairs
 
+pytest_plugins = ["pytester"]  # for the plugin test at the end
+
 N = 10
 SMALL = SearchBudget(restarts=4, steps=40, candidates=64)
 
@@ -398,3 +400,32 @@ def test_faulty_rough_mean_is_caught_by_the_compatibility_assertion():
     mech = dpaudit.build("faulty/rough-mean-smooth-noise")
     with pytest.raises(CompatibilityViolation):
         assert_compatible(mech, datasets=[example(mech)])
+
+
+# ------------------------------------------------------------------ pytest plugin
+
+
+def test_plugin_fixtures_profiles_and_catalogue_parametrisation(pytester):
+    pytester.makepyfile(
+        """
+        from hypothesis import settings
+        from dpaudit.testing import SearchBudget
+
+        def test_fixtures(search_budget, dpaudit_seed):
+            assert search_budget == SearchBudget.long()
+            assert dpaudit_seed == 7
+            assert settings().max_examples == 2000
+
+        def test_each_mechanism(catalogue_name):
+            assert isinstance(catalogue_name, str)
+        """
+    )
+    result = pytester.runpytest_inprocess(
+        "-p", "dpaudit.testing.plugin", "--dpaudit-profile=long", "--dpaudit-seed=7", "-q"
+    )
+    assert settings().max_examples != 2000  # the caller's profile is restored afterwards
+    n_names = len(CORRECT)
+    if n_names:
+        result.assert_outcomes(passed=1 + n_names)
+    else:
+        result.assert_outcomes(passed=1, skipped=1)

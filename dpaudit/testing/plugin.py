@@ -62,10 +62,20 @@ def pytest_addoption(parser):
     )
 
 
+_previous_profiles: list[str] = []
+
+
 def pytest_configure(config):
     profile = config.getoption("--dpaudit-profile", default=None)
     if profile is not None:
+        _previous_profiles.append(settings.get_current_profile_name())
         settings.load_profile(f"dpaudit-{profile}")
+
+
+def pytest_unconfigure(config):
+    # restore the caller's profile (matters when pytest runs in-process, e.g. pytester)
+    if config.getoption("--dpaudit-profile", default=None) is not None and _previous_profiles:
+        settings.load_profile(_previous_profiles.pop())
 
 
 def _profile(config) -> str:

@@ -5,9 +5,11 @@ A mechanism calibrates its noise to a claimed sensitivity
 functions of the data, so the supremum can be *searched* directly: the
 replaced record (and, optionally, the whole dataset) is moved by projected
 gradient ascent on the sensitivity norm, subject to the data bound, from many
-random restarts at once (``vmap``); summaries without a useful gradient (ECDF
-counts, anything piecewise constant) fall back to random search followed by
-scipy's differential evolution. The result is the worst pair found and the
+random restarts at once (``jit`` + ``vmap``; every other restart starts from a
+dataset of identical records, where thresholds and saturations are reached);
+summaries without a useful gradient (ECDF counts, anything piecewise constant,
+or not traceable by JAX) fall back to random search followed by scipy's
+differential evolution. The result is the worst pair found and the
 ratio ``||f_D - f_D'|| / Delta``: a ratio above 1 is a counterexample to the
 claim; a ratio close to 1 says the bound is tight.
 
