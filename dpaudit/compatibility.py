@@ -208,6 +208,13 @@ def series_evidence(
         # coefficient at the truncation edge), so no claim either way
         return SeriesEvidence(name, terms, partial, blocks, ends, nan, nan, None, nan, nan)
     else:
+        # Read the trend after the largest block only: penalised summaries have terms that
+        # rise until lambda_j^eta ~ psi and fall after it, and a fit across that peak would
+        # read the rise as divergence. A series still growing at the edge keeps the whole fit.
+        peak = int(np.argmax(tail_blocks))
+        if peak < tail_blocks.size - 1:
+            tail_blocks = tail_blocks[peak:]
+            positive = tail_blocks > 0
         x = np.arange(tail_blocks.size, dtype=np.float64)[positive]
         y = np.log(tail_blocks[positive])
         slope = float(np.polyfit(x, y, 1)[0])

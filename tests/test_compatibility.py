@@ -157,3 +157,15 @@ def test_bad_input():
         compatibility(np.array([1.0, np.nan]), np.ones(2))
     with pytest.raises(ValueError, match="non-negative"):
         series_evidence(np.array([1.0, -1.0]), "one-c")
+
+
+def test_a_peak_of_the_terms_is_not_divergence():
+    # Penalised summaries (MRS, kernel ridge): terms h_j^2/lambda_j rise to a peak and then
+    # decay geometrically; the series converges and must not be read as divergent.
+    j = np.arange(1, 16.0)
+    terms = np.where(j <= 6, 10.0 ** (j - 6), 10.0 ** (-(j - 6)))
+    evidence = series_evidence(terms, "cameron-martin")
+    assert evidence.converges is True
+    # a series still growing at the edge is divergent whatever came before
+    growing = np.concatenate([np.ones(7), np.ones(8) * np.arange(1, 9.0) ** 2])
+    assert series_evidence(growing, "cameron-martin").converges is False
