@@ -143,6 +143,12 @@ def run(args) -> int:
                 )
             except (TypeError, ValueError) as err:
                 raise SpecError(f"{spec.path}: audit failed: {err}") from None
+            except Exception as err:  # a crash is no verdict: stop, write nothing
+                message = str(err).splitlines()[0] if str(err) else ""
+                raise SpecError(
+                    f"{spec.path}: audit crashed ({type(err).__name__}: {message}); no report "
+                    "was written. Lower [budget].samples if memory ran out."
+                ) from None
             outcome = AuditOutcome(
                 name=spec.name,
                 result=result,
