@@ -27,3 +27,13 @@ def test_readme_mechanism_example_runs():
     exec(compile(example, str(README), "exec"), namespace)
     # Laplace(0.5, 1/100) density at 0.52: log(100/2) - 2
     assert abs(float(namespace["log_p"]) - (math.log(50.0) - 2.0)) < 1e-12
+
+
+def test_readme_audit_example_finds_the_missing_sqrt2():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    example = next(b for b in blocks if "iclp-mean-unscaled" in b)
+    namespace: dict = {}
+    exec(compile(example, str(README), "exec"), namespace)
+    report = namespace["report"]
+    assert report.verdict == "violation" and report.certificate is not None
+    assert abs(report.epsilon_at_claimed_delta["estimate"] - math.sqrt(2)) < 1e-6
