@@ -145,6 +145,7 @@ def write_json(outcomes: Sequence[AuditOutcome], path: str | Path, *, started: s
     document = _document(outcomes, started or _now())
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
         json.dump(document, tmp, indent=1, allow_nan=False)
+    os.chmod(tmp.name, 0o644)  # NamedTemporaryFile creates 0600
     os.replace(tmp.name, path)
     return path
 
@@ -404,6 +405,7 @@ def write_report(
     try:
         write_json(outcomes, staging / "results.json", started=started)
         (staging / "index.html").write_text(_html(outcomes, started), encoding="utf-8")
+        os.chmod(staging, 0o755)  # mkdtemp creates 0700
         if folder.exists():
             old = folder.with_name(folder.name + ".old")
             shutil.rmtree(old, ignore_errors=True)
