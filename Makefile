@@ -31,6 +31,8 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/sampling_time.py
+	$(BIN)/python benchmarks/loss_throughput.py
+	$(BIN)/python benchmarks/iclp_accounting.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis reports
