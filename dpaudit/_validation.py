@@ -66,6 +66,34 @@ def check_last_axis(name: str, value: Any, expected: int, what: str) -> None:
         )
 
 
+def check_number(
+    name: str, value: Any, *, low: float = 0.0, inclusive: bool = False, hint: str = ""
+) -> float:
+    """A finite real number ``> low`` (``>= low`` when ``inclusive``); ``TypeError`` if not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
+    value = float(value)
+    ok = value >= low if inclusive else value > low
+    if not (math.isfinite(value) and ok):
+        relation = ">=" if inclusive else ">"
+        raise ValueError(f"{name} must be a finite number {relation} {low:g}{hint}, got {value!r}.")
+    return value
+
+
+def check_count(name: str, value: Any) -> int:
+    """A positive integer (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def check_choice(name: str, value: Any, choices) -> Any:
+    """One of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+    return value
+
+
 def _show(value: Any) -> str:
     arr = np.asarray(value)
     if arr.ndim == 0:

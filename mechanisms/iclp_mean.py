@@ -80,7 +80,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit._validation import check_finite, is_concrete
+from dpaudit._validation import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
 from dpaudit.spaces import (
     Exponential,
@@ -145,27 +145,9 @@ _TINY = 1e-300
 # ------------------------------------------------------------------ validation
 
 
-def _number(name: str, value, *, low: float = 0.0, inclusive: bool = False, hint: str = ""):
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
-    value = float(value)
-    ok = value >= low if inclusive else value > low
-    if not (math.isfinite(value) and ok):
-        relation = ">=" if inclusive else ">"
-        raise ValueError(f"{name} must be a finite number {relation} {low:g}{hint}, got {value!r}.")
-    return value
-
-
-def _count(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
-
-
-def _choice(name: str, value, choices) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
-    return value
+_number = check_number
+_count = check_count
+_choice = check_choice
 
 
 def _basis(basis) -> KarhunenLoeveBasis:

@@ -74,7 +74,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit._validation import check_finite, is_concrete
+from dpaudit._validation import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.noise import (
     GaussianProcessNoise,
     GridNoise,
@@ -136,27 +136,9 @@ _REFERENCE = "Mirshani, Reimherr & Slavkovic (2019)"
 # ------------------------------------------------------------------ validation
 
 
-def _check_number(name: str, value, *, low: float, inclusive: bool, hint: str = "") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
-    value = float(value)
-    ok = value >= low if inclusive else value > low
-    if not (math.isfinite(value) and ok):
-        relation = ">=" if inclusive else ">"
-        raise ValueError(f"{name} must be a finite number {relation} {low:g}{hint}, got {value!r}.")
-    return value
-
-
-def _check_count(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
-
-
-def _check_choice(name: str, value, choices) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
-    return value
+_check_number = check_number
+_check_count = check_count
+_check_choice = check_choice
 
 
 def _check_eta_phi(eta, phi) -> tuple[float, float]:

@@ -358,7 +358,6 @@ CORRECT = dpaudit.catalogue(faulty=False)
 FAULTY = dpaudit.catalogue(faulty=True)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", CORRECT or [pytest.param(None, marks=pytest.mark.skip)])
 def test_catalogue_sensitivity_claims_hold(name):
     """Property check: hypothesis pairs and the worst-case search stay within the claim."""
@@ -382,7 +381,6 @@ def test_catalogue_sensitivity_claims_hold(name):
     assert math.isfinite(worst.distance)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", FAULTY or [pytest.param(None, marks=pytest.mark.skip)])
 def test_faulty_sensitivity_claims_are_caught(name):
     mech = build_small(name)
