@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dpaudit._validation import check_count
 from dpaudit.mechanism import _REGISTRY, Mechanism
 
 __all__ = ["generate", "generators"]
@@ -52,21 +53,15 @@ def _param(mechanism: Mechanism, given, name: str, default=None):
     return default
 
 
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
-
-
 def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, norm="l2", dim=None):
     """Smooth random curves with norm <= tau (``norm`` = ``"l2"`` or ``"sup"``); record 0 flips sign.
 
     ``dim = 2`` gives surfaces on the tensor grid of ``grid_size^2`` points
     (row-major, the layout of ``uniform_grid((g, g), dim=2)``).
     """
-    n = _positive_int("n", _param(mechanism, n, "n"))
-    g = _positive_int("grid_size", _param(mechanism, grid_size, "grid_size", 100))
-    dim = _positive_int("dim", _param(mechanism, dim, "dim", 1))
+    n = check_count("n", _param(mechanism, n, "n"))
+    g = check_count("grid_size", _param(mechanism, grid_size, "grid_size", 100))
+    dim = check_count("dim", _param(mechanism, dim, "dim", 1))
     tau = float(_param(mechanism, tau, "tau", 1.0))
     if not (math.isfinite(tau) and tau > 0):
         raise ValueError(f"tau must be a finite number > 0, got {tau!r}.")
@@ -99,8 +94,8 @@ def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, norm="l2", di
 
 def points(mechanism, *, seed=0, n=None, dim=None):
     """Uniform points in [0, 1]^dim; record 0 jumps between opposite corners."""
-    n = _positive_int("n", _param(mechanism, n, "n"))
-    dim = _positive_int("dim", _param(mechanism, dim, "dim", 1))
+    n = check_count("n", _param(mechanism, n, "n"))
+    dim = check_count("dim", _param(mechanism, dim, "dim", 1))
     rng = np.random.default_rng(seed)
     d = rng.uniform(0.0, 1.0, (n, dim))
     d_prime = d.copy()
@@ -123,7 +118,7 @@ def scores(mechanism, *, seed=0, n=None, labels=True):
 
     With ``labels = False`` the records are the scores alone (an ECDF's input).
     """
-    n = _positive_int("n", _param(mechanism, n, "n"))
+    n = check_count("n", _param(mechanism, n, "n"))
     rng = np.random.default_rng(seed)
     y = (rng.uniform(size=n) < 0.5).astype(float)
     s = np.clip(rng.beta(2.0 + 2.0 * y, 4.0 - 2.0 * y), 0.0, 1.0)
@@ -140,11 +135,11 @@ def bits(mechanism, *, seed=0, n=None, width=None):
     ``width`` defaults to the number of the mechanism's ``thresholds`` (sparse
     vector: one yes/no answer per query) when it has them.
     """
-    n = _positive_int("n", _param(mechanism, n, "n"))
+    n = check_count("n", _param(mechanism, n, "n"))
     if width is None and "thresholds" in mechanism.params:
         width = len(mechanism.params["thresholds"])
     rng = np.random.default_rng(seed)
-    shape = (n,) if width is None else (n, _positive_int("width", width))
+    shape = (n,) if width is None else (n, check_count("width", width))
     d = (rng.uniform(size=shape) < 0.5).astype(float)
     d_prime = d.copy()
     d[0], d_prime[0] = 0.0, 1.0
@@ -153,8 +148,8 @@ def bits(mechanism, *, seed=0, n=None, width=None):
 
 def categories(mechanism, *, seed=0, n=None, n_bins=None):
     """Category labels in ``0 .. n_bins-1``; record 0 moves from bin 0 to bin 1."""
-    n = _positive_int("n", _param(mechanism, n, "n"))
-    k = _positive_int("n_bins", _param(mechanism, n_bins, "n_bins"))
+    n = check_count("n", _param(mechanism, n, "n"))
+    k = check_count("n_bins", _param(mechanism, n_bins, "n_bins"))
     if k < 2:
         raise ValueError(f"n_bins must be at least 2, got {k}.")
     rng = np.random.default_rng(seed)
