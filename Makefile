@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow audit lint format bench clean
+.PHONY: test test-slow test-notebooks notebooks audit lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow
+
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest tests/test_notebooks.py -m notebooks -p no:cacheprovider
+
+notebooks: $(STAMP)
+	$(BIN)/python notebooks/execute.py
 
 audit: $(STAMP)
 	$(BIN)/dpaudit run audits/ --report reports/
