@@ -12,6 +12,7 @@ jax.config.update("jax_enable_x64", True)
 __version__ = "0.1.0.dev0"
 
 from dpaudit import accounting as accounting  # noqa: E402
+from dpaudit import blackbox as blackbox  # noqa: E402
 from dpaudit import compatibility as compatibility  # noqa: E402
 from dpaudit import loss as loss  # noqa: E402
 from dpaudit import noise as noise  # noqa: E402
@@ -20,6 +21,8 @@ from dpaudit import spaces as spaces  # noqa: E402
 from dpaudit.audit import AuditResult as AuditResult  # noqa: E402
 from dpaudit.audit import Certificate as Certificate  # noqa: E402
 from dpaudit.audit import audit as audit  # noqa: E402
+from dpaudit.blackbox import BlackBoxResult as BlackBoxResult  # noqa: E402
+from dpaudit.blackbox import blackbox_audit as blackbox_audit  # noqa: E402
 from dpaudit.compatibility import Compatibility as Compatibility  # noqa: E402
 from dpaudit.compatibility import classify_pair as classify_pair  # noqa: E402
 from dpaudit.loss import privacy_loss as privacy_loss  # noqa: E402

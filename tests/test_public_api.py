@@ -40,7 +40,7 @@ def test_x64_is_on_after_import():
 TOP_LEVEL = {
     "Claim", "KnownFlaw", "Mechanism", "build", "catalogue", "check_adjacent", "register",
     "AuditResult", "Certificate", "Compatibility", "accounting", "audit", "classify_pair",
-    "compatibility", "loss", "pld", "privacy_loss",
+    "compatibility", "loss", "pld", "privacy_loss", "blackbox", "blackbox_audit", "BlackBoxResult",
 }  # fmt: skip
 
 
