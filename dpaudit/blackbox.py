@@ -440,7 +440,7 @@ class _Source:
 
     def draw(self, n: int, key, score=None, progress=None) -> np.ndarray:
         """``n`` releases (``score is None``) or their scores ``score(chunk)``, drawn in chunks."""
-        chunk = self.chunk_size(jax.random.fold_in(key, 1 << 20))
+        chunk = min(self.chunk_size(jax.random.fold_in(key, 1 << 20)), n)
         n_chunks = -(-n // chunk)
         keys = jax.random.split(key, n_chunks)
         out = []
@@ -817,54 +817,63 @@ def blackbox_audit(
 
     # ---- selection: build the statistic and choose the event, per pair.
     t0 = time.perf_counter()
-    statistics, sel_scores = [], []
-    sources = []
-    for i, (d, dp) in enumerate(pairs):
-        src = (_Source(sampler, d, name, chunk_size), _Source(sampler, dp, name, chunk_size))
-        sources.append(src)
-        keys = jax.random.split(jax.random.fold_in(root, 2 * i), 3)
-        if method == "model":
-            score, stat_name = _model_statistic(reference, d, dp)
-            s_d = src[0].draw(select, keys[0], score)
-            s_dp = src[1].draw(select, keys[1], score)
-        else:
-            x_d = src[0].draw(select, keys[0])
-            x_dp = src[1].draw(select, keys[1])
-            z_d, z_dp = jnp.asarray(feats(jnp.asarray(x_d))), jnp.asarray(feats(jnp.asarray(x_dp)))
-            half = select // 2
-            if method == "logistic":
-                fitted = _logistic_fit(z_d[:half], z_dp[:half], float(opts["l2"]))
-            else:
-                fitted = _mlp_fit(
-                    z_d[:half],
-                    z_dp[:half],
-                    keys[2],
-                    tuple(opts["hidden"]),
-                    int(opts["steps"]),
-                    int(opts["batch"]),
-                    float(opts["learning_rate"]),
-                )
-            stat_name = f"{method} log-odds on {feat_name}"
-
-            def score(x, fitted=fitted):
-                return _snap(np.asarray(fitted(jnp.asarray(feats(jnp.asarray(x))))))
-
-            s_d, s_dp = score(x_d[half:]), score(x_dp[half:])
-        statistics.append((score, stat_name))
-        sel_scores.append((s_d, s_dp))
-    n_sel = sel_scores[0][0].size
-    best = _select(sel_scores, n_sel, samples, claim, objective, alpha)
-    timings["selection"] = time.perf_counter() - t0
-
-    # ---- certification: fresh releases of the chosen pair, one event, counted once.
-    t0 = time.perf_counter()
-    score, stat_name = statistics[best.pair]
-    src = sources[best.pair]
-    cert_key = jax.random.fold_in(root, 1_000_003)
-    keys = jax.random.split(cert_key, 3)
-    total = 2 * -(-samples // src[0].chunk_size(keys[2]))
+    sources = [
+        (_Source(sampler, d, name, chunk_size), _Source(sampler, dp, name, chunk_size))
+        for d, dp in pairs
+    ]
+    chunk = sources[0][0].chunk_size(jax.random.fold_in(root, 1 << 21))
+    for src in sources:
+        src[0].chunk = src[1].chunk = chunk
+    total = 2 * len(pairs) * -(-select // min(chunk, select)) + 2 * -(
+        -samples // min(chunk, samples)
+    )
     bar = _progress(total, progress, name)
     try:
+        statistics, sel_scores = [], []
+        for i, ((d, dp), src) in enumerate(zip(pairs, sources, strict=True)):
+            keys = jax.random.split(jax.random.fold_in(root, 2 * i), 3)
+            if method == "model":
+                score, stat_name = _model_statistic(reference, d, dp)
+                s_d = src[0].draw(select, keys[0], score, bar)
+                s_dp = src[1].draw(select, keys[1], score, bar)
+            else:
+                # Features are computed chunk by chunk: raw releases are never all in memory.
+                def featurize(x):
+                    return np.asarray(feats(jnp.asarray(x)))
+
+                z_d = jnp.asarray(src[0].draw(select, keys[0], featurize, bar))
+                z_dp = jnp.asarray(src[1].draw(select, keys[1], featurize, bar))
+                half = select // 2
+                if method == "logistic":
+                    fitted = _logistic_fit(z_d[:half], z_dp[:half], float(opts["l2"]))
+                else:
+                    fitted = _mlp_fit(
+                        z_d[:half],
+                        z_dp[:half],
+                        keys[2],
+                        tuple(opts["hidden"]),
+                        int(opts["steps"]),
+                        int(opts["batch"]),
+                        float(opts["learning_rate"]),
+                    )
+                stat_name = f"{method} log-odds on {feat_name}"
+
+                def score(x, fitted=fitted):
+                    return _snap(np.asarray(fitted(jnp.asarray(feats(jnp.asarray(x))))))
+
+                s_d = _snap(np.asarray(fitted(z_d[half:])))
+                s_dp = _snap(np.asarray(fitted(z_dp[half:])))
+            statistics.append((score, stat_name))
+            sel_scores.append((s_d, s_dp))
+        n_sel = sel_scores[0][0].size
+        best = _select(sel_scores, n_sel, samples, claim, objective, alpha)
+        timings["selection"] = time.perf_counter() - t0
+
+        # ---- certification: fresh releases of the chosen pair, one event, counted once.
+        t0 = time.perf_counter()
+        score, stat_name = statistics[best.pair]
+        src = sources[best.pair]
+        keys = jax.random.split(jax.random.fold_in(root, 1_000_003), 3)
         c_d = src[0].draw(samples, keys[0], score, bar)
         c_dp = src[1].draw(samples, keys[1], score, bar)
     finally:
