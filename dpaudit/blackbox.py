@@ -102,6 +102,7 @@ __all__ = [
     "certified_epsilon",
     "clopper_pearson",
     "kl_features",
+    "neighbour_candidates",
     "numpy_generator",
 ]
 
@@ -239,6 +240,33 @@ def kl_features(basis, n_components: int | None = None, *, whiten: bool = True) 
 
     features.description = f"KL coefficients (K = {k}{', whitened' if whiten else ''})"
     return features
+
+
+def neighbour_candidates(data, records, *, index: int = 0, adjacency: str = "replace-one"):
+    """Candidate neighbouring pairs for ``pairs=``: ``data`` with record ``index`` changed.
+
+    Replace-one: ``(data, data with record index := r)`` for each ``r`` in
+    ``records`` (e.g. the corners or extreme curves of the data domain).
+    Add/remove: also ``(data, data without record index)``. The black-box audit
+    picks one of them on its selection samples and certifies only that one, so
+    passing many candidates costs selection samples, never validity.
+
+    Example:
+        >>> import numpy as np
+        >>> pairs = neighbour_candidates(np.zeros(3), [np.float64(1.0), np.float64(-1.0)])
+        >>> [np.asarray(dp).tolist() for _, dp in pairs]
+        [[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]]
+    """
+    from dpaudit.adjacency import adjacency_of
+
+    relation = adjacency_of(adjacency)
+    records = list(records)
+    if not records and relation.name == "replace-one":
+        raise ValueError("neighbour_candidates needs at least one replacement record.")
+    pairs = [(data, relation.neighbour(data, index, r)) for r in records]
+    if relation.name == "add-remove":
+        pairs.append((data, relation.neighbour(data, index)))
+    return pairs
 
 
 def _identity_features(x):
@@ -732,8 +760,9 @@ def blackbox_audit(
             vectors or curves on a grid; booleans and integers are fine.
         data, data_prime: a neighbouring pair; or give ``pairs`` instead.
         claim: the :class:`~dpaudit.Claim` (or ``(epsilon, delta)``).
-        pairs: several candidate pairs; the selection set picks one, which alone
-            is certified.
+        pairs: several candidate pairs (e.g. from :func:`neighbour_candidates`:
+            the black-box neighbour search); the selection set picks one, which
+            alone is certified.
         reference: a :class:`~dpaudit.Mechanism` modelling the *intended*
             mechanism; its privacy loss is the test statistic (``method="model"``).
         method: ``"auto"`` (``"model"`` with a reference, else ``"logistic"``),
