@@ -479,6 +479,26 @@ class _Source:
                 progress.advance(progress.task_ids[0])
         return np.concatenate(out, axis=0)[:n]
 
+    def tally(self, n: int, key, score, sign: float, threshold: float, keep: int, progress=None):
+        """Stream ``n`` scores: ``#{sign*s > t}``, ``#{sign*s = t}`` and the first ``keep`` values.
+
+        Certification needs only counts, so memory stays bounded whatever ``n`` is.
+        """
+        chunk = min(self.chunk_size(jax.random.fold_in(key, 1 << 20)), n)
+        n_chunks = -(-n // chunk)
+        keys = jax.random.split(key, n_chunks)
+        above = ties = 0
+        head = []
+        for i in range(n_chunks):
+            s = sign * np.asarray(score(self._call(chunk, keys[i])))[: n - i * chunk]
+            above += int(np.count_nonzero(s > threshold))
+            ties += int(np.count_nonzero(s == threshold))
+            if i * chunk < keep:
+                head.append(s[: keep - i * chunk])
+            if progress is not None:
+                progress.advance(progress.task_ids[0])
+        return above, ties, np.concatenate(head) if head else np.zeros(0)
+
 
 # ----------------------------------------------------------------- statistics
 
@@ -693,13 +713,6 @@ def _select(scores, n_sel, n_cert, claim, objective, alpha) -> _Candidate:
     return best
 
 
-def _count(s: np.ndarray, threshold: float, gamma: float, rng: np.random.Generator) -> int:
-    """Releases in ``{s > t}`` plus each release with ``s = t`` kept with probability ``gamma``."""
-    above = int(np.count_nonzero(s > threshold))
-    ties = int(np.count_nonzero(s == threshold))
-    return above + (int(rng.binomial(ties, gamma)) if ties else 0)
-
-
 # ----------------------------------------------------------------- the audit
 
 
@@ -903,16 +916,19 @@ def blackbox_audit(
         score, stat_name = statistics[best.pair]
         src = sources[best.pair]
         keys = jax.random.split(jax.random.fold_in(root, 1_000_003), 3)
-        c_d = src[0].draw(samples, keys[0], score, bar)
-        c_dp = src[1].draw(samples, keys[1], score, bar)
+        sign = 1.0 if best.direction == 0 else -1.0
+        # Direction D->D': P = P_D, statistic s; D'->D: P = P_D', statistic -s.
+        src_p, src_q = (src[0], src[1]) if sign > 0 else (src[1], src[0])
+        key_p, key_q = (keys[0], keys[1]) if sign > 0 else (keys[1], keys[0])
+        keep = min(20_000, samples)
+        p_above, p_ties, s_p = src_p.tally(samples, key_p, score, sign, best.threshold, keep, bar)
+        q_above, q_ties, s_q = src_q.tally(samples, key_q, score, sign, best.threshold, keep, bar)
     finally:
         if bar is not None:
             bar.stop()
-    sign = 1.0 if best.direction == 0 else -1.0
-    s_p, s_q = (c_d, c_dp) if best.direction == 0 else (-c_dp, -c_d)
     rng = numpy_generator(keys[2])
-    k_p = _count(s_p, best.threshold, best.gamma, rng)
-    k_q = _count(s_q, best.threshold, best.gamma, rng)
+    k_p = p_above + (int(rng.binomial(p_ties, best.gamma)) if p_ties else 0)
+    k_q = q_above + (int(rng.binomial(q_ties, best.gamma)) if q_ties else 0)
     timings["certification"] = time.perf_counter() - t0
     p_lo, _ = clopper_pearson(k_p, samples, alpha / 2)
     _, q_hi = clopper_pearson(k_q, samples, alpha / 2)
@@ -960,7 +976,6 @@ def blackbox_audit(
             f"prove it; the certified lower bound {eps_lo:.4g} does not exceed the claimed "
             f"epsilon {claim.epsilon:g}."
         )
-    sub = min(20_000, samples)
     sub_sel = min(20_000, sel_scores[best.pair][0].size)
     sel_p, sel_q = (
         sel_scores[best.pair]
@@ -983,7 +998,7 @@ def blackbox_audit(
         delta_lower=delta_lo,
         event=event,
         selection_scores={"P": sel_p[:sub_sel], "Q": sel_q[:sub_sel]},
-        certification_scores={"P": s_p[:sub], "Q": s_q[:sub]},
+        certification_scores={"P": s_p, "Q": s_q},
         seconds=time.perf_counter() - start,
         timings=timings,
         notes=tuple(notes),
