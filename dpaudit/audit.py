@@ -943,6 +943,10 @@ def _conclude(
             "monte_carlo_estimate": interpolate_epsilon(grid, est_curve, delta),
             "monte_carlo_upper": epsilon_for_delta(grid, upper_curve, delta),
         }
+    # An estimate never sits below what is certified (the constructed candidates of a
+    # pure claim can certify more than the largest sampled loss shows).
+    if not math.isnan(eps_info["estimate"]):
+        eps_info["estimate"] = max(eps_info["estimate"], epsilon_lower)
     eps_info["claimed"] = eps
     if math.isfinite(eps_info["estimate"]) and eps_info["estimate"] > 0:
         eps_info["ratio_to_claim"] = eps_info["estimate"] / eps

@@ -430,3 +430,25 @@ def test_whole_faulty_catalogue_flaws_are_found():
     """Every faulty mechanism, including sampled-density ones (ECDF trees, sparse vector,
     noisy max): slow because their release densities are costly per sample."""
     assert _audit_faulty(structured_only=False) > 0
+
+
+def test_epsilon_estimate_never_below_the_certified_lower_bound():
+    """With few samples the largest sampled loss is far below sup L; the constructed
+    candidate ``x = f_D`` certifies sup L, and the reported estimate must not sit below it."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    k = 30  # sup L needs all 30 coordinates on the far side: probability 2^-30 per draw
+
+    def model(data):
+        numpyro.sample("release", dist.Laplace(jnp.mean(data) * jnp.ones(k), 1.0).to_event(1))
+
+    mech = dpaudit.Mechanism(
+        "laplace-vector", model, dpaudit.Claim(epsilon=1.0, sensitivity=1.0, sensitivity_norm="l1")
+    )
+    data, data_prime = jnp.zeros(10), jnp.zeros(10).at[0].set(1.0)  # shift 0.1 per coordinate
+    report = dpaudit.audit(mech, data, data_prime, samples=50, seed=0, exact=False)
+    assert report.verdict == "violation"
+    assert report.epsilon_lower == pytest.approx(3.0, rel=1e-6)
+    assert max(d.max_loss for d in report.directions) < 2.5
+    assert report.epsilon_at_claimed_delta["estimate"] >= report.epsilon_lower
