@@ -3,12 +3,18 @@
 Commands:
 
 * ``dpaudit run SPEC_OR_DIR [--json FILE] [--report DIR] [--seed N] [--samples N] [--strict]``
-  validates every spec first, then audits each and writes the JSON results and
-  an HTML report.
+  validates every spec first — white-box specs (``[mechanism]``, audited with
+  :func:`dpaudit.audit`) and black-box specs (``[blackbox]``, audited from
+  samples with :func:`dpaudit.blackbox_audit`) alike — then audits each and
+  writes the JSON results and an HTML report.
 * ``dpaudit list [--faulty | --all]`` shows the catalogue.
-* ``dpaudit check FILE.py:CALLABLE --epsilon E [--delta D] (--data D.npy D2.npy |
-  --generator NAME)`` audits a user's mechanism once, without a spec file.
-* ``dpaudit info`` shows the version and the JAX configuration.
+* ``dpaudit check SPEC_OR_DIR`` validates specs (builds every mechanism,
+  sampler and dataset pair) without auditing; ``dpaudit check FILE.py:CALLABLE
+  --epsilon E [--delta D] (--data D.npy D2.npy | --generator NAME)`` audits a
+  user's mechanism once, without a spec file (``--blackbox``: the callable is a
+  plain sampler ``(data, n, key) -> releases``, audited from its samples).
+* ``dpaudit info [SPEC_OR_DIR]`` shows the version and the JAX configuration,
+  and with specs their kind (white-box / black-box), what they audit and how.
 
 Exit codes: **0** when every audit's verdict is acceptable — no violation or
 incompatibility except where the spec's ``expected`` says so, and every
@@ -16,7 +22,7 @@ incompatibility except where the spec's ``expected`` says so, and every
 incompatibility, or missed its expected verdict (with ``--strict``, an
 inconclusive verdict also counts); **2** on invalid input (a bad spec, a
 missing file, datasets that are not neighbours), in which case nothing is
-written.
+written. A black-box audit's verdict is ``violation`` or ``inconclusive``.
 """
 
 from __future__ import annotations
@@ -30,7 +36,16 @@ from pathlib import Path
 import jax
 
 import dpaudit
-from dpaudit.spec import SpecError, find_specs, load_pair, load_spec, resolve_mechanism
+from dpaudit.spec import (
+    AuditSpec,
+    SpecError,
+    blackbox_features,
+    find_specs,
+    load_pair,
+    load_spec,
+    resolve_blackbox,
+    resolve_mechanism,
+)
 
 EXIT_OK, EXIT_FOUND, EXIT_INVALID = 0, 1, 2
 BAD_VERDICTS = ("violation", "incompatible")
@@ -57,8 +72,19 @@ def _failed(outcome, strict: bool) -> bool:
     return verdict in BAD_VERDICTS or (strict and verdict == "inconclusive")
 
 
-def _prepare(paths, seed, samples):
-    """Validate every spec, build every mechanism and dataset pair before auditing anything."""
+@dataclasses.dataclass(frozen=True)
+class _Prepared:
+    """A validated spec with everything built: mechanism or black-box target, and (D, D')."""
+
+    spec: AuditSpec
+    mechanism: object = None  # white-box: the Mechanism (spec's claim applied)
+    target: object = None  # black-box: the BlackBoxTarget
+    features: object = None  # black-box: classifier features, or None for the values
+    pair: tuple = ()
+
+
+def _prepare(paths, seed, samples) -> list[_Prepared]:
+    """Validate every spec, build every mechanism, sampler and dataset pair before auditing."""
     prepared = []
     for path in paths:
         spec = load_spec(path)
@@ -66,14 +92,22 @@ def _prepare(paths, seed, samples):
             spec = dataclasses.replace(spec, seed=seed)
         if samples is not None:
             spec = dataclasses.replace(spec, samples=samples)
-        mechanism = _with_claim(resolve_mechanism(spec), spec.claim)
-        pair = load_pair(spec, mechanism)
+        if spec.blackbox is None:
+            mechanism = _with_claim(resolve_mechanism(spec), spec.claim)
+            pair = load_pair(spec, mechanism)
+            target = features = None
+        else:
+            mechanism = None
+            target = resolve_blackbox(spec)
+            pair = load_pair(spec, target.public)
         try:
             dpaudit.check_adjacent(pair[0], pair[1], spec.claim.adjacency)
         except ValueError as err:
             raise SpecError(f"{spec.path}: data: {err}") from None
-        prepared.append((spec, mechanism, pair))
-    names = [s.name for s, _, _ in prepared]
+        if target is not None:
+            features = blackbox_features(spec, target, pair[0])
+        prepared.append(_Prepared(spec, mechanism, target, features, tuple(pair)))
+    names = [p.spec.name for p in prepared]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise SpecError(f"two specs share the name {duplicates[0]!r}; names must be unique.")
@@ -84,7 +118,16 @@ def _summary_table(outcomes):
     from rich.table import Table
 
     table = Table(title="dpaudit results")
-    for column in ("audit", "claim", "verdict", "expected", "ε lower (cert.)", "ε at δ", "s"):
+    for column in (
+        "audit",
+        "kind",
+        "claim",
+        "verdict",
+        "expected",
+        "ε lower (cert.)",
+        "ε at δ",
+        "s",
+    ):
         table.add_column(column)
     colours = {"pass": "green", "violation": "red", "incompatible": "red"}
     for o in outcomes:
@@ -93,29 +136,70 @@ def _summary_table(outcomes):
         expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
         table.add_row(
             o.name,
+            o.kind,
             f"({r.claim.epsilon:g}, {r.claim.delta:g})",
             f"[{colour}]{r.verdict}[/{colour}]",
             expected,
             f"{r.epsilon_lower:.4g}",
-            f"{_estimate(r):.4g}",
+            _estimate(r),
             f"{r.seconds:.1f}",
         )
     return table
 
 
-def _estimate(result) -> float:
-    value = result.epsilon_at_claimed_delta.get("estimate")
-    return float("nan") if value is None else float(value)
+def _estimate(result) -> str:
+    """The Monte Carlo epsilon at the claimed delta (white-box), or '–' (black-box: none)."""
+    value = getattr(result, "epsilon_at_claimed_delta", {}).get("estimate")
+    return "–" if value is None else f"{float(value):.4g}"
+
+
+def _audit(item: _Prepared):
+    """Run one prepared audit (white-box engine, or black-box from samples)."""
+    from dpaudit.audit import audit
+    from dpaudit.blackbox import blackbox_audit
+
+    spec, (data, data_prime) = item.spec, item.pair
+    if item.target is None:
+        return audit(
+            item.mechanism,
+            data,
+            data_prime,
+            samples=spec.samples,
+            seed=spec.seed,
+            confidence=spec.confidence,
+            progress=False,
+        )
+    bb = spec.blackbox
+    return blackbox_audit(
+        item.target.sampler,
+        data,
+        data_prime,
+        spec.claim,
+        reference=item.target.reference,
+        method=bb.method,
+        features=item.features,
+        samples=spec.samples,
+        select_samples=spec.select_samples,
+        confidence=spec.confidence,
+        objective=bb.objective,
+        seed=spec.seed,
+        classifier_options=dict(bb.classifier_options) or None,
+        name=item.target.name,
+        progress=False,
+    )
 
 
 def run(args) -> int:
-    from dpaudit.audit import audit
     from dpaudit.report import AuditOutcome, _now, write_json, write_report
 
     console = _console()
     started = _now()
     prepared = _prepare(find_specs(args.target), args.seed, args.samples)
-    console.print(f"dpaudit: {len(prepared)} audit(s) validated; running.")
+    kinds = [p.spec.kind for p in prepared]
+    console.print(
+        f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} white-box, "
+        f"{kinds.count('black-box')} black-box); running."
+    )
     outcomes = []
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -128,19 +212,12 @@ def run(args) -> int:
         transient=True,
     ) as progress:
         task = progress.add_task("auditing", total=len(prepared))
-        for spec, mechanism, (data, data_prime) in prepared:
+        for item in prepared:
+            spec = item.spec
             progress.update(task, description=f"auditing {spec.name}")
             t0 = time.perf_counter()
             try:
-                result = audit(
-                    mechanism,
-                    data,
-                    data_prime,
-                    samples=spec.samples,
-                    seed=spec.seed,
-                    confidence=spec.confidence,
-                    progress=False,
-                )
+                result = _audit(item)
             except (TypeError, ValueError) as err:
                 raise SpecError(f"{spec.path}: audit failed: {err}") from None
             except Exception as err:  # a crash is no verdict: stop, write nothing
@@ -154,8 +231,8 @@ def run(args) -> int:
                 result=result,
                 expected=spec.expected,
                 spec=str(spec.path),
-                mechanism=mechanism,
-                data=(data, data_prime),
+                mechanism=item.mechanism if item.target is None else item.target.mechanism,
+                data=item.pair,
                 description=spec.description,
             )
             outcomes.append(outcome)
@@ -200,29 +277,80 @@ def list_catalogue(args) -> int:
     return EXIT_OK
 
 
+def _describe(spec: AuditSpec) -> str:
+    """One line: the spec's kind, what it audits and how, its claim and expectation."""
+    claim = f"claim ({spec.claim.epsilon:g}, {spec.claim.delta:g}) {spec.claim.adjacency}"
+    expected = f"expected {spec.expected}" if spec.expected else "no expected verdict"
+    bb = spec.blackbox
+    if bb is None:
+        what = f"mechanism {Path(spec.mechanism).name if ':' in spec.mechanism else spec.mechanism}"
+        how = f"{spec.samples} samples per direction"
+    else:
+        what = (
+            f"catalogue model {bb.mechanism} sampled as a black box"
+            if bb.mechanism
+            else f"sampler {Path(bb.sampler).name}"
+        )
+        ref = bb.reference and (Path(bb.reference).name if ":" in bb.reference else bb.reference)
+        how = f"method {bb.method}" + (
+            f" (reference {ref})" if bb.method == "model" else f" on {bb.features}"
+        )
+        how += f", {spec.samples} certification samples per dataset"
+    return f"{spec.name}: {spec.kind} — {what}; {how}; {claim}; {expected}"
+
+
+def _check_specs(args) -> int:
+    """Validate specs completely (mechanisms, samplers, datasets built) without auditing."""
+    given = [f for f in ("epsilon", "data", "generator") if getattr(args, f) is not None]
+    if given or args.blackbox:
+        raise SpecError(
+            f"dpaudit check {args.target} validates specs; --{(given or ['blackbox'])[0]} is "
+            "for a FILE.py:CALLABLE."
+        )
+    prepared = _prepare(find_specs(args.target), None, None)
+    for item in prepared:
+        print(_describe(item.spec))
+    kinds = [p.spec.kind for p in prepared]
+    print(
+        f"{len(prepared)} spec(s) valid ({kinds.count('white-box')} white-box, "
+        f"{kinds.count('black-box')} black-box)."
+    )
+    return EXIT_OK
+
+
 def check(args) -> int:
-    """Audit one user mechanism without a spec file (builds a temporary spec in memory)."""
+    """Validate specs (a .toml file or a folder), or audit one user callable without a spec file."""
+    if args.target.endswith(".toml") or Path(args.target).is_dir():
+        return _check_specs(args)
     from dpaudit.audit import audit
     from dpaudit.datasets import generate
     from dpaudit.spec import _load_array_file, _load_callable
 
+    if args.epsilon is None:
+        raise SpecError(f"dpaudit check {args.target} needs --epsilon (the claim audited).")
+    if not args.data and not args.generator:
+        raise SpecError(
+            f"dpaudit check {args.target} needs --data D.npy D_PRIME.npy or --generator NAME."
+        )
     here = Path.cwd() / "command-line"
-    target = _load_callable(here, args.callable)
-    mechanism = target if isinstance(target, dpaudit.Mechanism) else None
-    if mechanism is None:
-        if not callable(target):
-            raise SpecError(f"{args.callable} is not callable.")
-        try:
-            mechanism = target()
-        except TypeError as err:
-            raise SpecError(
-                f"{args.callable}: cannot call it without parameters ({err})."
-            ) from None
-    if not isinstance(mechanism, dpaudit.Mechanism):
-        raise SpecError(f"{args.callable} does not give a dpaudit.Mechanism.")
     claim = dpaudit.Claim(
         epsilon=args.epsilon, delta=args.delta, adjacency=args.adjacency
     )  # validates epsilon/delta
+    if args.blackbox:
+        return _check_sampler(args, claim, here)
+    if args.method is not None or args.reference is not None:
+        raise SpecError("--method and --reference are for black-box checks (add --blackbox).")
+    target = _load_callable(here, args.target)
+    mechanism = target if isinstance(target, dpaudit.Mechanism) else None
+    if mechanism is None:
+        if not callable(target):
+            raise SpecError(f"{args.target} is not callable.")
+        try:
+            mechanism = target()
+        except TypeError as err:
+            raise SpecError(f"{args.target}: cannot call it without parameters ({err}).") from None
+    if not isinstance(mechanism, dpaudit.Mechanism):
+        raise SpecError(f"{args.target} does not give a dpaudit.Mechanism.")
     mechanism = _with_claim(mechanism, claim)
     if args.data:
         pair = tuple(_load_array_file(here, Path(f)) for f in args.data)
@@ -238,6 +366,55 @@ def check(args) -> int:
     for note in result.notes:
         _console().print(f"  note: {note}")
     return EXIT_FOUND if _failed(outcome, args.strict) else EXIT_OK
+
+
+def _check_sampler(args, claim, here: Path) -> int:
+    """``dpaudit check FILE.py:SAMPLER --blackbox``: audit a plain sampler from its samples."""
+    from dpaudit.blackbox import blackbox_audit
+    from dpaudit.datasets import generate
+    from dpaudit.report import AuditOutcome
+    from dpaudit.spec import _load_array_file, _load_callable, _PublicParameters
+
+    sampler = _load_callable(here, args.target, "sampler")
+    if not callable(sampler):
+        raise SpecError(f"{args.target} is not callable.")
+    name = f"{Path(args.target.rpartition(':')[0]).name}:{args.target.rpartition(':')[2]}"
+    reference = None if args.reference is None else dpaudit.build(args.reference)
+    if args.data:
+        pair = tuple(_load_array_file(here, Path(f)) for f in args.data)
+    else:
+        public = reference if reference is not None else _PublicParameters(name, {})
+        pair = generate(args.generator, public, seed=args.seed)
+    result = blackbox_audit(
+        sampler,
+        pair[0],
+        pair[1],
+        claim,
+        reference=reference,
+        method=args.method or "auto",
+        samples=args.samples,
+        seed=args.seed,
+        name=name,
+        progress=False,
+    )
+    outcome = AuditOutcome(name=name, result=result, data=pair)
+    _console().print(_summary_table([outcome]))
+    for note in result.notes:
+        _console().print(f"  note: {note}")
+    return EXIT_FOUND if _failed(outcome, args.strict) else EXIT_OK
+
+
+def info(args) -> int:
+    """The version and JAX configuration; with specs, each spec's kind and what it audits."""
+    print(f"dpaudit {dpaudit.__version__}")
+    print(
+        f"jax {jax.__version__}, backend {jax.default_backend()}, "
+        f"x64 {'on' if jax.config.jax_enable_x64 else 'off'}"
+    )
+    if args.target:
+        for path in find_specs(args.target):
+            print(_describe(load_spec(path)))
+    return EXIT_OK
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -260,32 +437,43 @@ def _parser() -> argparse.ArgumentParser:
     group = list_p.add_mutually_exclusive_group()
     group.add_argument("--faulty", action="store_true", help="only the known-faulty mechanisms")
     group.add_argument("--all", action="store_true", help="correct and faulty mechanisms")
-    check_p = sub.add_parser("check", help="audit one mechanism from a file, without a spec")
-    check_p.add_argument("callable", help="file.py:callable (a Mechanism or a builder)")
-    check_p.add_argument("--epsilon", type=float, required=True)
+    check_p = sub.add_parser(
+        "check",
+        help="validate specs (a .toml or a folder), or audit one mechanism or sampler from a "
+        "file without a spec",
+    )
+    check_p.add_argument(
+        "target",
+        help="a .toml spec or a folder of specs (validated, not run), or file.py:callable "
+        "(a Mechanism or a builder; with --blackbox a sampler (data, n, key) -> releases)",
+    )
+    check_p.add_argument("--epsilon", type=float)
     check_p.add_argument("--delta", type=float, default=0.0)
     check_p.add_argument("--adjacency", default="replace-one")
-    source = check_p.add_mutually_exclusive_group(required=True)
+    source = check_p.add_mutually_exclusive_group()
     source.add_argument("--data", nargs=2, metavar=("D", "D_PRIME"), help="two .npy/.npz files")
     source.add_argument("--generator", help="a named generator (curves, points, ...)")
     check_p.add_argument("--samples", type=int, default=100_000)
     check_p.add_argument("--seed", type=int, default=0)
     check_p.add_argument("--strict", action="store_true")
-    sub.add_parser("info", help="show the version and the JAX configuration")
+    check_p.add_argument(
+        "--blackbox", action="store_true", help="the callable is a plain sampler: audit its samples"
+    )
+    check_p.add_argument(
+        "--method", choices=("auto", "model", "logistic", "mlp"), help="black-box statistic"
+    )
+    check_p.add_argument("--reference", help="black-box: a catalogue model of the intended release")
+    info_p = sub.add_parser(
+        "info", help="show the version and the JAX configuration, and the kind of specs"
+    )
+    info_p.add_argument("target", nargs="?", help="a .toml spec or a folder of specs")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "info":
-        print(f"dpaudit {dpaudit.__version__}")
-        print(
-            f"jax {jax.__version__}, backend {jax.default_backend()}, "
-            f"x64 {'on' if jax.config.jax_enable_x64 else 'off'}"
-        )
-        return EXIT_OK
-    commands = {"run": run, "list": list_catalogue, "check": check}
+    commands = {"run": run, "list": list_catalogue, "check": check, "info": info}
     if args.command not in commands:
         parser.print_help()
         return EXIT_OK

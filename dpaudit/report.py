@@ -12,6 +12,14 @@ privacy-loss histogram of both directions, the epsilon(delta) curve against
 the claimed point (with the exact curve when known), the compatibility
 partial sums for functional mechanisms, and a few release samples against the
 non-private summary.
+
+Black-box audits (:func:`dpaudit.blackbox_audit`) sit in the same list with
+``kind: "black-box"`` (white-box records carry ``kind: "white-box"``; the
+field was added without changing any other, so the schema name stays
+``dpaudit.results/1``). Their page section shows the certified bound against
+the claim, the certified event (statistic, direction, threshold, counts,
+Clopper–Pearson bounds) and the histograms of the certification statistic
+under ``P`` and ``Q`` with the threshold marked.
 """
 
 from __future__ import annotations
@@ -72,6 +80,11 @@ class AuditOutcome:
     def as_expected(self) -> bool | None:
         return None if self.expected is None else self.result.verdict == self.expected
 
+    @property
+    def kind(self) -> str:
+        """``"black-box"`` for a :class:`dpaudit.BlackBoxResult`, else ``"white-box"``."""
+        return getattr(self.result, "kind", "white-box")
+
 
 def _num(v):
     if v is None:
@@ -86,24 +99,74 @@ def _num(v):
     return v
 
 
+def _claim_record(claim) -> dict:
+    return {
+        "epsilon": claim.epsilon,
+        "delta": claim.delta,
+        "adjacency": claim.adjacency,
+        "sensitivity_norm": claim.sensitivity_norm,
+        "sensitivity": claim.sensitivity,
+        "reference": claim.reference,
+    }
+
+
+def _blackbox_record(outcome: AuditOutcome) -> dict:
+    """The record of a black-box audit: the white-box fields (``None`` where a sample-only
+    audit has no value), plus the method, the certified event and the selection budget."""
+    r = outcome.result
+    d = r.to_dict()
+    return {
+        "kind": "black-box",
+        "name": outcome.name,
+        "spec": outcome.spec,
+        "mechanism": r.mechanism,
+        "claim": _claim_record(r.claim),
+        "verdict": r.verdict,
+        "expected": outcome.expected,
+        "as_expected": outcome.as_expected,
+        "epsilon_lower": _num(r.epsilon_lower),
+        "confidence": r.confidence,
+        "epsilon_at_claimed_delta": None,
+        "epsilon_at_claimed_delta_upper": None,
+        "epsilon_exact": None,
+        "delta_at_claimed_epsilon": {
+            "estimate": None,
+            "lower": _num(r.delta_lower),
+            "upper": None,
+        },
+        "samples": r.samples,
+        "samples_select": r.samples_select,
+        "seed": r.seed,
+        "seconds": r.seconds,
+        "method": r.method,
+        "event": d["event"],
+        "certificate": None,
+        "compatibility": None,
+        "notes": list(r.notes),
+        "details": d,
+    }
+
+
 def result_record(outcome: AuditOutcome) -> dict:
-    """The documented JSON record of one audit (schema ``dpaudit.results/1``)."""
+    """The documented JSON record of one audit (schema ``dpaudit.results/1``).
+
+    ``kind`` is ``"white-box"`` (:func:`dpaudit.audit`) or ``"black-box"``
+    (:func:`dpaudit.blackbox_audit`: the same fields, ``None`` where a
+    sample-only audit has no value, plus ``method``, ``event`` and
+    ``samples_select``).
+    """
+    if outcome.kind == "black-box":
+        return _blackbox_record(outcome)
     r = outcome.result
     d = r.to_dict()
     delta = d["delta_at_claimed_epsilon"]
     eps = d["epsilon_at_claimed_delta"]
     return {
+        "kind": "white-box",
         "name": outcome.name,
         "spec": outcome.spec,
         "mechanism": r.mechanism,
-        "claim": {
-            "epsilon": r.claim.epsilon,
-            "delta": r.claim.delta,
-            "adjacency": r.claim.adjacency,
-            "sensitivity_norm": r.claim.sensitivity_norm,
-            "sensitivity": r.claim.sensitivity,
-            "reference": r.claim.reference,
-        },
+        "claim": _claim_record(r.claim),
         "verdict": r.verdict,
         "expected": outcome.expected,
         "as_expected": outcome.as_expected,
@@ -284,6 +347,39 @@ def _sample_paths(outcome: AuditOutcome, n_paths: int = 3) -> str | None:
     return _png(fig)
 
 
+def _datasets(direction: str) -> tuple[str, str]:
+    """Which dataset's releases are P (numerator) and Q for a certified direction."""
+    return ("D", "D'") if direction == "D->D'" else ("D'", "D")
+
+
+def _score_histogram(result) -> str | None:
+    """Histograms of the certification statistic under P and Q, the threshold marked."""
+    import matplotlib.pyplot as plt
+
+    scores = result.certification_scores
+    full = {k: np.asarray(scores[k], dtype=float).ravel() for k in ("P", "Q")}
+    finite = {k: v[np.isfinite(v)] for k, v in full.items()}
+    if not any(v.size for v in finite.values()):
+        return None
+    threshold = float(result.event.threshold)
+    pooled = np.concatenate([*finite.values(), [threshold] if math.isfinite(threshold) else []])
+    edges = np.histogram_bin_edges(pooled, bins=80)
+    names = dict(zip(("P", "Q"), _datasets(result.event.direction), strict=True))
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    for key in ("P", "Q"):
+        n_inf = full[key].size - finite[key].size
+        label = f"{key}: releases of {names[key]}" + (f" (+{n_inf} infinite)" if n_inf else "")
+        ax.hist(finite[key], bins=edges, histtype="step", lw=1.4, label=label)
+    if math.isfinite(threshold):
+        ax.axvline(threshold, color="k", ls="--", lw=1, label=f"threshold t = {threshold:.4g}")
+    ax.set_yscale("log")
+    ax.set_xlabel("certification statistic s(x)")
+    ax.set_ylabel(f"count (of {full['P'].size} shown)")
+    ax.set_title("Certified event S = {s > t}")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
 # -------------------------------------------------------------------------- html
 
 
@@ -321,24 +417,28 @@ def _html(outcomes: Sequence[AuditOutcome], started: str) -> str:
         r = o.result
         ok = o.as_expected
         mark = "" if ok is None else ("✓" if ok else "✗ expected " + esc(o.expected))
+        estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
         rows.append(
-            f"<tr><td><a href='#{esc(o.name)}'>{esc(o.name)}</a></td><td>{esc(r.mechanism)}</td>"
+            f"<tr><td><a href='#{esc(o.name)}'>{esc(o.name)}</a></td><td>{esc(o.kind)}</td>"
+            f"<td>{esc(r.mechanism)}</td>"
             f"<td>ε={_fmt(r.claim.epsilon)}, δ={_fmt(r.claim.delta)}</td>"
             f"<td>{_verdict_badge(r.verdict)} {mark}</td><td>{_fmt(r.epsilon_lower)}</td>"
-            f"<td>{_fmt(r.epsilon_at_claimed_delta.get('estimate'))}</td>"
-            f"<td>{_fmt(r.seconds)}</td></tr>"
+            f"<td>{_fmt(estimate)}</td><td>{_fmt(r.seconds)}</td></tr>"
         )
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>dpaudit report</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>dpaudit report</h1><p class='note'>dpaudit {esc(dpaudit.__version__)}, "
         f"started {esc(started)}, {len(outcomes)} audit(s).</p>",
-        "<table><tr><th>audit</th><th>mechanism</th><th>claim</th><th>verdict</th>"
+        "<table><tr><th>audit</th><th>kind</th><th>mechanism</th><th>claim</th><th>verdict</th>"
         "<th>certified ε lower bound</th><th>ε at claimed δ (estimate)</th><th>seconds</th></tr>",
         *rows,
         "</table>",
     ]
     for o in outcomes:
+        if o.kind == "black-box":
+            parts += _blackbox_section(o)
+            continue
         r = o.result
         delta = r.delta_at_claimed_epsilon
         parts += [
@@ -386,6 +486,62 @@ def _html(outcomes: Sequence[AuditOutcome], started: str) -> str:
         parts.append("</div></div>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _blackbox_section(o: AuditOutcome) -> list[str]:
+    """The HTML of one black-box audit: bound vs claim, the certified event, the histogram."""
+    esc = html.escape
+    r = o.result
+    e = r.event
+    p_name, q_name = _datasets(e.direction)
+    exceeds = "exceeds" if r.epsilon_lower > r.claim.epsilon else "does not exceed"
+    flaw = getattr(o.mechanism, "known_flaw", None)
+    sel = e.selection
+    timings = ", ".join(f"{k} {_fmt(v)} s" for k, v in r.timings.items())
+    parts = [
+        f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(r.verdict)}</h2>",
+        f"<p>{esc(o.description)}</p>" if o.description else "",
+        "<table>",
+        f"<tr><th>kind</th><td>black-box audit from samples ({esc(r.method)})</td></tr>",
+        f"<tr><th>implementation</th><td>{esc(r.mechanism)}</td></tr>",
+        f"<tr><th>claim</th><td>({_fmt(r.claim.epsilon)}, {_fmt(r.claim.delta)})-DP, "
+        f"{esc(r.claim.adjacency)}</td></tr>",
+        f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
+        f"<tr><th>certified ε lower bound</th><td><b>{_fmt(r.epsilon_lower)}</b> at δ = "
+        f"{_fmt(r.claim.delta)} ({exceeds} the claimed ε = {_fmt(r.claim.epsilon)}; "
+        f"confidence {_fmt(r.confidence)})</td></tr>",
+        f"<tr><th>certified δ lower bound</th><td>{_fmt(r.delta_lower)} at the claimed ε "
+        f"(claimed δ = {_fmt(r.claim.delta)})</td></tr>",
+    ]
+    if flaw is not None:
+        parts.append(
+            f"<tr><th>known true ε</th><td>{_fmt(flaw.true_epsilon)} ({esc(flaw.reason)})</td></tr>"
+        )
+    parts += [
+        f"<tr><th>event S</th><td>{{s(x) &gt; t}} plus each release with s(x) = t kept with "
+        f"probability γ = {_fmt(e.tie_probability)}; s = {esc(e.statistic)}; t = "
+        f"{_fmt(e.threshold)}</td></tr>",
+        f"<tr><th>direction</th><td>{esc(e.direction)}: P = releases of {p_name}, Q = releases "
+        f"of {q_name} (pair {e.pair})</td></tr>",
+        f"<tr><th>counts in S</th><td>P: {e.counts['P']} of {e.n}, Q: {e.counts['Q']} of "
+        f"{e.n} (fresh certification releases)</td></tr>",
+        f"<tr><th>Clopper–Pearson</th><td>P(S) ≥ {_fmt(e.p_lower)}, Q(S) ≤ {_fmt(e.q_upper)} "
+        f"(one-sided, α/2 = {_fmt((1 - r.confidence) / 2)} each); ε ≥ log((P(S) − δ) / Q(S))"
+        "</td></tr>",
+        f"<tr><th>selection</th><td>chosen on {sel.get('n')} releases per dataset "
+        f"({sel.get('pairs')} pair(s)): P̂ = {_fmt(sel.get('p_hat'))}, Q̂ = "
+        f"{_fmt(sel.get('q_hat'))}, ε̂ = {_fmt(sel.get('epsilon_hat'))}</td></tr>",
+        f"<tr><th>samples</th><td>{r.samples} certification + {r.samples_select} selection "
+        f"releases per dataset, seed {r.seed}, {_fmt(r.seconds)} s ({esc(timings)})</td></tr>",
+        "</table>",
+    ]
+    parts += [f"<p class='note'>{esc(note)}</p>" for note in r.notes]
+    plot = _score_histogram(r)
+    parts.append("<div class='plots'>")
+    if plot:
+        parts.append(f"<img alt='certification statistic under P and Q' src='{plot}'>")
+    parts.append("</div></div>")
+    return parts
 
 
 def write_report(
