@@ -586,7 +586,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     planning = None if args.plan_alpha == "engine" else float(args.plan_alpha)
     table = rows()
-    keys = args.rows or (["laplace", "noisyhist2", "svt5"] if args.quick else None)
+    keys = args.rows or (["noisyhist2", "svt5", "noisyhist1"] if args.quick else None)
     if keys:
         unknown = set(keys) - {r.key for r in table}
         if unknown:
