@@ -60,6 +60,7 @@ def test_run_writes_report_and_json_with_the_schema(suite, tmp_path, capsys):
         "started": document["started"]
     }
     assert document["schema"] == "dpaudit.results/1"
+    assert {a["kind"] for a in document["audits"]} == {"white-box"}
     by_name = {a["name"]: a for a in document["audits"]}
     assert by_name["correct"]["verdict"] == "pass"
     faulty = by_name["faulty"]

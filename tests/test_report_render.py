@@ -8,6 +8,8 @@ import subprocess
 
 import numpy as np
 import pytest
+from test_blackbox_specs import SAMPLER
+from test_blackbox_specs import SPEC as BLACKBOX_SPEC
 from test_cli import SPEC, USER
 
 from dpaudit.cli import main
@@ -15,22 +17,42 @@ from dpaudit.cli import main
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def _screenshot(page, shot):
+    subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+         "--window-size=1200,1600", page.as_uri()],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    import matplotlib.image
+
+    return matplotlib.image.imread(shot)[..., :3]
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium)")
 def test_report_renders_in_headless_chromium(tmp_path):
     (tmp_path / "user.py").write_text(USER)
     (tmp_path / "faulty.toml").write_text(SPEC.format(expected='expected = "violation"', scale=0.5))
     assert main(["run", str(tmp_path / "faulty.toml"), "--report", str(tmp_path / "r")]) == 0
-    shot = tmp_path / "shot.png"
-    subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
-         "--window-size=1200,1600", (tmp_path / "r" / "index.html").as_uri()],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    import matplotlib.image
-
-    pixels = matplotlib.image.imread(shot)[..., :3]
+    pixels = _screenshot(tmp_path / "r" / "index.html", tmp_path / "shot.png")
     # A blank or failed page is one colour; the report has text, a red badge and plots.
     assert pixels.std() > 0.05
     red = (pixels[..., 0] > 0.6) & (pixels[..., 1] < 0.2) & (pixels[..., 2] < 0.25)
     assert red.sum() > 200  # the "violation" badge
     assert np.unique(pixels.reshape(-1, 3).round(2), axis=0).shape[0] > 50
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium)")
+def test_black_box_report_renders_its_histogram(tmp_path):
+    (tmp_path / "sampler.py").write_text(SAMPLER)
+    spec = BLACKBOX_SPEC.format(expected='expected = "violation"', scale=0.5)
+    (tmp_path / "broken.toml").write_text(spec)
+    assert main(["run", str(tmp_path / "broken.toml"), "--report", str(tmp_path / "r")]) == 0
+    page = tmp_path / "r" / "index.html"
+    assert "Certified event" not in page.read_text()  # the title is drawn inside the PNG
+    pixels = _screenshot(page, tmp_path / "shot.png")
+    red = (pixels[..., 0] > 0.6) & (pixels[..., 1] < 0.2) & (pixels[..., 2] < 0.25)
+    assert red.sum() > 200  # the "violation" badges
+    # matplotlib's C0 blue and C1 orange: the histograms of the statistic under P and Q
+    blue = (np.abs(pixels - np.array([0.12, 0.47, 0.71])) < 0.08).all(axis=-1)
+    orange = (np.abs(pixels - np.array([1.0, 0.5, 0.05])) < 0.08).all(axis=-1)
+    assert blue.sum() > 100 and orange.sum() > 100
