@@ -633,12 +633,14 @@ class _Candidate:
     q_hat: float
 
 
-def _plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: float):
-    """The bound an event would certify with ``n_cert`` releases, from selection counts."""
-    # One-sigma pessimistic estimates on the selection set: the maximum over many
-    # thresholds of plug-in estimates would chase noise in the tails (winner's curse).
-    p_tilde, _ = clopper_pearson(k_p, n_sel, _PLAN_ALPHA)
-    _, q_tilde = clopper_pearson(k_q, n_sel, _PLAN_ALPHA)
+def _plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: float, level):
+    """The bound an event would certify with ``n_cert`` releases, from selection counts.
+
+    ``level``: the selection estimates are one-sided Clopper–Pearson bounds at
+    this level (pessimistic for the event), then projected to ``n_cert``.
+    """
+    p_tilde, _ = clopper_pearson(k_p, n_sel, level)
+    _, q_tilde = clopper_pearson(k_q, n_sel, level)
     p_lo, _ = clopper_pearson(p_tilde * n_cert, n_cert, alpha / 2)
     _, q_hi = clopper_pearson(q_tilde * n_cert, n_cert, alpha / 2)
     if objective == "delta":
@@ -692,24 +694,34 @@ def _candidates(s_p: np.ndarray, s_q: np.ndarray):
 
 
 def _select(scores, n_sel, n_cert, claim, objective, alpha) -> _Candidate:
-    """The best (pair, direction, threshold, gamma) on the selection scores."""
-    best = None
+    """The best (pair, direction, threshold, gamma) on the selection scores.
+
+    Candidates are ranked by the bound they would certify, computed from
+    pessimistic selection estimates at level ``_PLAN_ALPHA / N`` over all ``N``
+    candidates (Bonferroni): the maximum of ``N`` noisy tail estimates would
+    otherwise favour a rare event that happened to look extreme in selection.
+    This only affects power; validity rests on the certification set alone.
+    """
+    tables = []
     for pair, (s_d, s_dp) in enumerate(scores):
         for direction, (s_p, s_q) in enumerate(((s_d, s_dp), (-s_dp, -s_d))):
-            t, g, k_p, k_q = _candidates(s_p, s_q)
-            obj = np.asarray(_plan_bound(k_p, k_q, n_sel, n_cert, claim, objective, alpha))
-            i = int(np.argmax(obj))
-            cand = _Candidate(
-                float(obj[i]),
-                pair,
-                direction,
-                float(t[i]),
-                float(g[i]),
-                float(k_p[i] / n_sel),
-                float(k_q[i] / n_sel),
-            )
-            if best is None or cand.objective > best.objective:
-                best = cand
+            tables.append((pair, direction, _candidates(s_p, s_q)))
+    level = _PLAN_ALPHA / sum(table[0].size for _, _, table in tables)
+    best = None
+    for pair, direction, (t, g, k_p, k_q) in tables:
+        obj = np.asarray(_plan_bound(k_p, k_q, n_sel, n_cert, claim, objective, alpha, level))
+        i = int(np.argmax(obj))
+        cand = _Candidate(
+            float(obj[i]),
+            pair,
+            direction,
+            float(t[i]),
+            float(g[i]),
+            float(k_p[i] / n_sel),
+            float(k_q[i] / n_sel),
+        )
+        if best is None or cand.objective > best.objective:
+            best = cand
     return best
 
 
