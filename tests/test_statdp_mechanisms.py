@@ -186,9 +186,8 @@ def test_pattern_table_is_the_catalogue_sparse_vector_law():
     exact = dpaudit.build("faulty/svt-lyu-alg4", epsilon=EPS, n=2, thresholds=(1.0,) * 4, cutoff=1)
     table = reference.release_distribution(data)
     patterns = jnp.array([[0, 0, 1, -1], [1, -1, -1, -1], [0, 0, 0, 0], [0, 1, -1, -1]], float)
-    np.testing.assert_allclose(
-        table.log_prob(patterns), exact.release_distribution(data).log_prob(patterns), rtol=1e-12
-    )
+    catalogue = jax.jit(exact.release_distribution(data).log_prob)
+    np.testing.assert_allclose(table.log_prob(patterns), catalogue(patterns), rtol=1e-12)
     # impossible outputs: a code after the cutoff, and a non-code value
     assert float(table.log_prob(jnp.array([1.0, 1.0, -1.0, -1.0]))) == -math.inf
     assert float(table.log_prob(jnp.array([0.5, -1.0, -1.0, -1.0]))) == -math.inf
@@ -278,21 +277,27 @@ def test_bad_inputs_raise_one_clear_error(call, error):
 
 
 def test_every_row_is_consistent():
-    """Pairs adjacent under the claim, datasets encode the tool's answers, shapes agree."""
+    """Pairs adjacent under the claim, datasets encode the tool's answers, shapes agree.
+
+    The reference law is evaluated on the first pair, except for the sparse-vector
+    references with query noise, whose tables (seconds each) the pattern test checks.
+    """
     for row in bt.rows():
         assert row.claim.epsilon == EPS
-        reference = row.reference()
         for (name, a, b), (name2, d, d_prime) in zip(row.answers, row.pairs, strict=True):
             assert name == name2
             dpaudit.check_adjacent(d, d_prime, row.claim.adjacency)
-            releases = np.asarray(row.sampler(d, 3, jax.random.key(0)))
-            law = reference.release_distribution(d)
-            width = int(np.prod(law.batch_shape + law.event_shape))
-            assert releases.shape[0] == 3 and releases[0].size == width, row.key
-            assert np.all(np.isfinite(np.asarray(law.log_prob(jnp.asarray(releases)))))
             if row.key.startswith(("svt", "rnm")):
                 np.testing.assert_array_equal(sm.column_counts(d), a)
                 np.testing.assert_array_equal(sm.column_counts(d_prime), b)
+        if row.key in ("svt1", "svt4", "svt6"):
+            continue
+        d = row.pairs[0][1]
+        releases = np.asarray(row.sampler(d, 3, jax.random.key(0)))
+        law = row.reference().release_distribution(d)
+        width = int(np.prod(law.batch_shape + law.event_shape))
+        assert releases.shape[0] == 3 and releases[0].size == width, row.key
+        assert np.all(np.isfinite(np.asarray(law.log_prob(jnp.asarray(releases)))))
         assert row.select_samples(row.samples) <= row.samples // 10
 
 
