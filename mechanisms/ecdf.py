@@ -17,7 +17,11 @@ shifts ``nF`` by the indicator of an index interval. The privacy loss between
 neighbours is exactly ``min{||nu||_1 : A nu = n(F_D - F_D')} / b``
 (:mod:`dpaudit.noise.linear_laplace`); BMR's Lemma 1 bounds the minimum by
 ``L + 1``, and the exact worst case over all intervals is ``L`` (trap 25,
-reproduced by :func:`bmr_worst_case_sensitivity` and the tests). The mechanism's
+reproduced by :func:`bmr_worst_case_sensitivity` and the tests;
+:func:`bmr_exact_sensitivity` and :func:`bmr_roc_exact_sensitivity` give the
+worst case over the moves a replacement can really make, with a move that
+attains it, and :func:`bmr_exact_epsilon` the resulting tight epsilon of a
+built mechanism). The mechanism's
 ``sensitivity_norm`` is that minimum (computed exactly by
 :func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`), in the ``l1``
 norm of node shifts, so ``mech.distance(D, D') <= claim.sensitivity = L + 1``
@@ -31,6 +35,11 @@ programme, ``p = 2`` quadratic programme, clamped to ``[0, 1]``),
 :func:`auc` from two private ECDFs (``bmr-roc``: ``epsilon/2`` each, sequential
 composition gives ``epsilon``, trap 28), and :func:`private_hosmer_lemeshow`
 (Algorithm 2 with the trap-29 corrections).
+
+**Calibration.** ``calibration="lemma"`` (default) is BMR's node scale
+``(L+1)/epsilon``; ``calibration="exact"`` uses the exact worst case instead
+(``L/epsilon`` when ``N = 2^L``), which spends the whole budget and lowers
+the noise standard deviation by the factor ``L/(L+1)``.
 
 Registered: ``bmr-ecdf`` and ``bmr-roc``.
 """
@@ -46,14 +55,17 @@ import numpyro
 import scipy.optimize
 
 import dpaudit
-from dpaudit._validation import check_epsilon, is_concrete
+from dpaudit._validation import check_choice, check_epsilon, is_concrete
 from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_matrix, ancestor_sensitivity
 
 __all__ = [
     "auc",
     "bmr_ecdf",
     "bmr_ecdf_mechanism",
+    "bmr_exact_epsilon",
+    "bmr_exact_sensitivity",
     "bmr_node_scale",
+    "bmr_roc_exact_sensitivity",
     "bmr_roc_mechanism",
     "bmr_sensitivity",
     "bmr_worst_case_sensitivity",
@@ -69,6 +81,8 @@ __all__ = [
 ]
 
 _BMR = "Barczewski, Mawass & Ramon, Thm 3.1 and Lemma 1 (digest §4.2, trap 25)"
+_EXACT = "; node scale from the exact worst-case node explanation (linear programme, trap 25)"
+CALIBRATIONS = ("lemma", "exact")
 
 
 # ---------------------------------------------------------------------- summaries
@@ -160,6 +174,120 @@ def bmr_worst_case_sensitivity(depth: int, n_points: int | None = None) -> float
     return float(np.max(ancestor_sensitivity(depth, interval_shifts(m))))
 
 
+def _check_n_points(n_points) -> int:
+    tree_depth(n_points)  # the type and range
+    if n_points < 2:
+        raise ValueError(
+            f"n_points must be at least 2 (one grid point never moves), got {n_points}."
+        )
+    return int(n_points)
+
+
+def bmr_exact_sensitivity(n_points: int) -> tuple[float, tuple[int, int]]:
+    r"""Exact worst-case node explanation of a replace-one move, and a move that attains it.
+
+    A record with clamped score in grid cell ``a`` (``tau_(a-1) < x <= tau_a``)
+    replaced by one in cell ``c > a`` changes the counts by
+    ``n (F_D - F_D') = 1_[a, c-1]``: an interval that never contains the last
+    grid point (``n F(tau_N) = n`` does not move). Over all such moves this
+    returns
+
+    .. math::  \Delta^\ast = \max_{0 \le a < c \le N-1}\ \min\{\|\nu\|_1 : A\nu = 1_{[a, c-1]}\},
+
+    computed exactly by :func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`.
+    For ``N = 2^L`` it equals ``L`` (digest trap 25), one less than BMR's
+    Lemma 1 bound ``L + 1``; the privacy loss of ``bmr-ecdf`` is at most
+    ``Delta* / b`` for node scale ``b``, with equality on the returned move.
+
+    Args:
+        n_points: ``N >= 2`` grid points.
+
+    Returns:
+        ``(Delta*, (a, c))``: the worst case and grid indices ``a < c`` such that
+        replacing a score ``tau_a`` by ``tau_c`` attains it.
+
+    Example:
+        >>> bmr_exact_sensitivity(8)
+        (3.0, (1, 5))
+    """
+    n_points = _check_n_points(n_points)
+    a, c = np.triu_indices(n_points, k=1)
+    idx = np.arange(n_points)
+    shifts = ((idx >= a[:, None]) & (idx < c[:, None])).astype(float)
+    cost = ancestor_sensitivity(tree_depth(n_points), shifts)
+    best = int(np.argmax(cost))
+    return float(cost[best]), (int(a[best]), int(c[best]))
+
+
+def bmr_roc_exact_sensitivity(
+    n_points: int,
+) -> tuple[float, tuple[tuple[int, int], tuple[int, int]]]:
+    r"""Exact worst-case node explanation of ``bmr-roc`` (both ECDFs) over replace-one moves.
+
+    A record ``(cell a, label y)`` replaced by ``(cell c, label y')`` shifts the
+    true-positive counts by ``y 1[i >= a] - y' 1[i >= c]`` and the
+    false-positive counts by ``(1-y) 1[i >= a] - (1-y') 1[i >= c]``. The two
+    ECDFs have independent tree noise, so the cheapest explanation of the
+    joint shift is the sum of the two rows' minima; this returns its maximum
+    over all ``(a, y), (c, y')``. A label change moves both ECDFs, including
+    their last values (the class sizes): that is why parallel composition does
+    not apply (trap 28).
+
+    Returns:
+        ``(Delta*, ((a, y), (c, y')))``: the worst case and a move attaining it.
+
+    Example:
+        >>> bmr_roc_exact_sensitivity(8)[0]
+        4.0
+    """
+    n_points = _check_n_points(n_points)
+    cells = np.repeat(np.arange(n_points), 2)
+    labels = np.tile([0.0, 1.0], n_points)
+    above = (np.arange(n_points)[None, :] >= cells[:, None]).astype(float)  # (2N, N)
+    i, j = np.meshgrid(np.arange(2 * n_points), np.arange(2 * n_points), indexing="ij")
+    i, j = i.ravel(), j.ravel()
+    tp = labels[i, None] * above[i] - labels[j, None] * above[j]
+    fp = (1 - labels[i, None]) * above[i] - (1 - labels[j, None]) * above[j]
+    depth = tree_depth(n_points)
+    cost = ancestor_sensitivity(depth, tp) + ancestor_sensitivity(depth, fp)
+    best = int(np.argmax(cost))
+    move = (
+        (int(cells[i[best]]), int(labels[i[best]])),
+        (int(cells[j[best]]), int(labels[j[best]])),
+    )
+    return float(cost[best]), move
+
+
+def bmr_exact_epsilon(mechanism: dpaudit.Mechanism) -> float:
+    """Tight pure epsilon of a built ``bmr-ecdf`` or ``bmr-roc``: worst case over all neighbours.
+
+    The privacy loss between neighbours is exactly ``min ||nu||_1 / b``
+    (:mod:`dpaudit.noise.linear_laplace`), so the mechanism is exactly
+    ``Delta* / b``-DP with ``Delta*`` from :func:`bmr_exact_sensitivity` (or
+    :func:`bmr_roc_exact_sensitivity`) and ``b`` the node scale; no smaller
+    epsilon holds. With the default calibration this is ``L/(L+1)`` times the
+    claimed epsilon (``N = 2^L``), with ``calibration="exact"`` it is the
+    claimed epsilon.
+
+    Raises:
+        TypeError: if ``mechanism`` is not a :class:`dpaudit.Mechanism`.
+        ValueError: if it is not a ``bmr-ecdf`` or ``bmr-roc`` mechanism.
+
+    Example:
+        >>> bmr_exact_epsilon(dpaudit.build("bmr-ecdf", epsilon=1.0, n_points=8))
+        0.75
+    """
+    if not isinstance(mechanism, dpaudit.Mechanism):
+        raise TypeError(f"mechanism must be a dpaudit.Mechanism, got {type(mechanism).__name__}.")
+    worst = {"bmr-ecdf": bmr_exact_sensitivity, "bmr-roc": bmr_roc_exact_sensitivity}
+    if mechanism.name not in worst:
+        raise ValueError(
+            f"bmr_exact_epsilon needs a bmr-ecdf or bmr-roc mechanism, got {mechanism.name!r}."
+        )
+    sensitivity, _ = worst[mechanism.name](mechanism.params["n_points"])
+    return sensitivity / mechanism.params["node_scale"]
+
+
 # ---------------------------------------------------------------------- mechanism
 
 
@@ -185,6 +313,7 @@ def bmr_ecdf_mechanism(
     low: float = 0.0,
     high: float = 1.0,
     n_points: int = 16,
+    calibration: str = "lemma",
 ) -> dpaudit.Mechanism:
     """Hierarchical DP ECDF of BMR: every grid value gets all its ancestors' Lap((L+1)/eps) noise.
 
@@ -194,13 +323,23 @@ def bmr_ecdf_mechanism(
         low, high: public score range; the grid is ``n_points`` equispaced
             points from ``low`` to ``high`` and scores are clamped to it.
         n_points: ``N``; the tree has depth ``L = ceil(log2 N)``.
+        calibration: ``"lemma"`` (BMR Thm 3.1: node scale ``(L+1)/epsilon``,
+            claimed sensitivity ``L + 1``) or ``"exact"`` (node scale
+            ``Delta*/epsilon`` and claimed sensitivity ``Delta*``, the exact
+            worst case of :func:`bmr_exact_sensitivity`, ``= L`` for ``N = 2^L``).
 
     Returns:
         The mechanism; its release is ``(N,)`` noisy CDF values with the
         :class:`~dpaudit.noise.linear_laplace.AncestorLaplace` density.
     """
     grid, depth = _check_builder(epsilon, n, low, high, n_points)
-    scale = bmr_node_scale(epsilon, depth)
+    check_choice("calibration", calibration, CALIBRATIONS)
+    if calibration == "exact":
+        sensitivity = bmr_exact_sensitivity(n_points)[0]
+        scale = sensitivity / float(epsilon)
+    else:
+        sensitivity = bmr_sensitivity(depth)
+        scale = bmr_node_scale(epsilon, depth)
 
     def model(data):
         values = bmr_ecdf(_scores(data, n), grid)
@@ -213,8 +352,8 @@ def bmr_ecdf_mechanism(
             epsilon=epsilon,
             adjacency="replace-one",
             sensitivity_norm="l1",
-            sensitivity=bmr_sensitivity(depth),
-            reference=_BMR,
+            sensitivity=sensitivity,
+            reference=_BMR + (_EXACT if calibration == "exact" else ""),
         ),
         summary=lambda data: bmr_ecdf(_scores(data, n), grid),
         sensitivity_norm=lambda h: ancestor_sensitivity(depth, _count_shift(h, n)),
@@ -224,15 +363,17 @@ def bmr_ecdf_mechanism(
             "low": low,
             "high": high,
             "n_points": n_points,
+            "calibration": calibration,
             "depth": depth,
             "grid": np.asarray(grid),
             "node_scale": scale,
             "noise_matrix": ancestor_matrix(depth, n_points),
         },
         description=(
-            "ECDF on a public grid; node noise Lap((L+1)/epsilon) on counts, each CDF value "
-            "receives all its ancestors' noise (BMR Eq. 2). Sensitivity: minimum l1 node "
-            "explanation of the count shift (exact worst case L <= L+1)."
+            f"ECDF on a public grid; node noise Lap({scale:g}) on counts ({calibration} "
+            "calibration), each CDF value receives all its ancestors' noise (BMR Eq. 2). "
+            "Sensitivity: minimum l1 node explanation of the count shift (exact worst case "
+            "L <= L+1)."
         ),
     )
 
@@ -265,6 +406,7 @@ def bmr_roc_mechanism(
     low: float = 0.0,
     high: float = 1.0,
     n_points: int = 16,
+    calibration: str = "lemma",
 ) -> dpaudit.Mechanism:
     """Private ROC: the true- and false-positive ECDFs, each a BMR release at epsilon/2.
 
@@ -273,11 +415,19 @@ def bmr_roc_mechanism(
     composition of two ``epsilon/2`` releases gives ``epsilon`` (trap 28; BMR
     print ``2 epsilon``). As one linear-Laplace release with node scale
     ``2(L+1)/epsilon`` its sensitivity is the sum of the two rows' node
-    explanations, claimed ``<= 2(L+1)``. Post-process with :func:`smooth_ecdf`,
+    explanations, claimed ``<= 2(L+1)``. With ``calibration="exact"`` the node
+    scale is ``Delta*/epsilon`` with ``Delta*`` the exact joint worst case
+    (:func:`bmr_roc_exact_sensitivity`). Post-process with :func:`smooth_ecdf`,
     :func:`roc_curve`, :func:`auc`.
     """
     grid, depth = _check_builder(epsilon, n, low, high, n_points)
-    scale = bmr_node_scale(epsilon / 2.0, depth)
+    check_choice("calibration", calibration, CALIBRATIONS)
+    if calibration == "exact":
+        sensitivity = bmr_roc_exact_sensitivity(n_points)[0]
+        scale = sensitivity / float(epsilon)
+    else:
+        sensitivity = 2.0 * bmr_sensitivity(depth)
+        scale = bmr_node_scale(epsilon / 2.0, depth)
 
     def summary(data):
         scores, labels = data
@@ -299,8 +449,10 @@ def bmr_roc_mechanism(
             epsilon=epsilon,
             adjacency="replace-one",
             sensitivity_norm="l1",
-            sensitivity=2.0 * bmr_sensitivity(depth),
-            reference=_BMR + "; §4.5 with sequential composition (trap 28)",
+            sensitivity=sensitivity,
+            reference=_BMR
+            + "; §4.5 with sequential composition (trap 28)"
+            + (_EXACT if calibration == "exact" else ""),
         ),
         summary=summary,
         sensitivity_norm=norm,
@@ -310,6 +462,7 @@ def bmr_roc_mechanism(
             "low": low,
             "high": high,
             "n_points": n_points,
+            "calibration": calibration,
             "depth": depth,
             "grid": np.asarray(grid),
             "node_scale": scale,
