@@ -213,10 +213,13 @@ def test_monte_carlo_pcv_agrees_with_the_exact_expectation():
 
 def test_monte_carlo_pcv_is_reproducible_and_frl_works():
     x = _dataset(5, 30, 1.0)
-    kwargs = {"method": "frl", "candidates": [2, 5], "epsilon": 1.0, "tau": 1.0, "folds": 3}
-    a = mean.private_cross_validation(x, BASIS, draws=50, key=jax.random.key(1), **kwargs)
-    b = mean.private_cross_validation(x, BASIS, draws=50, key=jax.random.key(1), **kwargs)
+    # 3 candidates x 4000 draws x 12 components: the compiled shape of the test above
+    kwargs = {"method": "frl", "candidates": [2, 5, 9], "epsilon": 1.0, "tau": 1.0, "folds": 3}
+    a = mean.private_cross_validation(x, BASIS, draws=4000, key=jax.random.key(1), **kwargs)
+    b = mean.private_cross_validation(x, BASIS, draws=4000, key=jax.random.key(1), **kwargs)
+    c = mean.private_cross_validation(x, BASIS, draws=4000, key=jax.random.key(2), **kwargs)
     np.testing.assert_array_equal(a.scores, b.scores)
+    assert np.all(a.scores != c.scores)
 
 
 def test_pcv_on_a_simulated_setting_prefers_an_interior_psi():
