@@ -391,11 +391,12 @@ def test_faulty_mechanisms_are_flagged_from_samples(name, method, samples):
     assert res.confidence == 0.95 and res.samples == samples
 
 
-# (method, certification releases per dataset) per faulty mechanism: the smallest budget of
-# the ladder 1e4, 1e5, 1e6 that flags it in benchmarks/blackbox_faulty.py (seed 0).
+# (method, certification releases per dataset) per faulty mechanism: the cheapest route at the
+# smallest budget of the ladder 1e4, 1e5, 1e6, 1e7 that flags it in
+# benchmarks/blackbox_faulty.py (seed 0; BENCHMARKS.md, "Black-box detection").
 SLOW_DETECTION = {
     "faulty/ecdf-data-dependent-grid": ("logistic", 10_000),
-    "faulty/gaussian-classical-large-epsilon": ("logistic", 1_000_000),
+    "faulty/gaussian-classical-large-epsilon": ("model", 10_000_000),  # not flagged: see below
     "faulty/gaussian-pure-claim": ("logistic", 10_000),
     "faulty/histogram-scale-epsilon": ("logistic", 10_000),
     "faulty/hrw-unsquared-covariance": ("logistic", 10_000),
@@ -407,8 +408,16 @@ SLOW_DETECTION = {
     "faulty/svt-lyu-alg4": ("logistic", 10_000),
     "faulty/svt-lyu-alg5": ("logistic", 10_000),
     "faulty/svt-lyu-alg6": ("logistic", 10_000),
-    "faulty/textbook-tree-replace-one": ("model", 10_000),
+    "faulty/textbook-tree-replace-one": ("model", 100_000),
 }
+
+#: Beyond 10^7 releases per dataset: the claim (10, 0.01) fails only on events of probability
+#: ~1e-7 under D' (true epsilon(0.01) = 11.13 is attained at P_D'(S) ~ 1.3e-7). Even the
+#: best threshold with exact expected counts certifies only 10.007 at 10^7 (10.37 at 3 x 10^7).
+_GAUSSIAN_BEYOND_BUDGET = pytest.mark.xfail(
+    strict=True,
+    reason="needs ~3e7 releases per dataset (certified 9.54 < 10 at 1e7); see BENCHMARKS.md",
+)
 
 
 def test_slow_detection_table_covers_the_faulty_catalogue():
@@ -416,7 +425,15 @@ def test_slow_detection_table_covers_the_faulty_catalogue():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(SLOW_DETECTION))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=_GAUSSIAN_BEYOND_BUDGET)
+        if name == "faulty/gaussian-classical-large-epsilon"
+        else name
+        for name in sorted(SLOW_DETECTION)
+    ],
+)
 def test_whole_faulty_catalogue_is_flagged_as_plain_samplers(name):
     method, samples = SLOW_DETECTION[name]
     mech, pair = _faulty(name)
