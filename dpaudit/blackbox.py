@@ -119,6 +119,8 @@ _TOP_RANKS = 400
 _RANK_GROWTH = 1.03
 _GAMMAS = (0.25, 0.5, 0.75)
 _PLAN_ALPHA = 0.16
+#: Releases scored per call of a reference model's log density.
+_SCORE_CHUNK = 2048
 #: Statistics are rounded to multiples of this before thresholding (see the module notes).
 STATISTIC_RESOLUTION = 2.0**-30
 
@@ -531,7 +533,14 @@ def _model_statistic(reference: Mechanism, data, data_prime):
                 f"returns {x.shape[1:]}; give a reference of the same release, or use "
                 "method='logistic'/'mlp'."
             )
-        s = np.asarray(loss(jnp.reshape(jnp.asarray(x), (x.shape[0], *event))))
+        x = np.reshape(x, (x.shape[0], *event))
+        # Sub-chunks bound the memory of heavy log densities (e.g. sparse-vector laws).
+        s = np.concatenate(
+            [
+                np.asarray(loss(jnp.asarray(x[i : i + _SCORE_CHUNK])))
+                for i in range(0, len(x), _SCORE_CHUNK)
+            ]
+        )
         # Outside both supports the reference says nothing: such releases get score 0.
         return _snap(np.where(np.isnan(s), 0.0, s))
 
