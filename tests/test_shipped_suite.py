@@ -29,6 +29,9 @@ def test_every_spec_is_valid_and_states_its_verdict():
     for name in dpaudit.catalogue():
         assert name in by_mechanism or name in NOT_SHIPPED, f"no audit spec for {name}"
     for spec in specs:
+        if spec.kind == "black-box" and ":" in spec.mechanism:  # a plain sampler file
+            assert spec.expected in ("violation", "inconclusive"), spec.name
+            continue
         faulty = dpaudit.mechanism.entry(spec.mechanism).faulty
         # faulty mechanisms must be caught; correct ones must never be called violations
         if faulty:
