@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
+import scipy.linalg
 import scipy.optimize
 
 import dpaudit
@@ -501,7 +502,12 @@ def smooth_ecdf(noisy, *, p: int = 2, indices=None) -> np.ndarray:
     (trap 30). ``p = 1`` is a linear programme (``nu = nu+ - nu-``, HiGHS);
     ``p = 2`` is a quadratic programme, solved in the values: the cheapest
     ``nu`` reaching values ``x`` has ``||nu||^2 = (x - F)' (A_B A_B')^{-1} (x - F)``,
-    minimised by SLSQP over ``0 <= x_1 <= ... <= x_|B| <= 1``. Solver
+    minimised over ``0 <= x_1 <= ... <= x_|B| <= 1``. With increments
+    ``x = cumsum(d)``, ``d >= 0``, this is a bounded least-squares problem
+    (exact active-set BVLS) plus the single constraint ``sum(d) <= 1``, whose
+    Lagrange multiplier is found by a safeguarded root search (SLSQP, used
+    before, stopped with "positive directional derivative" at the optimum on
+    about one release in five at ``N = 64``). Solver
     round-off is removed by a final running maximum and clamp, so the output is
     exactly monotone and in ``[0, 1]``, and it is a deterministic function of
     ``noisy``.
@@ -556,22 +562,57 @@ def smooth_ecdf(noisy, *, p: int = 2, indices=None) -> np.ndarray:
             raise RuntimeError(f"HiGHS failed on the p = 1 smoothing LP: {result.message}")
         smoothed = f + a @ (result.x[:n_nodes] - result.x[n_nodes:])
     else:
-        metric = np.linalg.inv(a @ a.T)
-        start = _monotone_clamp(f)
-        result = scipy.optimize.minimize(
-            lambda x: (x - f) @ metric @ (x - f),
-            start,
-            jac=lambda x: 2.0 * metric @ (x - f),
-            constraints=[
-                {"type": "ineq", "fun": lambda x: bound - diff @ x, "jac": lambda x: -diff}
-            ],
-            method="SLSQP",
-            options={"ftol": 1e-14, "maxiter": 1000},
-        )
-        if not result.success:
-            raise RuntimeError(f"SLSQP failed on the p = 2 smoothing QP: {result.message}")
-        smoothed = result.x
+        smoothed = _smooth_least_squares(f, a)
     return _monotone_clamp(smoothed)
+
+
+def _smooth_least_squares(f: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """The ``p = 2`` problem as bounded least squares in the increments (see smooth_ecdf)."""
+    k = f.size
+    cholesky = np.linalg.cholesky(a @ a.T)  # (x - f)' (A A')^-1 (x - f) = ||C^-1 (x - f)||^2
+    cumulative = np.tril(np.ones((k, k)))  # x = cumulative @ increments
+    design = scipy.linalg.solve_triangular(cholesky, cumulative, lower=True)
+    target = scipy.linalg.solve_triangular(cholesky, f, lower=True)
+    # mu 1'd added to the objective = shifting the target by mu * pull, with design' pull = 1
+    pull = np.linalg.solve(design.T, np.ones(k))
+
+    def increments(mu):
+        result = scipy.optimize.lsq_linear(
+            design, target - mu * pull, bounds=(0.0, np.inf), method="bvls", tol=1e-12
+        )
+        if result.status < 0:
+            raise RuntimeError(f"BVLS failed on the p = 2 smoothing problem: {result.message}")
+        return result.x
+
+    d = increments(0.0)
+    if d.sum() <= 1.0:
+        return cumulative @ d
+    # the multiplier of x_k <= 1: sum(d(mu)) is continuous, piecewise linear and
+    # non-increasing in mu; bracket it, then regula falsi (Illinois) with bisection fallback
+    lo, excess_lo = 0.0, d.sum() - 1.0
+    hi = 1.0
+    while (excess_hi := increments(hi).sum() - 1.0) > 0.0:
+        lo, excess_lo, hi = hi, excess_hi, 2.0 * hi
+        if hi > 1e12:
+            raise RuntimeError("the p = 2 smoothing problem did not bracket its multiplier.")
+    side = 0
+    for _ in range(200):
+        mid = hi - excess_hi * (hi - lo) / (excess_hi - excess_lo)
+        if not lo < mid < hi:
+            mid = 0.5 * (lo + hi)
+        d = increments(mid)
+        excess = d.sum() - 1.0
+        if abs(excess) <= 1e-13 or hi - lo <= 1e-15 * hi:
+            break
+        if excess > 0.0:
+            lo, excess_lo = mid, excess
+            excess_hi = excess_hi / 2.0 if side == 1 else excess_hi
+            side = 1
+        else:
+            hi, excess_hi = mid, excess
+            excess_lo = excess_lo / 2.0 if side == -1 else excess_lo
+            side = -1
+    return cumulative @ d
 
 
 def inverse_ecdf(values, grid, probabilities) -> jax.Array:
