@@ -110,7 +110,7 @@ __all__ = [
 METHODS = ("auto", "model", "logistic", "mlp")
 #: What the event selection maximises: the epsilon bound at the claimed delta, or the delta
 #: bound at the claimed epsilon.
-OBJECTIVES = ("epsilon", "delta")
+OBJECTIVES = ("auto", "epsilon", "delta")
 DIRECTIONS = ("D->D'", "D'->D")
 
 _ELEMENTS_PER_CHUNK = 1 << 22
@@ -642,7 +642,7 @@ class _Candidate:
     q_hat: float
 
 
-def _plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: float, level):
+def _plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: float, level, q_is):
     """The bound an event would certify with ``n_cert`` releases, from selection counts.
 
     ``level``: the selection estimates are one-sided Clopper–Pearson bounds at
@@ -650,6 +650,9 @@ def _plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: fl
     """
     p_tilde, _ = clopper_pearson(k_p, n_sel, level)
     _, q_tilde = clopper_pearson(k_q, n_sel, level)
+    # A reference model's importance-sampling estimate replaces an upper bound that only
+    # says "unseen in n_sel draws" (planning only; certification counts fresh draws).
+    q_tilde = np.where(np.isnan(q_is), q_tilde, np.minimum(q_tilde, np.maximum(q_is, k_q / n_sel)))
     p_lo, _ = clopper_pearson(p_tilde * n_cert, n_cert, alpha / 2)
     _, q_hi = clopper_pearson(q_tilde * n_cert, n_cert, alpha / 2)
     if objective == "delta":
@@ -660,8 +663,14 @@ def _plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: fl
         )
 
 
-def _candidates(s_p: np.ndarray, s_q: np.ndarray):
+def _candidates(s_p: np.ndarray, s_q: np.ndarray, loss: bool = False):
     """Thresholds ``t`` and tie probabilities ``gamma`` worth trying, with their counts.
+
+    With ``loss`` (the statistic is the reference model's privacy loss
+    ``u = log p_P / p_Q``), also the importance-sampling estimate of ``Q(event)``
+    from the ``P`` draws, ``mean_P[1{event} e^-u]`` — exact in expectation when the
+    implementation matches the model, and able to see events far rarer under
+    ``Q`` than the selection set's size. Otherwise that column is NaN.
 
     Every distinct value among the top ``_TOP_RANKS`` ranks of ``s_p``, then
     geometrically spaced ranks; for each ``t`` the event ``{s > t} + gamma {s = t}``
@@ -686,7 +695,20 @@ def _candidates(s_p: np.ndarray, s_q: np.ndarray):
 
     p_gt, p_eq = counts(sp_asc, t)
     q_gt, q_eq = counts(sq_asc, t)
-    rows = [(t, np.zeros_like(t), p_gt, q_gt), (t, np.ones_like(t), p_gt + p_eq, q_gt + q_eq)]
+    if loss:
+        # suffix[i] = sum_{j >= i} e^{-u_j} over the sorted P draws (exponent clipped: the
+        # events where it matters have u > 0).
+        with np.errstate(over="ignore"):
+            w = np.where(sp_asc > -50.0, np.exp(-np.maximum(sp_asc, -50.0)), 0.0)
+        suffix = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
+        w_gt = suffix[np.searchsorted(sp_asc, t, side="right")] / n
+        w_eq = suffix[np.searchsorted(sp_asc, t, side="left")] / n - w_gt
+    else:
+        w_gt = w_eq = np.full(t.shape, np.nan)
+    rows = [
+        (t, np.zeros_like(t), p_gt, q_gt, w_gt),
+        (t, np.ones_like(t), p_gt + p_eq, q_gt + q_eq, w_gt + w_eq),
+    ]
     atoms = (p_eq + q_eq) > 2
     if atoms.any():
         ta = t[atoms]
@@ -697,12 +719,13 @@ def _candidates(s_p: np.ndarray, s_q: np.ndarray):
                     np.full(ta.shape, g),
                     p_gt[atoms] + g * p_eq[atoms],
                     q_gt[atoms] + g * q_eq[atoms],
+                    w_gt[atoms] + g * w_eq[atoms],
                 )
             )
     return [np.concatenate(col) for col in zip(*rows, strict=True)]
 
 
-def _select(scores, n_sel, n_cert, claim, objective, alpha) -> _Candidate:
+def _select(scores, n_sel, n_cert, claim, objective, alpha, loss=False) -> _Candidate:
     """The best (pair, direction, threshold, gamma) on the selection scores.
 
     Candidates are ranked by the bound they would certify, computed from
@@ -714,11 +737,11 @@ def _select(scores, n_sel, n_cert, claim, objective, alpha) -> _Candidate:
     tables = []
     for pair, (s_d, s_dp) in enumerate(scores):
         for direction, (s_p, s_q) in enumerate(((s_d, s_dp), (-s_dp, -s_d))):
-            tables.append((pair, direction, _candidates(s_p, s_q)))
+            tables.append((pair, direction, _candidates(s_p, s_q, loss)))
     level = _PLAN_ALPHA / sum(table[0].size for _, _, table in tables)
     best = None
-    for pair, direction, (t, g, k_p, k_q) in tables:
-        obj = np.asarray(_plan_bound(k_p, k_q, n_sel, n_cert, claim, objective, alpha, level))
+    for pair, direction, (t, g, k_p, k_q, q_is) in tables:
+        obj = np.asarray(_plan_bound(k_p, k_q, n_sel, n_cert, claim, objective, alpha, level, q_is))
         i = int(np.argmax(obj))
         cand = _Candidate(
             float(obj[i]),
@@ -735,6 +758,15 @@ def _select(scores, n_sel, n_cert, claim, objective, alpha) -> _Candidate:
 
 
 # ----------------------------------------------------------------- the audit
+
+
+def _check_same_shape(src, name: str) -> None:
+    if src[0].shape != src[1].shape:
+        raise ValueError(
+            f"the sampler {name!r} returns releases of shape {src[0].shape} for D but "
+            f"{src[1].shape} for D'; neighbouring datasets must give releases of one shape "
+            "(pad or fix the implementation)."
+        )
 
 
 def _check_claim(claim) -> Claim:
@@ -778,7 +810,7 @@ def blackbox_audit(
     samples: int = 1_000_000,
     select_samples: int | None = None,
     confidence: float = 0.95,
-    objective: str = "epsilon",
+    objective: str = "auto",
     seed: int = 0,
     check_adjacency: bool = True,
     chunk_size: int | None = None,
@@ -808,7 +840,9 @@ def blackbox_audit(
             ``max(10000, samples // 10)``).
         confidence: ``1 - alpha`` of the certified bounds.
         objective: choose the event maximising the ``"epsilon"`` bound at the
-            claimed delta, or the ``"delta"`` bound at the claimed epsilon.
+            claimed delta (tightness), or the ``"delta"`` bound at the claimed
+            epsilon (the margin of a violation); ``"auto"``: ``"delta"`` for an
+            approximate claim, ``"epsilon"`` for a pure one.
         seed: everything is reproducible from it.
         check_adjacency: check each pair is adjacent under the claim's adjacency.
         chunk_size: releases per sampler call (default from the release size).
@@ -844,6 +878,8 @@ def blackbox_audit(
             raise ValueError("pairs must be a non-empty list of (D, D') tuples.")
     method = check_choice("method", method, METHODS)
     objective = check_choice("objective", objective, OBJECTIVES)
+    if objective == "auto":  # detection margin for approximate claims, tightness for pure ones
+        objective = "delta" if claim.delta > 0 else "epsilon"
     if method == "auto":
         method = "model" if reference is not None else "logistic"
     if method == "model" and reference is None:
@@ -899,6 +935,7 @@ def blackbox_audit(
                 score, stat_name = _model_statistic(reference, d, dp)
                 s_d = src[0].draw(select, keys[0], score, bar)
                 s_dp = src[1].draw(select, keys[1], score, bar)
+                _check_same_shape(src, name)
             else:
                 # Features are computed chunk by chunk: raw releases are never all in memory.
                 def featurize(x):
@@ -906,6 +943,7 @@ def blackbox_audit(
 
                 z_d = jnp.asarray(src[0].draw(select, keys[0], featurize, bar))
                 z_dp = jnp.asarray(src[1].draw(select, keys[1], featurize, bar))
+                _check_same_shape(src, name)
                 half = select // 2
                 if method == "logistic":
                     fitted = _logistic_fit(z_d[:half], z_dp[:half], float(opts["l2"]))
@@ -929,7 +967,7 @@ def blackbox_audit(
             statistics.append((score, stat_name))
             sel_scores.append((s_d, s_dp))
         n_sel = sel_scores[0][0].size
-        best = _select(sel_scores, n_sel, samples, claim, objective, alpha)
+        best = _select(sel_scores, n_sel, samples, claim, objective, alpha, method == "model")
         timings["selection"] = time.perf_counter() - t0
 
         # ---- certification: fresh releases of the chosen pair, one event, counted once.
