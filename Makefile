@@ -42,6 +42,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/sampling_time.py
 	$(BIN)/python benchmarks/loss_throughput.py
 	$(BIN)/python benchmarks/iclp_accounting.py
+	$(BIN)/python benchmarks/blackbox_faulty.py
+	$(BIN)/python benchmarks/blackbox_tightness.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis reports
