@@ -452,66 +452,9 @@ class AncestorLaplace(LinearLaplace):
         return log_p.reshape(shape[:-1]) + shape[-1] * jnp.log(self.count_scale)
 
 
-def _log_cell_integrals(log_f, step):
-    """``log int_{x_k}^{x_k+1} f`` with ``log f`` interpolated linearly on each cell.
-
-    Exact for piecewise-exponential ``f`` with kinks on the grid (Laplace
-    kernels): the cell integral is ``step`` times the logarithmic mean of the
-    end values, ``(f_k - f_k+1) / (log f_k - log f_k+1)``.
-    """
-    a, b = log_f[..., :-1], log_f[..., 1:]
-    d = a - b
-    small = jnp.abs(d) < 1e-6
-    safe = jnp.where(small, 1.0, d)
-    log_mean_factor = jnp.where(small, -d / 2.0, jnp.log(-jnp.expm1(-safe) / safe))
-    return jnp.log(step) + a + log_mean_factor
-
-
-def _log_integral_exp_abs(kinks, weights, scale):
-    """``log int exp(-sum_i weights_i |w - kinks_i| / b) dw`` in closed form (weights >= 0).
-
-    ``kinks`` must be sorted on the last axis. The exponent is piecewise linear,
-    so the integral is a sum of exponentials over the segments between kinks.
-    Requires a positive total weight (the integral is then finite).
-    """
-    c, w = kinks, weights
-    phi = -jnp.sum(w[..., None, :] * jnp.abs(c[..., :, None] - c[..., None, :]), axis=-1) / scale
-    total = jnp.sum(w, axis=-1, keepdims=True)
-    slope = (total - 2.0 * jnp.cumsum(w, axis=-1))[..., :-1] / scale  # on (c_j, c_j+1)
-    start, end = phi[..., :-1], phi[..., 1:]
-    length = c[..., 1:] - c[..., :-1]
-    flat = jnp.abs(slope) * length < 1e-9
-    safe = jnp.where(flat, 1.0, slope)
-    # (e^end - e^start) / slope, and e^phi * length on flat segments
-    log_segment = jnp.where(
-        flat,
-        start + jnp.log(length),
-        jnp.maximum(start, end)
-        + jnp.log(-jnp.expm1(-jnp.abs(end - start)))
-        - jnp.log(jnp.abs(safe)),
-    )
-    tails = jnp.stack([phi[..., 0], phi[..., -1]], axis=-1) + jnp.log(scale / total)
-    return jax.nn.logsumexp(jnp.concatenate([log_segment, tails], axis=-1), axis=-1)
-
-
 def _cumulative_logsumexp(values, reverse=False):
     """Cumulative log-sum-exp on the last axis (an associative scan: faster than lax's on CPU)."""
     return lax.associative_scan(jnp.logaddexp, values, reverse=reverse, axis=values.ndim - 1)
-
-
-def _log_cell_integrals(log_f, step):
-    """``log int_{x_k}^{x_k+1} f`` with ``log f`` interpolated linearly on each cell.
-
-    Exact for piecewise-exponential ``f`` with kinks on the grid (Laplace
-    kernels): the cell integral is ``step`` times the logarithmic mean of the
-    end values, ``(f_k - f_k+1) / (log f_k - log f_k+1)``.
-    """
-    a, b = log_f[..., :-1], log_f[..., 1:]
-    d = a - b
-    small = jnp.abs(d) < 1e-6
-    safe = jnp.where(small, 1.0, d)
-    log_mean_factor = jnp.where(small, -d / 2.0, jnp.log(-jnp.expm1(-safe) / safe))
-    return jnp.log(step) + a + log_mean_factor
 
 
 def _log_integral_exp_abs(kinks, weights, scale):
