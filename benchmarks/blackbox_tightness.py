@@ -18,8 +18,7 @@ certified lower bounds; they are reported side by side, never maximised.
 
 Budget (per row, stated in the JSON and the table): ``samples`` certification
 releases per dataset; ``select_samples = min(samples / 10, 4 10^6 / #pairs)``
-selection releases per dataset and pair. Events are planned at level
-:data:`PLAN_ALPHA` (a workaround, see there).
+selection releases per dataset and pair.
 
 The published figures are from DP-Sniper's evaluation logs
 (``eth-sri/dp-sniper``, ``eval_sp2021/reference-results/dd_search_reg_data.log``
@@ -37,7 +36,6 @@ Run ``python benchmarks/blackbox_tightness.py`` (full budgets: tens of minutes o
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import math
@@ -58,15 +56,6 @@ import dpaudit
 from dpaudit.blackbox import blackbox_audit, certified_epsilon
 
 CONFIDENCE = 0.95
-#: Workaround for the engine's event planning (reported to the engine's owner): the
-#: engine ranks candidate events by one-sigma pessimistic selection estimates
-#: (``_PLAN_ALPHA = 0.16``), which the maximum over the thousands of candidates
-#: (thresholds x directions x 8 pairs) beats in the tails when certification is much
-#: larger than selection: a 13-vs-2 tail event is then certified instead of the real one
-#: and the bound collapses (ReportNoisyMax value, 1e7 certification, 2e5 selection: 0.0
-#: with 0.16, 0.2405 with 1e-4). The benchmark plans at ``1e-4`` (about 0.16 / number of
-#: candidates). Selection only uses the selection set, so this never affects validity.
-PLAN_ALPHA = 1e-4
 METHODS = ("model", "logistic")
 RESULTS = Path(__file__).resolve().parent / "results"
 _SELECT_TOTAL = 4_000_000
@@ -421,24 +410,6 @@ def _discrete_cells(reference, d, dp):
 # ---------------------------------------------------------------- runs
 
 
-@contextlib.contextmanager
-def plan_alpha(value: float | None):
-    """Run the engine with event-planning level ``value`` (``None``: the engine's own)."""
-    import dpaudit.blackbox as engine
-
-    old = getattr(engine, "_PLAN_ALPHA", None)
-    if value is None or old is None:
-        yield old
-        return
-    if not 0 < value < 1:
-        raise ValueError(f"plan_alpha must be in (0, 1), got {value!r}.")
-    engine._PLAN_ALPHA = value
-    try:
-        yield value
-    finally:
-        engine._PLAN_ALPHA = old
-
-
 def audit_row(
     r: Row,
     method: str,
@@ -447,34 +418,28 @@ def audit_row(
     select_samples: int | None = None,
     seed: int = 0,
     confidence: float = CONFIDENCE,
-    planning: float | None = PLAN_ALPHA,
     progress: bool | None = False,
 ):
-    """``dpaudit.blackbox_audit`` of row ``r`` with ``method`` (``"model"`` or ``"logistic"``).
-
-    ``planning`` is the event-planning level (:data:`PLAN_ALPHA`; ``None`` keeps the
-    engine's).
-    """
+    """``dpaudit.blackbox_audit`` of row ``r`` with ``method`` (``"model"`` or ``"logistic"``)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
     samples = r.samples if samples is None else samples
     select = r.select_samples(samples) if select_samples is None else select_samples
     options = {"reference": r.reference()} if method == "model" else {"features": r.features}
-    with plan_alpha(planning):
-        return blackbox_audit(
-            r.sampler,
-            claim=r.claim,
-            pairs=[(d, dp) for _, d, dp in r.pairs],
-            method=method,
-            samples=samples,
-            select_samples=select,
-            confidence=confidence,
-            seed=seed,
-            chunk_size=r.chunk_size,
-            name=r.key,
-            progress=progress,
-            **options,
-        )
+    return blackbox_audit(
+        r.sampler,
+        claim=r.claim,
+        pairs=[(d, dp) for _, d, dp in r.pairs],
+        method=method,
+        samples=samples,
+        select_samples=select,
+        confidence=confidence,
+        seed=seed,
+        chunk_size=r.chunk_size,
+        name=r.key,
+        progress=progress,
+        **options,
+    )
 
 
 def run_row(
@@ -483,7 +448,6 @@ def run_row(
     samples: int | None = None,
     seed: int = 0,
     oracle: bool = True,
-    planning: float | None = PLAN_ALPHA,
 ) -> dict:
     """Both audits of a row and its oracle, as a JSON-able dict (with wall and CPU seconds)."""
     samples = r.samples if samples is None else samples
@@ -502,7 +466,7 @@ def run_row(
     }
     for method in METHODS:
         cpu = time.process_time()
-        result = audit_row(r, method, samples=samples, seed=seed, planning=planning)
+        result = audit_row(r, method, samples=samples, seed=seed)
         record = result.to_dict()
         record["cpu_seconds"] = time.process_time() - cpu
         record["pair_name"] = r.pairs[result.event.pair][0]
@@ -578,13 +542,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rows", nargs="*", help="row keys to run (default: all)")
     parser.add_argument("--out", type=Path, help="JSON output (full run: results/...json)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--plan-alpha",
-        default=str(PLAN_ALPHA),
-        help=f"event-planning level (default {PLAN_ALPHA:g}; 'engine' keeps the engine's own)",
-    )
     args = parser.parse_args(argv)
-    planning = None if args.plan_alpha == "engine" else float(args.plan_alpha)
     table = rows()
     keys = args.rows or (["noisyhist2", "svt5", "noisyhist1"] if args.quick else None)
     if keys:
@@ -598,7 +556,6 @@ def main(argv=None) -> int:
         "claim_epsilon": sm.EPSILON,
         "quick": args.quick,
         "seed": args.seed,
-        "plan_alpha": planning if planning is not None else "engine default",
         "source_published": _SOURCE,
     }
     out = args.out or (None if args.quick else RESULTS / "blackbox_tightness.json")
@@ -606,9 +563,7 @@ def main(argv=None) -> int:
     records = []
     for r in table:
         samples = 20_000 if args.quick else None
-        records.append(
-            run_row(r, samples=samples, seed=args.seed, oracle=not args.quick, planning=planning)
-        )
+        records.append(run_row(r, samples=samples, seed=args.seed, oracle=not args.quick))
         header["seconds"] = time.perf_counter() - start
         if out is not None:  # after every row: a long run keeps what it has done
             _write(out, {"header": header, "rows": records}, markdown(records, header))

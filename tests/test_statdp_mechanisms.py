@@ -331,16 +331,3 @@ def test_oracle_bound_of_one_event_is_its_certified_bound():
     expected = float(certified_epsilon(0.5 * n, n, q[0] * n, n))
     assert bt.oracle_bound(p, q, n) == pytest.approx(expected, rel=1e-12)
     assert 0.99 < expected < 1.0
-
-
-def test_plan_alpha_is_restored():
-    import dpaudit.blackbox as engine
-
-    before = engine._PLAN_ALPHA
-    with bt.plan_alpha(1e-3):
-        assert engine._PLAN_ALPHA == 1e-3
-    assert engine._PLAN_ALPHA == before
-    with pytest.raises(ValueError):
-        with bt.plan_alpha(2.0):
-            pass
-    assert engine._PLAN_ALPHA == before
