@@ -22,7 +22,7 @@ from dpaudit.testing.strategies import (
 GRID = uniform_grid(12)
 # unequal quadrature weights, so the bound must use them
 UNEVEN = custom_grid(np.linspace(0.05, 0.95, 10), np.linspace(0.05, 0.15, 10))
-FIND = settings(derandomize=True, database=None, max_examples=200, deadline=None)
+FIND = settings(derandomize=True, database=None, max_examples=1000, deadline=None)
 
 
 def weighted_norms(x, grid):
