@@ -231,8 +231,8 @@ def _fmt_eps(v):
 def markdown(rows, meta) -> str:
     lines = [
         "| mechanism | claim (eps, delta) | true eps | method (reference) | smallest budget | "
-        "certified eps_lower | / true | s at budget | s escalation |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "certified eps_lower | / true | delta_lower (delta > 0) | s at budget | s escalation |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         true = r["true_epsilon"]
@@ -243,10 +243,12 @@ def markdown(rows, meta) -> str:
         )
         method = r["method"] + (f" ({r['reference']})" if r["reference"] else "")
         budget = f"{r['budget']:.0e}".replace("+0", "") if r["flagged"] else "not flagged"
+        delta_lower = r["attempts"][-1]["delta_lower"]
+        delta = "—" if r["claim"]["delta"] == 0 else _fmt_eps(delta_lower)
         lines.append(
             f"| {r['mechanism'].removeprefix('faulty/')} | ({r['claim']['epsilon']:g}, "
             f"{r['claim']['delta']:g}) | {_fmt_eps(true)} | {method} | {budget} | "
-            f"{_fmt_eps(r['epsilon_lower'])} | {ratio} | {r['seconds_at_budget']:.1f} | "
+            f"{_fmt_eps(r['epsilon_lower'])} | {ratio} | {delta} | {r['seconds_at_budget']:.1f} | "
             f"{r['seconds_total']:.1f} |"
         )
     if meta.get("rates"):
@@ -285,7 +287,14 @@ def main(argv=None):
         default=10,
         help="seeds 0..K-1 for the detection rate of each mechanism's cheapest route (0: skip)",
     )
+    parser.add_argument(
+        "--render", action="store_true", help="print the markdown of the --out JSON and exit"
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        saved = json.loads(args.out.read_text())
+        print(markdown(saved["rows"], saved["meta"]))
+        return
     if max(args.ladder) > 10_000_000:
         parser.error("at most 1e7 certification releases per dataset.")
     names = args.names or dpaudit.catalogue(faulty=True)
