@@ -725,6 +725,23 @@ def _candidates(s_p: np.ndarray, s_q: np.ndarray, loss: bool = False):
     return [np.concatenate(col) for col in zip(*rows, strict=True)]
 
 
+def _trust_reference(table, n_sel):
+    """Drop the importance-sampling column when the reference disagrees with the counts.
+
+    Where ``Q`` was seen often enough (>= 30 selection releases in the event), the
+    importance-sampling estimate must match the count within 4 standard errors plus
+    10%; a reference that fails this somewhere is not the implementation's law, and
+    its tail estimates are not trusted for planning (plain counts are used).
+    """
+    t, g, k_p, k_q, q_is = table
+    seen = (k_q >= 30) & ~np.isnan(q_is)
+    if seen.any():
+        expected = q_is[seen] * n_sel
+        if np.any(np.abs(expected - k_q[seen]) > 4.0 * np.sqrt(k_q[seen]) + 0.1 * k_q[seen]):
+            q_is = np.full_like(q_is, np.nan)
+    return t, g, k_p, k_q, q_is
+
+
 def _select(scores, n_sel, n_cert, claim, objective, alpha, loss=False) -> _Candidate:
     """The best (pair, direction, threshold, gamma) on the selection scores.
 
@@ -739,6 +756,9 @@ def _select(scores, n_sel, n_cert, claim, objective, alpha, loss=False) -> _Cand
         for direction, (s_p, s_q) in enumerate(((s_d, s_dp), (-s_dp, -s_d))):
             tables.append((pair, direction, _candidates(s_p, s_q, loss)))
     level = _PLAN_ALPHA / sum(table[0].size for _, _, table in tables)
+    tables = [
+        (pair, direction, _trust_reference(table, n_sel)) for pair, direction, table in tables
+    ]
     best = None
     for pair, direction, (t, g, k_p, k_q, q_is) in tables:
         obj = np.asarray(_plan_bound(k_p, k_q, n_sel, n_cert, claim, objective, alpha, level, q_is))
@@ -1023,6 +1043,11 @@ def blackbox_audit(
         },
     )
     notes = []
+    if objective == "delta" and claim.delta > 0:
+        notes.append(
+            "The event was chosen for the delta margin at the claimed epsilon (objective "
+            "'delta'); pass objective='epsilon' for the tightest epsilon lower bound."
+        )
     if violated:
         notes.append(
             f"Certified at confidence {confidence:g}: epsilon({claim.delta:g}) >= {eps_lo:.4g} > "
