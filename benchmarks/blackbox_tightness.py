@@ -517,7 +517,8 @@ def _count(n: int) -> str:
 def markdown(records: list[dict], header: dict) -> str:
     """The table of BENCHMARKS.md (bounds in bold; the pair certified; wall / CPU seconds)."""
     lines = [
-        f"Claimed epsilon 0.1, confidence {CONFIDENCE:g}; {header['machine']}.",
+        f"Claimed epsilon 0.1, confidence {CONFIDENCE:g}; {header['machine']}; engine "
+        f"`dpaudit/blackbox.py` at {header.get('engine', 'unknown')}.",
         "",
         "| mechanism | true ε | DP-Sniper est. / lcb | StatDP cross. / est. / lcb | "
         "dpaudit model-guided | dpaudit logistic | oracle | budget (cert. + select) | goal |",
@@ -573,6 +574,7 @@ def main(argv=None) -> int:
         "quick": args.quick,
         "seed": args.seed,
         "source_published": _SOURCE,
+        "engine": _engine_version(),
     }
     out = args.out or (None if args.quick else RESULTS / "blackbox_tightness.json")
     start = time.perf_counter()
@@ -585,6 +587,27 @@ def main(argv=None) -> int:
             _write(out, {"header": header, "rows": records}, markdown(records, header))
     print(markdown(records, header))
     return 0
+
+
+def _engine_version() -> str:
+    """The last commit of ``dpaudit/blackbox.py`` (and whether the file differs from it)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "log", "-1", "--format=%h", "--", "dpaudit/blackbox.py"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "diff", "--quiet", "--", "dpaudit/blackbox.py"], cwd=root, check=False
+        ).returncode
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{commit}{' (modified)' if dirty else ''}"
 
 
 def _write(out: Path, payload: dict, text: str) -> None:
