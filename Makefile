@@ -43,7 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/loss_throughput.py
 	$(BIN)/python benchmarks/iclp_accounting.py
 	$(BIN)/python benchmarks/blackbox_faulty.py
-	$(BIN)/python benchmarks/blackbox_tightness.py
+	$(BIN)/python benchmarks/blackbox_tightness.py --seed 7
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis reports

@@ -553,6 +553,21 @@ def _standardize(z):
     return mean, jnp.where(std > 0, std, 1.0)
 
 
+@jax.jit
+def _logistic_value_and_grad(theta, zs, y, l2):
+    """Penalised mean logistic loss and its gradient (data as arguments: compiled once per
+    shape, never constant-folded into the program)."""
+
+    def objective(theta):
+        d = zs.shape[1]
+        w, b = theta[:d], theta[d]
+        logits = zs @ w + b
+        nll = jnp.mean(jnp.logaddexp(0.0, logits) - y * logits)
+        return nll + 0.5 * l2 * jnp.sum(w**2)
+
+    return jax.value_and_grad(objective)(theta)
+
+
 def _logistic_fit(z_p, z_q, l2: float):
     """Logistic regression of ``label = [x from D]`` on standardised features (scipy L-BFGS)."""
     z = jnp.concatenate([z_p, z_q])
@@ -560,18 +575,10 @@ def _logistic_fit(z_p, z_q, l2: float):
     mean, std = _standardize(z)
     zs = (z - mean) / std
     d = zs.shape[1]
-
-    @jax.jit
-    def objective(theta):
-        w, b = theta[:d], theta[d]
-        logits = zs @ w + b
-        nll = jnp.mean(jnp.logaddexp(0.0, logits) - y * logits)
-        return nll + 0.5 * l2 * jnp.sum(w**2)
-
-    value_and_grad = jax.jit(jax.value_and_grad(objective))
+    l2 = jnp.asarray(l2)
 
     def fun(theta):
-        v, g = value_and_grad(jnp.asarray(theta))
+        v, g = _logistic_value_and_grad(jnp.asarray(theta), zs, y, l2)
         return float(v), np.asarray(g, dtype=np.float64)
 
     res = scipy.optimize.minimize(fun, np.zeros(d + 1), jac=True, method="L-BFGS-B")
@@ -604,26 +611,26 @@ def _mlp_fit(z_p, z_q, key, hidden: Sequence[int], steps: int, batch: int, lr: f
         w, b = params[-1]
         return (z @ w + b)[..., 0]
 
-    def loss(params, idx):
-        logits = net(params, zs[idx])
-        return jnp.mean(jnp.logaddexp(0.0, logits) - y[idx] * logits)
+    def loss(params, zb, yb):
+        logits = net(params, zb)
+        return jnp.mean(jnp.logaddexp(0.0, logits) - yb * logits)
 
     optim = Adam(lr)
     n = zs.shape[0]
     batch = min(batch, n)
 
     @jax.jit
-    def train(state, key):
+    def train(state, key, zs, y):  # data as arguments: never constant-folded
         def step(state, k):
             idx = jax.random.randint(k, (batch,), 0, n)
             params = optim.get_params(state)
-            grads = jax.grad(loss)(params, idx)
+            grads = jax.grad(loss)(params, zs[idx], y[idx])
             return optim.update(grads, state), None
 
         state, _ = jax.lax.scan(step, state, jax.random.split(key, steps))
         return state
 
-    state = train(optim.init(params), keys[-1])
+    state = train(optim.init(params), keys[-1], zs, y)
     fitted = optim.get_params(state)
     return jax.jit(lambda z: net(fitted, (z - mean) / std))
 
