@@ -99,6 +99,23 @@ def _num(v):
     return v
 
 
+def _common_record(outcome, kind: str) -> dict:
+    """The fields white-box and black-box records share."""
+    r = outcome.result
+    return {
+        "kind": kind,
+        "name": outcome.name,
+        "spec": outcome.spec,
+        "mechanism": r.mechanism,
+        "claim": _claim_record(r.claim),
+        "verdict": r.verdict,
+        "expected": outcome.expected,
+        "as_expected": outcome.as_expected,
+        "epsilon_lower": _num(r.epsilon_lower),
+        "confidence": r.confidence,
+    }
+
+
 def _claim_record(claim) -> dict:
     return {
         "epsilon": claim.epsilon,
@@ -116,16 +133,7 @@ def _blackbox_record(outcome: AuditOutcome) -> dict:
     r = outcome.result
     d = r.to_dict()
     return {
-        "kind": "black-box",
-        "name": outcome.name,
-        "spec": outcome.spec,
-        "mechanism": r.mechanism,
-        "claim": _claim_record(r.claim),
-        "verdict": r.verdict,
-        "expected": outcome.expected,
-        "as_expected": outcome.as_expected,
-        "epsilon_lower": _num(r.epsilon_lower),
-        "confidence": r.confidence,
+        **_common_record(outcome, "black-box"),
         "epsilon_at_claimed_delta": None,
         "epsilon_at_claimed_delta_upper": None,
         "epsilon_exact": None,
@@ -162,16 +170,7 @@ def result_record(outcome: AuditOutcome) -> dict:
     delta = d["delta_at_claimed_epsilon"]
     eps = d["epsilon_at_claimed_delta"]
     return {
-        "kind": "white-box",
-        "name": outcome.name,
-        "spec": outcome.spec,
-        "mechanism": r.mechanism,
-        "claim": _claim_record(r.claim),
-        "verdict": r.verdict,
-        "expected": outcome.expected,
-        "as_expected": outcome.as_expected,
-        "epsilon_lower": _num(r.epsilon_lower),
-        "confidence": r.confidence,
+        **_common_record(outcome, "white-box"),
         "epsilon_at_claimed_delta": _num(eps.get("estimate")),
         "epsilon_at_claimed_delta_upper": _num(eps.get("upper")),
         "epsilon_exact": _num(eps.get("exact")),
