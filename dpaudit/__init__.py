@@ -11,6 +11,31 @@ jax.config.update("jax_enable_x64", True)
 
 __version__ = "0.1.0.dev0"
 
+__all__ = [
+    "AuditResult",
+    "BlackBoxResult",
+    "Certificate",
+    "Claim",
+    "Compatibility",
+    "KnownFlaw",
+    "Mechanism",
+    "accounting",
+    "audit",
+    "blackbox",
+    "blackbox_audit",
+    "build",
+    "catalogue",
+    "check_adjacent",
+    "classify_pair",
+    "compatibility",
+    "loss",
+    "noise",
+    "pld",
+    "privacy_loss",
+    "register",
+    "spaces",
+]
+
 from dpaudit import accounting as accounting  # noqa: E402
 from dpaudit import blackbox as blackbox  # noqa: E402
 from dpaudit import compatibility as compatibility  # noqa: E402
@@ -18,6 +43,7 @@ from dpaudit import loss as loss  # noqa: E402
 from dpaudit import noise as noise  # noqa: E402
 from dpaudit import pld as pld  # noqa: E402
 from dpaudit import spaces as spaces  # noqa: E402
+from dpaudit.adjacency import check_adjacent as check_adjacent  # noqa: E402
 from dpaudit.audit import AuditResult as AuditResult  # noqa: E402
 from dpaudit.audit import Certificate as Certificate  # noqa: E402
 from dpaudit.audit import audit as audit  # noqa: E402
@@ -29,7 +55,6 @@ from dpaudit.loss import privacy_loss as privacy_loss  # noqa: E402
 from dpaudit.mechanism import Claim as Claim  # noqa: E402
 from dpaudit.mechanism import KnownFlaw as KnownFlaw  # noqa: E402
 from dpaudit.mechanism import Mechanism as Mechanism  # noqa: E402
-from dpaudit.mechanism import build as build  # noqa: E402
-from dpaudit.mechanism import catalogue as catalogue  # noqa: E402
-from dpaudit.mechanism import check_adjacent as check_adjacent  # noqa: E402
-from dpaudit.mechanism import register as register  # noqa: E402
+from dpaudit.registry import build as build  # noqa: E402
+from dpaudit.registry import catalogue as catalogue  # noqa: E402
+from dpaudit.registry import register as register  # noqa: E402

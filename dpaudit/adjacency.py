@@ -11,7 +11,7 @@ records on the first axis; a *record* is the matching pytree of slices
 
 Each relation is a frozen :class:`Adjacency` whose :attr:`~Adjacency.name` is
 the string stored in :class:`dpaudit.Claim`. It checks a pair
-(:meth:`~Adjacency.check`, delegating to :func:`dpaudit.check_adjacent`) and
+(:meth:`~Adjacency.check`, delegating to :func:`check_adjacent`) and
 builds a neighbour (:meth:`~Adjacency.neighbour`). The record helpers
 (:func:`replace_record`, :func:`remove_record`, :func:`insert_record`) accept a
 traced index, so a search can ``jit`` and ``vmap`` them over candidate pairs.
@@ -36,21 +36,80 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.mechanism import ADJACENCIES, Claim, Mechanism, check_adjacent
-
 __all__ = [
     "ADD_REMOVE",
+    "ADJACENCIES",
     "REPLACE_ONE",
     "AddRemove",
     "Adjacency",
     "ReplaceOne",
     "adjacency_of",
+    "check_adjacent",
     "get_record",
     "insert_record",
     "n_records",
     "remove_record",
     "replace_record",
 ]
+
+#: Adjacency relations: ``replace-one`` (same ``n``, one record differs) and
+#: ``add-remove`` (one record added or removed).
+ADJACENCIES = ("replace-one", "add-remove")
+
+
+def _records(data) -> list[np.ndarray]:
+    leaves = jax.tree_util.tree_leaves(data)
+    if not leaves:
+        raise ValueError("a dataset must hold at least one array of records.")
+    arrays = [np.asarray(leaf) for leaf in leaves]
+    if any(a.ndim == 0 for a in arrays):
+        raise ValueError("every array of a dataset must have the records on its first axis.")
+    sizes = {a.shape[0] for a in arrays}
+    if len(sizes) != 1:
+        raise ValueError(f"the arrays of a dataset hold different numbers of records: {sizes}.")
+    return arrays
+
+
+def check_adjacent(data, data_prime, adjacency: str = "replace-one") -> None:
+    """Raise ``ValueError`` unless ``data`` and ``data_prime`` are neighbours.
+
+    A dataset is an array (or a pytree of arrays, e.g. ``(X, y)``) with the
+    records on the first axis. ``replace-one``: same number of records, at most
+    one differs. ``add-remove``: one dataset is the other with one record added.
+    """
+    if adjacency not in ADJACENCIES:
+        raise ValueError(f"adjacency must be one of {ADJACENCIES}, got {adjacency!r}.")
+    a, b = _records(data), _records(data_prime)
+    if len(a) != len(b) or any(x.shape[1:] != y.shape[1:] for x, y in zip(a, b, strict=True)):
+        raise ValueError("the two datasets do not have the same structure of record arrays.")
+    n, n_prime = a[0].shape[0], b[0].shape[0]
+    if adjacency == "replace-one":
+        if n != n_prime:
+            raise ValueError(
+                f"replace-one neighbours have the same number of records, got {n} and {n_prime}."
+            )
+        differ = np.zeros(n, dtype=bool)
+        for x, y in zip(a, b, strict=True):
+            differ |= np.any((x != y).reshape(n, -1), axis=1)
+        if int(differ.sum()) > 1:
+            raise ValueError(
+                f"the datasets differ in {int(differ.sum())} records; replace-one neighbours "
+                "differ in at most one."
+            )
+        return
+    small, large = (a, b) if n < n_prime else (b, a)
+    if abs(n - n_prime) != 1:
+        raise ValueError(
+            f"add-remove neighbours differ by exactly one record, got sizes {n} and {n_prime}."
+        )
+    m = small[0].shape[0]
+    for drop in range(m + 1):  # find the added record
+        if all(
+            np.array_equal(s, np.delete(big, drop, axis=0))
+            for s, big in zip(small, large, strict=True)
+        ):
+            return
+    raise ValueError("no single added record turns the smaller dataset into the larger one.")
 
 
 def n_records(data) -> int:
@@ -265,6 +324,8 @@ def adjacency_of(value: Any) -> Adjacency:
         ValueError: for an unknown name.
         TypeError: for anything else.
     """
+    from dpaudit.mechanism import Claim, Mechanism  # mechanism.py imports this module
+
     if isinstance(value, Adjacency):
         return value
     if isinstance(value, Mechanism):

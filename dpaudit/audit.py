@@ -74,6 +74,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.accounting import ExactAccounting, exact_accounting
+from dpaudit.adjacency import check_adjacent
 from dpaudit.compatibility import Compatibility
 from dpaudit.compatibility import compatibility as compatibility_of
 from dpaudit.loss import (
@@ -89,7 +90,7 @@ from dpaudit.loss import (
     noise_shift,
     traced_or_closed,
 )
-from dpaudit.mechanism import Claim, Mechanism, check_adjacent
+from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.pld import (
     BOUND_METHODS,
     DeltaCurve,

@@ -88,9 +88,10 @@ import numpy as np
 import scipy.optimize
 import scipy.stats
 
-from dpaudit._validation import check_choice, check_count
+from dpaudit.adjacency import check_adjacent
+from dpaudit.checks import check_choice, check_count
 from dpaudit.loss import _site_log_prob, combine_log_probs
-from dpaudit.mechanism import Claim, Mechanism, check_adjacent
+from dpaudit.mechanism import Claim, Mechanism
 
 __all__ = [
     "METHODS",

@@ -258,7 +258,7 @@ def list_catalogue(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from dpaudit.mechanism import entry
+    from dpaudit.registry import entry
 
     faulty = True if args.faulty else (None if args.all else False)
     table = Table(title="dpaudit catalogue" + (" (faulty)" if faulty else ""))

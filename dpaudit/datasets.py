@@ -34,8 +34,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpaudit._validation import check_count
-from dpaudit.mechanism import _REGISTRY, Mechanism
+from dpaudit.checks import check_count
+from dpaudit.mechanism import Mechanism
+from dpaudit.registry import lookup
 
 __all__ = ["generate", "generators"]
 
@@ -161,7 +162,7 @@ def categories(mechanism, *, seed=0, n=None, n_bins=None):
 
 def example(mechanism, *, seed=0, **params):
     """The pair the mechanism's module (or package) documents via ``example_pair``."""
-    entry = _REGISTRY.get(mechanism.name)
+    entry = lookup(mechanism.name)
     module_name = entry.builder.__module__ if entry is not None else None
     candidates = []
     while module_name:

@@ -21,8 +21,9 @@ engine, the CLI and users all read it the same way:
 
 Catalogue entries are *builders*: functions of public parameters (epsilon,
 the dataset size ``n``, the data bound ...) that return a :class:`Mechanism`.
-:func:`register` files a builder under a name; :func:`build` and
-:func:`catalogue` read the registry (importing :mod:`mechanisms` fills it).
+:func:`dpaudit.register` files a builder under a name; :func:`dpaudit.build`
+and :func:`dpaudit.catalogue` read the registry (:mod:`dpaudit.registry`, the
+one module that imports the shipped catalogue :mod:`mechanisms`).
 
 Example — a user's own mechanism, in ten lines::
 
@@ -56,22 +57,14 @@ import numpy as np
 from numpyro import handlers
 from numpyro.distributions import Distribution
 
+from dpaudit.adjacency import ADJACENCIES
+
 __all__ = [
-    "ADJACENCIES",
     "SENSITIVITY_NORMS",
     "Claim",
     "KnownFlaw",
     "Mechanism",
-    "build",
-    "catalogue",
-    "check_adjacent",
-    "entry",
-    "register",
 ]
-
-#: Adjacency relations: ``replace-one`` (same ``n``, one record differs) and
-#: ``add-remove`` (one record added or removed).
-ADJACENCIES = ("replace-one", "add-remove")
 
 #: Norms in which a claim's sensitivity may be stated.
 #: ``rkhs`` is the RKHS norm of the noise kernel (HRW); ``cameron-martin`` is
@@ -298,129 +291,3 @@ class Mechanism:
                 "sensitivity cannot be measured."
             )
         return self.sensitivity_norm(self.summary(data) - self.summary(data_prime))
-
-
-# --------------------------------------------------------------------- adjacency
-
-
-def _records(data) -> list[np.ndarray]:
-    leaves = jax.tree_util.tree_leaves(data)
-    if not leaves:
-        raise ValueError("a dataset must hold at least one array of records.")
-    arrays = [np.asarray(leaf) for leaf in leaves]
-    if any(a.ndim == 0 for a in arrays):
-        raise ValueError("every array of a dataset must have the records on its first axis.")
-    sizes = {a.shape[0] for a in arrays}
-    if len(sizes) != 1:
-        raise ValueError(f"the arrays of a dataset hold different numbers of records: {sizes}.")
-    return arrays
-
-
-def check_adjacent(data, data_prime, adjacency: str = "replace-one") -> None:
-    """Raise ``ValueError`` unless ``data`` and ``data_prime`` are neighbours.
-
-    A dataset is an array (or a pytree of arrays, e.g. ``(X, y)``) with the
-    records on the first axis. ``replace-one``: same number of records, at most
-    one differs. ``add-remove``: one dataset is the other with one record added.
-    """
-    if adjacency not in ADJACENCIES:
-        raise ValueError(f"adjacency must be one of {ADJACENCIES}, got {adjacency!r}.")
-    a, b = _records(data), _records(data_prime)
-    if len(a) != len(b) or any(x.shape[1:] != y.shape[1:] for x, y in zip(a, b, strict=True)):
-        raise ValueError("the two datasets do not have the same structure of record arrays.")
-    n, n_prime = a[0].shape[0], b[0].shape[0]
-    if adjacency == "replace-one":
-        if n != n_prime:
-            raise ValueError(
-                f"replace-one neighbours have the same number of records, got {n} and {n_prime}."
-            )
-        differ = np.zeros(n, dtype=bool)
-        for x, y in zip(a, b, strict=True):
-            differ |= np.any((x != y).reshape(n, -1), axis=1)
-        if int(differ.sum()) > 1:
-            raise ValueError(
-                f"the datasets differ in {int(differ.sum())} records; replace-one neighbours "
-                "differ in at most one."
-            )
-        return
-    small, large = (a, b) if n < n_prime else (b, a)
-    if abs(n - n_prime) != 1:
-        raise ValueError(
-            f"add-remove neighbours differ by exactly one record, got sizes {n} and {n_prime}."
-        )
-    m = small[0].shape[0]
-    for drop in range(m + 1):  # find the added record
-        if all(
-            np.array_equal(s, np.delete(big, drop, axis=0))
-            for s, big in zip(small, large, strict=True)
-        ):
-            return
-    raise ValueError("no single added record turns the smaller dataset into the larger one.")
-
-
-# ---------------------------------------------------------------------- registry
-
-
-@dataclasses.dataclass(frozen=True)
-class _Entry:
-    name: str
-    builder: Callable[..., Mechanism]
-    summary: str
-    example: Mapping[str, Any]
-    faulty: bool
-
-
-_REGISTRY: dict[str, _Entry] = {}
-
-
-def register(name: str, *, example: Mapping[str, Any] | None = None, faulty: bool = False):
-    """Decorator filing a builder ``builder(**params) -> Mechanism`` under ``name``.
-
-    Args:
-        name: the catalogue name (``dpaudit list`` shows it; audit specs use it).
-        example: parameters with which ``build(name, **example)`` gives a
-            realistic instance (used by ``dpaudit list`` and the tests).
-        faulty: True for the catalogue of known-faulty mechanisms.
-
-    Raises:
-        ValueError: if ``name`` is already registered to another builder.
-    """
-
-    def decorate(builder: Callable[..., Mechanism]) -> Callable[..., Mechanism]:
-        previous = _REGISTRY.get(name)
-        if previous is not None and previous.builder is not builder:
-            if (previous.builder.__module__, previous.builder.__qualname__) != (
-                builder.__module__,
-                builder.__qualname__,
-            ):
-                raise ValueError(f"a mechanism named {name!r} is already registered.")
-        doc = (builder.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-        _REGISTRY[name] = _Entry(name, builder, doc, dict(example or {}), faulty)
-        return builder
-
-    return decorate
-
-
-def catalogue(*, faulty: bool | None = None) -> list[str]:
-    """Registered names, sorted; ``faulty=True/False`` keeps only that part."""
-    import mechanisms  # noqa: F401  (registers the shipped catalogue)
-
-    return sorted(n for n, e in _REGISTRY.items() if faulty is None or e.faulty == faulty)
-
-
-def entry(name: str) -> _Entry:
-    """The registry entry (builder, one-line summary, example parameters) of ``name``."""
-    import mechanisms  # noqa: F401
-
-    if name not in _REGISTRY:
-        raise ValueError(
-            f"no mechanism named {name!r}; `dpaudit list` shows the catalogue "
-            f"({len(_REGISTRY)} names)."
-        )
-    return _REGISTRY[name]
-
-
-def build(name: str, **params) -> Mechanism:
-    """Build the registered mechanism ``name``: its example parameters updated by ``params``."""
-    e = entry(name)
-    return e.builder(**{**e.example, **params})

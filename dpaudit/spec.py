@@ -65,8 +65,10 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.adjacency import ADJACENCIES
 from dpaudit.blackbox import METHODS, OBJECTIVES
-from dpaudit.mechanism import ADJACENCIES, Claim, Mechanism, entry
+from dpaudit.mechanism import Claim, Mechanism
+from dpaudit.registry import entry
 
 __all__ = [
     "BLACKBOX_VERDICTS",

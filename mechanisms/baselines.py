@@ -65,7 +65,7 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit._validation import check_finite, is_concrete
+from dpaudit.checks import check_finite, is_concrete
 from dpaudit.spaces import Grid, KarhunenLoeveBasis, Kernel, l2_norm, uniform_grid
 from mechanisms.mrs import (
     CALIBRATIONS,

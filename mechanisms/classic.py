@@ -45,7 +45,7 @@ from jax import lax
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
-from dpaudit._validation import check_delta, check_epsilon, check_positive, is_concrete
+from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
 from dpaudit.noise import analytic_gaussian_sigma, classical_gaussian_sigma
 
 __all__ = [

@@ -56,7 +56,7 @@ import scipy.linalg
 import scipy.optimize
 
 import dpaudit
-from dpaudit._validation import check_choice, check_epsilon, is_concrete
+from dpaudit.checks import check_choice, check_epsilon, is_concrete
 from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_matrix, ancestor_sensitivity
 
 __all__ = [

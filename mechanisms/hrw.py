@@ -68,7 +68,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit._validation import check_delta, check_epsilon, check_positive, is_concrete
+from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
 from dpaudit.noise import (
     GaussianProcessNoise,
     GridNoise,

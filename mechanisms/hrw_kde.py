@@ -66,7 +66,7 @@ import numpyro
 import scipy.special
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit._validation import check_finite
+from dpaudit.checks import check_finite
 from dpaudit.spaces import Exponential, Gaussian, Kernel
 from mechanisms.hrw import (
     check_calibration,

@@ -72,7 +72,7 @@ import numpy as np
 import numpyro
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit._validation import check_finite, is_concrete
+from dpaudit.checks import check_finite, is_concrete
 from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
 from dpaudit.spaces import (
     Exponential,

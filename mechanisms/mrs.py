@@ -84,7 +84,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit._validation import check_choice, check_count, check_finite, check_number, is_concrete
+from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.noise import (
     GaussianProcessNoise,
     GridNoise,

@@ -13,6 +13,7 @@ from hypothesis.extra.numpy import arrays
 from dpaudit import Claim, Mechanism
 from dpaudit.adjacency import (
     ADD_REMOVE,
+    ADJACENCIES,
     REPLACE_ONE,
     AddRemove,
     Adjacency,
@@ -24,7 +25,6 @@ from dpaudit.adjacency import (
     remove_record,
     replace_record,
 )
-from dpaudit.mechanism import ADJACENCIES
 
 
 def test_names_are_the_claim_names():

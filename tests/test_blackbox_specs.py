@@ -439,7 +439,7 @@ def test_shipped_black_box_specs_are_valid_and_expect_a_black_box_verdict():
     assert {s.expected for s in specs} == set(BLACKBOX_VERDICTS)
     for spec in specs:  # correct implementations are never expected to be violations
         if spec.blackbox.sampler is None:
-            faulty = dpaudit.mechanism.entry(spec.blackbox.mechanism).faulty
+            faulty = dpaudit.registry.entry(spec.blackbox.mechanism).faulty
             assert (spec.expected == "violation") == faulty, spec.name
 
 

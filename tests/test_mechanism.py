@@ -13,7 +13,7 @@ import scipy.stats
 
 import dpaudit
 from dpaudit import Claim, KnownFlaw, Mechanism, check_adjacent
-from dpaudit.mechanism import _REGISTRY, register
+from dpaudit.registry import register, unregister
 
 
 def laplace_mean(n=50, epsilon=1.0, bound=1.0):
@@ -156,4 +156,4 @@ def test_registry_builds_and_refuses_duplicates():
         with pytest.raises(ValueError, match="no mechanism named 'nope'"):
             dpaudit.build("nope")
     finally:
-        _REGISTRY.pop("test-laplace-mean")
+        unregister("test-laplace-mean")

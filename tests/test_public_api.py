@@ -46,3 +46,35 @@ TOP_LEVEL = {
 
 def test_top_level_names():
     assert TOP_LEVEL <= set(dir(dpaudit))
+
+
+# Exact public surfaces: a name added or dropped here is a deliberate API change.
+PUBLIC = {
+    "dpaudit": {
+        "AuditResult", "BlackBoxResult", "Certificate", "Claim", "Compatibility", "KnownFlaw",
+        "Mechanism", "accounting", "audit", "blackbox", "blackbox_audit", "build", "catalogue",
+        "check_adjacent", "classify_pair", "compatibility", "loss", "noise", "pld",
+        "privacy_loss", "register", "spaces",
+    },
+    "dpaudit.blackbox": {
+        "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
+        "certified_delta", "certified_epsilon", "clopper_pearson", "kl_features",
+        "neighbour_candidates", "numpy_generator",
+    },
+    "dpaudit.testing": {
+        "Box", "CompatibilityViolation", "DPViolation", "L2Ball", "Labels", "Product",
+        "RecordSpace", "SearchBudget", "SensitivityTarget", "SensitivityViolation", "WorstCase",
+        "assert_compatible", "assert_dp", "assert_sensitivity_bound", "record_space_of",
+        "sensitivity_target", "strategies", "worst_neighbours",
+    },
+}  # fmt: skip
+
+
+def test_exact_public_surfaces():
+    import importlib
+
+    for name, expected in PUBLIC.items():
+        module = importlib.import_module(name)
+        assert set(module.__all__) == expected, (name, set(module.__all__) ^ expected)
+        for attr in module.__all__:
+            assert hasattr(module, attr), (name, attr)

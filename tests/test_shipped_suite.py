@@ -32,7 +32,7 @@ def test_every_spec_is_valid_and_states_its_verdict():
         if spec.kind == "black-box" and ":" in spec.mechanism:  # a plain sampler file
             assert spec.expected in ("violation", "inconclusive"), spec.name
             continue
-        faulty = dpaudit.mechanism.entry(spec.mechanism).faulty
+        faulty = dpaudit.registry.entry(spec.mechanism).faulty
         # faulty mechanisms must be caught; correct ones must never be called violations
         if faulty:
             assert spec.expected in ("violation", "incompatible"), spec.name

@@ -53,7 +53,7 @@ import scipy.optimize
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
-from dpaudit._validation import check_finite, check_last_axis, check_positive, is_concrete
+from dpaudit.checks import check_finite, check_last_axis, check_positive, is_concrete
 
 __all__ = [
     "AncestorLaplace",

@@ -28,7 +28,7 @@ import numpy as np
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
-from dpaudit._validation import check_finite, check_last_axis, check_positive, is_concrete
+from dpaudit.checks import check_finite, check_last_axis, check_positive, is_concrete
 from dpaudit.spaces.bases import KarhunenLoeveBasis
 
 __all__ = ["GaussianProcessNoise", "GridNoise", "ICLPNoise", "KarhunenLoeveNoise"]

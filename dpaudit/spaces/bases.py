@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
-from dpaudit._validation import check_finite, check_last_axis, check_positive
+from dpaudit.checks import check_finite, check_last_axis, check_positive
 from dpaudit.spaces.grids import Grid
 from dpaudit.spaces.kernels import Kernel
 

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit._validation import check_finite, check_positive
+from dpaudit.checks import check_finite, check_positive
 
 
 @jax.tree_util.register_dataclass

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.special
 
-from dpaudit._validation import check_positive
+from dpaudit.checks import check_positive
 
 __all__ = [
     "BrownianMotion",

@@ -24,6 +24,27 @@ Example (a test file)::
                                  record_space=L2Ball(1.0, grid), n=20)
 """
 
+__all__ = [
+    "Box",
+    "CompatibilityViolation",
+    "DPViolation",
+    "L2Ball",
+    "Labels",
+    "Product",
+    "RecordSpace",
+    "SearchBudget",
+    "SensitivityTarget",
+    "SensitivityViolation",
+    "WorstCase",
+    "assert_compatible",
+    "assert_dp",
+    "assert_sensitivity_bound",
+    "record_space_of",
+    "sensitivity_target",
+    "strategies",
+    "worst_neighbours",
+]
+
 from dpaudit.testing import strategies as strategies
 from dpaudit.testing.assertions import CompatibilityViolation as CompatibilityViolation
 from dpaudit.testing.assertions import DPViolation as DPViolation

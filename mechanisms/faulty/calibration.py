@@ -12,7 +12,7 @@ import numpyro.distributions as dist
 import scipy.optimize
 
 import dpaudit
-from dpaudit._validation import check_delta, check_epsilon
+from dpaudit.checks import check_delta, check_epsilon
 from dpaudit.noise import classical_gaussian_multiplier, gaussian_delta
 from mechanisms.faulty import register_pair
 

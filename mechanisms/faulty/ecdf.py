@@ -10,7 +10,7 @@ import numpyro
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
-from dpaudit._validation import check_epsilon
+from dpaudit.checks import check_epsilon
 from dpaudit.noise.linear_laplace import AncestorLaplace, LinearLaplace
 from mechanisms.faulty import register_pair
 

@@ -11,7 +11,7 @@ import numpyro
 import numpyro.distributions as dist
 
 import dpaudit
-from dpaudit._validation import check_delta, check_epsilon
+from dpaudit.checks import check_delta, check_epsilon
 from dpaudit.noise import GaussianProcessNoise, GridNoise, ICLPNoise, classical_gaussian_multiplier
 from dpaudit.spaces import Gaussian, Matern, kl_basis, l2_norm, one_c_norm, uniform_grid
 from mechanisms.faulty import register_pair

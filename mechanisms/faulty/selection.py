@@ -12,7 +12,7 @@ import numpyro
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
-from dpaudit._validation import check_epsilon
+from dpaudit.checks import check_epsilon
 from mechanisms.classic import _log_laplace_cdf, sparse_vector_mechanism
 from mechanisms.faulty import register_pair
 
