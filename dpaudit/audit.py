@@ -80,8 +80,8 @@ from dpaudit.compatibility import compatibility as compatibility_of
 from dpaudit.loss import (
     ROUTES,
     NoiseShift,
-    _check_has_density,
     _closed_form_draws_jit,
+    check_has_density,
     closed_form_losses,
     combine_log_probs,
     density_losses,
@@ -597,8 +597,8 @@ def audit(
     dist_dp = mechanism.release_distribution(data_prime)
     shift = noise_shift(dist_d, dist_dp)
     if shift is None:  # shifted Gaussian/ICLP/Laplace noise has a density by construction
-        _check_has_density(dist_d, mechanism.name)
-        _check_has_density(dist_dp, mechanism.name)
+        check_has_density(dist_d, mechanism.name)
+        check_has_density(dist_dp, mechanism.name)
     if route == "auto":
         route = "closed-form" if shift is not None else "density"
     if route == "closed-form" and shift is None:

@@ -90,7 +90,7 @@ import scipy.stats
 
 from dpaudit.adjacency import check_adjacent
 from dpaudit.checks import check_choice, check_count
-from dpaudit.loss import _site_log_prob, combine_log_probs
+from dpaudit.densities import combine_log_probs, site_log_prob
 from dpaudit.mechanism import Claim, Mechanism
 
 __all__ = [
@@ -523,7 +523,7 @@ def _model_statistic(reference: Mechanism, data, data_prime):
 
     @jax.jit
     def loss(x):
-        return combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x))
+        return combine_log_probs(site_log_prob(dist_p, x), site_log_prob(dist_q, x))
 
     def score(x):
         x = np.asarray(x)

@@ -55,8 +55,17 @@ import numpy as np
 import numpyro.distributions as dist
 import scipy.linalg
 from numpyro.distributions import Distribution
-from numpyro.infer.util import log_density
 
+from dpaudit.densities import (
+    check_has_density,
+    combine_log_probs,
+    jit_safe,
+    model_log_prob,
+    pytree_safe,
+    release_log_prob,
+    site_log_prob,
+    traced_or_closed,
+)
 from dpaudit.mechanism import Mechanism
 from dpaudit.noise.processes import (
     GaussianProcessNoise,
@@ -95,140 +104,6 @@ ROUTES = ("density", "model", "closed-form")
 #: where ``t_j`` are the summands of both log densities at ``x``; the float64
 #: error of such a sum is below ``K * 2^-53 * sum_j |t_j|``, far below this.
 CERTIFICATE_RTOL = 1e-9
-
-
-# --------------------------------------------------------------------- basics
-
-
-def combine_log_probs(log_p, log_q) -> jax.Array:
-    """``log_p - log_q`` with the infinite cases resolved (never ``inf - inf``).
-
-    ``log_q = -inf`` and finite ``log_p`` give ``+inf`` (outside the support of
-    ``Q``); finite ``log_q`` and ``log_p = -inf`` give ``-inf``; both ``-inf``
-    give NaN (outside both supports — the caller must treat it as an error).
-
-    Example:
-        >>> [float(v) for v in combine_log_probs(jnp.array([0.0, 0.0, -jnp.inf]),
-        ...                                      jnp.array([1.0, -jnp.inf, 0.0]))]
-        [-1.0, inf, -inf]
-    """
-    log_p = jnp.asarray(log_p)
-    log_q = jnp.asarray(log_q)
-    p_out = log_p == -jnp.inf
-    q_out = log_q == -jnp.inf
-    finite = jnp.where(p_out | q_out, 0.0, log_p - log_q)
-    return jnp.where(
-        p_out & q_out,
-        jnp.nan,
-        jnp.where(q_out, jnp.inf, jnp.where(p_out, -jnp.inf, finite)),
-    )
-
-
-def _site_log_prob(d: Distribution, x) -> jax.Array:
-    """Log density of a whole release: ``log_prob`` summed over the batch axes."""
-    lp = d.log_prob(x)
-    n_batch = len(d.batch_shape)
-    if n_batch:
-        lp = jnp.sum(lp, axis=tuple(range(-n_batch, 0)))
-    return lp
-
-
-def _check_has_density(d: Distribution, name: str) -> None:
-    key = jax.random.key(0)
-    try:
-        traced_or_closed(
-            (d,),
-            lambda: _probe_density(d, key),
-            lambda: _site_log_prob(d, d.sample(key)[None]),
-        )
-    except NotImplementedError as err:
-        raise TypeError(
-            f"{name}: the release distribution {type(d).__name__} has no density (its log_prob "
-            "is not implemented), so privacy losses cannot be evaluated; sample the release "
-            "from a distribution with a log_prob."
-        ) from err
-
-
-@jax.jit
-def _probe_density(d: Distribution, key):
-    return _site_log_prob(d, d.sample(key)[None])
-
-
-def pytree_safe(d: Distribution) -> bool:
-    """True when ``d`` survives a pytree round trip (so it can be a ``jit`` argument).
-
-    numpyro distributions declare their array fields (``pytree_data_fields``);
-    a user subclass that stores undeclared attributes loses them when flattened,
-    so the engine then closes over it instead of passing it to ``jit``.
-    """
-    try:
-        leaves, treedef = jax.tree_util.tree_flatten(d)
-        rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
-    except Exception:  # any failure means "not a safe pytree"
-        return False
-    return set(vars(d)) <= set(vars(rebuilt))
-
-
-#: Distribution types found to branch in Python on a pytree field (they fail when traced
-#: as ``jit`` arguments); the engine closes over their instances instead.
-_TRACE_UNSAFE: set[type] = set()
-_TRACE_ERRORS = (
-    jax.errors.ConcretizationTypeError,
-    jax.errors.TracerIntegerConversionError,
-    jax.errors.TracerArrayConversionError,
-)
-
-
-def jit_safe(*dists: Distribution) -> bool:
-    """True when the distributions can be passed to ``jit`` as pytree arguments."""
-    return all(pytree_safe(d) and type(d) not in _TRACE_UNSAFE for d in dists)
-
-
-def traced_or_closed(dists, as_arguments, closed_over):
-    """Run ``as_arguments()`` (distributions as ``jit`` arguments: compiled once per shape)
-    when safe, else, or when tracing them fails, ``closed_over()`` (distributions closed
-    over: compiled per call, but any Python logic on their fields stays concrete)."""
-    if jit_safe(*dists):
-        try:
-            return as_arguments()
-        except _TRACE_ERRORS:
-            _TRACE_UNSAFE.update(type(d) for d in dists)
-    return closed_over()
-
-
-def release_log_prob(mechanism: Mechanism, data, releases) -> jax.Array:
-    """``log p_D(x)`` for a batch of releases ``(n, *event)`` (density route)."""
-    d = mechanism.release_distribution(data)
-    return _site_log_prob(d, jnp.asarray(releases))
-
-
-def model_log_prob(mechanism: Mechanism, data, releases, *, chunk_size: int = 4096) -> jax.Array:
-    """``log p_D(x)`` from numpyro's ``log_density`` with the release site substituted.
-
-    The model is run with ``{release_site: x}`` (vmapped over a batch of
-    releases); the returned value is the release site's log density read from
-    the model's trace (other, observed, sites do not belong to the release's
-    marginal density). Not jitted, so models that use numpy on their data work.
-
-    Raises:
-        ValueError: if the model has no sample site named ``mechanism.release_site``.
-    """
-    site = mechanism.release_site
-    releases = jnp.asarray(releases)
-
-    def one(x):
-        _, trace = log_density(mechanism.model, (data,), {}, {site: x})
-        if site not in trace or trace[site]["type"] != "sample":
-            raise ValueError(
-                f"mechanism {mechanism.name!r} has no sample site named {site!r}; sample the "
-                f"release with numpyro.sample({site!r}, ...)."
-            )
-        entry = trace[site]
-        return jnp.sum(entry["fn"].log_prob(entry["value"]))
-
-    batched = jax.vmap(one)
-    parts = [batched(releases[i : i + chunk_size]) for i in range(0, releases.shape[0], chunk_size)]
-    return jnp.concatenate(parts) if parts else jnp.zeros((0,))
 
 
 # ------------------------------------------------------------- shift structure
@@ -481,7 +356,7 @@ def closed_form_losses(key, h, eigenvalues, sigma, singular, n: int, family: str
 def density_losses(key, dist_p, dist_q, n: int) -> jax.Array:
     """Losses of ``n`` draws ``x ~ P`` from the two ``log_prob`` (traceable)."""
     x = dist_p.sample(key, (n,))
-    return combine_log_probs(_site_log_prob(dist_p, x), _site_log_prob(dist_q, x))
+    return combine_log_probs(site_log_prob(dist_p, x), site_log_prob(dist_q, x))
 
 
 _closed_form_losses_jit = jax.jit(closed_form_losses, static_argnames=("n", "family"))
@@ -553,7 +428,7 @@ def _release_pair(mechanism: Mechanism, data, data_prime):
         raise TypeError(f"mechanism must be a dpaudit.Mechanism, got {type(mechanism).__name__}.")
     dist_p = mechanism.release_distribution(data)
     dist_q = mechanism.release_distribution(data_prime)
-    _check_has_density(dist_p, mechanism.name)
+    check_has_density(dist_p, mechanism.name)
     return dist_p, dist_q
 
 
@@ -600,7 +475,7 @@ def privacy_loss(mechanism: Mechanism, data, data_prime, releases, *, route: str
     releases = jnp.asarray(releases)
     dist_p, dist_q = _release_pair(mechanism, data, data_prime)
     if route == "density":
-        loss = combine_log_probs(_site_log_prob(dist_p, releases), _site_log_prob(dist_q, releases))
+        loss = combine_log_probs(site_log_prob(dist_p, releases), site_log_prob(dist_q, releases))
     elif route == "model":
         loss = combine_log_probs(
             model_log_prob(mechanism, data, releases),
@@ -632,9 +507,9 @@ def _closed_form_at_releases(shift: NoiseShift, dist_p, dist_q, releases) -> jax
         shift.family, jnp.asarray(shift.shift), z, jnp.asarray(shift.eigenvalues), shift.sigma
     )
     loss = jnp.where(shift.singular, jnp.inf, jnp.sum(terms, axis=-1))
-    log_p = _site_log_prob(dist_p, releases)
+    log_p = site_log_prob(dist_p, releases)
     off_p = log_p == -jnp.inf
-    return jnp.where(off_p, combine_log_probs(log_p, _site_log_prob(dist_q, releases)), loss)
+    return jnp.where(off_p, combine_log_probs(log_p, site_log_prob(dist_q, releases)), loss)
 
 
 def sample_losses(
@@ -707,8 +582,8 @@ def _abs_terms(d: Distribution, x) -> jax.Array:
 @jax.jit
 def _evaluate_at(dist_p, dist_q, release):
     x = release[None]
-    log_p = _site_log_prob(dist_p, x)[0]
-    log_q = _site_log_prob(dist_q, x)[0]
+    log_p = site_log_prob(dist_p, x)[0]
+    log_q = site_log_prob(dist_q, x)[0]
     magnitude = _abs_terms(dist_p, release) + _abs_terms(dist_q, release)
     return combine_log_probs(log_p, log_q), log_p, log_q, magnitude
 
