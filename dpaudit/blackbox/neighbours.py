@@ -4,7 +4,7 @@ Example:
     >>> import numpy as np
     >>> pairs = neighbour_candidates(np.zeros(2), [np.float64(5.0)], adjacency="add-remove")
     >>> [np.asarray(dp).tolist() for _, dp in pairs]
-    [[5.0, 0.0], [0.0]]
+    [[5.0, 0.0, 0.0], [0.0]]
 """
 
 from __future__ import annotations
