@@ -475,7 +475,11 @@ CLAIM = dpaudit.Claim(epsilon=1.0)
         ),
         (lambda: blackbox_audit(_ok_sampler, claim=CLAIM, pairs=[]), ValueError, "non-empty"),
         (lambda: blackbox_audit(_ok_sampler, claim=CLAIM, pairs=[D0]), ValueError, "non-empty"),
-        (lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, statistic="svm"), ValueError, "statistic"),
+        (
+            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, statistic="svm"),
+            ValueError,
+            "statistic",
+        ),
         (
             lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, objective="renyi"),
             ValueError,
@@ -486,7 +490,11 @@ CLAIM = dpaudit.Claim(epsilon=1.0)
             ValueError,
             "unknown classifier_options",
         ),
-        (lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, statistic="model"), ValueError, "needs"),
+        (
+            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, statistic="model"),
+            ValueError,
+            "needs",
+        ),
         (
             lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, reference="laplace"),
             TypeError,
