@@ -56,7 +56,10 @@ def test_selection_picks_the_informative_pair():
 
 def test_candidates_count_events_with_ties():
     t, g, k_p, k_q, q_is = candidate_events(np.array([0.0, 1.0, 1.0, 1.0]), np.array([1.0, 2.0]))
-    rows = {(float(a), float(b)): (float(c), float(d)) for a, b, c, d in zip(t, g, k_p, k_q)}
+    rows = {
+        (float(a), float(b)): (float(c), float(d))
+        for a, b, c, d in zip(t, g, k_p, k_q, strict=True)
+    }
     assert rows[(1.0, 0.0)] == (0.0, 1.0)  # {s > 1}
     assert rows[(1.0, 1.0)] == (3.0, 2.0)  # {s >= 1}
     assert rows[(1.0, 0.5)] == (1.5, 1.5)  # {s > 1} + half of {s = 1}: an atom of 4 releases
