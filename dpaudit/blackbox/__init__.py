@@ -84,13 +84,14 @@ from dpaudit.blackbox.engine import blackbox_audit
 from dpaudit.blackbox.neighbours import neighbour_candidates
 from dpaudit.blackbox.result import BlackBoxResult, CertifiedEvent
 from dpaudit.blackbox.samplers import as_sampler, numpy_generator
-
-# Also importable from here, outside __all__: the choices of objective= and statistic=, and the
-# resolution of statistics (used by the spec reader, the CLI and the tests).
 from dpaudit.blackbox.selection import OBJECTIVES as OBJECTIVES
 from dpaudit.blackbox.statistics import STATISTIC_RESOLUTION as STATISTIC_RESOLUTION
-from dpaudit.blackbox.statistics import STATISTICS, kl_features
+from dpaudit.blackbox.statistics import STATISTICS as STATISTICS
+from dpaudit.blackbox.statistics import kl_features
 
+# Public names of the package. OBJECTIVES (choices of objective=), STATISTICS (choices of
+# statistic=) and STATISTIC_RESOLUTION are importable from here too, outside __all__ (the
+# spec reader, the CLI and the tests use them).
 __all__ = [
     "METHODS",
     "BlackBoxResult",
