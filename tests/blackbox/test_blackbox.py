@@ -200,7 +200,7 @@ def test_blackbox_audit_is_calibrated_on_randomized_response():
         RR_PAIR,
         dpaudit.Claim(epsilon=RR_EPSILON),
         reps,
-        method="model",
+        statistic="model",
         reference=RR_REFERENCE,
         samples=1000,
         select_samples=1000,
@@ -214,10 +214,10 @@ def test_blackbox_audit_is_calibrated_on_randomized_response():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["model", "logistic"])
+@pytest.mark.parametrize("statistic", ["model", "logistic"])
 @pytest.mark.parametrize("case", ["randomized-response", "geometric-count", "laplace-mean"])
-def test_blackbox_audit_is_calibrated_on_correct_mechanisms_long(case, method):
-    """100 audits per (mechanism, method) on a worst-case pair, claim = true epsilon: at most
+def test_blackbox_audit_is_calibrated_on_correct_mechanisms_long(case, statistic):
+    """100 audits per (mechanism, statistic) on a worst-case pair, claim = true epsilon: at most
     Binomial(100, 0.05)'s upper TEST_FAILURE_RATE / 6 quantile (17) exceed it.
 
     ``geometric-count`` has integer releases (exact); ``laplace-mean`` is continuous and exactly
@@ -237,8 +237,8 @@ def test_blackbox_audit_is_calibrated_on_correct_mechanisms_long(case, method):
         pair,
         claim,
         reps,
-        method=method,
-        reference=ref if method == "model" else None,
+        statistic=statistic,
+        reference=ref if statistic == "model" else None,
         samples=1000,
         select_samples=1000,
     )
@@ -267,7 +267,7 @@ def test_certification_releases_are_fresh_and_counted_once():
         sampler,
         *RR_PAIR,
         dpaudit.Claim(epsilon=1.0),
-        method="model",
+        statistic="model",
         reference=RR_REFERENCE,
         samples=3000,
         select_samples=1000,
@@ -306,8 +306,8 @@ def _worst_pair(name, mech):
     return d, d_prime
 
 
-@pytest.mark.parametrize(("name", "kwargs", "method"), CORRECT)
-def test_correct_mechanisms_are_never_flagged(name, kwargs, method):
+@pytest.mark.parametrize(("name", "kwargs", "statistic"), CORRECT)
+def test_correct_mechanisms_are_never_flagged(name, kwargs, statistic):
     """Correct catalogue mechanisms on worst-case pairs, audited as plain samplers: never
     "violation". Confidence 1 - TEST_FAILURE_RATE / 4 per audit, so a false violation has
     probability <= TEST_FAILURE_RATE over the four (calibration is tested above at 0.95).
@@ -320,8 +320,8 @@ def test_correct_mechanisms_are_never_flagged(name, kwargs, method):
         as_sampler(mech),
         *pair,
         mech.claim,
-        method=method,
-        reference=mech if method == "model" else None,
+        statistic=statistic,
+        reference=mech if statistic == "model" else None,
         samples=10_000,
         confidence=1 - TEST_FAILURE_RATE / len(CORRECT),
         seed=3,
@@ -350,19 +350,19 @@ def test_model_guided_statistic_is_at_least_as_powerful_as_the_classifier():
     sampler = as_sampler(mech)
     bounds = {"model": [], "logistic": []}
     for seed in range(3):
-        for method in bounds:
+        for statistic in bounds:
             res = blackbox_audit(
                 sampler,
                 *pair,
                 mech.claim,
-                method=method,
-                reference=mech if method == "model" else None,
+                statistic=statistic,
+                reference=mech if statistic == "model" else None,
                 samples=10_000,
                 select_samples=5_000,
                 seed=seed,
                 progress=False,
             )
-            bounds[method].append(res.epsilon_lower)
+            bounds[statistic].append(res.epsilon_lower)
     model, logistic = np.array(bounds["model"]), np.array(bounds["logistic"])
     assert np.all(model >= logistic)
     assert np.sum(model > mech.claim.epsilon) >= np.sum(logistic > mech.claim.epsilon)
@@ -371,7 +371,7 @@ def test_model_guided_statistic_is_at_least_as_powerful_as_the_classifier():
 
 # ------------------------------------------------------------------ detection
 
-# (faulty mechanism, method, certification releases per dataset): a fast subset, each flagged
+# (faulty mechanism, statistic, certification releases per dataset): a fast subset, each flagged
 # well above the claim at these budgets (certified bounds measured at seed 0 in the comments).
 FAST_DETECTION = [
     ("faulty/histogram-scale-epsilon", "logistic", 10_000),  # 1.90 vs claim 0.5 (true 2)
@@ -381,15 +381,15 @@ FAST_DETECTION = [
 ]
 
 
-@pytest.mark.parametrize(("name", "method", "samples"), FAST_DETECTION)
-def test_faulty_mechanisms_are_flagged_from_samples(name, method, samples):
+@pytest.mark.parametrize(("name", "statistic", "samples"), FAST_DETECTION)
+def test_faulty_mechanisms_are_flagged_from_samples(name, statistic, samples):
     mech, pair = _faulty(name)
     res = blackbox_audit(
         as_sampler(mech),
         *pair,
         mech.claim,
-        method=method,
-        reference=mech if method == "model" else None,
+        statistic=statistic,
+        reference=mech if statistic == "model" else None,
         samples=samples,
         seed=0,
         progress=False,
@@ -399,7 +399,7 @@ def test_faulty_mechanisms_are_flagged_from_samples(name, method, samples):
     assert res.confidence == 0.95 and res.samples == samples
 
 
-# (method, certification releases per dataset) per faulty mechanism: the cheapest route at the
+# (statistic, certification releases per dataset) per faulty mechanism: the cheapest route at the
 # smallest budget of the ladder 1e4, 1e5, 1e6, 1e7 that flags it in
 # benchmarks/blackbox_faulty.py (seed 0; BENCHMARKS.md, "Black-box detection").
 SLOW_DETECTION = {
@@ -435,14 +435,14 @@ def test_slow_detection_table_covers_the_faulty_catalogue():
     sorted(SLOW_DETECTION),
 )
 def test_whole_faulty_catalogue_is_flagged_as_plain_samplers(name):
-    method, samples = SLOW_DETECTION[name]
+    statistic, samples = SLOW_DETECTION[name]
     mech, pair = _faulty(name)
     res = blackbox_audit(
         as_sampler(mech),
         *pair,
         mech.claim,
-        method=method,
-        reference=mech if method == "model" else None,
+        statistic=statistic,
+        reference=mech if statistic == "model" else None,
         samples=samples,
         seed=0,
         progress=False,
@@ -475,7 +475,11 @@ CLAIM = dpaudit.Claim(epsilon=1.0)
         ),
         (lambda: blackbox_audit(_ok_sampler, claim=CLAIM, pairs=[]), ValueError, "non-empty"),
         (lambda: blackbox_audit(_ok_sampler, claim=CLAIM, pairs=[D0]), ValueError, "non-empty"),
-        (lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, method="svm"), ValueError, "method"),
+        (
+            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, statistic="svm"),
+            ValueError,
+            "statistic",
+        ),
         (
             lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, objective="renyi"),
             ValueError,
@@ -486,7 +490,11 @@ CLAIM = dpaudit.Claim(epsilon=1.0)
             ValueError,
             "unknown classifier_options",
         ),
-        (lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, method="model"), ValueError, "needs"),
+        (
+            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, statistic="model"),
+            ValueError,
+            "needs",
+        ),
         (
             lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, reference="laplace"),
             TypeError,

@@ -1,0 +1,141 @@
+"""Exact binomial bounds and the certified ``(epsilon, delta)`` lower bounds built on them.
+
+For an event ``S`` fixed before the counts are drawn, ``(epsilon, delta)``-DP
+implies ``P(S) <= e^epsilon Q(S) + delta``. A lower bound ``p_lo`` on ``P(S)``
+and an upper bound ``q_hi`` on ``Q(S)`` therefore certify
+
+``epsilon(delta) >= log((p_lo - delta) / q_hi)`` and ``delta(epsilon) >= p_lo - e^epsilon q_hi``.
+
+Example:
+    >>> round(float(certified_epsilon(5000, 10000, 1000, 10000)), 3)
+    1.531
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.stats
+
+__all__ = ["certified_delta", "certified_epsilon", "clopper_pearson", "one_sided_pair"]
+
+# Beta parameters must be > 0: at k = 0 (resp. k = n) the bound is set by np.where, but the
+# untaken branch is still evaluated, so its parameter is clamped away from 0.
+_TINY = 1e-300
+
+
+def clopper_pearson(k, n, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided Clopper–Pearson bounds ``(lower, upper)`` on a binomial proportion.
+
+    ``P(p < lower) <= alpha`` and ``P(p > upper) <= alpha`` for ``k ~ Bin(n, p)``
+    (exact, conservative): ``lower = Beta(alpha; k, n - k + 1)`` (0 when
+    ``k = 0``) and ``upper = Beta(1 - alpha; k + 1, n - k)`` (1 when ``k = n``).
+    Non-integer ``k`` (expected counts of randomised events) is accepted for
+    planning; certified bounds use integer counts.
+
+    Args:
+        k: successes (array-like; ``0 <= k <= n``).
+        n: trials (array-like, broadcast with ``k``).
+        alpha: the level of *each* one-sided bound, in ``(0, 1)``.
+
+    Returns:
+        ``(lower, upper)`` as float arrays of the broadcast shape.
+
+    Raises:
+        ValueError: if some ``k`` is outside ``[0, n]`` or ``alpha`` outside ``(0, 1)``.
+
+    Example:
+        >>> lo, hi = clopper_pearson(0, 1000, 0.025)
+        >>> float(lo), round(float(hi), 5)
+        (0.0, 0.00368)
+    """
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    if np.any(k < 0) or np.any(k > n):
+        raise ValueError("clopper_pearson needs 0 <= k <= n.")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lower = np.where(k > 0, scipy.stats.beta.ppf(alpha, np.maximum(k, _TINY), n - k + 1), 0.0)
+        upper = np.where(
+            k < n, scipy.stats.beta.ppf(1 - alpha, k + 1, np.maximum(n - k, _TINY)), 1.0
+        )
+    return lower, upper
+
+
+def one_sided_pair(k_p, n_p, k_q, n_q, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The lower bound on ``P(S)`` and the upper bound on ``Q(S)`` that hold together.
+
+    Each one-sided bound is taken at level ``alpha / 2`` with ``alpha = 1 - confidence``:
+    by the union bound both hold at once with probability ``>= confidence``, which is
+    what a bound using both (a ratio or a difference) needs.
+
+    Args:
+        k_p, n_p: event count and releases under ``P``.
+        k_q, n_q: event count and releases under ``Q``.
+        confidence: ``1 - alpha``, in ``(0, 1)``.
+
+    Returns:
+        ``(p_lower, q_upper)``.
+
+    Raises:
+        ValueError: as :func:`clopper_pearson`.
+    """
+    alpha = 1.0 - confidence
+    p_lo, _ = clopper_pearson(k_p, n_p, alpha / 2)
+    _, q_hi = clopper_pearson(k_q, n_q, alpha / 2)
+    return p_lo, q_hi
+
+
+def certified_epsilon(k_p, n_p, k_q, n_q, *, delta: float = 0.0, confidence: float = 0.95):
+    """Certified lower bound on ``epsilon(delta)`` from event counts under ``P`` and ``Q``.
+
+    ``log((p_lo - delta) / q_hi)`` with one-sided Clopper–Pearson bounds at
+    ``(1 - confidence) / 2`` each; ``0`` when ``p_lo <= delta`` (nothing
+    certified). Holds with probability ``>= confidence`` when the event was
+    fixed before the counts were drawn.
+
+    Args:
+        k_p, n_p: event count and releases under ``P`` (the numerator).
+        k_q, n_q: event count and releases under ``Q``.
+        delta: the ``delta`` at which ``epsilon`` is bounded.
+        confidence: ``1 - alpha`` of the bound.
+
+    Returns:
+        The bound, ``>= 0`` (a float array of the counts' broadcast shape).
+
+    Raises:
+        ValueError: as :func:`clopper_pearson`.
+
+    Example:
+        >>> round(float(certified_epsilon(5000, 10000, 1000, 10000)), 3)
+        1.531
+    """
+    p_lo, q_hi = one_sided_pair(k_p, n_p, k_q, n_q, confidence)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.where(p_lo > delta, np.log(np.maximum(p_lo - delta, _TINY)) - np.log(q_hi), 0.0)
+    return np.maximum(eps, 0.0)
+
+
+def certified_delta(k_p, n_p, k_q, n_q, *, epsilon: float, confidence: float = 0.95):
+    """Certified lower bound on ``delta(epsilon) >= p_lo - e^epsilon q_hi`` (clipped at 0).
+
+    Args:
+        k_p, n_p: event count and releases under ``P`` (the numerator).
+        k_q, n_q: event count and releases under ``Q``.
+        epsilon: the ``epsilon`` at which ``delta`` is bounded.
+        confidence: ``1 - alpha`` of the bound (``alpha / 2`` per side).
+
+    Returns:
+        The bound, ``>= 0``.
+
+    Raises:
+        ValueError: as :func:`clopper_pearson`.
+
+    Example:
+        >>> round(float(certified_delta(5000, 10000, 1000, 10000, epsilon=1.0)), 3)
+        0.202
+    """
+    p_lo, q_hi = one_sided_pair(k_p, n_p, k_q, n_q, confidence)
+    return np.maximum(p_lo - math.exp(epsilon) * q_hi, 0.0)

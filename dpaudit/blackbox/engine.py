@@ -1,0 +1,378 @@
+"""The black-box audit as a pipeline: validate, draw and fit, select, certify, record.
+
+:func:`blackbox_audit` reads top to bottom as the method of
+:mod:`dpaudit.blackbox`: selection releases fix a statistic and an event
+(:mod:`~dpaudit.blackbox.statistics`, :mod:`~dpaudit.blackbox.selection`), fresh
+certification releases count it (:mod:`~dpaudit.blackbox.certification`), and
+exact binomial bounds turn the counts into certified lower bounds
+(:mod:`~dpaudit.blackbox.bounds`).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+
+from dpaudit.adjacency import check_adjacent
+from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, one_sided_pair
+from dpaudit.blackbox.certification import KEPT_SCORES, count_event
+from dpaudit.blackbox.result import (
+    DIRECTIONS,
+    BlackBoxResult,
+    CertifiedCounts,
+    CertifiedEvent,
+    SelectedEvent,
+    selection_epsilon,
+    verdict_notes,
+)
+from dpaudit.blackbox.samplers import chunks_of, open_sources
+from dpaudit.blackbox.selection import OBJECTIVES, resolve_objective, select_event
+from dpaudit.blackbox.statistics import (
+    STATISTICS,
+    FittedStatistic,
+    classifier_settings,
+    fit_statistic,
+    identity_features,
+)
+from dpaudit.checks import check_choice, check_count
+from dpaudit.mechanism import Claim, Mechanism
+from dpaudit.progress import progress_bar, should_show
+
+__all__ = ["blackbox_audit"]
+
+# Key of the certification draws: fold_in(root, 2 i) derives the selection keys of pair i, so
+# an odd constant can never coincide with them (selection and certification releases are
+# disjoint, as the validity of the bound requires).
+_CERTIFICATION_FOLD = 1_000_003
+# By default the progress bar is drawn (on a terminal) for runs of at least this many chunks.
+_PROGRESS_MIN_CHUNKS = 50
+# Default selection releases: a tenth of the certification budget, at least 10000 so that the
+# statistic and the event tail are estimated even for small budgets.
+_MIN_SELECT = 10_000
+_SELECT_FRACTION = 10
+
+
+class _Plan(NamedTuple):
+    """The validated arguments of one audit."""
+
+    claim: Claim
+    pairs: list
+    reference: Mechanism | None
+    statistic: str
+    objective: str
+    samples: int
+    select: int
+    confidence: float
+    chunk_size: int | None
+    settings: dict
+    features: Callable
+    name: str
+    seed: int
+
+
+def blackbox_audit(
+    sampler: Callable,
+    data=None,
+    data_prime=None,
+    claim: Claim | tuple | None = None,
+    *,
+    pairs: Sequence[tuple[Any, Any]] | None = None,
+    reference: Mechanism | None = None,
+    statistic: str = "auto",
+    features: Callable | None = None,
+    samples: int = 1_000_000,
+    select_samples: int | None = None,
+    confidence: float = 0.95,
+    objective: str = "auto",
+    seed: int = 0,
+    check_adjacency: bool = True,
+    chunk_size: int | None = None,
+    classifier_options: dict | None = None,
+    name: str | None = None,
+    progress: bool | None = None,
+    method: str | None = None,
+) -> BlackBoxResult:
+    """Audit an implementation's claim from its samples alone.
+
+    Args:
+        sampler: ``sampler(data, n, key) -> releases`` of shape ``(n, ...)`` (a
+            JAX key; numpy code can use :func:`~dpaudit.blackbox.numpy_generator`).
+            Releases are vectors or curves on a grid; booleans and integers are fine.
+        data, data_prime: a neighbouring pair; or give ``pairs`` instead.
+        claim: the :class:`~dpaudit.Claim` (or ``(epsilon, delta)``).
+        pairs: several candidate pairs (e.g. from
+            :func:`~dpaudit.blackbox.neighbour_candidates`: the black-box neighbour
+            search); the selection set picks one, which alone is certified.
+        reference: a :class:`~dpaudit.Mechanism` modelling the *intended*
+            mechanism; its privacy loss is the test statistic (``statistic="model"``).
+        statistic: the test statistic: ``"auto"`` (``"model"`` with a reference,
+            else ``"logistic"``), ``"model"``, ``"logistic"`` or ``"mlp"``.
+        features: for classifiers, ``features(releases (n, ...)) -> (n, p)``;
+            default the flattened release; :func:`~dpaudit.blackbox.kl_features` for curves.
+        samples: certification releases per dataset.
+        select_samples: selection releases per dataset and pair (default
+            ``max(10000, samples // 10)``).
+        confidence: ``1 - alpha`` of the certified bounds.
+        objective: choose the event maximising the ``"epsilon"`` bound at the
+            claimed delta (tightness), or the ``"delta"`` bound at the claimed
+            epsilon (the margin of a violation); ``"auto"``: ``"delta"`` for an
+            approximate claim, ``"epsilon"`` for a pure one.
+        seed: everything is reproducible from it.
+        check_adjacency: check each pair is adjacent under the claim's adjacency.
+        chunk_size: releases per sampler call (default from the release size).
+        classifier_options: ``l2`` (logistic, default 1e-4); ``hidden`` (default
+            ``(32, 16)``), ``steps`` (2000), ``batch`` (1024), ``learning_rate``
+            (1e-2) for ``"mlp"``.
+        name: the implementation's name in reports (default the sampler's name).
+        progress: show a progress bar (default: on a terminal, for long runs).
+        method: deprecated alias of ``statistic`` (``DeprecationWarning``).
+
+    Returns:
+        A :class:`~dpaudit.blackbox.BlackBoxResult`.
+
+    Raises:
+        ValueError, TypeError: one sentence naming the bad argument.
+
+    Example:
+        >>> import dpaudit, jax, jax.numpy as jnp
+        >>> def laplace_count(data, n, key):           # claims epsilon = 0.5, really epsilon = 1
+        ...     return jnp.sum(data) + jax.random.laplace(key, (n,))
+        >>> res = blackbox_audit(laplace_count, jnp.zeros(5), jnp.ones(5).at[1:].set(0.0),
+        ...                      dpaudit.Claim(epsilon=0.5), samples=200_000, seed=0,
+        ...                      progress=False)
+        >>> res.verdict, res.statistic, 0.9 < res.epsilon_lower < 1.0
+        ('violation', 'logistic', True)
+    """
+    start = time.perf_counter()
+    # fmt: off
+    plan = _plan(sampler, data, data_prime, claim, pairs, reference, _renamed(statistic, method),
+                 features, samples, select_samples, confidence, objective, check_adjacency,
+                 chunk_size, classifier_options, name, seed)
+    # fmt: on
+    root = jax.random.key(seed)
+    sources = open_sources(sampler, plan.pairs, plan.name, plan.chunk_size, root)
+    chunk = sources[0][0].chunk
+    total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk) + 2 * chunks_of(plan.samples, chunk)
+    show = should_show(progress, total, _PROGRESS_MIN_CHUNKS)
+    with progress_bar(
+        "black-box audit", total=total, unit="chunks", label=plan.name, show=show
+    ) as bar:
+        t0 = time.perf_counter()
+        fitted = _fit_statistics(plan, sources, root, bar)  # per pair, on selection releases
+        selected = _select(plan, fitted)  # one event among all pairs and directions
+        t1 = time.perf_counter()
+        counts = _certify(plan, selected, fitted, sources, root, bar)  # on fresh releases
+    timings = {"selection": t1 - t0, "certification": time.perf_counter() - t1}
+    return _result(plan, fitted, selected, counts, timings, start)
+
+
+def _fit_statistics(plan: _Plan, sources, root, bar) -> list[FittedStatistic]:
+    """Per pair, draw the selection releases and fix the statistic on them."""
+    fitted = []
+    for i, (pair, pair_sources) in enumerate(zip(plan.pairs, sources, strict=True)):
+        keys = jax.random.split(jax.random.fold_in(root, 2 * i), 3)
+        fitted.append(
+            fit_statistic(
+                plan.statistic,
+                pair,
+                pair_sources,
+                keys,
+                select=plan.select,
+                reference=plan.reference,
+                features=plan.features,
+                settings=plan.settings,
+                progress=bar,
+            )
+        )
+    return fitted
+
+
+def _certify(plan: _Plan, selected: SelectedEvent, fitted, sources, root, bar) -> CertifiedCounts:
+    """Count the selected event on fresh releases of its pair (one event, counted once)."""
+    keys = jax.random.split(jax.random.fold_in(root, _CERTIFICATION_FOLD), 3)
+    score = fitted[selected.pair].score
+    return count_event(selected, score, sources[selected.pair], plan.samples, keys, bar)
+
+
+def _select(plan: _Plan, fitted: list[FittedStatistic]) -> SelectedEvent:
+    scores = [(f.selection_d, f.selection_d_prime) for f in fitted]
+    n_sel = scores[0][0].size
+    # Importance-sampling plans need the statistic to be a privacy loss (the reference's).
+    is_loss = plan.statistic == "model"
+    alpha = 1.0 - plan.confidence
+    return select_event(scores, n_sel, plan.samples, plan.claim, plan.objective, alpha, is_loss)
+
+
+def _result(
+    plan: _Plan,
+    fitted: list[FittedStatistic],
+    selected: SelectedEvent,
+    counts: CertifiedCounts,
+    timings: dict,
+    start: float,
+) -> BlackBoxResult:
+    """The :class:`BlackBoxResult` of the certified counts."""
+    n, claim, confidence = plan.samples, plan.claim, plan.confidence
+    p_lo, q_hi = one_sided_pair(counts.k_p, n, counts.k_q, n, confidence)
+    eps_lo = float(
+        certified_epsilon(counts.k_p, n, counts.k_q, n, delta=claim.delta, confidence=confidence)
+    )
+    delta_lo = float(
+        certified_delta(counts.k_p, n, counts.k_q, n, epsilon=claim.epsilon, confidence=confidence)
+    )
+    stat = fitted[selected.pair]
+    n_sel = int(fitted[0].selection_d.size)
+    event = CertifiedEvent(
+        direction=DIRECTIONS[selected.direction],
+        pair=selected.pair,
+        statistic=stat.name if selected.direction == 0 else f"minus the {stat.name}",
+        threshold=selected.threshold,
+        tie_probability=selected.gamma,
+        counts={"P": counts.k_p, "Q": counts.k_q},
+        n=n,
+        p_lower=float(p_lo),
+        q_upper=float(q_hi),
+        selection={
+            "p_hat": selected.p_hat,
+            "q_hat": selected.q_hat,
+            "epsilon_hat": selection_epsilon(selected, claim.delta),
+            "n": n_sel,
+            "pairs": len(plan.pairs),
+        },
+    )
+    # Scores in the certified direction: P's first (s for D->D', -s of D' for D'->D).
+    if selected.direction == 0:
+        sel_p, sel_q = stat.selection_d, stat.selection_d_prime
+    else:
+        sel_p, sel_q = -stat.selection_d_prime, -stat.selection_d
+    kept = min(KEPT_SCORES, n_sel)
+    return BlackBoxResult(
+        mechanism=plan.name,
+        claim=claim,
+        verdict="violation" if eps_lo > claim.epsilon else "inconclusive",
+        confidence=confidence,
+        samples=n,
+        samples_select=plan.select,
+        seed=plan.seed,
+        statistic=plan.statistic,
+        epsilon_lower=eps_lo,
+        delta_lower=delta_lo,
+        event=event,
+        selection_scores={"P": sel_p[:kept], "Q": sel_q[:kept]},
+        certification_scores={"P": counts.scores_p, "Q": counts.scores_q},
+        seconds=time.perf_counter() - start,
+        timings=timings,
+        notes=verdict_notes(claim, plan.objective, eps_lo, confidence, n_sel, n),
+    )
+
+
+# ----------------------------------------------------------------- validation
+
+
+def _renamed(statistic: str, method: str | None) -> str:
+    """``statistic``, or the deprecated ``method=`` keyword (with a ``DeprecationWarning``)."""
+    if method is None:
+        return statistic
+    warnings.warn(
+        "blackbox_audit(method=...) is deprecated; the test statistic is now chosen with "
+        "statistic=... (same values).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if statistic != "auto":
+        raise TypeError("give statistic= or its deprecated alias method=, not both.")
+    return method
+
+
+# fmt: off
+def _plan(
+    sampler, data, data_prime, claim, pairs, reference, statistic, features, samples,
+    select_samples, confidence, objective, check_adjacency, chunk_size, classifier_options, name,
+    seed,
+) -> _Plan:
+    """Check every argument (one sentence naming the bad one) and resolve the defaults."""
+    # fmt: on
+    if not callable(sampler):
+        raise TypeError(
+            f"sampler must be a callable (data, n, key) -> releases, got {type(sampler).__name__}."
+        )
+    claim = _check_claim(claim)
+    pairs = _check_pairs(data, data_prime, pairs)
+    statistic = check_choice("statistic", statistic, STATISTICS)
+    objective = resolve_objective(check_choice("objective", objective, OBJECTIVES), claim)
+    statistic = _check_reference(statistic, reference)
+    if features is not None and not callable(features):
+        raise TypeError("features must be a callable releases (n, ...) -> features (n, p).")
+    samples = check_count("samples", samples)
+    select = (
+        max(_MIN_SELECT, samples // _SELECT_FRACTION) if select_samples is None else select_samples
+    )
+    select = check_count("select_samples", select)
+    # A classifier trains on one half of the selection releases and thresholds on the other.
+    if statistic in ("logistic", "mlp") and select < 4:
+        raise ValueError("select_samples must be >= 4 to train and threshold a classifier.")
+    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+    if chunk_size is not None:
+        chunk_size = check_count("chunk_size", chunk_size)
+    settings = classifier_settings(classifier_options)  # checked before the adjacency
+    if check_adjacency:
+        for d, dp in pairs:
+            check_adjacent(d, dp, claim.adjacency)
+    return _Plan(
+        claim=claim,
+        pairs=pairs,
+        reference=reference,
+        statistic=statistic,
+        objective=objective,
+        samples=samples,
+        select=select,
+        confidence=float(confidence),
+        chunk_size=chunk_size,
+        settings=settings,
+        features=features or identity_features,
+        name=name or getattr(sampler, "__name__", type(sampler).__name__),
+        seed=int(seed),
+    )
+
+
+def _check_claim(claim) -> Claim:
+    if claim is None:
+        raise ValueError("claim is required: pass dpaudit.Claim(epsilon=..., delta=...).")
+    if isinstance(claim, Claim):
+        return claim
+    if isinstance(claim, tuple) and len(claim) == 2:
+        return Claim(epsilon=claim[0], delta=claim[1])
+    raise TypeError(
+        f"claim must be a dpaudit.Claim or an (epsilon, delta) tuple, got {type(claim).__name__}."
+    )
+
+
+def _check_pairs(data, data_prime, pairs) -> list:
+    if pairs is None:
+        if data is None or data_prime is None:
+            raise ValueError("give a neighbouring pair (data, data_prime) or pairs=[(D, D'), ...].")
+        return [(data, data_prime)]
+    if data is not None or data_prime is not None:
+        raise ValueError("give either (data, data_prime) or pairs, not both.")
+    pairs = list(pairs)
+    if not pairs or not all(isinstance(p, tuple | list) and len(p) == 2 for p in pairs):
+        raise ValueError("pairs must be a non-empty list of (D, D') tuples.")
+    return pairs
+
+
+def _check_reference(statistic: str, reference) -> str:
+    """``statistic`` with ``"auto"`` resolved, checked against ``reference``."""
+    if statistic == "auto":
+        statistic = "model" if reference is not None else "logistic"
+    if statistic == "model" and reference is None:
+        raise ValueError(
+            "statistic='model' needs reference=<a dpaudit.Mechanism of the intended mechanism>."
+        )
+    if reference is not None and not isinstance(reference, Mechanism):
+        raise TypeError(f"reference must be a dpaudit.Mechanism, got {type(reference).__name__}.")
+    return statistic

@@ -1,0 +1,268 @@
+"""Records of a black-box audit: the selected event, the certified counts, and the result.
+
+:class:`SelectedEvent` is what selection hands to certification,
+:class:`CertifiedCounts` what certification counted; :class:`CertifiedEvent`
+and :class:`BlackBoxResult` are the public, frozen, JSON-able outcome (JSON
+through :func:`dpaudit.serialize.json_float`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from dpaudit.mechanism import Claim
+from dpaudit.serialize import json_float
+
+__all__ = [
+    "DIRECTIONS",
+    "BlackBoxResult",
+    "CertifiedCounts",
+    "CertifiedEvent",
+    "SelectedEvent",
+    "selection_epsilon",
+    "verdict_notes",
+]
+
+#: Names of the two directions of an event: index 0 tests ``P_D`` against ``P_D'``
+#: (statistic ``s``), index 1 ``P_D'`` against ``P_D`` (statistic ``-s``).
+DIRECTIONS = ("D->D'", "D'->D")
+
+
+class SelectedEvent(NamedTuple):
+    """The event chosen on the selection releases (before any certification release is drawn).
+
+    Attributes:
+        objective: the bound it is planned to certify (what selection maximised).
+        pair: index of the neighbouring pair.
+        direction: 0 (``D->D'``) or 1 (``D'->D``), see :data:`DIRECTIONS`.
+        threshold: ``t`` of the event ``{s > t} + gamma {s = t}`` (``s`` signed by direction).
+        gamma: the tie probability.
+        p_hat: the event's frequency among the selection releases under ``P``.
+        q_hat: the same under ``Q``.
+    """
+
+    objective: float
+    pair: int
+    direction: int
+    threshold: float
+    gamma: float
+    p_hat: float
+    q_hat: float
+
+    @property
+    def sign(self) -> float:
+        """``+1`` for ``D->D'`` (statistic ``s``), ``-1`` for ``D'->D`` (statistic ``-s``)."""
+        return 1.0 if self.direction == 0 else -1.0
+
+
+class CertifiedCounts(NamedTuple):
+    """What certification counted on fresh releases of the selected pair.
+
+    Attributes:
+        k_p: releases of ``P`` in the event (ties resolved with probability ``gamma``).
+        k_q: the same for ``Q``.
+        scores_p: the first (at most 20000) signed scores of ``P``'s releases, for plots.
+        scores_q: the same for ``Q``.
+    """
+
+    k_p: int
+    k_q: int
+    scores_p: np.ndarray
+    scores_q: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class CertifiedEvent:
+    """The event a black-box audit certified, and the counts behind the bound.
+
+    Attributes:
+        direction: ``"D->D'"`` (``P = P_D`` in the numerator) or ``"D'->D"``.
+        pair: index of the neighbouring pair used (0 for a single pair).
+        statistic: what was thresholded (``"privacy loss of <model>"``,
+            ``"logistic log-odds on <features>"``...).
+        threshold: ``t``; the event is ``{s > t}`` plus ``{s = t}`` kept with
+            probability ``tie_probability``.
+        tie_probability: ``gamma`` in ``[0, 1]``.
+        counts: ``{"P": k, "Q": k}`` on the certification set (``n`` releases each).
+        n: certification releases per dataset.
+        p_lower, q_upper: the one-sided Clopper–Pearson bounds (``alpha / 2`` each).
+        selection: the plug-in estimates on the selection set
+            (``p_hat, q_hat, epsilon_hat, n``).
+    """
+
+    direction: str
+    pair: int
+    statistic: str
+    threshold: float
+    tie_probability: float
+    counts: dict
+    n: int
+    p_lower: float
+    q_upper: float
+    selection: dict
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict of the fields (infinities as ``"inf"``, NaN as ``None``).
+
+        Returns:
+            The dict.
+        """
+        return {
+            "direction": self.direction,
+            "pair": self.pair,
+            "statistic": self.statistic,
+            "threshold": json_float(self.threshold),
+            "tie_probability": self.tie_probability,
+            "counts": dict(self.counts),
+            "n": self.n,
+            "p_lower": self.p_lower,
+            "q_upper": self.q_upper,
+            "selection": {
+                k: json_float(v) if isinstance(v, float) else v for k, v in self.selection.items()
+            },
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class BlackBoxResult:
+    """The outcome of :func:`~dpaudit.blackbox.blackbox_audit` (frozen; ``to_dict`` is JSON-able).
+
+    Shares the white-box :class:`~dpaudit.AuditResult`'s fields where they mean
+    the same (``mechanism, claim, verdict, confidence, samples, seed,
+    epsilon_lower, delta_at_claimed_epsilon, seconds, notes``), so reports and
+    CI scripts read both kinds alike; ``kind`` is ``"black-box"``.
+
+    Attributes:
+        mechanism: the sampler's name.
+        claim: the :class:`~dpaudit.Claim` audited.
+        verdict: ``"violation"`` or ``"inconclusive"``.
+        confidence: ``1 - alpha`` of the certified bounds.
+        samples: certification releases per dataset.
+        samples_select: selection releases per dataset (per pair).
+        seed: the seed.
+        statistic: the test statistic, ``"model"``, ``"logistic"`` or ``"mlp"``
+            (also readable as ``method``, its former name; JSON key ``"method"``).
+        epsilon_lower: certified lower bound on ``epsilon(delta_claim)``.
+        delta_lower: certified lower bound on ``delta(epsilon_claim)``.
+        event: the :class:`CertifiedEvent`.
+        selection_scores / certification_scores: ``{"P": ..., "Q": ...}`` — a
+            subsample (at most 20000) of the statistic's values in the certified
+            direction, for plots.
+        seconds: wall time; ``timings``: selection / certification.
+        notes: sentences qualifying the verdict.
+    """
+
+    mechanism: str
+    claim: Claim
+    verdict: str
+    confidence: float
+    samples: int
+    samples_select: int
+    seed: int
+    statistic: str
+    epsilon_lower: float
+    delta_lower: float
+    event: CertifiedEvent
+    selection_scores: dict
+    certification_scores: dict
+    seconds: float
+    timings: dict
+    notes: tuple[str, ...]
+    kind: str = "black-box"
+
+    @property
+    def method(self) -> str:
+        """The test statistic (the former name of :attr:`statistic`, kept for readers)."""
+        return self.statistic
+
+    @property
+    def route(self) -> str:
+        """``"black-box (<statistic>)"``, the counterpart of the white-box route."""
+        return f"black-box ({self.statistic})"
+
+    @property
+    def delta_at_claimed_epsilon(self) -> dict:
+        """``{"lower": delta_lower}``, in the shape of the white-box result's field."""
+        return {"lower": self.delta_lower}
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict in the shape of :meth:`dpaudit.AuditResult.to_dict` where it overlaps.
+
+        Returns:
+            The dict (the statistic under the key ``"method"``, as before its rename).
+        """
+        return {
+            "kind": self.kind,
+            "mechanism": self.mechanism,
+            "claim": dataclasses.asdict(self.claim),
+            "verdict": self.verdict,
+            "confidence": self.confidence,
+            "samples": self.samples,
+            "samples_select": self.samples_select,
+            "seed": self.seed,
+            "route": self.route,
+            "method": self.statistic,
+            "epsilon_lower": json_float(self.epsilon_lower),
+            "delta_at_claimed_epsilon": {"lower": json_float(self.delta_lower)},
+            "event": self.event.to_dict(),
+            "seconds": self.seconds,
+            "timings": dict(self.timings),
+            "notes": list(self.notes),
+        }
+
+
+def selection_epsilon(selected: SelectedEvent, delta: float) -> float:
+    """The plug-in ``log((p_hat - delta) / q_hat)`` of the selected event (not certified).
+
+    Args:
+        selected: the event, with its selection frequencies.
+        delta: the claimed delta.
+
+    Returns:
+        The estimate; ``inf`` when the event was never seen under ``Q``, 0 when
+        ``p_hat <= delta``.
+    """
+    if selected.p_hat > delta and selected.q_hat > 0:
+        return math.log(selected.p_hat - delta) - math.log(selected.q_hat)
+    return math.inf if selected.p_hat > delta else 0.0
+
+
+def verdict_notes(
+    claim: Claim, objective: str, epsilon_lower: float, confidence: float, n_sel: int, samples: int
+) -> tuple[str, ...]:
+    """The sentences qualifying a black-box verdict.
+
+    Args:
+        claim: the claim audited.
+        objective: ``"epsilon"`` or ``"delta"`` (what selection maximised).
+        epsilon_lower: the certified bound.
+        confidence: ``1 - alpha``.
+        n_sel: selection releases per dataset that chose the event.
+        samples: certification releases per dataset.
+
+    Returns:
+        The notes.
+    """
+    notes = []
+    if objective == "delta" and claim.delta > 0:
+        notes.append(
+            "The event was chosen for the delta margin at the claimed epsilon (objective "
+            "'delta'); pass objective='epsilon' for the tightest epsilon lower bound."
+        )
+    if epsilon_lower > claim.epsilon:
+        notes.append(
+            f"Certified at confidence {confidence:g}: epsilon({claim.delta:g}) >= "
+            f"{epsilon_lower:.4g} > claimed {claim.epsilon:g} (event chosen on {n_sel} selection "
+            f"releases per dataset, counted on {samples} fresh ones)."
+        )
+    else:
+        notes.append(
+            "No violation found: a black-box audit can refute a claim from samples but never "
+            f"prove it; the certified lower bound {epsilon_lower:.4g} does not exceed the claimed "
+            f"epsilon {claim.epsilon:g}."
+        )
+    return tuple(notes)

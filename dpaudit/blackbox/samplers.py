@@ -1,0 +1,290 @@
+"""Samplers: the implementation under audit, and how releases are drawn from it in chunks.
+
+A sampler is any callable ``sampler(data, n, key) -> releases`` of shape ``(n, ...)``.
+:func:`as_sampler` turns a declared mechanism into one (to audit it as a black
+box), :func:`numpy_generator` lets numpy code draw from a JAX key, and
+:class:`ReleaseSource` draws the releases of one dataset chunk by chunk, checking
+each chunk, so that memory stays bounded whatever the sample size.
+
+Example:
+    >>> import numpy as np
+    >>> source = ReleaseSource(lambda data, n, key: np.zeros((n, 2)), None, "zeros", 4)
+    >>> import jax
+    >>> source.draw(6, jax.random.key(0)).shape
+    (6, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import jax
+import numpy as np
+
+from dpaudit.mechanism import Mechanism
+
+__all__ = [
+    "ReleaseSource",
+    "as_sampler",
+    "check_same_shape",
+    "chunks_of",
+    "numpy_generator",
+    "open_sources",
+]
+
+# A chunk holds at most 2^22 release values (32 MiB of float64) whatever the release size ...
+_ELEMENTS_PER_CHUNK = 1 << 22
+# ... and at most 2^17 releases, so that progress is reported and scalar releases do not make
+# one huge chunk; at least 256 releases, so that very large releases are still batched.
+_MAX_CHUNK = 1 << 17
+_MIN_CHUNK = 256
+# fold_in offsets of the keys of the probe call that measures the release size: far from the
+# small integers used to derive the keys of the audit's own draws.
+_PROBE_FOLD = 1 << 20
+_AUDIT_PROBE_FOLD = 1 << 21
+
+
+def as_sampler(mechanism: Mechanism) -> Callable:
+    """A plain sampler ``(data, n, key) -> releases`` drawing from ``mechanism``'s model.
+
+    The audit sees only the samples: this is how a declared mechanism is audited
+    *as a black box* (e.g. to compare with the white-box :func:`dpaudit.audit`).
+
+    Args:
+        mechanism: a :class:`~dpaudit.Mechanism`.
+
+    Returns:
+        The sampler, named after the mechanism.
+
+    Raises:
+        TypeError: if ``mechanism`` is not a :class:`~dpaudit.Mechanism`.
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"as_sampler needs a dpaudit.Mechanism, got {type(mechanism).__name__}.")
+
+    def sampler(data, n, key):
+        return mechanism.sample(data, key, n)
+
+    sampler.__name__ = mechanism.name
+    return sampler
+
+
+def numpy_generator(key) -> np.random.Generator:
+    """A numpy ``Generator`` seeded from a JAX key, for samplers written in numpy.
+
+    Args:
+        key: a JAX PRNG key.
+
+    Returns:
+        A ``numpy.random.Generator`` determined by the key's data.
+
+    Example:
+        >>> import jax
+        >>> g = numpy_generator(jax.random.key(3))
+        >>> g.laplace(size=2).shape
+        (2,)
+    """
+    data = np.asarray(jax.random.key_data(key)).ravel().tolist()
+    return np.random.default_rng(data)
+
+
+def chunks_of(n: int, chunk: int) -> int:
+    """How many sampler calls of ``min(chunk, n)`` releases draw ``n`` releases.
+
+    Args:
+        n: releases wanted.
+        chunk: releases per call.
+
+    Returns:
+        ``ceil(n / min(chunk, n))``.
+    """
+    return -(-n // min(chunk, n))
+
+
+class ReleaseSource:
+    """Draws releases of one dataset in fixed-size chunks (one sampler shape: no recompiles).
+
+    Args:
+        sampler: the implementation, ``sampler(data, n, key) -> (n, ...)`` releases.
+        data: the dataset it is called on.
+        name: the sampler's name in error messages.
+        chunk: releases per call, or ``None`` to derive it from the release size.
+
+    Attributes:
+        shape: the shape of one release, known after the first call.
+    """
+
+    def __init__(self, sampler: Callable, data, name: str, chunk: int | None):
+        self.sampler = sampler
+        self.data = data
+        self.name = name
+        self.chunk = chunk
+        self.shape: tuple[int, ...] | None = None
+
+    def _call(self, n: int, key) -> np.ndarray:
+        try:
+            x = self.sampler(self.data, n, key)
+        except (ValueError, TypeError):
+            raise
+        except Exception as err:  # report, with the sampler's name, what went wrong
+            raise ValueError(
+                f"the sampler {self.name!r} failed on a request for {n} releases: "
+                f"{type(err).__name__}: {err}"
+            ) from err
+        return self._checked(np.asarray(x), n)
+
+    def _checked(self, x: np.ndarray, n: int) -> np.ndarray:
+        if x.dtype == bool:
+            x = x.astype(np.float64)
+        if not np.issubdtype(x.dtype, np.number):
+            raise TypeError(
+                f"the sampler {self.name!r} returned {x.dtype} values; return a numeric array of "
+                "releases (booleans and integers are fine)."
+            )
+        if x.ndim == 0 or x.shape[0] != n:
+            raise ValueError(
+                f"the sampler {self.name!r} returned an array of shape {x.shape} when asked for "
+                f"{n} releases; return shape (n, ...) with one release per row."
+            )
+        if self.shape is None:
+            self.shape = tuple(x.shape[1:])
+        elif tuple(x.shape[1:]) != self.shape:
+            raise ValueError(
+                f"the sampler {self.name!r} returned releases of shape {x.shape[1:]} after "
+                f"{self.shape}; releases must keep one shape."
+            )
+        if np.isnan(x).any():
+            raise ValueError(
+                f"the sampler {self.name!r} returned NaN releases; fix the implementation (a "
+                "NaN release is not a valid output)."
+            )
+        return x.astype(np.float64, copy=False)
+
+    def chunk_size(self, key) -> int:
+        """Releases per sampler call, probing the release size once if not given.
+
+        Args:
+            key: the key of the probe call (2 releases), used only when the size is unknown.
+
+        Returns:
+            The chunk size.
+
+        Raises:
+            ValueError, TypeError: if the probe call fails or returns bad releases.
+        """
+        if self.chunk is None:
+            probe = self._call(2, key)
+            width = int(np.prod(probe.shape[1:], dtype=np.int64)) or 1
+            self.chunk = int(max(_MIN_CHUNK, min(_MAX_CHUNK, _ELEMENTS_PER_CHUNK // width)))
+        return self.chunk
+
+    def _chunk_keys(self, n: int, key):
+        chunk = min(self.chunk_size(jax.random.fold_in(key, _PROBE_FOLD)), n)
+        n_chunks = -(-n // chunk)
+        return chunk, jax.random.split(key, n_chunks)
+
+    def draw(self, n: int, key, score: Callable | None = None, progress=None) -> np.ndarray:
+        """``n`` releases (``score is None``) or their scores ``score(chunk)``, drawn in chunks.
+
+        Args:
+            n: releases to draw.
+            key: a JAX key; chunk ``i`` uses ``split(key, chunks)[i]``.
+            score: applied to each chunk of releases (e.g. features or a statistic).
+            progress: a :class:`dpaudit.progress.ProgressBar` advanced once per chunk.
+
+        Returns:
+            The ``n`` releases or scores, concatenated along the first axis.
+
+        Raises:
+            ValueError, TypeError: if the sampler fails or returns bad releases.
+        """
+        chunk, keys = self._chunk_keys(n, key)
+        out = []
+        for chunk_key in keys:
+            x = self._call(chunk, chunk_key)
+            out.append(np.asarray(x if score is None else score(x)))
+            if progress is not None:
+                progress.advance()
+        return np.concatenate(out, axis=0)[:n]
+
+    def tally(self, n: int, key, score, sign: float, threshold: float, keep: int, progress=None):
+        """Stream ``n`` scores: ``#{sign*s > t}``, ``#{sign*s = t}`` and the first ``keep`` values.
+
+        Certification needs only counts, so memory stays bounded whatever ``n`` is.
+
+        Args:
+            n: releases to draw.
+            key: a JAX key, split per chunk as in :meth:`draw`.
+            score: the statistic, releases ``(m, ...) -> (m,)``.
+            sign: ``+1`` or ``-1`` (the direction of the event).
+            threshold: ``t``.
+            keep: how many of the signed scores to return (for plots).
+            progress: a :class:`dpaudit.progress.ProgressBar` advanced once per chunk.
+
+        Returns:
+            ``(above, ties, head)``: the two counts and the first ``keep`` signed scores.
+
+        Raises:
+            ValueError, TypeError: if the sampler fails or returns bad releases.
+        """
+        chunk, keys = self._chunk_keys(n, key)
+        above = ties = 0
+        head = []
+        for i, chunk_key in enumerate(keys):
+            s = sign * np.asarray(score(self._call(chunk, chunk_key)))[: n - i * chunk]
+            above += int(np.count_nonzero(s > threshold))
+            ties += int(np.count_nonzero(s == threshold))
+            if i * chunk < keep:
+                head.append(s[: keep - i * chunk])
+            if progress is not None:
+                progress.advance()
+        return above, ties, np.concatenate(head) if head else np.zeros(0)
+
+
+def open_sources(
+    sampler: Callable, pairs: Sequence[tuple], name: str, chunk_size: int | None, root
+) -> list[tuple[ReleaseSource, ReleaseSource]]:
+    """One :class:`ReleaseSource` per dataset of each pair, all with one chunk size.
+
+    One chunk size for every dataset keeps one sampler shape (no recompiles of a
+    jitted sampler); it is probed on the first dataset when not given.
+
+    Args:
+        sampler: the implementation.
+        pairs: the neighbouring pairs ``(D, D')``.
+        name: the sampler's name in error messages.
+        chunk_size: releases per call, or ``None``.
+        root: the audit's root key (the probe uses a key derived from it).
+
+    Returns:
+        ``[(source of D, source of D'), ...]``, one per pair.
+
+    Raises:
+        ValueError, TypeError: if the probe call fails or returns bad releases.
+    """
+    sources = [
+        (ReleaseSource(sampler, d, name, chunk_size), ReleaseSource(sampler, dp, name, chunk_size))
+        for d, dp in pairs
+    ]
+    chunk = sources[0][0].chunk_size(jax.random.fold_in(root, _AUDIT_PROBE_FOLD))
+    for source_d, source_dp in sources:
+        source_d.chunk = source_dp.chunk = chunk
+    return sources
+
+
+def check_same_shape(sources: tuple[ReleaseSource, ReleaseSource], name: str) -> None:
+    """Raise ``ValueError`` unless the two datasets of a pair gave releases of one shape.
+
+    Args:
+        sources: the sources of ``D`` and ``D'`` (after drawing from both).
+        name: the sampler's name in the message.
+
+    Raises:
+        ValueError: if the release shapes differ.
+    """
+    if sources[0].shape != sources[1].shape:
+        raise ValueError(
+            f"the sampler {name!r} returns releases of shape {sources[0].shape} for D but "
+            f"{sources[1].shape} for D'; neighbouring datasets must give releases of one shape "
+            "(pad or fix the implementation)."
+        )

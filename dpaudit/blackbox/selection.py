@@ -1,0 +1,247 @@
+"""Choosing the event on the selection releases: candidates, the planning bound, the choice.
+
+Events are ``S = {s > t}`` plus, at an atom of the statistic, the releases
+with ``s = t`` kept with probability ``gamma`` (randomised ties: needed for
+discrete releases such as sparse-vector outputs). Both directions are tried
+(``s`` for ``D -> D'``, ``-s`` for ``D' -> D``), and each candidate is scored by
+the bound it would certify with the certification sample size, from
+pessimistic selection estimates. Selection only affects power: the chosen
+event is certified on fresh releases, never on these.
+
+Example:
+    >>> import numpy as np
+    >>> from dpaudit import Claim
+    >>> s_d, s_dp = np.repeat([0.0, 1.0], [900, 100]), np.repeat([0.0, 1.0], [990, 10])
+    >>> best = select_event([(s_d, s_dp)], 1000, 10_000, Claim(1.0), "epsilon", 0.05)
+    >>> best.direction, best.threshold, best.gamma
+    (0, 0.0, 0.0)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpaudit.blackbox.bounds import clopper_pearson
+from dpaudit.blackbox.result import SelectedEvent
+from dpaudit.mechanism import Claim
+
+__all__ = ["OBJECTIVES", "candidate_events", "plan_bound", "resolve_objective", "select_event"]
+
+#: What the event selection maximises: the epsilon bound at the claimed delta, or the delta
+#: bound at the claimed epsilon (``"auto"``: see :func:`resolve_objective`).
+OBJECTIVES = ("auto", "epsilon", "delta")
+
+# Every distinct value among the 400 largest scores is a candidate threshold: the extreme tail
+# is where the best events of a privacy violation live, and it is resolved release by release.
+_TOP_RANKS = 400
+# Beyond the top ranks, thresholds at ranks growing by 3 %: about 270 more candidates for a
+# million releases; neighbouring candidates differ by 3 % in tail probability (finer than the
+# sampling noise of planning), few enough that the Bonferroni level of planning stays usable.
+_RANK_GROWTH = 1.03
+# Tie probabilities tried at atoms of the statistic, besides 0 and 1: a coarse grid suffices,
+# the bound varies smoothly with gamma.
+_GAMMAS = (0.25, 0.5, 0.75)
+# Family-wise level of the pessimistic planning estimates, split (Bonferroni) over all
+# candidates: one-sided one standard deviation (Phi(-1) = 0.16); planning needs a ranking robust
+# to selection noise, not confidence. Certification does not use it.
+_PLAN_ALPHA = 0.16
+# Trust a reference model's importance-sampling estimate of Q(event) where Q was seen at least
+# this often, only if it matches the count within this many standard errors plus this fraction.
+_TRUST_MIN_COUNT = 30
+_TRUST_SIGMAS = 4.0
+_TRUST_RELATIVE = 0.1
+# e^-u is clipped at u = -50 (weight e^50): the events where the estimate matters have u > 0.
+_MIN_LOSS = -50.0
+
+
+def resolve_objective(objective: str, claim: Claim) -> str:
+    """``"auto"`` resolved: the delta margin for an approximate claim, epsilon for a pure one.
+
+    Args:
+        objective: one of :data:`OBJECTIVES`.
+        claim: the claim audited.
+
+    Returns:
+        ``"epsilon"`` or ``"delta"``.
+    """
+    if objective == "auto":  # detection margin for approximate claims, tightness for pure ones
+        return "delta" if claim.delta > 0 else "epsilon"
+    return objective
+
+
+def plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: float, level, q_is):
+    """The bound an event would certify with ``n_cert`` releases, from selection counts.
+
+    Args:
+        k_p, k_q: expected event counts among ``n_sel`` selection releases of ``P`` and ``Q``.
+        n_sel: selection releases per dataset.
+        n_cert: certification releases per dataset.
+        claim: the claim audited.
+        objective: ``"epsilon"`` or ``"delta"``.
+        alpha: ``1 - confidence`` of the certified bound (``alpha / 2`` per side).
+        level: the selection estimates are one-sided Clopper–Pearson bounds at this level
+            (pessimistic for the event), then projected to ``n_cert``.
+        q_is: importance-sampling estimates of ``Q(event)`` (NaN where none).
+
+    Returns:
+        The planned bounds (``-1`` for an epsilon bound where nothing would be certified).
+    """
+    p_tilde, _ = clopper_pearson(k_p, n_sel, level)
+    _, q_tilde = clopper_pearson(k_q, n_sel, level)
+    # A reference model's importance-sampling estimate replaces an upper bound that only
+    # says "unseen in n_sel draws" (planning only; certification counts fresh draws).
+    q_tilde = np.where(np.isnan(q_is), q_tilde, np.minimum(q_tilde, np.maximum(q_is, k_q / n_sel)))
+    p_lo, _ = clopper_pearson(p_tilde * n_cert, n_cert, alpha / 2)
+    _, q_hi = clopper_pearson(q_tilde * n_cert, n_cert, alpha / 2)
+    if objective == "delta":
+        return p_lo - math.exp(claim.epsilon) * q_hi
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(
+            p_lo > claim.delta, np.log(np.maximum(p_lo - claim.delta, 1e-300)) - np.log(q_hi), -1.0
+        )
+
+
+def _thresholds(s_p: np.ndarray) -> np.ndarray:
+    """Distinct values of ``s_p`` at the top ``_TOP_RANKS`` ranks, then geometric ranks."""
+    sp = np.sort(s_p)[::-1]
+    n = sp.size
+    ranks = list(range(min(n, _TOP_RANKS)))
+    r = float(_TOP_RANKS)
+    while r < n:
+        ranks.append(int(r))
+        r *= _RANK_GROWTH
+    return np.unique(sp[np.asarray(ranks, dtype=int)])
+
+
+def _counts_above(sorted_s: np.ndarray, t: np.ndarray):
+    """``#{s > t}`` and ``#{s = t}`` for each threshold, from ascending scores."""
+    gt = sorted_s.size - np.searchsorted(sorted_s, t, side="right")
+    ge = sorted_s.size - np.searchsorted(sorted_s, t, side="left")
+    return gt.astype(float), (ge - gt).astype(float)
+
+
+def _importance_weights(sp_asc: np.ndarray, t: np.ndarray):
+    """``mean_P[1{s > t} e^-s]`` and ``mean_P[1{s = t} e^-s]`` from ascending ``P`` losses."""
+    n = sp_asc.size
+    with np.errstate(over="ignore"):
+        w = np.where(sp_asc > _MIN_LOSS, np.exp(-np.maximum(sp_asc, _MIN_LOSS)), 0.0)
+    # suffix[i] = sum_{j >= i} e^{-u_j} over the sorted P draws.
+    suffix = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
+    w_gt = suffix[np.searchsorted(sp_asc, t, side="right")] / n
+    w_eq = suffix[np.searchsorted(sp_asc, t, side="left")] / n - w_gt
+    return w_gt, w_eq
+
+
+def candidate_events(s_p: np.ndarray, s_q: np.ndarray, loss: bool = False):
+    """Thresholds ``t`` and tie probabilities ``gamma`` worth trying, with their counts.
+
+    Every distinct value among the top ``_TOP_RANKS`` ranks of ``s_p``, then
+    geometrically spaced ranks; for each ``t`` the event ``{s > t} + gamma {s = t}``
+    for ``gamma`` in ``{0, 1}`` (both directions of the tie) and, at atoms, a few
+    fractions.
+
+    Args:
+        s_p: selection scores of releases of ``P`` (the numerator).
+        s_q: selection scores of releases of ``Q``.
+        loss: the statistic is the reference model's privacy loss ``u = log p_P / p_Q``:
+            also estimate ``Q(event)`` by importance sampling from the ``P`` draws,
+            ``mean_P[1{event} e^-u]`` — exact in expectation when the implementation
+            matches the model, and able to see events far rarer under ``Q`` than the
+            selection set's size. Otherwise that column is NaN.
+
+    Returns:
+        Columns ``(t, gamma, k_p, k_q, q_is)`` as arrays of one length.
+    """
+    t = _thresholds(s_p)
+    sp_asc = np.sort(s_p)
+    p_gt, p_eq = _counts_above(sp_asc, t)
+    q_gt, q_eq = _counts_above(np.sort(np.asarray(s_q)), t)
+    if loss:
+        w_gt, w_eq = _importance_weights(sp_asc, t)
+    else:
+        w_gt = w_eq = np.full(t.shape, np.nan)
+    rows = [
+        (t, np.zeros_like(t), p_gt, q_gt, w_gt),
+        (t, np.ones_like(t), p_gt + p_eq, q_gt + q_eq, w_gt + w_eq),
+    ]
+    # An atom: more than two selection releases share the value (not a coincidence of doubles).
+    atoms = (p_eq + q_eq) > 2
+    if atoms.any():
+        for g in _GAMMAS:
+            rows.append(
+                (
+                    t[atoms],
+                    np.full(t[atoms].shape, g),
+                    p_gt[atoms] + g * p_eq[atoms],
+                    q_gt[atoms] + g * q_eq[atoms],
+                    w_gt[atoms] + g * w_eq[atoms],
+                )
+            )
+    return [np.concatenate(col) for col in zip(*rows, strict=True)]
+
+
+def _trust_reference(table, n_sel):
+    """Drop the importance-sampling column when the reference disagrees with the counts.
+
+    Where ``Q`` was seen often enough in the event, the importance-sampling estimate
+    must match the count (see the ``_TRUST_*`` constants); a reference that fails this
+    somewhere is not the implementation's law, and its tail estimates are not trusted
+    for planning (plain counts are used).
+    """
+    t, g, k_p, k_q, q_is = table
+    seen = (k_q >= _TRUST_MIN_COUNT) & ~np.isnan(q_is)
+    if seen.any():
+        expected = q_is[seen] * n_sel
+        tolerance = _TRUST_SIGMAS * np.sqrt(k_q[seen]) + _TRUST_RELATIVE * k_q[seen]
+        if np.any(np.abs(expected - k_q[seen]) > tolerance):
+            q_is = np.full_like(q_is, np.nan)
+    return t, g, k_p, k_q, q_is
+
+
+def select_event(
+    scores, n_sel: int, n_cert: int, claim: Claim, objective: str, alpha: float, loss=False
+) -> SelectedEvent:
+    """The best (pair, direction, threshold, gamma) on the selection scores.
+
+    Candidates are ranked by the bound they would certify, computed from
+    pessimistic selection estimates at level ``_PLAN_ALPHA / N`` over all ``N``
+    candidates (Bonferroni): the maximum of ``N`` noisy tail estimates would
+    otherwise favour a rare event that happened to look extreme in selection.
+    This only affects power; validity rests on the certification set alone.
+
+    Args:
+        scores: per pair, ``(scores of D, scores of D')`` on the selection releases.
+        n_sel: selection releases per dataset (the length of each score array).
+        n_cert: certification releases per dataset.
+        claim: the claim audited.
+        objective: ``"epsilon"`` or ``"delta"``.
+        alpha: ``1 - confidence``.
+        loss: the statistic is a reference model's privacy loss (see :func:`candidate_events`).
+
+    Returns:
+        The :class:`~dpaudit.blackbox.result.SelectedEvent` (the first best on ties).
+    """
+    tables = []
+    for pair, (s_d, s_dp) in enumerate(scores):
+        for direction, (s_p, s_q) in enumerate(((s_d, s_dp), (-s_dp, -s_d))):
+            tables.append((pair, direction, candidate_events(s_p, s_q, loss)))
+    level = _PLAN_ALPHA / sum(table[0].size for _, _, table in tables)
+    best = None
+    for pair, direction, table in tables:
+        t, g, k_p, k_q, q_is = _trust_reference(table, n_sel)
+        bound = plan_bound(k_p, k_q, n_sel, n_cert, claim, objective, alpha, level, q_is)
+        i = int(np.argmax(np.asarray(bound)))
+        candidate = SelectedEvent(
+            float(np.asarray(bound)[i]),
+            pair,
+            direction,
+            float(t[i]),
+            float(g[i]),
+            float(k_p[i] / n_sel),
+            float(k_q[i] / n_sel),
+        )
+        if best is None or candidate.objective > best.objective:
+            best = candidate
+    return best
