@@ -279,6 +279,7 @@ def _epsilon_delta_curve(result) -> str | None:
     if epsilons.size == 0:
         return None
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    # the x axis is log(delta): deltas at or below 1e-12 are Monte Carlo zeros, not drawn
     floor = 1e-12
 
     def draw(delta, **kw):
@@ -300,6 +301,7 @@ def _epsilon_delta_curve(result) -> str | None:
     if curves.get("exact_lower") is not None:
         draw(curves["exact_lower"], color="k", lw=0.8, ls="--", label="exact (lower)")
     claim = result.claim
+    # a pure claim (delta = 0) has no place on a log axis: its star is drawn at 1e-10
     claim_delta = max(claim.delta, 1e-10)
     ax.scatter([claim_delta], [claim.epsilon], marker="*", s=120, color="red", zorder=5)
     ax.annotate("claim", (claim_delta, claim.epsilon), textcoords="offset points", xytext=(6, 6))
@@ -324,6 +326,7 @@ def _compatibility_plot(result) -> str | None:
     ):
         sums = np.asarray(evidence.partial_sums, dtype=float)
         if sums.size:
+            # log axis: a zero partial sum is drawn at the smallest positive double, not dropped
             ax.plot(np.arange(1, sums.size + 1), np.maximum(sums, 1e-300), label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
