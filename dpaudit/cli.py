@@ -36,18 +36,43 @@ from pathlib import Path
 import jax
 
 import dpaudit
+from dpaudit import audit
+from dpaudit.blackbox import blackbox_audit
+from dpaudit.datasets import generate
+from dpaudit.registry import entry
+from dpaudit.report import AuditOutcome, now, write_json, write_report
 from dpaudit.spec import (
     AuditSpec,
+    BlackBoxTarget,
+    PublicParameters,
     SpecError,
     blackbox_features,
     find_specs,
+    load_array_file,
+    load_callable,
     load_pair,
     load_spec,
     resolve_blackbox,
     resolve_mechanism,
 )
 
+__all__ = [
+    "BAD_VERDICTS",
+    "EXIT_FOUND",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "PreparedAudit",
+    "check",
+    "info",
+    "list_catalogue",
+    "main",
+    "prepare",
+    "run",
+    "run_audit",
+]
+
 EXIT_OK, EXIT_FOUND, EXIT_INVALID = 0, 1, 2
+#: Verdicts that fail a run unless the spec expects them.
 BAD_VERDICTS = ("violation", "incompatible")
 
 
@@ -72,46 +97,174 @@ def _failed(outcome, strict: bool) -> bool:
     return verdict in BAD_VERDICTS or (strict and verdict == "inconclusive")
 
 
+# ------------------------------------------------------------------ preparing and running
+
+
 @dataclasses.dataclass(frozen=True)
-class _Prepared:
-    """A validated spec with everything built: mechanism or black-box target, and (D, D')."""
+class PreparedAudit:
+    """A validated spec with everything built: mechanism or black-box target, and (D, D').
+
+    Attributes:
+        spec: the validated spec (``--seed`` / ``--samples`` applied).
+        mechanism: white-box: the :class:`~dpaudit.Mechanism` with the spec's
+            claim applied; black-box: ``None``.
+        target: black-box: the :class:`~dpaudit.spec.BlackBoxTarget`; white-box: ``None``.
+        features: black-box: the classifier features, or ``None`` for the release values.
+        pair: the neighbouring datasets ``(D, D')``.
+    """
 
     spec: AuditSpec
-    mechanism: object = None  # white-box: the Mechanism (spec's claim applied)
-    target: object = None  # black-box: the BlackBoxTarget
-    features: object = None  # black-box: classifier features, or None for the values
+    mechanism: dpaudit.Mechanism | None = None
+    target: BlackBoxTarget | None = None
+    features: object = None
     pair: tuple = ()
 
 
-def _prepare(paths, seed, samples) -> list[_Prepared]:
-    """Validate every spec, build every mechanism, sampler and dataset pair before auditing."""
-    prepared = []
-    for path in paths:
-        spec = load_spec(path)
-        if seed is not None:
-            spec = dataclasses.replace(spec, seed=seed)
-        if samples is not None:
-            spec = dataclasses.replace(spec, samples=samples)
-        if spec.blackbox is None:
-            mechanism = _with_claim(resolve_mechanism(spec), spec.claim)
-            pair = load_pair(spec, mechanism)
-            target = features = None
-        else:
-            mechanism = None
-            target = resolve_blackbox(spec)
-            pair = load_pair(spec, target.public)
-        try:
-            dpaudit.check_adjacent(pair[0], pair[1], spec.claim.adjacency)
-        except ValueError as err:
-            raise SpecError(f"{spec.path}: data: {err}") from None
-        if target is not None:
-            features = blackbox_features(spec, target, pair[0])
-        prepared.append(_Prepared(spec, mechanism, target, features, tuple(pair)))
+def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
+    """Load one spec, apply the overrides, build its mechanism or target and its datasets."""
+    spec = load_spec(path)
+    if seed is not None:
+        spec = dataclasses.replace(spec, seed=seed)
+    if samples is not None:
+        spec = dataclasses.replace(spec, samples=samples)
+    if spec.blackbox is None:
+        mechanism, target = _with_claim(resolve_mechanism(spec), spec.claim), None
+        pair = load_pair(spec, mechanism)
+    else:
+        mechanism, target = None, resolve_blackbox(spec)
+        pair = load_pair(spec, target.public)
+    try:
+        dpaudit.check_adjacent(pair[0], pair[1], spec.claim.adjacency)
+    except ValueError as err:
+        raise SpecError(f"{spec.path}: data: {err}") from None
+    features = None if target is None else blackbox_features(spec, target, pair[0])
+    return PreparedAudit(spec, mechanism, target, features, tuple(pair))
+
+
+def prepare(paths, seed: int | None = None, samples: int | None = None) -> list[PreparedAudit]:
+    """Validate every spec, build every mechanism, sampler and dataset pair before auditing.
+
+    Args:
+        paths: spec files (see :func:`dpaudit.spec.find_specs`).
+        seed: overrides every spec's seed, or ``None``.
+        samples: overrides every spec's sample budget, or ``None``.
+
+    Returns:
+        One :class:`PreparedAudit` per spec, in order.
+
+    Raises:
+        SpecError: for an invalid spec, datasets that are not neighbours, or
+            two specs with the same name.
+    """
+    prepared = [_prepare_one(path, seed, samples) for path in paths]
     names = [p.spec.name for p in prepared]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise SpecError(f"two specs share the name {duplicates[0]!r}; names must be unique.")
     return prepared
+
+
+def run_audit(item: PreparedAudit):
+    """Run one prepared audit (white-box engine, or black-box from samples).
+
+    Args:
+        item: a spec prepared by :func:`prepare`.
+
+    Returns:
+        The :class:`~dpaudit.AuditResult` (white-box) or
+        :class:`~dpaudit.BlackBoxResult` (black-box).
+    """
+    spec, (data, data_prime) = item.spec, item.pair
+    if item.target is None:
+        return audit(
+            item.mechanism,
+            data,
+            data_prime,
+            samples=spec.samples,
+            seed=spec.seed,
+            confidence=spec.confidence,
+            progress=False,
+        )
+    bb = spec.blackbox
+    return blackbox_audit(
+        item.target.sampler,
+        data,
+        data_prime,
+        spec.claim,
+        reference=item.target.reference,
+        method=bb.method,
+        features=item.features,
+        samples=spec.samples,
+        select_samples=spec.select_samples,
+        confidence=spec.confidence,
+        objective=bb.objective,
+        seed=spec.seed,
+        classifier_options=dict(bb.classifier_options) or None,
+        name=item.target.name,
+        progress=False,
+    )
+
+
+def _run_checked(item: PreparedAudit):
+    """:func:`run_audit`, any failure turned into a :class:`SpecError` (no verdict, no report)."""
+    try:
+        return run_audit(item)
+    except (TypeError, ValueError) as err:
+        raise SpecError(f"{item.spec.path}: audit failed: {err}") from None
+    except Exception as err:  # a crash is no verdict: stop, write nothing
+        message = str(err).splitlines()[0] if str(err) else ""
+        raise SpecError(
+            f"{item.spec.path}: audit crashed ({type(err).__name__}: {message}); no report "
+            "was written. Lower [budget].samples if memory ran out."
+        ) from None
+
+
+def _outcome(item: PreparedAudit, result) -> AuditOutcome:
+    spec = item.spec
+    return AuditOutcome(
+        name=spec.name,
+        result=result,
+        expected=spec.expected,
+        spec=str(spec.path),
+        mechanism=item.mechanism if item.target is None else item.target.mechanism,
+        data=item.pair,
+        description=spec.description,
+    )
+
+
+def _audit_all(prepared: list[PreparedAudit], console) -> list[AuditOutcome]:
+    """Audit every prepared spec in turn, one line per verdict under a suite-level bar.
+
+    The bar is rich's own (not :mod:`dpaudit.progress`): it changes its label per
+    audit and prints the verdict lines above itself on the run's stderr console.
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    outcomes = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("auditing", total=len(prepared))
+        for item in prepared:
+            progress.update(task, description=f"auditing {item.spec.name}")
+            t0 = time.perf_counter()
+            outcome = _outcome(item, _run_checked(item))
+            outcomes.append(outcome)
+            mark = "" if outcome.as_expected is None else (" ✓" if outcome.as_expected else " ✗")
+            progress.console.print(
+                f"  {item.spec.name}: {outcome.result.verdict}{mark} "
+                f"({time.perf_counter() - t0:.1f} s)"
+            )
+            progress.advance(task)
+    return outcomes
+
+
+# ------------------------------------------------------------------ output
 
 
 def _summary_table(outcomes):
@@ -153,94 +306,32 @@ def _estimate(result) -> str:
     return "–" if value is None else f"{float(value):.4g}"
 
 
-def _audit(item: _Prepared):
-    """Run one prepared audit (white-box engine, or black-box from samples)."""
-    from dpaudit.audit import audit
-    from dpaudit.blackbox import blackbox_audit
-
-    spec, (data, data_prime) = item.spec, item.pair
-    if item.target is None:
-        return audit(
-            item.mechanism,
-            data,
-            data_prime,
-            samples=spec.samples,
-            seed=spec.seed,
-            confidence=spec.confidence,
-            progress=False,
-        )
-    bb = spec.blackbox
-    return blackbox_audit(
-        item.target.sampler,
-        data,
-        data_prime,
-        spec.claim,
-        reference=item.target.reference,
-        method=bb.method,
-        features=item.features,
-        samples=spec.samples,
-        select_samples=spec.select_samples,
-        confidence=spec.confidence,
-        objective=bb.objective,
-        seed=spec.seed,
-        classifier_options=dict(bb.classifier_options) or None,
-        name=item.target.name,
-        progress=False,
-    )
+# ------------------------------------------------------------------ commands
 
 
 def run(args) -> int:
-    from dpaudit.report import AuditOutcome, _now, write_json, write_report
+    """``dpaudit run``: validate every spec, audit each, print the table, write JSON and report.
 
+    Args:
+        args: the parsed command line (``target``, ``json``, ``report``,
+            ``seed``, ``samples``, ``strict``).
+
+    Returns:
+        :data:`EXIT_OK`, or :data:`EXIT_FOUND` when an audit failed (see the module docstring).
+
+    Raises:
+        SpecError: for an invalid spec or an audit that failed or crashed
+            (nothing is written then).
+    """
     console = _console()
-    started = _now()
-    prepared = _prepare(find_specs(args.target), args.seed, args.samples)
+    started = now()
+    prepared = prepare(find_specs(args.target), args.seed, args.samples)
     kinds = [p.spec.kind for p in prepared]
     console.print(
         f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} white-box, "
         f"{kinds.count('black-box')} black-box); running."
     )
-    outcomes = []
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("auditing", total=len(prepared))
-        for item in prepared:
-            spec = item.spec
-            progress.update(task, description=f"auditing {spec.name}")
-            t0 = time.perf_counter()
-            try:
-                result = _audit(item)
-            except (TypeError, ValueError) as err:
-                raise SpecError(f"{spec.path}: audit failed: {err}") from None
-            except Exception as err:  # a crash is no verdict: stop, write nothing
-                message = str(err).splitlines()[0] if str(err) else ""
-                raise SpecError(
-                    f"{spec.path}: audit crashed ({type(err).__name__}: {message}); no report "
-                    "was written. Lower [budget].samples if memory ran out."
-                ) from None
-            outcome = AuditOutcome(
-                name=spec.name,
-                result=result,
-                expected=spec.expected,
-                spec=str(spec.path),
-                mechanism=item.mechanism if item.target is None else item.target.mechanism,
-                data=item.pair,
-                description=spec.description,
-            )
-            outcomes.append(outcome)
-            mark = "" if outcome.as_expected is None else (" ✓" if outcome.as_expected else " ✗")
-            progress.console.print(
-                f"  {spec.name}: {result.verdict}{mark} ({time.perf_counter() - t0:.1f} s)"
-            )
-            progress.advance(task)
+    outcomes = _audit_all(prepared, console)
     console.print(_summary_table(outcomes))
     if args.report:
         index = write_report(outcomes, args.report, started=started)
@@ -255,10 +346,16 @@ def run(args) -> int:
 
 
 def list_catalogue(args) -> int:
+    """``dpaudit list``: the catalogue's names, claims and summaries as a table.
+
+    Args:
+        args: the parsed command line (``faulty``, ``all``).
+
+    Returns:
+        :data:`EXIT_OK`.
+    """
     from rich.console import Console
     from rich.table import Table
-
-    from dpaudit.registry import entry
 
     faulty = True if args.faulty else (None if args.all else False)
     table = Table(title="dpaudit catalogue" + (" (faulty)" if faulty else ""))
@@ -307,7 +404,7 @@ def _check_specs(args) -> int:
             f"dpaudit check {args.target} validates specs; --{(given or ['blackbox'])[0]} is "
             "for a FILE.py:CALLABLE."
         )
-    prepared = _prepare(find_specs(args.target), None, None)
+    prepared = prepare(find_specs(args.target))
     for item in prepared:
         print(_describe(item.spec))
     kinds = [p.spec.kind for p in prepared]
@@ -318,14 +415,55 @@ def _check_specs(args) -> int:
     return EXIT_OK
 
 
+def _user_mechanism(ref: str, here: Path) -> dpaudit.Mechanism:
+    """``FILE.py:CALLABLE`` on the command line: a Mechanism, or a builder called without params."""
+    target = load_callable(here, ref)
+    mechanism = target if isinstance(target, dpaudit.Mechanism) else None
+    if mechanism is None:
+        if not callable(target):
+            raise SpecError(f"{ref} is not callable.")
+        try:
+            mechanism = target()
+        except TypeError as err:
+            raise SpecError(f"{ref}: cannot call it without parameters ({err}).") from None
+    if not isinstance(mechanism, dpaudit.Mechanism):
+        raise SpecError(f"{ref} does not give a dpaudit.Mechanism.")
+    return mechanism
+
+
+def _command_line_pair(args, here: Path, public) -> tuple:
+    """``(D, D')`` from ``--data`` files, else from ``--generator`` reading ``public``'s params."""
+    if args.data:
+        return tuple(load_array_file(here, Path(f)) for f in args.data)
+    return generate(args.generator, public, seed=args.seed)
+
+
+def _print_single(outcome: AuditOutcome, strict: bool) -> int:
+    """Print one command-line audit's table and notes; its exit code."""
+    _console().print(_summary_table([outcome]))
+    for note in outcome.result.notes:
+        _console().print(f"  note: {note}")
+    return EXIT_FOUND if _failed(outcome, strict) else EXIT_OK
+
+
 def check(args) -> int:
-    """Validate specs (a .toml file or a folder), or audit one user callable without a spec file."""
+    """``dpaudit check``: validate specs, or audit one user callable without a spec file.
+
+    Args:
+        args: the parsed command line: ``target`` (a ``.toml``, a folder, or
+            ``FILE.py:CALLABLE``) and, for a callable, ``epsilon``, ``delta``,
+            ``adjacency``, ``data`` or ``generator``, ``samples``, ``seed``,
+            ``strict``, ``blackbox``, ``method``, ``reference``.
+
+    Returns:
+        :data:`EXIT_OK`, or :data:`EXIT_FOUND` when the callable's audit failed.
+
+    Raises:
+        SpecError: for invalid specs, a missing ``--epsilon`` or data source,
+            or a callable that gives no Mechanism (sampler).
+    """
     if args.target.endswith(".toml") or Path(args.target).is_dir():
         return _check_specs(args)
-    from dpaudit.audit import audit
-    from dpaudit.datasets import generate
-    from dpaudit.spec import _load_array_file, _load_callable
-
     if args.epsilon is None:
         raise SpecError(f"dpaudit check {args.target} needs --epsilon (the claim audited).")
     if not args.data and not args.generator:
@@ -340,51 +478,24 @@ def check(args) -> int:
         return _check_sampler(args, claim, here)
     if args.method is not None or args.reference is not None:
         raise SpecError("--method and --reference are for black-box checks (add --blackbox).")
-    target = _load_callable(here, args.target)
-    mechanism = target if isinstance(target, dpaudit.Mechanism) else None
-    if mechanism is None:
-        if not callable(target):
-            raise SpecError(f"{args.target} is not callable.")
-        try:
-            mechanism = target()
-        except TypeError as err:
-            raise SpecError(f"{args.target}: cannot call it without parameters ({err}).") from None
-    if not isinstance(mechanism, dpaudit.Mechanism):
-        raise SpecError(f"{args.target} does not give a dpaudit.Mechanism.")
-    mechanism = _with_claim(mechanism, claim)
-    if args.data:
-        pair = tuple(_load_array_file(here, Path(f)) for f in args.data)
-    else:
-        pair = generate(args.generator, mechanism, seed=args.seed)
+    mechanism = _with_claim(_user_mechanism(args.target, here), claim)
+    pair = _command_line_pair(args, here, mechanism)
     result = audit(
         mechanism, pair[0], pair[1], samples=args.samples, seed=args.seed, confidence=0.95
     )
-    from dpaudit.report import AuditOutcome
-
     outcome = AuditOutcome(name=mechanism.name, result=result, mechanism=mechanism, data=pair)
-    _console().print(_summary_table([outcome]))
-    for note in result.notes:
-        _console().print(f"  note: {note}")
-    return EXIT_FOUND if _failed(outcome, args.strict) else EXIT_OK
+    return _print_single(outcome, args.strict)
 
 
 def _check_sampler(args, claim, here: Path) -> int:
     """``dpaudit check FILE.py:SAMPLER --blackbox``: audit a plain sampler from its samples."""
-    from dpaudit.blackbox import blackbox_audit
-    from dpaudit.datasets import generate
-    from dpaudit.report import AuditOutcome
-    from dpaudit.spec import _load_array_file, _load_callable, _PublicParameters
-
-    sampler = _load_callable(here, args.target, "sampler")
+    sampler = load_callable(here, args.target, "sampler")
     if not callable(sampler):
         raise SpecError(f"{args.target} is not callable.")
     name = f"{Path(args.target.rpartition(':')[0]).name}:{args.target.rpartition(':')[2]}"
     reference = None if args.reference is None else dpaudit.build(args.reference)
-    if args.data:
-        pair = tuple(_load_array_file(here, Path(f)) for f in args.data)
-    else:
-        public = reference if reference is not None else _PublicParameters(name, {})
-        pair = generate(args.generator, public, seed=args.seed)
+    public = reference if reference is not None else PublicParameters(name, {})
+    pair = _command_line_pair(args, here, public)
     result = blackbox_audit(
         sampler,
         pair[0],
@@ -397,15 +508,21 @@ def _check_sampler(args, claim, here: Path) -> int:
         name=name,
         progress=False,
     )
-    outcome = AuditOutcome(name=name, result=result, data=pair)
-    _console().print(_summary_table([outcome]))
-    for note in result.notes:
-        _console().print(f"  note: {note}")
-    return EXIT_FOUND if _failed(outcome, args.strict) else EXIT_OK
+    return _print_single(AuditOutcome(name=name, result=result, data=pair), args.strict)
 
 
 def info(args) -> int:
-    """The version and JAX configuration; with specs, each spec's kind and what it audits."""
+    """``dpaudit info``: the version and JAX configuration; with specs, what each audits.
+
+    Args:
+        args: the parsed command line (``target``: a spec, a folder, or ``None``).
+
+    Returns:
+        :data:`EXIT_OK`.
+
+    Raises:
+        SpecError: for an invalid spec.
+    """
     print(f"dpaudit {dpaudit.__version__}")
     print(
         f"jax {jax.__version__}, backend {jax.default_backend()}, "
@@ -471,6 +588,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``dpaudit`` command line.
+
+    Args:
+        argv: the arguments (without the program name); ``None`` reads ``sys.argv``.
+
+    Returns:
+        The exit code: :data:`EXIT_OK`, :data:`EXIT_FOUND` or :data:`EXIT_INVALID`
+        (invalid input: the one-line error is printed on stderr).
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     commands = {"run": run, "list": list_catalogue, "check": check, "info": info}

@@ -42,6 +42,7 @@ __all__ = ["generate", "generators"]
 
 
 def _param(mechanism: Mechanism, given, name: str, default=None):
+    """A generator parameter: as given, else the mechanism's public parameter, else the default."""
     if given is not None:
         return given
     if name in mechanism.params:
@@ -59,6 +60,21 @@ def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, norm="l2", di
 
     ``dim = 2`` gives surfaces on the tensor grid of ``grid_size^2`` points
     (row-major, the layout of ``uniform_grid((g, g), dim=2)``).
+
+    Args:
+        mechanism: read for ``n``, ``grid_size``, ``tau``, ``dim`` when not given.
+        seed: seed of the random curves.
+        n: number of records (curves).
+        grid_size: grid points per axis (default 100).
+        tau: bound on each record's norm (default 1).
+        norm: ``"l2"`` (root mean square over the grid) or ``"sup"``.
+        dim: 1 (curves) or 2 (surfaces).
+
+    Returns:
+        ``(D, D')``, arrays of shape ``(n, grid_size**dim)``.
+
+    Raises:
+        ValueError: for a missing or invalid parameter.
     """
     n = check_count("n", _param(mechanism, n, "n"))
     g = check_count("grid_size", _param(mechanism, grid_size, "grid_size", 100))
@@ -86,7 +102,10 @@ def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, norm="l2", di
     def size(x):
         return np.sqrt(np.mean(x**2, axis=-1)) if norm == "l2" else np.max(np.abs(x), axis=-1)
 
+    # ordinary records: norms spread over [0.1 tau, 0.5 tau], well inside the bound;
+    # 1e-300 only guards a division by an all-zero curve
     data *= (0.5 * tau / np.maximum(size(data), 1e-300))[:, None] * rng.uniform(0.2, 1.0, (n, 1))
+    # record 0 at the bound, shrunk by 1e-12 so that round-off never puts it outside
     extreme = tau * basis[:, 0] / size(basis[:, 0]) * (1 - 1e-12)
     d, d_prime = data.copy(), data.copy()
     d[0], d_prime[0] = extreme, -extreme
@@ -94,7 +113,20 @@ def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, norm="l2", di
 
 
 def points(mechanism, *, seed=0, n=None, dim=None):
-    """Uniform points in [0, 1]^dim; record 0 jumps between opposite corners."""
+    """Uniform points in [0, 1]^dim; record 0 jumps between opposite corners.
+
+    Args:
+        mechanism: read for ``n`` and ``dim`` when not given.
+        seed: seed of the points.
+        n: number of records.
+        dim: dimension of a point (default 1).
+
+    Returns:
+        ``(D, D')``, arrays of shape ``(n, dim)``.
+
+    Raises:
+        ValueError: for a missing or invalid parameter.
+    """
     n = check_count("n", _param(mechanism, n, "n"))
     dim = check_count("dim", _param(mechanism, dim, "dim", 1))
     rng = np.random.default_rng(seed)
@@ -105,7 +137,20 @@ def points(mechanism, *, seed=0, n=None, dim=None):
 
 
 def labelled(mechanism, *, seed=0, n=None, dim=None):
-    """Points in [0, 1]^dim with labels in {-1, +1}; record 0 changes point and label."""
+    """Points in [0, 1]^dim with labels in {-1, +1}; record 0 changes point and label.
+
+    Args:
+        mechanism: read for ``n`` and ``dim`` when not given.
+        seed: seed of the points (``seed + 1`` for the labels).
+        n: number of records.
+        dim: dimension of a point (default 1).
+
+    Returns:
+        ``((X, y), (X', y'))``: points ``(n, dim)`` and labels ``(n,)``.
+
+    Raises:
+        ValueError: for a missing or invalid parameter.
+    """
     x, x_prime = points(mechanism, seed=seed, n=n, dim=dim)
     rng = np.random.default_rng(seed + 1)
     y = np.where(rng.uniform(size=x.shape[0]) < 0.5, -1.0, 1.0)
@@ -118,6 +163,18 @@ def scores(mechanism, *, seed=0, n=None, labels=True):
     """Scores in [0, 1] with 0/1 labels; record 0 moves from (0, 0) to (1, 1).
 
     With ``labels = False`` the records are the scores alone (an ECDF's input).
+
+    Args:
+        mechanism: read for ``n`` when not given.
+        seed: seed of the scores and labels.
+        n: number of records.
+        labels: pair each score with its 0/1 label.
+
+    Returns:
+        ``((s, y), (s', y'))``, or ``(s, s')`` without labels; arrays of shape ``(n,)``.
+
+    Raises:
+        ValueError: for a missing or invalid ``n``.
     """
     n = check_count("n", _param(mechanism, n, "n"))
     rng = np.random.default_rng(seed)
@@ -135,6 +192,18 @@ def bits(mechanism, *, seed=0, n=None, width=None):
 
     ``width`` defaults to the number of the mechanism's ``thresholds`` (sparse
     vector: one yes/no answer per query) when it has them.
+
+    Args:
+        mechanism: read for ``n`` (and ``thresholds``) when not given.
+        seed: seed of the bits.
+        n: number of records.
+        width: answers per record, or ``None`` for one bit per record.
+
+    Returns:
+        ``(D, D')``, arrays of shape ``(n,)`` or ``(n, width)``.
+
+    Raises:
+        ValueError: for a missing or invalid parameter.
     """
     n = check_count("n", _param(mechanism, n, "n"))
     if width is None and "thresholds" in mechanism.params:
@@ -148,7 +217,20 @@ def bits(mechanism, *, seed=0, n=None, width=None):
 
 
 def categories(mechanism, *, seed=0, n=None, n_bins=None):
-    """Category labels in ``0 .. n_bins-1``; record 0 moves from bin 0 to bin 1."""
+    """Category labels in ``0 .. n_bins-1``; record 0 moves from bin 0 to bin 1.
+
+    Args:
+        mechanism: read for ``n`` and ``n_bins`` when not given.
+        seed: seed of the labels.
+        n: number of records.
+        n_bins: number of categories (at least 2).
+
+    Returns:
+        ``(D, D')``, float arrays of shape ``(n,)``.
+
+    Raises:
+        ValueError: for a missing or invalid parameter.
+    """
     n = check_count("n", _param(mechanism, n, "n"))
     k = check_count("n_bins", _param(mechanism, n_bins, "n_bins"))
     if k < 2:
@@ -161,7 +243,21 @@ def categories(mechanism, *, seed=0, n=None, n_bins=None):
 
 
 def example(mechanism, *, seed=0, **params):
-    """The pair the mechanism's module (or package) documents via ``example_pair``."""
+    """The pair the mechanism's module (or package) documents via ``example_pair``.
+
+    The module of the catalogue builder is searched first, then its parent packages.
+
+    Args:
+        mechanism: a catalogue mechanism (found by its ``name``).
+        seed: passed on when ``example_pair`` takes a seed.
+        **params: passed on to ``example_pair``.
+
+    Returns:
+        ``(D, D')`` as ``example_pair(name, ...)`` gives it.
+
+    Raises:
+        ValueError: when no module of the mechanism defines ``example_pair``.
+    """
     entry = lookup(mechanism.name)
     module_name = entry.builder.__module__ if entry is not None else None
     candidates = []
@@ -193,12 +289,31 @@ _GENERATORS: dict[str, Callable] = {
 
 
 def generators() -> list[str]:
-    """Names of the dataset generators."""
+    """Names of the dataset generators.
+
+    Returns:
+        The names, sorted.
+
+    Example:
+        >>> generators()
+        ['bits', 'categories', 'curves', 'example', 'labelled', 'points', 'scores']
+    """
     return sorted(_GENERATORS)
 
 
 def generate(name: str, mechanism: Mechanism, *, seed: int = 0, **params):
     """Run generator ``name`` for ``mechanism``; returns ``(D, D')``.
+
+    Args:
+        name: a generator (see :func:`generators`).
+        mechanism: what the generator reads public parameters from (``name``
+            and ``params``): a :class:`~dpaudit.Mechanism`, or
+            :class:`dpaudit.spec.PublicParameters` for a plain sampler.
+        seed: the generator's seed.
+        **params: the generator's parameters (``[data.params]`` of a spec).
+
+    Returns:
+        The neighbouring datasets ``(D, D')``.
 
     Raises:
         ValueError: for an unknown generator or bad parameters.

@@ -41,8 +41,17 @@ from typing import Any
 import numpy as np
 
 import dpaudit
+from dpaudit.serialize import json_float
 
-__all__ = ["SCHEMA", "AuditOutcome", "result_record", "write_json", "write_report"]
+__all__ = [
+    "SCHEMA",
+    "AuditOutcome",
+    "now",
+    "result_record",
+    "score_histogram",
+    "write_json",
+    "write_report",
+]
 
 SCHEMA = "dpaudit.results/1"
 _COLOURS = {
@@ -65,6 +74,7 @@ class AuditOutcome:
         mechanism: the audited :class:`dpaudit.Mechanism` (for sample paths), optional.
         data: ``(D, D')``, optional.
         description: free text.
+        extra: further fields for the caller's own use (not written to the report).
     """
 
     name: str
@@ -78,25 +88,13 @@ class AuditOutcome:
 
     @property
     def as_expected(self) -> bool | None:
+        """Whether the verdict is the expected one; ``None`` when nothing is expected."""
         return None if self.expected is None else self.result.verdict == self.expected
 
     @property
     def kind(self) -> str:
         """``"black-box"`` for a :class:`dpaudit.BlackBoxResult`, else ``"white-box"``."""
         return getattr(self.result, "kind", "white-box")
-
-
-def _num(v):
-    if v is None:
-        return None
-    if isinstance(v, str):
-        return v
-    v = float(v)
-    if math.isnan(v):
-        return None
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return v
 
 
 def _common_record(outcome, kind: str) -> dict:
@@ -111,7 +109,7 @@ def _common_record(outcome, kind: str) -> dict:
         "verdict": r.verdict,
         "expected": outcome.expected,
         "as_expected": outcome.as_expected,
-        "epsilon_lower": _num(r.epsilon_lower),
+        "epsilon_lower": json_float(r.epsilon_lower),
         "confidence": r.confidence,
     }
 
@@ -139,7 +137,7 @@ def _blackbox_record(outcome: AuditOutcome) -> dict:
         "epsilon_exact": None,
         "delta_at_claimed_epsilon": {
             "estimate": None,
-            "lower": _num(r.delta_lower),
+            "lower": json_float(r.delta_lower),
             "upper": None,
         },
         "samples": r.samples,
@@ -161,7 +159,14 @@ def result_record(outcome: AuditOutcome) -> dict:
     ``kind`` is ``"white-box"`` (:func:`dpaudit.audit`) or ``"black-box"``
     (:func:`dpaudit.blackbox_audit`: the same fields, ``None`` where a
     sample-only audit has no value, plus ``method``, ``event`` and
-    ``samples_select``).
+    ``samples_select``). Non-finite numbers are written by
+    :func:`dpaudit.serialize.json_float` (``"inf"``, ``"-inf"``, ``None`` for NaN).
+
+    Args:
+        outcome: one audit of a run.
+
+    Returns:
+        The record, a JSON-able dict.
     """
     if outcome.kind == "black-box":
         return _blackbox_record(outcome)
@@ -171,13 +176,13 @@ def result_record(outcome: AuditOutcome) -> dict:
     eps = d["epsilon_at_claimed_delta"]
     return {
         **_common_record(outcome, "white-box"),
-        "epsilon_at_claimed_delta": _num(eps.get("estimate")),
-        "epsilon_at_claimed_delta_upper": _num(eps.get("upper")),
-        "epsilon_exact": _num(eps.get("exact")),
+        "epsilon_at_claimed_delta": json_float(eps.get("estimate")),
+        "epsilon_at_claimed_delta_upper": json_float(eps.get("upper")),
+        "epsilon_exact": json_float(eps.get("exact")),
         "delta_at_claimed_epsilon": {
-            "estimate": _num(delta.get("estimate")),
-            "lower": _num(delta.get("lower")),
-            "upper": _num(delta.get("upper")),
+            "estimate": json_float(delta.get("estimate")),
+            "lower": json_float(delta.get("lower")),
+            "upper": json_float(delta.get("upper")),
         },
         "samples": r.samples,
         "seed": r.seed,
@@ -201,10 +206,19 @@ def _document(outcomes: Sequence[AuditOutcome], started: str) -> dict:
 
 
 def write_json(outcomes: Sequence[AuditOutcome], path: str | Path, *, started: str = "") -> Path:
-    """Write the results document to ``path`` atomically (temp file, then rename)."""
+    """Write the results document to ``path`` atomically (temp file, then rename).
+
+    Args:
+        outcomes: the audits of the run, in order.
+        path: the JSON file (its folder is created).
+        started: the run's start time (:func:`now`); empty: now.
+
+    Returns:
+        ``path``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    document = _document(outcomes, started or _now())
+    document = _document(outcomes, started or now())
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
         json.dump(document, tmp, indent=1, allow_nan=False)
     os.chmod(tmp.name, 0o644)  # NamedTemporaryFile creates 0600
@@ -212,7 +226,12 @@ def write_json(outcomes: Sequence[AuditOutcome], path: str | Path, *, started: s
     return path
 
 
-def _now() -> str:
+def now() -> str:
+    """The current UTC time as an ISO 8601 string to the second (a run's ``started`` field).
+
+    Returns:
+        For example ``"2024-05-01T12:00:00+00:00"``.
+    """
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
@@ -260,6 +279,7 @@ def _epsilon_delta_curve(result) -> str | None:
     if epsilons.size == 0:
         return None
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    # the x axis is log(delta): deltas at or below 1e-12 are Monte Carlo zeros, not drawn
     floor = 1e-12
 
     def draw(delta, **kw):
@@ -281,6 +301,7 @@ def _epsilon_delta_curve(result) -> str | None:
     if curves.get("exact_lower") is not None:
         draw(curves["exact_lower"], color="k", lw=0.8, ls="--", label="exact (lower)")
     claim = result.claim
+    # a pure claim (delta = 0) has no place on a log axis: its star is drawn at 1e-10
     claim_delta = max(claim.delta, 1e-10)
     ax.scatter([claim_delta], [claim.epsilon], marker="*", s=120, color="red", zorder=5)
     ax.annotate("claim", (claim_delta, claim.epsilon), textcoords="offset points", xytext=(6, 6))
@@ -305,6 +326,7 @@ def _compatibility_plot(result) -> str | None:
     ):
         sums = np.asarray(evidence.partial_sums, dtype=float)
         if sums.size:
+            # log axis: a zero partial sum is drawn at the smallest positive double, not dropped
             ax.plot(np.arange(1, sums.size + 1), np.maximum(sums, 1e-300), label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -351,8 +373,17 @@ def _datasets(direction: str) -> tuple[str, str]:
     return ("D", "D'") if direction == "D->D'" else ("D'", "D")
 
 
-def _score_histogram(result) -> str | None:
-    """Histograms of the certification statistic under P and Q, the threshold marked."""
+def score_histogram(result) -> str | None:
+    """Histograms of the certification statistic under P and Q, the threshold marked.
+
+    Infinite scores are counted in the legend, not drawn.
+
+    Args:
+        result: a :class:`dpaudit.BlackBoxResult`.
+
+    Returns:
+        The plot as a PNG data URI, or ``None`` when no score is finite.
+    """
     import matplotlib.pyplot as plt
 
     scores = result.certification_scores
@@ -378,6 +409,9 @@ def _score_histogram(result) -> str | None:
     ax.legend(fontsize=7)
     return _png(fig)
 
+
+#: Deprecated private name of :func:`score_histogram`, kept until its last user moves.
+_score_histogram = score_histogram
 
 # -------------------------------------------------------------------------- html
 
@@ -435,56 +469,59 @@ def _html(outcomes: Sequence[AuditOutcome], started: str) -> str:
         "</table>",
     ]
     for o in outcomes:
-        if o.kind == "black-box":
-            parts += _blackbox_section(o)
-            continue
-        r = o.result
-        delta = r.delta_at_claimed_epsilon
-        parts += [
-            f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(r.verdict)}"
-            "</h2>",
-            f"<p>{esc(o.description)}</p>" if o.description else "",
-            "<table>",
-            f"<tr><th>mechanism</th><td>{esc(r.mechanism)}</td></tr>",
-            f"<tr><th>claim</th><td>({_fmt(r.claim.epsilon)}, {_fmt(r.claim.delta)})-DP, "
-            f"{esc(r.claim.adjacency)}; sensitivity {_fmt(r.claim.sensitivity)} in "
-            f"{esc(str(r.claim.sensitivity_norm))}; {esc(r.claim.reference)}</td></tr>",
-            f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
-            f"<tr><th>certified ε lower bound</th><td>{_fmt(r.epsilon_lower)} "
-            f"(confidence {_fmt(r.confidence)})</td></tr>",
-            f"<tr><th>ε at claimed δ</th><td>estimate "
-            f"{_fmt(r.epsilon_at_claimed_delta.get('estimate'))}, upper "
-            f"{_fmt(r.epsilon_at_claimed_delta.get('upper'))}, exact "
-            f"{_fmt(r.epsilon_at_claimed_delta.get('exact'))}</td></tr>",
-            f"<tr><th>δ at claimed ε</th><td>estimate {_fmt(delta.get('estimate'))}, "
-            f"[{_fmt(delta.get('lower'))}, {_fmt(delta.get('upper'))}]</td></tr>",
-            f"<tr><th>samples</th><td>{r.samples} per direction, seed {r.seed}, route "
-            f"{esc(r.route)}, {_fmt(r.seconds)} s</td></tr>",
-        ]
-        if r.certificate is not None:
-            parts.append(
-                f"<tr><th>certificate</th><td>{esc(r.certificate.explanation)} "
-                f"(loss {_fmt(r.certificate.loss)}, {esc(r.certificate.direction)})</td></tr>"
-            )
-        if r.compatibility is not None:
-            parts.append(
-                f"<tr><th>compatibility</th><td>{esc(r.compatibility.classification)}: "
-                f"{esc(r.compatibility.reason)}</td></tr>"
-            )
-        parts.append("</table>")
-        for note in r.notes:
-            parts.append(f"<p class='note'>{esc(note)}</p>")
-        plots = [
-            _loss_histogram(r),
-            _epsilon_delta_curve(r),
-            _compatibility_plot(r),
-            _sample_paths(o),
-        ]
-        parts.append("<div class='plots'>")
-        parts += [f"<img alt='plot' src='{p}'>" for p in plots if p]
-        parts.append("</div></div>")
+        parts += _blackbox_section(o) if o.kind == "black-box" else _whitebox_section(o)
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _whitebox_section(o: AuditOutcome) -> list[str]:
+    """The HTML of one white-box audit: the claim, the bounds, the certificate and the plots."""
+    esc = html.escape
+    r = o.result
+    delta = r.delta_at_claimed_epsilon
+    parts = [
+        f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(r.verdict)}</h2>",
+        f"<p>{esc(o.description)}</p>" if o.description else "",
+        "<table>",
+        f"<tr><th>mechanism</th><td>{esc(r.mechanism)}</td></tr>",
+        f"<tr><th>claim</th><td>({_fmt(r.claim.epsilon)}, {_fmt(r.claim.delta)})-DP, "
+        f"{esc(r.claim.adjacency)}; sensitivity {_fmt(r.claim.sensitivity)} in "
+        f"{esc(str(r.claim.sensitivity_norm))}; {esc(r.claim.reference)}</td></tr>",
+        f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
+        f"<tr><th>certified ε lower bound</th><td>{_fmt(r.epsilon_lower)} "
+        f"(confidence {_fmt(r.confidence)})</td></tr>",
+        f"<tr><th>ε at claimed δ</th><td>estimate "
+        f"{_fmt(r.epsilon_at_claimed_delta.get('estimate'))}, upper "
+        f"{_fmt(r.epsilon_at_claimed_delta.get('upper'))}, exact "
+        f"{_fmt(r.epsilon_at_claimed_delta.get('exact'))}</td></tr>",
+        f"<tr><th>δ at claimed ε</th><td>estimate {_fmt(delta.get('estimate'))}, "
+        f"[{_fmt(delta.get('lower'))}, {_fmt(delta.get('upper'))}]</td></tr>",
+        f"<tr><th>samples</th><td>{r.samples} per direction, seed {r.seed}, route "
+        f"{esc(r.route)}, {_fmt(r.seconds)} s</td></tr>",
+    ]
+    if r.certificate is not None:
+        parts.append(
+            f"<tr><th>certificate</th><td>{esc(r.certificate.explanation)} "
+            f"(loss {_fmt(r.certificate.loss)}, {esc(r.certificate.direction)})</td></tr>"
+        )
+    if r.compatibility is not None:
+        parts.append(
+            f"<tr><th>compatibility</th><td>{esc(r.compatibility.classification)}: "
+            f"{esc(r.compatibility.reason)}</td></tr>"
+        )
+    parts.append("</table>")
+    for note in r.notes:
+        parts.append(f"<p class='note'>{esc(note)}</p>")
+    plots = [
+        _loss_histogram(r),
+        _epsilon_delta_curve(r),
+        _compatibility_plot(r),
+        _sample_paths(o),
+    ]
+    parts.append("<div class='plots'>")
+    parts += [f"<img alt='plot' src='{p}'>" for p in plots if p]
+    parts.append("</div></div>")
+    return parts
 
 
 def _blackbox_section(o: AuditOutcome) -> list[str]:
@@ -535,7 +572,7 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
         "</table>",
     ]
     parts += [f"<p class='note'>{esc(note)}</p>" for note in r.notes]
-    plot = _score_histogram(r)
+    plot = score_histogram(r)
     parts.append("<div class='plots'>")
     if plot:
         parts.append(f"<img alt='certification statistic under P and Q' src='{plot}'>")
@@ -548,13 +585,22 @@ def write_report(
 ) -> Path:
     """Write ``results.json`` and ``index.html`` into ``folder``, atomically.
 
-    Returns the path of ``index.html``.
+    Everything is written to a temporary sibling folder first, which then
+    replaces ``folder``: an interrupted run leaves the old report, never half a new one.
+
+    Args:
+        outcomes: the audits of the run, in order.
+        folder: the report folder (replaced when it exists).
+        started: the run's start time (:func:`now`); empty: now.
+
+    Returns:
+        The path of ``index.html``.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     folder = Path(folder)
-    started = started or _now()
+    started = started or now()
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".dpaudit-report-", dir=folder.parent))
     try:

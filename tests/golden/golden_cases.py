@@ -85,7 +85,8 @@ def record(result) -> dict:
 
 
 def _spec_case(rel: str):
-    from dpaudit.cli import _audit, _prepare  # the CLI's own preparation of a spec
+    from dpaudit.cli import prepare as _prepare  # the CLI's own preparation of a spec
+    from dpaudit.cli import run_audit as _audit
 
     path = ROOT / "audits" / f"{rel}.toml"
     (item,) = _prepare([path], None, None)

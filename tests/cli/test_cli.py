@@ -7,7 +7,9 @@ import textwrap
 
 import pytest
 
-from dpaudit.cli import main
+from dpaudit.cli import PreparedAudit, main, prepare, run_audit
+from dpaudit.report import now
+from dpaudit.spec import SpecError, find_specs
 
 USER = """
 import jax.numpy as jnp, numpyro, numpyro.distributions as dist
@@ -152,3 +154,22 @@ def test_spec_file_in_a_temporary_directory_is_self_contained(tmp_path):
         SPEC.format(expected='expected = "pass"', scale=1.0).replace("user.py", "mine.py")
     )
     assert main(["run", str(tmp_path / "mine.toml")]) == 0
+
+
+def test_prepare_and_run_audit_are_the_run_command_in_parts(suite):
+    items = prepare(find_specs(suite), seed=3, samples=500)
+    assert [item.spec.name for item in items] == ["correct", "faulty"]
+    for item in items:
+        assert isinstance(item, PreparedAudit) and item.target is None
+        assert item.spec.seed == 3 and item.spec.samples == 500 and len(item.pair) == 2
+    result = run_audit(items[0])
+    assert result.samples == 500 and result.seed == 3
+    with pytest.raises(SpecError, match="two specs share the name 'correct'"):
+        prepare([suite / "correct.toml", suite / "correct.toml"])
+
+
+def test_now_is_an_iso_time_to_the_second():
+    import datetime
+
+    started = datetime.datetime.fromisoformat(now())
+    assert started.tzinfo is not None and started.microsecond == 0

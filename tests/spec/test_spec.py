@@ -8,7 +8,15 @@ import pytest
 
 import dpaudit
 from dpaudit.datasets import generate, generators
-from dpaudit.spec import SpecError, find_specs, load_pair, load_spec, resolve_mechanism
+from dpaudit.spec import (
+    SpecError,
+    find_specs,
+    load_array_file,
+    load_callable,
+    load_pair,
+    load_spec,
+    resolve_mechanism,
+)
 
 USER_MECHANISM = """
 import jax.numpy as jnp, numpyro, numpyro.distributions as dist
@@ -155,3 +163,24 @@ def test_generator_errors():
         generate("points", _Stub(), colour="red")
     with pytest.raises(ValueError, match="n must be a positive integer"):
         generate("points", _Stub(), n=0)
+
+
+def test_load_callable_names_the_spec_field(folder):
+    build = load_callable(folder / "spec.toml", "user.py:build")
+    assert build().name == "user-mean"
+    with pytest.raises(SpecError, match=r"spec.toml: blackbox.sampler: user.py defines no 'nope'"):
+        load_callable(folder / "spec.toml", "user.py:nope", "blackbox.sampler")
+
+
+def test_load_array_file_reads_npy_and_npz(tmp_path):
+    a = np.arange(3.0)
+    np.save(tmp_path / "a.npy", a)
+    np.savez(tmp_path / "one.npz", x=a)
+    np.savez(tmp_path / "two.npz", x=a, y=2 * a)
+    spec = tmp_path / "spec.toml"
+    assert np.array_equal(load_array_file(spec, tmp_path / "a.npy"), a)
+    assert np.array_equal(load_array_file(spec, tmp_path / "one.npz"), a)
+    x, y = load_array_file(spec, tmp_path / "two.npz")
+    assert np.array_equal(x, a) and np.array_equal(y, 2 * a)
+    with pytest.raises(SpecError, match=r"spec.toml: data.files: cannot read"):
+        load_array_file(spec, tmp_path / "missing.npy")
