@@ -411,7 +411,6 @@ def score_histogram(result) -> str | None:
 
 
 #: Deprecated private name of :func:`score_histogram`, kept until its last user moves.
-_score_histogram = score_histogram
 
 # -------------------------------------------------------------------------- html
 

@@ -21,12 +21,14 @@ import numpy as np
 import pytest
 import scipy.stats
 from conftest import TEST_FAILURE_RATE
-from test_cli import SPEC as WHITE_SPEC
-from test_cli import USER as WHITE_USER
+from spec_fixtures import BLACK_BOX_SPEC as SPEC
+from spec_fixtures import SAMPLER
+from spec_fixtures import USER as WHITE_USER
+from spec_fixtures import WHITE_BOX_SPEC as WHITE_SPEC
 
 import dpaudit
 from dpaudit.cli import main
-from dpaudit.report import AuditOutcome, _score_histogram, result_record
+from dpaudit.report import AuditOutcome, result_record, score_histogram
 from dpaudit.spec import (
     BLACKBOX_VERDICTS,
     SpecError,
@@ -38,47 +40,8 @@ from dpaudit.spec import (
     resolve_mechanism,
 )
 
-# dpaudit/cli.py still calls blackbox_audit(method=...), the deprecated alias of statistic=;
-# until that call is renamed, its DeprecationWarning must not fail the CLI runs below.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:blackbox_audit\\(method=\\.\\.\\.\\) is deprecated:DeprecationWarning"
-)
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "audits" / "blackbox"
-
-SAMPLER = """
-import numpy as np
-from dpaudit.blackbox import numpy_generator
-
-def laplace_mean(data, n, key, *, epsilon=1.0, scale_factor=1.0):
-    '''Mean of values clipped to [0, 1] plus Laplace(scale_factor / (records epsilon)).'''
-    x = np.clip(np.asarray(data, dtype=float)[:, 0], 0.0, 1.0)
-    scale = scale_factor / (x.size * epsilon)
-    return x.mean() + numpy_generator(key).laplace(0.0, scale, size=n)
-
-def crashing(data, n, key):
-    raise RuntimeError("out of cheese")
-
-def two_arguments(data, n):
-    return np.zeros(n)
-"""
-
-SPEC = """
-{expected}
-[blackbox]
-sampler = "sampler.py:laplace_mean"
-params = {{ scale_factor = {scale} }}
-method = "logistic"
-[claim]
-epsilon = 1.0
-[data]
-generator = "points"
-params = {{ n = 20 }}
-[budget]
-samples = 20000
-select_samples = 4000
-"""
 
 
 @pytest.fixture
@@ -401,7 +364,7 @@ def test_info_shows_the_kind_of_each_spec(folder, capsys):
 # ------------------------------------------------------------------ the report
 
 
-def test_score_histogram_with_infinite_scores_and_no_warnings(folder):
+def testscore_histogram_with_infinite_scores_and_no_warnings(folder):
     from dpaudit.blackbox import blackbox_audit
 
     d, d_prime = np.zeros((20, 1)), np.zeros((20, 1))
@@ -422,9 +385,9 @@ def test_score_histogram_with_infinite_scores_and_no_warnings(folder):
         "Q": np.append(result.certification_scores["Q"], -np.inf),
     }
     result = dataclasses.replace(result, certification_scores=scores)
-    assert _score_histogram(result).startswith("data:image/png;base64,")
+    assert score_histogram(result).startswith("data:image/png;base64,")
     only_infinite = {"P": np.array([np.inf]), "Q": np.array([-np.inf])}
-    assert _score_histogram(dataclasses.replace(result, certification_scores=only_infinite)) is None
+    assert score_histogram(dataclasses.replace(result, certification_scores=only_infinite)) is None
     record = result_record(AuditOutcome(name="x", result=result, expected="inconclusive"))
     assert record["kind"] == "black-box" and record["as_expected"] is (
         result.verdict == "inconclusive"

@@ -6,40 +6,12 @@ import sys
 import textwrap
 
 import pytest
+from spec_fixtures import USER
+from spec_fixtures import WHITE_BOX_SPEC as SPEC
 
 from dpaudit.cli import PreparedAudit, main, prepare, run_audit
 from dpaudit.report import now
 from dpaudit.spec import SpecError, find_specs
-
-USER = """
-import jax.numpy as jnp, numpyro, numpyro.distributions as dist
-from dpaudit import Claim, Mechanism
-
-def build(n=20, epsilon=1.0, scale_factor=1.0):
-    '''Laplace mean of values clipped to [0, 1]; scale_factor < 1 understates the noise.'''
-    def model(data):
-        mean = jnp.mean(jnp.clip(data[:, 0], 0.0, 1.0))
-        numpyro.sample("release", dist.Laplace(mean, scale_factor / (n * epsilon)))
-    return Mechanism("user-mean", model,
-                     Claim(epsilon=epsilon, sensitivity=1 / n, sensitivity_norm="l1"),
-                     summary=lambda d: jnp.mean(jnp.clip(d[:, 0], 0.0, 1.0)),
-                     sensitivity_norm=jnp.abs, params={"n": n})
-
-MECHANISM = build()
-"""
-
-SPEC = """
-{expected}
-[mechanism]
-path = "user.py:build"
-params = {{ n = 20, scale_factor = {scale} }}
-[claim]
-epsilon = 1.0
-[data]
-generator = "points"
-[budget]
-samples = 4000
-"""
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_blackbox_specs import SAMPLER
-from test_blackbox_specs import SPEC as BLACKBOX_SPEC
+from spec_fixtures import BLACK_BOX_SPEC as BLACKBOX_SPEC
+from spec_fixtures import SAMPLER
 from test_cli import SPEC, USER
 
 from dpaudit.cli import main
