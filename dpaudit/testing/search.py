@@ -50,16 +50,21 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from dpaudit.adjacency import REPLACE_ONE, Adjacency, adjacency_of, n_records
-from dpaudit.adjacency import insert_record as _insert_record
-from dpaudit.adjacency import replace_record as _replace_record
+from dpaudit.adjacency import (
+    REPLACE_ONE,
+    Adjacency,
+    adjacency_of,
+    insert_record,
+    n_records,
+    replace_record,
+)
 from dpaudit.mechanism import Mechanism
 from dpaudit.spaces.grids import Grid
 
@@ -101,27 +106,71 @@ class RecordSpace:
     differentiable: bool = True
 
     def project(self, record):  # pragma: no cover - abstract
-        """The nearest admissible record (metric projection), batched."""
+        """The nearest admissible record (metric projection), batched.
+
+        Args:
+            record: a record, or records with leading batch axes.
+
+        Returns:
+            The nearest admissible record(s), same structure (numpy or JAX like the input).
+        """
         raise NotImplementedError
 
     def sample(self, rng: np.random.Generator, batch_shape=()):  # pragma: no cover - abstract
-        """Random admissible records with leading shape ``batch_shape`` (numpy)."""
+        """Random admissible records with leading shape ``batch_shape`` (numpy).
+
+        Args:
+            rng: the numpy generator to draw from.
+            batch_shape: the leading batch shape of the records drawn.
+
+        Returns:
+            Random admissible records (numpy) with leading shape ``batch_shape``.
+        """
         raise NotImplementedError
 
     def from_unit(self, u):  # pragma: no cover - abstract
-        """Map ``u`` in ``[0, 1]^unit_dim`` (shape ``(..., unit_dim)``) onto the set (numpy, onto)."""
+        """Map ``u`` in ``[0, 1]^unit_dim`` (shape ``(..., unit_dim)``) onto the set (numpy, onto).
+
+        Args:
+            u: unit-cube coordinates, shape ``(..., unit_dim)``.
+
+        Returns:
+            The records (numpy) that ``u`` maps to, with leading shape ``u.shape[:-1]``.
+        """
         raise NotImplementedError
 
     def contains(self, record, *, rtol: float = 1e-9) -> bool:  # pragma: no cover - abstract
-        """True when every record (of a batch) is admissible up to ``rtol``."""
+        """True when every record (of a batch) is admissible up to ``rtol``.
+
+        Args:
+            record: a record, or records with leading batch axes.
+            rtol: relative slack allowed on the bound (rounding of projected records).
+
+        Returns:
+            True when every record is admissible.
+        """
         raise NotImplementedError
 
     def precondition(self, gradient):
-        """The gradient in the space's metric (Riemannian gradient); identity by default."""
+        """The gradient in the space's metric (Riemannian gradient); identity by default.
+
+        Args:
+            gradient: the Euclidean gradient with respect to a record (batched).
+
+        Returns:
+            The gradient in the space's metric, same shape.
+        """
         return gradient
 
     def record_norm(self, vector):
-        """Norm of a tangent vector (per record, batched) used to normalise steps."""
+        """Norm of a tangent vector (per record, batched) used to normalise steps.
+
+        Args:
+            vector: tangent vectors, one per record (batched).
+
+        Returns:
+            Their norms, one per record.
+        """
         xp = _xp(vector)
         axes = tuple(range(-len(self.shape), 0))
         return xp.sqrt(xp.sum(vector * vector, axis=axes)) if axes else xp.abs(vector)
@@ -207,18 +256,49 @@ class L2Ball(RecordSpace):
         return np.asarray(self.grid.weights, dtype=np.float64)
 
     def norm(self, record):
-        """``(sum_a w_a x_a^2)^(1/2)`` along the last axis."""
+        """``(sum_a w_a x_a^2)^(1/2)`` along the last axis.
+
+        Args:
+            record: a record, or records with leading batch axes.
+
+        Returns:
+            The weighted L2 norm of each record.
+        """
         xp = _xp(record)
         x = xp.asarray(record, dtype=xp.float64)
         return xp.sqrt(xp.sum(self.weights * x * x, axis=-1))
 
     def record_norm(self, vector):
+        """The weighted L2 norm of a tangent vector (the ball's own metric).
+
+        Args:
+            vector: tangent vectors, one per record (batched).
+
+        Returns:
+            Their weighted L2 norms.
+        """
         return self.norm(vector)
 
     def precondition(self, gradient):
+        """The Riemannian gradient ``g_a / w_a`` of the weighted L2 metric.
+
+        Args:
+            gradient: the Euclidean gradient with respect to a record (batched).
+
+        Returns:
+            The preconditioned gradient, same shape.
+        """
         return gradient / self.weights
 
     def project(self, record):
+        """Radial projection onto the ball (records inside are unchanged).
+
+        Args:
+            record: a record, or records with leading batch axes.
+
+        Returns:
+            The nearest admissible record(s), same structure (numpy or JAX like the input).
+        """
         xp = _xp(record)
         x = xp.asarray(record, dtype=xp.float64)
         norm = self.norm(x)
@@ -227,16 +307,42 @@ class L2Ball(RecordSpace):
 
     def sample(self, rng: np.random.Generator, batch_shape=()):
         # uniform in the ball of the weighted norm
+        """Uniform draws in the ball of the weighted norm.
+
+        Args:
+            rng: the numpy generator to draw from.
+            batch_shape: the leading batch shape of the records drawn.
+
+        Returns:
+            Random admissible records (numpy) with leading shape ``batch_shape``.
+        """
         z = rng.standard_normal((*tuple(batch_shape), self.size)) / np.sqrt(self.weights)
         direction = z / self.norm(z)[..., None]
         u = rng.uniform(size=tuple(batch_shape))
         return direction * (self.radius * u ** (1.0 / self.size))[..., None]
 
     def from_unit(self, u):
+        """The cube ``[-r, r]`` per coordinate (scaled by ``w_a^(-1/2)``), projected.
+
+        Args:
+            u: unit-cube coordinates, shape ``(..., unit_dim)``.
+
+        Returns:
+            The records (numpy) that ``u`` maps to, with leading shape ``u.shape[:-1]``.
+        """
         x = (2.0 * np.asarray(u, dtype=float) - 1.0) * self.radius / np.sqrt(self.weights)
         return self.project(x)
 
     def contains(self, record, *, rtol: float = 1e-9) -> bool:
+        """Weighted L2 norm ``<= radius (1 + rtol)``.
+
+        Args:
+            record: a record, or records with leading batch axes.
+            rtol: relative slack allowed on the bound (rounding of projected records).
+
+        Returns:
+            True when every record is admissible.
+        """
         return bool(np.all(np.asarray(self.norm(record)) <= self.radius * (1.0 + rtol)))
 
     def describe(self) -> str:
@@ -286,19 +392,53 @@ class Box(RecordSpace):
         return self.high - self.low
 
     def project(self, record):
+        """Clip to ``[low, high]``.
+
+        Args:
+            record: a record, or records with leading batch axes.
+
+        Returns:
+            The nearest admissible record(s), same structure (numpy or JAX like the input).
+        """
         xp = _xp(record)
         return xp.clip(xp.asarray(record, dtype=xp.float64), self.low, self.high)
 
     def sample(self, rng: np.random.Generator, batch_shape=()):
+        """Uniform draws in the box.
+
+        Args:
+            rng: the numpy generator to draw from.
+            batch_shape: the leading batch shape of the records drawn.
+
+        Returns:
+            Random admissible records (numpy) with leading shape ``batch_shape``.
+        """
         return rng.uniform(self.low, self.high, size=(*tuple(batch_shape), *self.shape))
 
     def from_unit(self, u):
+        """The affine map of ``[0, 1]`` onto ``[low, high]`` per coordinate.
+
+        Args:
+            u: unit-cube coordinates, shape ``(..., unit_dim)``.
+
+        Returns:
+            The records (numpy) that ``u`` maps to, with leading shape ``u.shape[:-1]``.
+        """
         u = np.asarray(u, dtype=float)
         if self.dim is None:
             u = u[..., 0]
         return self.low + np.clip(u, 0.0, 1.0) * (self.high - self.low)
 
     def contains(self, record, *, rtol: float = 1e-9) -> bool:
+        """Inside the box widened by ``rtol (high - low)``.
+
+        Args:
+            record: a record, or records with leading batch axes.
+            rtol: relative slack allowed on the bound (rounding of projected records).
+
+        Returns:
+            True when every record is admissible.
+        """
         x = np.asarray(record)
         slack = rtol * (self.high - self.low)
         return bool(np.all((x >= self.low - slack) & (x <= self.high + slack)))
@@ -349,15 +489,40 @@ class Labels(RecordSpace):
         return 1 if self.dim is None else int(self.dim)
 
     def project(self, record):
+        """The nearest label.
+
+        Args:
+            record: a record, or records with leading batch axes.
+
+        Returns:
+            The nearest admissible record(s), same structure (numpy or JAX like the input).
+        """
         xp = _xp(record)
         x = xp.asarray(record)
         nearest = xp.argmin(xp.abs(x[..., None] - self.array), axis=-1)
         return xp.asarray(self.array)[nearest]
 
     def sample(self, rng: np.random.Generator, batch_shape=()):
+        """Labels drawn uniformly.
+
+        Args:
+            rng: the numpy generator to draw from.
+            batch_shape: the leading batch shape of the records drawn.
+
+        Returns:
+            Random admissible records (numpy) with leading shape ``batch_shape``.
+        """
         return rng.choice(self.array, size=(*tuple(batch_shape), *self.shape))
 
     def from_unit(self, u):
+        """Label ``floor(u k)`` of the ``k`` labels.
+
+        Args:
+            u: unit-cube coordinates, shape ``(..., unit_dim)``.
+
+        Returns:
+            The records (numpy) that ``u`` maps to, with leading shape ``u.shape[:-1]``.
+        """
         u = np.asarray(u, dtype=float)
         if self.dim is None:
             u = u[..., 0]
@@ -365,6 +530,15 @@ class Labels(RecordSpace):
         return self.array[np.clip(np.floor(u * k).astype(int), 0, k - 1)]
 
     def contains(self, record, *, rtol: float = 1e-9) -> bool:
+        """Every entry is one of the labels (``rtol`` is not used).
+
+        Args:
+            record: a record, or records with leading batch axes.
+            rtol: relative slack allowed on the bound (rounding of projected records).
+
+        Returns:
+            True when every record is admissible.
+        """
         return bool(np.all(np.isin(np.asarray(record), self.array)))
 
     def describe(self) -> str:
@@ -401,12 +575,37 @@ class Product(RecordSpace):
         return [leaf for s in self.spaces for leaf in s.leaf_spaces()]
 
     def project(self, record):
+        """Project each component onto its space.
+
+        Args:
+            record: a record, or records with leading batch axes.
+
+        Returns:
+            The nearest admissible record(s), same structure (numpy or JAX like the input).
+        """
         return tuple(s.project(r) for s, r in zip(self.spaces, record, strict=True))
 
     def sample(self, rng: np.random.Generator, batch_shape=()):
+        """One draw from each component space.
+
+        Args:
+            rng: the numpy generator to draw from.
+            batch_shape: the leading batch shape of the records drawn.
+
+        Returns:
+            Random admissible records (numpy) with leading shape ``batch_shape``.
+        """
         return tuple(s.sample(rng, batch_shape) for s in self.spaces)
 
     def from_unit(self, u):
+        """Consecutive blocks of ``u`` mapped by each component space.
+
+        Args:
+            u: unit-cube coordinates, shape ``(..., unit_dim)``.
+
+        Returns:
+            The records (numpy) that ``u`` maps to, with leading shape ``u.shape[:-1]``.
+        """
         u = np.asarray(u, dtype=float)
         out, start = [], 0
         for s in self.spaces:
@@ -415,6 +614,15 @@ class Product(RecordSpace):
         return tuple(out)
 
     def contains(self, record, *, rtol: float = 1e-9) -> bool:
+        """Every component is admissible in its space.
+
+        Args:
+            record: a record, or records with leading batch axes.
+            rtol: relative slack allowed on the bound (rounding of projected records).
+
+        Returns:
+            True when every record is admissible.
+        """
         return all(s.contains(r, rtol=rtol) for s, r in zip(self.spaces, record, strict=True))
 
     def describe(self) -> str:
@@ -427,6 +635,15 @@ def record_space_of(mechanism: Mechanism) -> RecordSpace | None:
     Looked up, in order, as an attribute ``record_space`` of the mechanism and
     as ``mechanism.params["record_space"]`` (builders may put it there until
     :class:`~dpaudit.Mechanism` has a field for it).
+
+    Args:
+        mechanism: the :class:`~dpaudit.Mechanism`.
+
+    Returns:
+        Its :class:`RecordSpace`, or None when it declares none.
+
+    Raises:
+        TypeError: if the declared record space is not a :class:`RecordSpace`.
     """
     space = getattr(mechanism, "record_space", None)
     if space is None:
@@ -461,7 +678,15 @@ class SensitivityTarget:
     name: str = "summary"
 
     def distance(self, data, data_prime) -> float:
-        """``||f_D - f_D'||`` evaluated outside ``jit``."""
+        """``||f_D - f_D'||`` evaluated outside ``jit``.
+
+        Args:
+            data: the dataset ``D``.
+            data_prime: its neighbour ``D'``.
+
+        Returns:
+            The norm of the difference of the two summaries.
+        """
         diff = jax.tree_util.tree_map(jnp.subtract, self.summary(data), self.summary(data_prime))
         return float(self.norm(diff))
 
@@ -473,6 +698,18 @@ def sensitivity_target(target, norm=None, bound=None, *, adjacency=None) -> Sens
         ValueError: if the mechanism declares no summary/norm, or a summary is
             given without a norm.
         TypeError: if ``target`` is neither a mechanism nor callable.
+
+    Args:
+        target: a :class:`~dpaudit.Mechanism`, a :class:`SensitivityTarget`
+            (returned as it is) or a summary function.
+        norm: the norm of a difference of summaries (required with a function;
+            overrides the mechanism's).
+        bound: the claimed sensitivity (the mechanism's claim by default; None
+            with a function: search only).
+        adjacency: the relation (the claim's, or replace-one).
+
+    Returns:
+        The :class:`SensitivityTarget`.
     """
     if isinstance(target, SensitivityTarget):
         return target
@@ -592,14 +829,22 @@ class WorstCase:
     name: str = "summary"
 
     def exceeds(self, rtol: float = 1e-6, atol: float = 0.0) -> bool:
-        """True when ``distance > bound (1 + rtol) + atol`` (a counterexample)."""
+        """True when ``distance > bound (1 + rtol) + atol`` (a counterexample).
+
+        Args:
+            rtol: relative tolerance on the bound (rounding in the summary).
+            atol: absolute tolerance on the bound.
+
+        Returns:
+            False when no bound was given.
+        """
         if self.bound is None:
             return False
         return self.distance > self.bound * (1.0 + rtol) + atol
 
     def describe(self) -> str:
         """The pair and the figures, in a few lines."""
-        records = _describe_pair(self.data, self.data_prime, self.index, self.adjacency)
+        records = describe_pair(self.data, self.data_prime, self.index, self.adjacency)
         bound = "no bound given" if self.bound is None else f"bound {self.bound:.6g}"
         return (
             f"||f_D - f_D'|| = {self.distance:.6g}, {bound}, ratio {self.ratio:.6f} "
@@ -621,7 +866,18 @@ def _format_record(record) -> str:
     return "(" + ", ".join(fmt(leaf) for leaf in leaves) + ")"
 
 
-def _describe_pair(data, data_prime, index: int, adjacency: str) -> str:
+def describe_pair(data, data_prime, index: int, adjacency: str) -> str:
+    """The record that differs between ``D`` and ``D'``, as indented lines for a message.
+
+    Args:
+        data: the dataset ``D`` (records on the first axis; a pytree of arrays).
+        data_prime: its neighbour ``D'``.
+        index: the record that differs (under add-remove: the one ``D'`` lacks).
+        adjacency: ``"replace-one"`` or ``"add-remove"``.
+
+    Returns:
+        Two lines (old and new record) under replace-one, one line under add-remove.
+    """
     old = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], data)
     if adjacency == "replace-one":
         new = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], data_prime)
@@ -648,10 +904,10 @@ def _numpy_pair(replace: bool, base, old, new, index: int):
     index = int(index)
     if replace:
         base = _as_numpy(base)
-        return _replace_record(base, index, _as_numpy(old)), _replace_record(
+        return replace_record(base, index, _as_numpy(old)), replace_record(
             base, index, _as_numpy(new)
         )
-    return _insert_record(_as_numpy(base), index, _as_numpy(old)), _as_numpy(base)
+    return insert_record(_as_numpy(base), index, _as_numpy(old)), _as_numpy(base)
 
 
 def _pick(tree, r: int):
@@ -671,8 +927,8 @@ class _Problem:
 
     def pair(self, base, old, new, index):
         if self.replace:
-            return _replace_record(base, index, old), _replace_record(base, index, new)
-        return _insert_record(base, index, old), base
+            return replace_record(base, index, old), replace_record(base, index, new)
+        return insert_record(base, index, old), base
 
     def objective(self, base, old, new, index):
         data, data_prime = self.pair(base, old, new, index)
@@ -806,6 +1062,144 @@ def _gradient_phase(problem: _Problem, starts):
     return (base, old, new, index0), values, first_gradient
 
 
+class _Phase(NamedTuple):
+    """The best pair one search phase found.
+
+    Attributes:
+        method: ``"gradient"``, ``"random"`` or ``"evolution"``.
+        variables: ``(base, old, new, index)`` of the best pair (numpy).
+        value: its objective ``||f_D - f_D'||``.
+    """
+
+    method: str
+    variables: tuple
+    value: float
+
+
+class _PhaseOutcome(NamedTuple):
+    """What a search stage returns: its phases, evaluations spent, and whether it met a flat objective."""
+
+    phases: list[_Phase]
+    evaluations: int
+    flat: bool
+
+
+def _resolve_record_space(target, record_space) -> RecordSpace:
+    """The record space searched: the one given, else the mechanism's; checked."""
+    if record_space is None and isinstance(target, Mechanism):
+        record_space = record_space_of(target)
+    if record_space is None:
+        raise ValueError(
+            "give record_space= (e.g. L2Ball(tau, grid) or Box(0, 1, d)): the search must know "
+            "which records the sensitivity claim is about."
+        )
+    if not isinstance(record_space, RecordSpace):
+        raise TypeError(
+            f"record_space must be a dpaudit.testing RecordSpace, got {type(record_space).__name__}."
+        )
+    return record_space
+
+
+def _check_search_options(method: str, vary: str) -> None:
+    """Reject an unknown ``method`` or ``vary``."""
+    if method not in ("auto", "gradient", "random", "evolution"):
+        raise ValueError(
+            f"method must be 'auto', 'gradient', 'random' or 'evolution', got {method!r}."
+        )
+    if vary not in ("pair", "dataset"):
+        raise ValueError(f"vary must be 'pair' or 'dataset', got {vary!r}.")
+
+
+def _resolve_size(target, record_space: RecordSpace, n, data, replace: bool) -> tuple[int, Any]:
+    """The number of records of ``D`` and the fixed base dataset (None: random bases)."""
+    if n is None and data is None and isinstance(target, Mechanism):
+        n = target.params.get("n")
+    base = None
+    if data is not None:
+        # rtol 1e-9: data produced by a projection may sit on the boundary up to rounding
+        if not record_space.contains(jax.tree_util.tree_map(np.asarray, data), rtol=1e-9):
+            raise ValueError(
+                f"the given data lie outside the record space ({record_space.describe()})."
+            )
+        n_data = n_records(data)
+        if n is not None and n != n_data:
+            raise ValueError(f"n = {n} but the given data hold {n_data} records.")
+        n = n_data if replace else n_data + 1
+        base = _as_numpy(data)
+    # add-remove needs a record to remove, so D has at least 2 records there
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < (1 if replace else 2):
+        raise ValueError(
+            f"n must be an integer >= {1 if replace else 2} (records of D), got {n!r}."
+        )
+    return int(n), base
+
+
+def _gradient_stage(problem: _Problem, rng: np.random.Generator, method: str) -> _PhaseOutcome:
+    """Gradient ascent for ``"auto"``/``"gradient"``; flat when it cannot or need not be used."""
+    budget = problem.budget
+    if method not in ("auto", "gradient"):
+        return _PhaseOutcome([], 0, flat=True)
+    starts = problem.draw(rng, budget.restarts)
+    try:
+        found, values_g, first_gradient = _as_numpy(_gradient_phase(problem, starts))
+    except Exception:
+        if method == "gradient":
+            raise
+        return _PhaseOutcome([], 0, flat=True)  # not differentiable (e.g. a callback)
+    best_g = int(np.argmax(values_g))
+    phase = _Phase("gradient", _pick(found, best_g), float(values_g[best_g]))
+    # a zero first gradient at every start: the objective is flat (piecewise constant)
+    flat = not np.any(first_gradient > 0)
+    return _PhaseOutcome([phase], budget.restarts * (budget.steps + 1), flat)
+
+
+def _derivative_free_stage(
+    problem: _Problem, rng: np.random.Generator, method: str, seed: int
+) -> _PhaseOutcome:
+    """Random candidates, then differential evolution from the best (unless ``"random"``)."""
+    budget, space = problem.budget, problem.space
+    # random candidates, in unit-cube coordinates so that evolution can start from the best
+    evaluate = _batched_objective(problem)
+    base_r, _, _, index_r = problem.draw(rng, budget.candidates)
+    u = rng.uniform(size=(budget.candidates, 2 * space.unit_dim))
+    old_r, new_r = problem.from_unit(u)
+    values_r = evaluate(base_r, old_r, new_r, index_r)
+    evaluations = budget.candidates
+    best = int(np.argmax(values_r))
+    start = _pick((base_r, old_r, new_r, index_r), best)
+    phases = [_Phase("random", start, float(values_r[best]))]
+    if method != "random" and budget.evolution_iterations > 0:
+        found, value, spent = _evolution_phase(
+            problem, evaluate, start[0], start[3], u[best], budget, seed
+        )
+        evaluations += spent
+        phases.append(_Phase("evolution", found, value))
+    return _PhaseOutcome(phases, evaluations, flat=True)
+
+
+def _worst_case(
+    spec: SensitivityTarget, problem: _Problem, phases: list[_Phase], evaluations: int, seed: int
+) -> WorstCase:
+    """The :class:`WorstCase` of the best phase, its distance re-evaluated outside ``jit``."""
+    method_used, (b, o, w, i), _ = max(phases, key=lambda p: p[2])
+    data_np, data_prime_np = _numpy_pair(problem.replace, b, o, w, i)
+    distance = spec.distance(data_np, data_prime_np)
+    ratio = distance / spec.bound if spec.bound is not None else math.nan
+    return WorstCase(
+        data=data_np,
+        data_prime=data_prime_np,
+        index=int(i),
+        distance=distance,
+        bound=spec.bound,
+        ratio=ratio,
+        adjacency=spec.adjacency.name,
+        method=method_used,
+        evaluations=int(evaluations),
+        seed=int(seed),
+        name=spec.name,
+    )
+
+
 def worst_neighbours(
     target,
     norm: Callable | None = None,
@@ -863,96 +1257,21 @@ def worst_neighbours(
             or data outside the record space.
     """
     spec = sensitivity_target(target, norm, bound, adjacency=adjacency)
-    if record_space is None and isinstance(target, Mechanism):
-        record_space = record_space_of(target)
-    if record_space is None:
-        raise ValueError(
-            "give record_space= (e.g. L2Ball(tau, grid) or Box(0, 1, d)): the search must know "
-            "which records the sensitivity claim is about."
-        )
-    if not isinstance(record_space, RecordSpace):
-        raise TypeError(
-            f"record_space must be a dpaudit.testing RecordSpace, got {type(record_space).__name__}."
-        )
-    if method not in ("auto", "gradient", "random", "evolution"):
-        raise ValueError(
-            f"method must be 'auto', 'gradient', 'random' or 'evolution', got {method!r}."
-        )
-    if vary not in ("pair", "dataset"):
-        raise ValueError(f"vary must be 'pair' or 'dataset', got {vary!r}.")
+    record_space = _resolve_record_space(target, record_space)
+    _check_search_options(method, vary)
     budget = SearchBudget() if budget is None else budget
     replace = spec.adjacency.name == "replace-one"
-    if n is None and data is None and isinstance(target, Mechanism):
-        n = target.params.get("n")
-    base = None
-    if data is not None:
-        if not record_space.contains(jax.tree_util.tree_map(np.asarray, data), rtol=1e-9):
-            raise ValueError(
-                f"the given data lie outside the record space ({record_space.describe()})."
-            )
-        n_data = n_records(data)
-        if n is not None and n != n_data:
-            raise ValueError(f"n = {n} but the given data hold {n_data} records.")
-        n = n_data if replace else n_data + 1
-        base = _as_numpy(data)
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < (1 if replace else 2):
-        raise ValueError(
-            f"n must be an integer >= {1 if replace else 2} (records of D), got {n!r}."
-        )
-    problem = _Problem(spec, record_space, int(n), base, vary, budget)
+    n, base = _resolve_size(target, record_space, n, data, replace)
+    problem = _Problem(spec, record_space, n, base, vary, budget)
     rng = np.random.default_rng(seed)
 
-    phases: list[tuple[str, tuple, float]] = []
-    evaluations = 0
-    flat = method in ("random", "evolution")
-    if method in ("auto", "gradient"):
-        starts = problem.draw(rng, budget.restarts)
-        try:
-            found, values_g, first_gradient = _as_numpy(_gradient_phase(problem, starts))
-        except Exception:
-            if method == "gradient":
-                raise
-            flat = True  # not differentiable (e.g. a callback without a derivative)
-        else:
-            evaluations += budget.restarts * (budget.steps + 1)
-            flat = not np.any(first_gradient > 0)
-            best_g = int(np.argmax(values_g))
-            phases.append(("gradient", _pick(found, best_g), float(values_g[best_g])))
-    if flat:
-        # random candidates, in unit-cube coordinates so that evolution can start from the best
-        evaluate = _batched_objective(problem)
-        base_r, _, _, index_r = problem.draw(rng, budget.candidates)
-        u = rng.uniform(size=(budget.candidates, 2 * record_space.unit_dim))
-        old_r, new_r = problem.from_unit(u)
-        values_r = evaluate(base_r, old_r, new_r, index_r)
-        evaluations += budget.candidates
-        best = int(np.argmax(values_r))
-        start = _pick((base_r, old_r, new_r, index_r), best)
-        phases.append(("random", start, float(values_r[best])))
-        if method != "random" and budget.evolution_iterations > 0:
-            found, value, spent = _evolution_phase(
-                problem, evaluate, start[0], start[3], u[best], budget, seed
-            )
-            evaluations += spent
-            phases.append(("evolution", found, value))
-
-    method_used, (b, o, w, i), _ = max(phases, key=lambda p: p[2])
-    data_np, data_prime_np = _numpy_pair(problem.replace, b, o, w, i)
-    distance = spec.distance(data_np, data_prime_np)
-    ratio = distance / spec.bound if spec.bound is not None else math.nan
-    return WorstCase(
-        data=data_np,
-        data_prime=data_prime_np,
-        index=int(i),
-        distance=distance,
-        bound=spec.bound,
-        ratio=ratio,
-        adjacency=spec.adjacency.name,
-        method=method_used,
-        evaluations=int(evaluations),
-        seed=int(seed),
-        name=spec.name,
-    )
+    gradient = _gradient_stage(problem, rng, method)
+    phases, evaluations = list(gradient.phases), gradient.evaluations
+    if gradient.flat:
+        fallback = _derivative_free_stage(problem, rng, method, seed)
+        phases += fallback.phases
+        evaluations += fallback.evaluations
+    return _worst_case(spec, problem, phases, evaluations, seed)
 
 
 def _evolution_phase(problem, evaluate, base, index, u0, budget: SearchBudget, seed: int):
