@@ -56,6 +56,12 @@ def iclp_sigma(sensitivity: float, epsilon: float) -> float:
 def classical_gaussian_multiplier(delta: float) -> float:
     """``c(delta) = sqrt(2 log(2/delta))`` (HRW eq. 6, MRS Thm 3.2).
 
+    Args:
+        delta: the privacy parameter delta.
+
+    Returns:
+        The multiplier ``c(delta)``.
+
     Raises:
         ValueError: if delta is not in (0, 1).
     """
@@ -65,6 +71,14 @@ def classical_gaussian_multiplier(delta: float) -> float:
 
 def classical_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     """``sigma = c(delta) Delta / epsilon``, valid for ``epsilon <= 1`` only.
+
+    Args:
+        sensitivity: the L2 (or Cameron–Martin) sensitivity ``Delta`` (> 0).
+        epsilon: the privacy parameter, ``0 < epsilon <= 1``.
+        delta: the privacy parameter, in (0, 1).
+
+    Returns:
+        The noise multiplier ``sigma``.
 
     Raises:
         ValueError: for ``epsilon > 1`` (the classical bound is not proven there
@@ -91,6 +105,13 @@ def gaussian_delta(epsilon, mu):
     ``delta = Phi(mu/2 - epsilon/mu) - e^epsilon Phi(-mu/2 - epsilon/mu)``, computed
     in log space. Vectorised over numpy arrays.
 
+    Args:
+        epsilon: the privacy parameter (scalar or array).
+        mu: ``Delta / sigma`` (scalar or array, > 0).
+
+    Returns:
+        ``delta(epsilon)``, a float or an array of the broadcast shape.
+
     Example:
         >>> round(float(gaussian_delta(1.0, 1.0)), 6)
         0.126937
@@ -115,6 +136,14 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     Valid for every epsilon > 0 (Balle & Wang 2018). The root is found on
     ``mu = Delta / sigma`` with brentq and the returned sigma is rounded up, so
     ``gaussian_delta(epsilon, Delta / sigma) <= delta`` holds for the float returned.
+
+    Args:
+        sensitivity: the L2 (or Cameron–Martin) sensitivity ``Delta`` (> 0).
+        epsilon: the privacy parameter (> 0).
+        delta: the privacy parameter, in (0, 1).
+
+    Returns:
+        The noise multiplier ``sigma``.
 
     Raises:
         ValueError: for invalid inputs.

@@ -323,12 +323,32 @@ class LinearLaplace(Distribution):
         )
 
     def sample(self, key, sample_shape=()):
+        """Draw ``loc + A eta / n``.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
         eta = self.scale * jax.random.laplace(
             key, sample_shape + self.batch_shape + (self.n_noise,)
         )
         return self.loc + eta @ self.matrix.T / self.count_scale
 
     def log_prob(self, value):
+        """Exact log-density for a square invertible matrix.
+
+        Args:
+            value: release values, shape ``(..., event)``.
+
+        Returns:
+            The log-density, shape ``(...)``.
+
+        Raises:
+            NotImplementedError: when the matrix is not square and well conditioned.
+        """
         if self._inverse is None:
             raise NotImplementedError(
                 f"{type(self).__name__}: the release density is exact only for a square "
@@ -345,7 +365,17 @@ class LinearLaplace(Distribution):
         )
 
     def epsilon(self, other_loc) -> float:
-        """Exact privacy loss between this release and the one centred at ``other_loc``."""
+        """Exact privacy loss between this release and the one centred at ``other_loc``.
+
+        Args:
+            other_loc: the summary of the neighbouring dataset, shape ``(m,)``.
+
+        Returns:
+            ``sup_y |log p(y) - log p'(y)|``, by :func:`linear_laplace_epsilon`.
+
+        Raises:
+            ValueError: if the locations are not 1-D.
+        """
         shift = np.asarray(self.loc) - np.asarray(other_loc)
         if shift.ndim != 1:
             raise ValueError("epsilon compares two single releases; give 1-D locations.")
@@ -435,6 +465,14 @@ class AncestorLaplace(LinearLaplace):
         )
 
     def log_prob(self, value):
+        """The leaf-release log-density, marginalised over the tree noise.
+
+        Args:
+            value: release values, shape ``(..., event)``.
+
+        Returns:
+            The log-density, shape ``(...)``.
+        """
         u = self.count_scale * (value - self.loc)
         shape = u.shape
         flat = u.reshape(-1, shape[-1])

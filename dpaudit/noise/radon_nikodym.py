@@ -31,7 +31,17 @@ __all__ = [
 
 
 def cameron_martin_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
-    """Summands ``(h_j x_j - h_j^2/2) / (sigma^2 lambda_j)``, shape ``(..., K)``."""
+    """Summands ``(h_j x_j - h_j^2/2) / (sigma^2 lambda_j)``, shape ``(..., K)``.
+
+    Args:
+        shift: coefficients ``h`` of the shift, ``(..., K)``.
+        point: coefficients ``x`` of the point, relative to the centre of ``P_0``.
+        eigenvalues: ``(K,)``.
+        sigma: noise multiplier, scalar or ``(...)``.
+
+    Returns:
+        The summands, shape ``(..., K)``.
+    """
     h = jnp.asarray(shift, dtype=jnp.float64)
     x = jnp.asarray(point, dtype=jnp.float64)
     sigma = jnp.asarray(sigma, dtype=jnp.float64)[..., None]
@@ -55,7 +65,17 @@ def cameron_martin_log_rn(shift, point, eigenvalues, sigma) -> jax.Array:
 
 
 def one_c_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
-    """Summands ``-(sqrt 2/sigma) (|x_j - h_j| - |x_j|) / sqrt(lambda_j)``, shape ``(..., K)``."""
+    """Summands ``-(sqrt 2/sigma) (|x_j - h_j| - |x_j|) / sqrt(lambda_j)``, shape ``(..., K)``.
+
+    Args:
+        shift: coefficients ``h`` of the shift, ``(..., K)``.
+        point: coefficients ``x`` of the point, relative to the centre of ``P_0``.
+        eigenvalues: ``(K,)``.
+        sigma: noise multiplier, scalar or ``(...)``.
+
+    Returns:
+        The summands, shape ``(..., K)``.
+    """
     h = jnp.asarray(shift, dtype=jnp.float64)
     x = jnp.asarray(point, dtype=jnp.float64)
     sigma = jnp.asarray(sigma, dtype=jnp.float64)[..., None]
@@ -65,6 +85,15 @@ def one_c_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
 
 def one_c_log_rn(shift, point, eigenvalues, sigma) -> jax.Array:
     """``log dP_h/dP_0 (x)`` for ICLP noise (1,C form); ``|value| <= sqrt(2) ||h||_{1,C} / sigma``.
+
+    Args:
+        shift: coefficients ``h`` of the shift, ``(..., K)``.
+        point: coefficients ``x`` of the point, relative to the centre of ``P_0``.
+        eigenvalues: ``(K,)``.
+        sigma: noise multiplier, scalar or ``(...)``.
+
+    Returns:
+        The log-density ratio, shape ``(...)``.
 
     Example:
         >>> float(one_c_log_rn(jnp.array([1.0]), jnp.array([2.0]), jnp.array([2.0]), 1.0))

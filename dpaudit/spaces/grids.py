@@ -44,7 +44,15 @@ class Grid:
         return int(self.points.shape[1])
 
     def inner(self, f: jax.Array, g: jax.Array) -> jax.Array:
-        """Quadrature L2 inner product of grid values along the last axis."""
+        """Quadrature L2 inner product of grid values along the last axis.
+
+        Args:
+            f: grid values, shape ``(..., m)``.
+            g: grid values, shape ``(..., m)``.
+
+        Returns:
+            ``sum_a w_a f_a g_a``, shape ``(...)``.
+        """
         return jnp.sum(self.weights * f * g, axis=-1)
 
 
@@ -99,6 +107,13 @@ def uniform_grid(size: int | tuple[int, ...], dim: int = 1, *, rule: str = "midp
 
 def custom_grid(points, weights) -> Grid:
     """A grid from user-given points ``(m,)`` or ``(m, d)`` and positive weights ``(m,)``.
+
+    Args:
+        points: the grid points, ``(m,)`` or ``(m, d)``.
+        weights: the quadrature weights, ``(m,)``, all > 0.
+
+    Returns:
+        The :class:`Grid`.
 
     Raises:
         ValueError: on NaN/inf, non-positive weights, or mismatched lengths.

@@ -694,11 +694,6 @@ class SensitivityTarget:
 def sensitivity_target(target, norm=None, bound=None, *, adjacency=None) -> SensitivityTarget:
     """A :class:`SensitivityTarget` from a :class:`~dpaudit.Mechanism` or ``(summary, norm, bound)``.
 
-    Raises:
-        ValueError: if the mechanism declares no summary/norm, or a summary is
-            given without a norm.
-        TypeError: if ``target`` is neither a mechanism nor callable.
-
     Args:
         target: a :class:`~dpaudit.Mechanism`, a :class:`SensitivityTarget`
             (returned as it is) or a summary function.
@@ -710,6 +705,11 @@ def sensitivity_target(target, norm=None, bound=None, *, adjacency=None) -> Sens
 
     Returns:
         The :class:`SensitivityTarget`.
+
+    Raises:
+        ValueError: if the mechanism declares no summary/norm, or a summary is
+            given without a norm.
+        TypeError: if ``target`` is neither a mechanism nor callable.
     """
     if isinstance(target, SensitivityTarget):
         return target
@@ -1255,6 +1255,7 @@ def worst_neighbours(
     Raises:
         ValueError: for a missing record space, a bad ``n``/``method``/``vary``,
             or data outside the record space.
+
     """
     spec = sensitivity_target(target, norm, bound, adjacency=adjacency)
     record_space = _resolve_record_space(target, record_space)
