@@ -2,7 +2,7 @@ r"""Adjacency relations as first-class objects: replace-one and add/remove.
 
 A dataset is an array, or a pytree of arrays such as ``(X, y)``, with the
 records on the first axis; a *record* is the matching pytree of slices
-(``(X[i], y[i])``). numpy datasets give numpy neighbours. Two relations are used by the papers (digest §0):
+(``(X[i], y[i])``). numpy datasets give numpy neighbours. Two relations are used by the papers (docs/conventions.md#adjacency):
 
 * :data:`REPLACE_ONE` (``"replace-one"``): same ``n``, at most one record
   differs. LR, MRS, HRW and the proofs of BMR use it.

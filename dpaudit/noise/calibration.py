@@ -1,10 +1,11 @@
 r"""Noise calibration for the ICLP and Gaussian mechanisms.
 
-* ICLP (LR Thm 4/8, trap 1): with 1,C-sensitivity ``Delta``,
+* ICLP (LR Thm 4/8; LR print sigma = Delta/epsilon, the sqrt(2) is needed, see
+  docs/paper-errors.md#lr-iclp-sigma-constant): with 1,C-sensitivity ``Delta``,
   ``sigma = sqrt(2) Delta / epsilon`` gives epsilon-DP (unit-variance components).
 * Classical Gaussian (HRW Prop. 2.4, MRS Thm 3.3): ``sigma = c(delta) Delta / epsilon``
   with ``c(delta) = sqrt(2 log(2/delta))``, proven only for ``epsilon <= 1``
-  (trap 16; it fails for large epsilon, e.g. true delta 0.0245 at epsilon 10,
+  (docs/paper-errors.md#mrs-epsilon-at-most-one; it fails for large epsilon, e.g. true delta 0.0245 at epsilon 10,
   delta 0.01).
 * Analytic Gaussian (Balle & Wang 2018, Thm 8): the privacy loss of the
   Gaussian mechanism with ``mu = Delta / sigma`` is ``N(mu^2/2, mu^2)``, so

@@ -1,12 +1,12 @@
 r"""Linear-Laplace releases ``y = loc + A eta / n`` and their exact sensitivity.
 
 A *linear-Laplace* mechanism draws ``p`` i.i.d. Laplace variables
-``eta_j ~ Lap(0, b)`` (scale ``b``, digest §0) and releases
+``eta_j ~ Lap(0, b)`` (scale ``b``, docs/conventions.md#laplace-distribution) and releases
 
 .. math::  y = F_D + A\,\eta / n,
 
 with a public matrix ``A`` (``m x p``) and a public ``count_scale`` ``n``
-(the noise lives on the count scale and is divided by ``n``, digest trap 26).
+(the noise lives on the count scale and is divided by ``n``; BMR's error is in counts, see docs/paper-errors.md#bmr-error-units).
 The hierarchical ECDF of Barczewski, Mawass & Ramon (BMR, Eq. 2) is one: ``A``
 is the leaf-to-ancestor incidence matrix of a complete binary tree
 (:func:`ancestor_matrix`); the textbook binary mechanism is another, with

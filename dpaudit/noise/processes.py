@@ -1,14 +1,15 @@
 r"""Gaussian-process and ICLP noise as numpyro distributions.
 
 Both processes are written in Karhunen–Loève coordinates of a covariance
-operator ``C`` with eigenvalues ``lambda_j`` (digest §1.3, §2.1):
+operator ``C`` with eigenvalues ``lambda_j`` (docs/papers/lr.md#lr-iclp, docs/papers/mrs.md#mrs-setting):
 
 * :class:`GaussianProcessNoise` — coefficient ``j`` is ``N(loc_j, sigma^2 lambda_j)``;
   the law of ``loc + sigma Z`` with ``Z ~ GP(0, C)``.
 * :class:`ICLPNoise` — the Independent Component Laplace Process of Lin &
   Reimherr (Def. 2): coefficient ``j`` is ``Laplace(loc_j, b_j)`` with scale
   ``b_j = sigma sqrt(lambda_j / 2)``, i.e. ``sigma sqrt(lambda_j)`` times a
-  *unit-variance* Laplace variable (trap 1). Its covariance is ``sigma^2 C``,
+  *unit-variance* Laplace variable (LR Lemma 1 / Thm 4 leave out the sqrt(2), see
+  docs/paper-errors.md#lr-iclp-sigma-constant). Its covariance is ``sigma^2 C``,
   the same as the Gaussian process with the same ``sigma``.
 
 Each has event shape ``(K,)``, a batch shape from broadcasting ``loc``

@@ -6,10 +6,11 @@ Karhunen–Loève coordinates (``x_j``, ``h_j``; eigenvalues ``lambda_j``):
 * Gaussian process, Cameron–Martin form (MRS Lemma 3.1):
   ``log dP_h/dP_0 (x) = <h, x>_C / sigma^2 - ||h||_C^2 / (2 sigma^2)
   = sum_j (h_j x_j - h_j^2 / 2) / (sigma^2 lambda_j)``.
-* ICLP, 1,C form (LR Lemma 1 / Thm 6, with the sqrt(2) of trap 1):
+* ICLP, 1,C form (LR Lemma 1 / Thm 6, with the sqrt(2) of
+  docs/paper-errors.md#lr-iclp-sigma-constant):
   ``log dP_h/dP_0 (x) = -(sqrt(2)/sigma) sum_j (|x_j - h_j| - |x_j|) / sqrt(lambda_j)``.
 
-Both are evaluated **termwise** (trap 3): under ``P_0`` the norms ``||x||_C``
+Both are evaluated **termwise** (docs/paper-errors.md#lr-termwise-density): under ``P_0`` the norms ``||x||_C``
 and ``||x||_{1,C}`` are infinite almost surely, so only the sum of termwise
 differences converges. The privacy loss of a release ``y`` between datasets
 ``D`` and ``D'`` is ``log dP_{f_D - f_D'}/dP_0 (y - f_D')``.

@@ -13,7 +13,7 @@ Three ways to obtain one:
   quadrature weights ``W``, the eigenproblem ``W^(1/2) K W^(1/2) v = lambda v``
   gives ``phi = W^(-1/2) v``; on the uniform midpoint grid of ``m`` points this
   is ``lambda_k = mu_k / m``, ``phi_k = sqrt(m) v_k`` for the Gram-matrix
-  eigenpairs ``(mu_k, v_k)`` (digest trap 13).
+  eigenpairs ``(mu_k, v_k)`` (LR Alg. 1 corrected, docs/paper-errors.md#lr-discretization-scale).
 * :func:`brownian_motion_basis` — the analytic eigenpairs of ``min(s, t)``.
 * :func:`spectral_basis` — eigenvalues and eigenfunctions supplied directly
   (e.g. a Fourier basis), which gives tests exact ground truth.

@@ -3,8 +3,9 @@
 A function on the domain is represented by its values at the grid points; the
 L2 inner product is approximated by the quadrature rule
 ``<f, g> = sum_a w_a f(x_a) g(x_a)``. The default midpoint grid has equal
-weights ``1/m`` on ``m`` points, which is the normalisation of the seed digest
-(trap 13): Gram-matrix eigenpairs ``(mu_k, v_k)`` become L2 eigenpairs
+weights ``1/m`` on ``m`` points, the L2 normalisation of LR Alg. 1 as corrected in
+docs/paper-errors.md#lr-discretization-scale (docs/conventions.md#grid-normalisation):
+Gram-matrix eigenpairs ``(mu_k, v_k)`` become L2 eigenpairs
 ``lambda_k = mu_k / m`` and ``phi_k = sqrt(m) v_k``.
 """
 
@@ -63,7 +64,7 @@ def uniform_grid(size: int | tuple[int, ...], dim: int = 1, *, rule: str = "midp
         size: points per axis (an int, or one int per axis).
         dim: dimension of the domain (1, 2, ...).
         rule: ``"midpoint"`` (cell centres ``(i - 1/2)/n``, equal weights; the
-            normalisation ``lambda = mu/m`` of trap 13) or ``"trapezoid"``
+            normalisation ``lambda = mu/m``, docs/paper-errors.md#lr-discretization-scale) or ``"trapezoid"``
             (``linspace(0, 1, n)`` including the endpoints, trapezoid weights).
 
     Returns:

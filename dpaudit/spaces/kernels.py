@@ -10,7 +10,8 @@ no derivative).
 
 Kernels (``r = ||x - y||``, lengthscale ``rho``):
 
-* :class:`Matern` (LR Sec. 6, digest §1.10, trap 12)
+* :class:`Matern` (LR Sec. 6, docs/papers/lr.md#lr-matern; the constant is Gamma(nu),
+  see docs/paper-errors.md#lr-matern-formula)
   ``C_nu(r) = 2^(1-nu)/Gamma(nu) (sqrt(2 nu) r/rho)^nu K_nu(sqrt(2 nu) r/rho)``,
   with closed forms for nu = 1/2, 3/2, 5/2 (MRS kernels C4, C3, C2).
 * :class:`Gaussian` ``exp(-r^2 / (2 rho^2))`` (HRW's KDE kernel; MRS's
@@ -112,7 +113,7 @@ class Matern(Kernel):
 
     ``C(r) = 2^(1-nu)/Gamma(nu) * (sqrt(2 nu) r/rho)^nu * K_nu(sqrt(2 nu) r/rho)``, ``C(0) = 1``.
     The normalising constant uses Gamma(nu) (the LR paper prints Gamma of the
-    wrong symbol; trap 12). Eigenvalues on [0,1]^d decay like ``j^(-2(nu + d/2))``.
+    wrong symbol; see docs/paper-errors.md#lr-matern-formula). Eigenvalues on [0,1]^d decay like ``j^(-2(nu + d/2))``.
 
     Args:
         nu: smoothness > 0. 1/2, 3/2 and 5/2 use closed forms; other values use

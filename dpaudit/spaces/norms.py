@@ -3,7 +3,7 @@ r"""Norms of functions, evaluated termwise in a covariance eigenbasis.
 All functions take coefficients ``h`` of shape ``(..., K)`` in the eigenbasis
 (``h_j = <h, phi_j>``, see :meth:`KarhunenLoeveBasis.project`) and the
 eigenvalues ``lambda`` of shape ``(K,)``. For an operator power ``C^s``
-(digest §0):
+(docs/conventions.md#norms, inclusions in docs/conventions.md#norm-inclusions):
 
 * L2: ``||h|| = (sum_j h_j^2)^(1/2)``
 * Cameron–Martin: ``||h||_{C^s} = (sum_j h_j^2 / lambda_j^s)^(1/2)``

@@ -8,7 +8,7 @@ with its analytic supremum of ``||f_D - f_D'||`` over replace-one neighbours:
   ``s_j = lambda_j^eta / (lambda_j^eta + psi)``; ``||f_D - f_D'||_{1,C} =
   (1/n) sum_j w_j |d_j|`` with ``w_j = s_j / sqrt(lambda_j)`` and ``d = X_i - X_i'``,
   ``||d|| <= 2 tau``; by Cauchy–Schwarz the supremum is ``(2 tau / n) ||w||_2``, attained
-  at ``X_i = -X_i' = tau sum_j w_j phi_j / ||w||`` (digest trap 7's tight bound);
+  at ``X_i = -X_i' = tau sum_j w_j phi_j / ||w||`` (the tight bound of docs/paper-errors.md#lr-loose-bounds);
 * MRS penalised mean (MRS Thm 4.1), Cameron–Martin norm: ``(2 tau / n) max_j w_j``,
   attained at ``X_i = -X_i' = tau phi_{j*}``;
 * Gaussian KDE (HRW Sec. 3.4), RKHS norm of the unnormalised kernel, measured on
