@@ -165,8 +165,10 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     lo, hi = -20.0, 0.0
     while excess(hi) < 0:  # delta(epsilon) -> 1 as mu -> infinity, so this ends.
         hi += 2.0
+    # brentq to a few ulps of log(mu): the loop below then needs at most a few steps
     log_mu = scipy.optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)
     sigma = sensitivity / math.exp(log_mu)
+    # round sigma up (one ulp and a relative 1e-15 per step) until the float returned is valid
     while gaussian_delta(epsilon, sensitivity / sigma) > delta:
         sigma = np.nextafter(sigma, np.inf) * (1 + 1e-15)
     return float(sigma)

@@ -243,6 +243,8 @@ class GridNoise(Distribution):
         if is_concrete(coefficient_noise.eigenvalues) and is_concrete(basis.eigenvalues):
             # numpy, not jnp: under jit even concrete inputs would give traced booleans
             noise_eigenvalues = np.asarray(coefficient_noise.eigenvalues)
+            # rtol 1e-12: the same eigenvalues up to rounding (e.g. after a float32 round trip
+            # they would differ by far more, which is a different basis)
             if not np.allclose(noise_eigenvalues, np.asarray(basis.eigenvalues), rtol=1e-12):
                 raise ValueError(
                     "the noise eigenvalues differ from the basis eigenvalues; build the noise "

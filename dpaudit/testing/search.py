@@ -1291,6 +1291,7 @@ def _evolution_phase(problem, evaluate, base, index, u0, budget: SearchBudget, s
             lambda leaf: np.broadcast_to(leaf, (batch, *np.shape(leaf))), base
         )
         values = evaluate(bases, old, new, np.full((batch,), index))
+        # a finite stand-in for -inf (non-finite distances): scipy's evolution needs finite values
         return -np.where(np.isfinite(values), values, -1e300)
 
     result = scipy.optimize.differential_evolution(
