@@ -10,9 +10,9 @@ Karhunen–Loève coordinates (``x_j``, ``h_j``; eigenvalues ``lambda_j``):
   docs/paper-errors.md#lr-iclp-sigma-constant):
   ``log dP_h/dP_0 (x) = -(sqrt(2)/sigma) sum_j (|x_j - h_j| - |x_j|) / sqrt(lambda_j)``.
 
-Both are evaluated **termwise** (docs/paper-errors.md#lr-termwise-density): under ``P_0`` the norms ``||x||_C``
-and ``||x||_{1,C}`` are infinite almost surely, so only the sum of termwise
-differences converges. The privacy loss of a release ``y`` between datasets
+Both are evaluated **termwise** (docs/paper-errors.md#lr-termwise-density): under
+``P_0`` the norms ``||x||_C`` and ``||x||_{1,C}`` are infinite almost surely, so only
+the sum of termwise differences converges. The privacy loss of a release ``y`` between datasets
 ``D`` and ``D'`` is ``log dP_{f_D - f_D'}/dP_0 (y - f_D')``.
 """
 
@@ -35,10 +35,7 @@ def cameron_martin_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
     """Summands ``(h_j x_j - h_j^2/2) / (sigma^2 lambda_j)``, shape ``(..., K)``.
 
     Args:
-        shift: coefficients ``h`` of the shift, ``(..., K)``.
-        point: coefficients ``x`` of the point, relative to the centre of ``P_0``.
-        eigenvalues: ``(K,)``.
-        sigma: noise multiplier, scalar or ``(...)``.
+        shift, point, eigenvalues, sigma: as in :func:`cameron_martin_log_rn`.
 
     Returns:
         The summands, shape ``(..., K)``.
@@ -58,6 +55,9 @@ def cameron_martin_log_rn(shift, point, eigenvalues, sigma) -> jax.Array:
         eigenvalues: ``(K,)``.
         sigma: noise multiplier, scalar or ``(...)``.
 
+    Returns:
+        The log-density ratio, shape ``(...)``.
+
     Example:
         >>> float(cameron_martin_log_rn(jnp.array([1.0]), jnp.array([0.5]), jnp.array([1.0]), 1.0))
         0.0
@@ -69,10 +69,7 @@ def one_c_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
     """Summands ``-(sqrt 2/sigma) (|x_j - h_j| - |x_j|) / sqrt(lambda_j)``, shape ``(..., K)``.
 
     Args:
-        shift: coefficients ``h`` of the shift, ``(..., K)``.
-        point: coefficients ``x`` of the point, relative to the centre of ``P_0``.
-        eigenvalues: ``(K,)``.
-        sigma: noise multiplier, scalar or ``(...)``.
+        shift, point, eigenvalues, sigma: as in :func:`cameron_martin_log_rn`.
 
     Returns:
         The summands, shape ``(..., K)``.
@@ -88,10 +85,7 @@ def one_c_log_rn(shift, point, eigenvalues, sigma) -> jax.Array:
     """``log dP_h/dP_0 (x)`` for ICLP noise (1,C form); ``|value| <= sqrt(2) ||h||_{1,C} / sigma``.
 
     Args:
-        shift: coefficients ``h`` of the shift, ``(..., K)``.
-        point: coefficients ``x`` of the point, relative to the centre of ``P_0``.
-        eigenvalues: ``(K,)``.
-        sigma: noise multiplier, scalar or ``(...)``.
+        shift, point, eigenvalues, sigma: as in :func:`cameron_martin_log_rn`.
 
     Returns:
         The log-density ratio, shape ``(...)``.

@@ -37,9 +37,8 @@ def cameron_martin_terms(coefficients, eigenvalues, power: float = 1.0) -> jax.A
     """Summands ``h_j^2 / lambda_j^power`` of the squared Cameron–Martin norm.
 
     Args:
-        coefficients: ``h`` in the eigenbasis, shape ``(..., K)``.
-        eigenvalues: ``lambda``, shape ``(K,)``.
-        power: the operator power ``s`` of ``C^s``.
+        coefficients, eigenvalues, power: ``h`` ``(..., K)``, ``lambda`` ``(K,)`` and ``s``
+            (the module docstring).
 
     Returns:
         The summands, shape ``(..., K)``.
@@ -52,9 +51,8 @@ def one_c_terms(coefficients, eigenvalues, power: float = 1.0) -> jax.Array:
     """Summands ``|h_j| / lambda_j^(power/2)`` of the weighted-l1 norm ``||h||_{1,C^power}``.
 
     Args:
-        coefficients: ``h`` in the eigenbasis, shape ``(..., K)``.
-        eigenvalues: ``lambda``, shape ``(K,)``.
-        power: the operator power ``s`` of ``C^s``.
+        coefficients, eigenvalues, power: ``h`` ``(..., K)``, ``lambda`` ``(K,)`` and ``s``
+            (the module docstring).
 
     Returns:
         The summands, shape ``(..., K)``.
@@ -80,9 +78,8 @@ def cameron_martin_norm(coefficients, eigenvalues, power: float = 1.0) -> jax.Ar
     """``||h||_{C^power} = (sum_j h_j^2 / lambda_j^power)^(1/2)``.
 
     Args:
-        coefficients: ``h`` in the eigenbasis, shape ``(..., K)``.
-        eigenvalues: ``lambda``, shape ``(K,)``.
-        power: the operator power ``s`` of ``C^s``.
+        coefficients, eigenvalues, power: ``h`` ``(..., K)``, ``lambda`` ``(K,)`` and ``s``
+            (the module docstring).
 
     Returns:
         The norms, shape ``(...)``.
@@ -98,9 +95,8 @@ def one_c_norm(coefficients, eigenvalues, power: float = 1.0) -> jax.Array:
     """``||h||_{1,C^power} = sum_j |h_j| / lambda_j^(power/2)``.
 
     Args:
-        coefficients: ``h`` in the eigenbasis, shape ``(..., K)``.
-        eigenvalues: ``lambda``, shape ``(K,)``.
-        power: the operator power ``s`` of ``C^s``.
+        coefficients, eigenvalues, power: ``h`` ``(..., K)``, ``lambda`` ``(K,)`` and ``s``
+            (the module docstring).
 
     Returns:
         The norms, shape ``(...)``.
@@ -129,9 +125,8 @@ def cameron_martin_partial_norms(coefficients, eigenvalues, power: float = 1.0) 
     """Cameron–Martin norms of the first ``k = 1..K`` components, shape ``(..., K)``.
 
     Args:
-        coefficients: ``h`` in the eigenbasis, shape ``(..., K)``.
-        eigenvalues: ``lambda``, shape ``(K,)``.
-        power: the operator power ``s`` of ``C^s``.
+        coefficients, eigenvalues, power: ``h`` ``(..., K)``, ``lambda`` ``(K,)`` and ``s``
+            (the module docstring).
 
     Returns:
         The partial norms, non-decreasing along the last axis.
@@ -143,9 +138,8 @@ def one_c_partial_norms(coefficients, eigenvalues, power: float = 1.0) -> jax.Ar
     """Weighted-l1 norms of the first ``k = 1..K`` components, shape ``(..., K)``.
 
     Args:
-        coefficients: ``h`` in the eigenbasis, shape ``(..., K)``.
-        eigenvalues: ``lambda``, shape ``(K,)``.
-        power: the operator power ``s`` of ``C^s``.
+        coefficients, eigenvalues, power: ``h`` ``(..., K)``, ``lambda`` ``(K,)`` and ``s``
+            (the module docstring).
 
     Returns:
         The partial norms, non-decreasing along the last axis.
