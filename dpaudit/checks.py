@@ -142,6 +142,28 @@ def check_number(
     return value
 
 
+def check_finite_number(name: str, value: Any) -> float:
+    """A finite real number, any sign.
+
+    Args:
+        name: the name of the input, for the message.
+        value: the input.
+
+    Returns:
+        ``value`` as a float.
+
+    Raises:
+        TypeError: if ``value`` is not a real number (bools are refused).
+        ValueError: if it is NaN or infinite.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    return value
+
+
 def check_count(name: str, value: Any) -> int:
     """A positive integer (not a bool).
 

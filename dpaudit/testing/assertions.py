@@ -46,13 +46,12 @@ import numpy as np
 from dpaudit.adjacency import Adjacency, adjacency_of, n_records
 from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.noise.processes import GridNoise, ICLPNoise, KarhunenLoeveNoise
+from dpaudit.testing.record_spaces import RecordSpace, record_space_of
 from dpaudit.testing.search import (
-    RecordSpace,
     SearchBudget,
     SensitivityTarget,
     WorstCase,
     describe_pair,
-    record_space_of,
     sensitivity_target,
     worst_neighbours,
 )
@@ -204,7 +203,7 @@ def assert_sensitivity_bound(
     2. ``record_space`` (and ``n``): a worst-case search
        (:func:`~dpaudit.testing.search.worst_neighbours`, with ``budget``,
        ``seed`` and ``search_options``). A mechanism's own record space
-       (:func:`~dpaudit.testing.search.record_space_of`) and ``params["n"]``
+       (:func:`~dpaudit.testing.record_spaces.record_space_of`) and ``params["n"]``
        are used when it declares them.
 
     Args:

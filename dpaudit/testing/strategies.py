@@ -12,7 +12,7 @@ axis, as :mod:`dpaudit.mechanism` expects:
 * :func:`scores_with_labels` — ``(s, y)`` with scores in ``[low, high]`` and 0/1
   labels (ECDF, ROC);
 * :func:`datasets` and :func:`records` for any
-  :class:`~dpaudit.testing.search.RecordSpace`, and
+  :class:`~dpaudit.testing.record_spaces.RecordSpace`, and
   :func:`neighbouring_pairs` for pairs ``(D, D')`` under either adjacency.
 
 Sizes and shapes are arguments (``n`` is an int, a ``(min, max)`` range or a
@@ -52,7 +52,7 @@ from dpaudit.adjacency import (
     replace_record,
 )
 from dpaudit.spaces.grids import Grid
-from dpaudit.testing.search import Box, L2Ball, Labels, Product, RecordSpace
+from dpaudit.testing.record_spaces import Box, L2Ball, Labels, Product, RecordSpace
 
 __all__ = [
     "cube_points",
@@ -210,7 +210,7 @@ def datasets(space: RecordSpace, n=(1, 10), *, record_strategy=None) -> st.Searc
     """Datasets of ``n`` records of ``space`` (records stacked on the first axis).
 
     Args:
-        space: the :class:`~dpaudit.testing.search.RecordSpace`.
+        space: the :class:`~dpaudit.testing.record_spaces.RecordSpace`.
         n: the number of records: an int, a ``(min, max)`` range, or a strategy.
         record_strategy: a strategy for one record (``records(space)`` by default).
     """
