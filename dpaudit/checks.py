@@ -143,17 +143,14 @@ def check_number(
 
 
 def check_finite_number(name: str, value: Any) -> float:
-    """A finite real number, any sign.
+    """``value`` as a float, when it is a finite real number of any sign (not a bool).
 
     Args:
         name: the name of the input, for the message.
         value: the input.
 
-    Returns:
-        ``value`` as a float.
-
     Raises:
-        TypeError: if ``value`` is not a real number (bools are refused).
+        TypeError: if ``value`` is not a real number.
         ValueError: if it is NaN or infinite.
     """
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):

@@ -222,10 +222,7 @@ class L2Ball(RecordSpace):
         """The weighted L2 norm of a tangent vector (the ball's own metric).
 
         Args:
-            vector: tangent vectors, one per record (batched).
-
-        Returns:
-            Their weighted L2 norms.
+            vector: as in :meth:`RecordSpace.record_norm`.
         """
         return self.norm(vector)
 
@@ -233,10 +230,7 @@ class L2Ball(RecordSpace):
         """The Riemannian gradient ``g_a / w_a`` of the weighted L2 metric.
 
         Args:
-            gradient: the Euclidean gradient with respect to a record (batched).
-
-        Returns:
-            The preconditioned gradient, same shape.
+            gradient: as in :meth:`RecordSpace.precondition`.
         """
         return gradient / self.weights
 
@@ -244,10 +238,7 @@ class L2Ball(RecordSpace):
         """Radial projection onto the ball (records inside are unchanged).
 
         Args:
-            record: a record, or records with leading batch axes.
-
-        Returns:
-            The nearest admissible record(s), same structure (numpy or JAX like the input).
+            record: as in :meth:`RecordSpace.project`.
         """
         xp = _xp(record)
         x = xp.asarray(record, dtype=xp.float64)
@@ -260,11 +251,7 @@ class L2Ball(RecordSpace):
         """Uniform draws in the ball of the weighted norm.
 
         Args:
-            rng: the numpy generator to draw from.
-            batch_shape: the leading batch shape of the records drawn.
-
-        Returns:
-            Random admissible records (numpy) with leading shape ``batch_shape``.
+            rng, batch_shape: as in :meth:`RecordSpace.sample`.
         """
         z = rng.standard_normal((*tuple(batch_shape), self.size)) / np.sqrt(self.weights)
         direction = z / self.norm(z)[..., None]
@@ -275,10 +262,7 @@ class L2Ball(RecordSpace):
         """The cube ``[-r, r]`` per coordinate (scaled by ``w_a^(-1/2)``), projected.
 
         Args:
-            u: unit-cube coordinates, shape ``(..., unit_dim)``.
-
-        Returns:
-            The records (numpy) that ``u`` maps to, with leading shape ``u.shape[:-1]``.
+            u: as in :meth:`RecordSpace.from_unit`.
         """
         x = (2.0 * np.asarray(u, dtype=float) - 1.0) * self.radius / np.sqrt(self.weights)
         return self.project(x)
@@ -287,11 +271,7 @@ class L2Ball(RecordSpace):
         """Weighted L2 norm ``<= radius (1 + rtol)``.
 
         Args:
-            record: a record, or records with leading batch axes.
-            rtol: relative slack allowed on the bound (rounding of projected records).
-
-        Returns:
-            True when every record is admissible.
+            record, rtol: as in :meth:`RecordSpace.contains`.
         """
         return bool(np.all(np.asarray(self.norm(record)) <= self.radius * (1.0 + rtol)))
 
@@ -301,8 +281,36 @@ class L2Ball(RecordSpace):
         return f"vectors in R^{self.dim} with Euclidean norm <= {self.radius:g}"
 
 
+class _ScalarOrVectorSpace(RecordSpace):
+    """A leaf space of scalar records (``dim`` None) or vectors of length ``dim``."""
+
+    dim: int | None = None
+
+    def _check_dim(self) -> None:
+        dim = self.dim
+        if dim is not None and (
+            isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1
+        ):
+            raise ValueError(
+                f"{type(self).__name__} dim must be a positive integer or None, got {dim!r}."
+            )
+
+    def _unit_records(self, u) -> np.ndarray:
+        """Unit-cube coordinates ``(..., unit_dim)`` shaped like records (scalars: last axis dropped)."""
+        u = np.asarray(u, dtype=float)
+        return u[..., 0] if self.dim is None else u
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return () if self.dim is None else (int(self.dim),)
+
+    @property
+    def unit_dim(self) -> int:
+        return 1 if self.dim is None else int(self.dim)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
-class Box(RecordSpace):
+class Box(_ScalarOrVectorSpace):
     """Records in the box ``[low, high]^dim`` (scalars when ``dim`` is None).
 
     Args:
@@ -324,18 +332,7 @@ class Box(RecordSpace):
             raise ValueError(f"Box needs low < high, got low={low!r}, high={high!r}.")
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
-        if self.dim is not None and (
-            isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer) or self.dim < 1
-        ):
-            raise ValueError(f"Box dim must be a positive integer or None, got {self.dim!r}.")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return () if self.dim is None else (int(self.dim),)
-
-    @property
-    def unit_dim(self) -> int:
-        return 1 if self.dim is None else int(self.dim)
+        self._check_dim()
 
     @property
     def scale(self) -> float:
@@ -345,10 +342,7 @@ class Box(RecordSpace):
         """Clip to ``[low, high]``.
 
         Args:
-            record: a record, or records with leading batch axes.
-
-        Returns:
-            The nearest admissible record(s), same structure (numpy or JAX like the input).
+            record: as in :meth:`RecordSpace.project`.
         """
         xp = _xp(record)
         return xp.clip(xp.asarray(record, dtype=xp.float64), self.low, self.high)
@@ -357,11 +351,7 @@ class Box(RecordSpace):
         """Uniform draws in the box.
 
         Args:
-            rng: the numpy generator to draw from.
-            batch_shape: the leading batch shape of the records drawn.
-
-        Returns:
-            Random admissible records (numpy) with leading shape ``batch_shape``.
+            rng, batch_shape: as in :meth:`RecordSpace.sample`.
         """
         return rng.uniform(self.low, self.high, size=(*tuple(batch_shape), *self.shape))
 
@@ -369,25 +359,16 @@ class Box(RecordSpace):
         """The affine map of ``[0, 1]`` onto ``[low, high]`` per coordinate.
 
         Args:
-            u: unit-cube coordinates, shape ``(..., unit_dim)``.
-
-        Returns:
-            The records (numpy) that ``u`` maps to, with leading shape ``u.shape[:-1]``.
+            u: as in :meth:`RecordSpace.from_unit`.
         """
-        u = np.asarray(u, dtype=float)
-        if self.dim is None:
-            u = u[..., 0]
+        u = self._unit_records(u)
         return self.low + np.clip(u, 0.0, 1.0) * (self.high - self.low)
 
     def contains(self, record, *, rtol: float = 1e-9) -> bool:
         """Inside the box widened by ``rtol (high - low)``.
 
         Args:
-            record: a record, or records with leading batch axes.
-            rtol: relative slack allowed on the bound (rounding of projected records).
-
-        Returns:
-            True when every record is admissible.
+            record, rtol: as in :meth:`RecordSpace.contains`.
         """
         x = np.asarray(record)
         slack = rtol * (self.high - self.low)
@@ -399,7 +380,7 @@ class Box(RecordSpace):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Labels(RecordSpace):
+class Labels(_ScalarOrVectorSpace):
     """Records from a finite set of labels (``(-1.0, 1.0)``, ``(0, 1)``, categories ``0..k-1``).
 
     Scalar records by default; with ``dim`` a record is a vector of ``dim``
@@ -421,31 +402,17 @@ class Labels(RecordSpace):
                 f"Labels needs a non-empty list of finite labels, got {self.values!r}."
             )
         object.__setattr__(self, "values", tuple(values.tolist()))
-        if self.dim is not None and (
-            isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer) or self.dim < 1
-        ):
-            raise ValueError(f"Labels dim must be a positive integer or None, got {self.dim!r}.")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return () if self.dim is None else (int(self.dim),)
+        self._check_dim()
 
     @property
     def array(self) -> np.ndarray:
         return np.asarray(self.values)
 
-    @property
-    def unit_dim(self) -> int:
-        return 1 if self.dim is None else int(self.dim)
-
     def project(self, record):
         """The nearest label.
 
         Args:
-            record: a record, or records with leading batch axes.
-
-        Returns:
-            The nearest admissible record(s), same structure (numpy or JAX like the input).
+            record: as in :meth:`RecordSpace.project`.
         """
         xp = _xp(record)
         x = xp.asarray(record)
@@ -456,11 +423,7 @@ class Labels(RecordSpace):
         """Labels drawn uniformly.
 
         Args:
-            rng: the numpy generator to draw from.
-            batch_shape: the leading batch shape of the records drawn.
-
-        Returns:
-            Random admissible records (numpy) with leading shape ``batch_shape``.
+            rng, batch_shape: as in :meth:`RecordSpace.sample`.
         """
         return rng.choice(self.array, size=(*tuple(batch_shape), *self.shape))
 
@@ -468,14 +431,9 @@ class Labels(RecordSpace):
         """Label ``floor(u k)`` of the ``k`` labels.
 
         Args:
-            u: unit-cube coordinates, shape ``(..., unit_dim)``.
-
-        Returns:
-            The records (numpy) that ``u`` maps to, with leading shape ``u.shape[:-1]``.
+            u: as in :meth:`RecordSpace.from_unit`.
         """
-        u = np.asarray(u, dtype=float)
-        if self.dim is None:
-            u = u[..., 0]
+        u = self._unit_records(u)
         k = len(self.values)
         return self.array[np.clip(np.floor(u * k).astype(int), 0, k - 1)]
 
@@ -483,11 +441,7 @@ class Labels(RecordSpace):
         """Every entry is one of the labels (``rtol`` is not used).
 
         Args:
-            record: a record, or records with leading batch axes.
-            rtol: relative slack allowed on the bound (rounding of projected records).
-
-        Returns:
-            True when every record is admissible.
+            record, rtol: as in :meth:`RecordSpace.contains`.
         """
         return bool(np.all(np.isin(np.asarray(record), self.array)))
 
@@ -528,10 +482,7 @@ class Product(RecordSpace):
         """Project each component onto its space.
 
         Args:
-            record: a record, or records with leading batch axes.
-
-        Returns:
-            The nearest admissible record(s), same structure (numpy or JAX like the input).
+            record: as in :meth:`RecordSpace.project`.
         """
         return tuple(s.project(r) for s, r in zip(self.spaces, record, strict=True))
 
@@ -539,11 +490,7 @@ class Product(RecordSpace):
         """One draw from each component space.
 
         Args:
-            rng: the numpy generator to draw from.
-            batch_shape: the leading batch shape of the records drawn.
-
-        Returns:
-            Random admissible records (numpy) with leading shape ``batch_shape``.
+            rng, batch_shape: as in :meth:`RecordSpace.sample`.
         """
         return tuple(s.sample(rng, batch_shape) for s in self.spaces)
 
@@ -551,10 +498,7 @@ class Product(RecordSpace):
         """Consecutive blocks of ``u`` mapped by each component space.
 
         Args:
-            u: unit-cube coordinates, shape ``(..., unit_dim)``.
-
-        Returns:
-            The records (numpy) that ``u`` maps to, with leading shape ``u.shape[:-1]``.
+            u: as in :meth:`RecordSpace.from_unit`.
         """
         u = np.asarray(u, dtype=float)
         out, start = [], 0
@@ -567,11 +511,7 @@ class Product(RecordSpace):
         """Every component is admissible in its space.
 
         Args:
-            record: a record, or records with leading batch axes.
-            rtol: relative slack allowed on the bound (rounding of projected records).
-
-        Returns:
-            True when every record is admissible.
+            record, rtol: as in :meth:`RecordSpace.contains`.
         """
         return all(s.contains(r, rtol=rtol) for s, r in zip(self.spaces, record, strict=True))
 
