@@ -1,7 +1,8 @@
 """Tools to regression-test DP mechanisms in your own CI (pytest + hypothesis).
 
-* Record spaces — the data bound a sensitivity claim is about: :class:`L2Ball`
-  (curves on a grid, or vectors), :class:`Box`, :class:`Labels`, :class:`Product`.
+* :mod:`dpaudit.testing.record_spaces` — the data bound a sensitivity claim is
+  about: :class:`L2Ball` (curves on a grid, or vectors), :class:`Box`,
+  :class:`Labels`, :class:`Product`.
 * :mod:`dpaudit.testing.strategies` — hypothesis strategies for datasets and
   neighbouring pairs (curves, points, labelled points, scores with labels).
 * :func:`worst_neighbours` — worst-case neighbour search (projected gradient
