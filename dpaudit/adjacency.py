@@ -2,7 +2,7 @@ r"""Adjacency relations as first-class objects: replace-one and add/remove.
 
 A dataset is an array, or a pytree of arrays such as ``(X, y)``, with the
 records on the first axis; a *record* is the matching pytree of slices
-(``(X[i], y[i])``). numpy datasets give numpy neighbours. Two relations are used by the papers (digest §0):
+(``(X[i], y[i])``). numpy datasets give numpy neighbours. Two relations are used by the papers (docs/conventions.md#adjacency):
 
 * :data:`REPLACE_ONE` (``"replace-one"``): same ``n``, at most one record
   differs. LR, MRS, HRW and the proofs of BMR use it.
@@ -76,6 +76,15 @@ def check_adjacent(data, data_prime, adjacency: str = "replace-one") -> None:
     A dataset is an array (or a pytree of arrays, e.g. ``(X, y)``) with the
     records on the first axis. ``replace-one``: same number of records, at most
     one differs. ``add-remove``: one dataset is the other with one record added.
+
+    Args:
+        data: a dataset (an array or pytree of arrays, records on the first axis).
+        data_prime: the other dataset.
+        adjacency: ``"replace-one"`` or ``"add-remove"``.
+
+    Raises:
+        ValueError: for an unknown relation, datasets of different structure,
+            or datasets that are not neighbours.
     """
     if adjacency not in ADJACENCIES:
         raise ValueError(f"adjacency must be one of {ADJACENCIES}, got {adjacency!r}.")
@@ -115,6 +124,12 @@ def check_adjacent(data, data_prime, adjacency: str = "replace-one") -> None:
 def n_records(data) -> int:
     """Number of records (length of the first axis, the same for every array).
 
+    Args:
+        data: a dataset (an array or pytree of arrays).
+
+    Returns:
+        The number of records.
+
     Raises:
         ValueError: for an empty pytree, a scalar array, or arrays holding
             different numbers of records.
@@ -141,7 +156,15 @@ def _uses_jax(*trees) -> bool:
 
 
 def get_record(data, index):
-    """Record ``index`` of ``data``: the pytree of ``leaf[index]`` (index may be traced)."""
+    """Record ``index`` of ``data``: the pytree of ``leaf[index]`` (index may be traced).
+
+    Args:
+        data: a dataset (an array or pytree of arrays).
+        index: the record's position (an int or a traced integer).
+
+    Returns:
+        One record, with the structure of ``data`` (numpy or JAX like the input).
+    """
     if _uses_jax(data, index):
         return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf)[index], data)
     return jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[int(index)], data)
@@ -151,6 +174,14 @@ def replace_record(data, index, record):
     """``data`` with record ``index`` replaced by ``record`` (same pytree structure).
 
     numpy in, numpy out; JAX arrays or a traced index give JAX arrays (jit/vmap-able).
+
+    Args:
+        data: a dataset (an array or pytree of arrays).
+        index: the position to replace (an int or a traced integer).
+        record: the new record.
+
+    Returns:
+        The new dataset.
 
     Raises:
         ValueError: if ``record`` does not have the structure of one record of ``data``.
@@ -173,7 +204,15 @@ def replace_record(data, index, record):
 
 
 def remove_record(data, index):
-    """``data`` without record ``index`` (``n - 1`` records; index may be traced)."""
+    """``data`` without record ``index`` (``n - 1`` records; index may be traced).
+
+    Args:
+        data: a dataset (an array or pytree of arrays).
+        index: the position to remove (an int or a traced integer).
+
+    Returns:
+        The dataset with ``n - 1`` records.
+    """
     n = n_records(data)
     if not _uses_jax(data, index):
         return jax.tree_util.tree_map(lambda leaf: np.delete(leaf, int(index), axis=0), data)
@@ -186,6 +225,14 @@ def insert_record(data, index, record):
     """``data`` with ``record`` inserted before position ``index`` (``n + 1`` records).
 
     ``index = n`` appends. The index may be traced.
+
+    Args:
+        data: a dataset (an array or pytree of arrays).
+        index: the position of the new record, ``0..n`` (an int or a traced integer).
+        record: the record to insert.
+
+    Returns:
+        The dataset with ``n + 1`` records.
 
     Raises:
         ValueError: if ``record`` does not have the structure of one record of ``data``.
@@ -245,11 +292,27 @@ class Adjacency:
         return self.name
 
     def check(self, data, data_prime) -> None:
-        """Raise ``ValueError`` (one sentence) unless the two datasets are neighbours."""
+        """Raise ``ValueError`` (one sentence) unless the two datasets are neighbours.
+
+        Args:
+            data: a dataset (an array or pytree of arrays, records on the first axis).
+            data_prime: the other dataset.
+
+        Raises:
+            ValueError: if they are not neighbours under this relation.
+        """
         check_adjacent(data, data_prime, self.name)
 
     def is_adjacent(self, data, data_prime) -> bool:
-        """True when :meth:`check` passes."""
+        """True when :meth:`check` passes.
+
+        Args:
+            data: a dataset (an array or pytree of arrays, records on the first axis).
+            data_prime: the other dataset.
+
+        Returns:
+            True when they are neighbours under this relation.
+        """
         try:
             self.check(data, data_prime)
         except ValueError:
@@ -257,7 +320,16 @@ class Adjacency:
         return True
 
     def neighbour(self, data, index, record=None):  # pragma: no cover - abstract
-        """A neighbour of ``data`` built by changing record ``index``."""
+        """A neighbour of ``data`` built by changing record ``index``.
+
+        Args:
+            data: a dataset (an array or pytree of arrays).
+            index: the record that changes.
+            record: the new record, if the relation needs one.
+
+        Returns:
+            The neighbouring dataset.
+        """
         raise NotImplementedError
 
     def size_change(self) -> tuple[int, ...]:  # pragma: no cover - abstract
@@ -273,6 +345,14 @@ class ReplaceOne(Adjacency):
 
     def neighbour(self, data, index, record=None):
         """``data`` with record ``index`` replaced by ``record``.
+
+        Args:
+            data: a dataset (an array or pytree of arrays).
+            index: the record to replace.
+            record: the replacement record (required).
+
+        Returns:
+            The neighbouring dataset (same number of records).
 
         Raises:
             ValueError: if ``record`` is missing or has the wrong structure.
@@ -292,7 +372,16 @@ class AddRemove(Adjacency):
     name: ClassVar[str] = "add-remove"
 
     def neighbour(self, data, index, record=None):
-        """``data`` without record ``index`` (``record=None``), or with ``record`` inserted there."""
+        """``data`` without record ``index`` (``record=None``), or with ``record`` inserted there.
+
+        Args:
+            data: a dataset (an array or pytree of arrays).
+            index: the record to remove, or the position to insert ``record`` at.
+            record: the record to add, or None to remove one.
+
+        Returns:
+            The neighbouring dataset (one record fewer or more).
+        """
         if record is None:
             return remove_record(data, index)
         return insert_record(data, index, record)

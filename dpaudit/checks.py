@@ -15,12 +15,27 @@ import numpy as np
 
 
 def is_concrete(value: Any) -> bool:
-    """True when ``value`` holds numbers (not a JAX tracer inside ``jit``)."""
+    """True when ``value`` holds numbers (not a JAX tracer inside ``jit``).
+
+    Args:
+        value: anything.
+
+    Returns:
+        False for a JAX tracer, True otherwise.
+    """
     return not isinstance(value, jax.core.Tracer)
 
 
 def check_positive(name: str, value: Any) -> None:
-    """Raise ``ValueError`` unless every entry of ``value`` is finite and > 0."""
+    """Raise ``ValueError`` unless every entry of ``value`` is finite and > 0.
+
+    Args:
+        name: the name of the input, for the message.
+        value: a number or an array (a JAX tracer is not checked).
+
+    Raises:
+        ValueError: if an entry is NaN, infinite or <= 0.
+    """
     if not is_concrete(value):
         return
     arr = np.asarray(value, dtype=float)
@@ -31,12 +46,26 @@ def check_positive(name: str, value: Any) -> None:
 
 
 def check_epsilon(epsilon: Any) -> None:
-    """Raise ``ValueError`` unless epsilon is a finite number > 0."""
+    """Raise ``ValueError`` unless epsilon is a finite number > 0.
+
+    Args:
+        epsilon: the privacy parameter (a JAX tracer is not checked).
+
+    Raises:
+        ValueError: if it is not finite and > 0.
+    """
     check_positive("epsilon", epsilon)
 
 
 def check_delta(delta: Any) -> None:
-    """Raise ``ValueError`` unless delta lies strictly between 0 and 1."""
+    """Raise ``ValueError`` unless delta lies strictly between 0 and 1.
+
+    Args:
+        delta: the privacy parameter (a JAX tracer is not checked).
+
+    Raises:
+        ValueError: if it is not in (0, 1).
+    """
     if not is_concrete(delta):
         return
     arr = np.asarray(delta, dtype=float)
@@ -45,7 +74,15 @@ def check_delta(delta: Any) -> None:
 
 
 def check_finite(name: str, value: Any) -> None:
-    """Raise ``ValueError`` if ``value`` contains NaN or infinity."""
+    """Raise ``ValueError`` if ``value`` contains NaN or infinity.
+
+    Args:
+        name: the name of the input, for the message.
+        value: a number or an array (a JAX tracer is not checked).
+
+    Raises:
+        ValueError: naming how many entries are NaN or infinite.
+    """
     if not is_concrete(value):
         return
     arr = np.asarray(value)
@@ -57,7 +94,17 @@ def check_finite(name: str, value: Any) -> None:
 
 
 def check_last_axis(name: str, value: Any, expected: int, what: str) -> None:
-    """Raise ``ValueError`` unless ``value.shape[-1] == expected``."""
+    """Raise ``ValueError`` unless ``value.shape[-1] == expected``.
+
+    Args:
+        name: the name of the input, for the message.
+        value: an array.
+        expected: the required length of its last axis.
+        what: what the last axis holds, for the message.
+
+    Raises:
+        ValueError: if the last axis is missing or has another length.
+    """
     shape = np.shape(value)
     if len(shape) == 0 or shape[-1] != expected:
         raise ValueError(
@@ -69,7 +116,22 @@ def check_last_axis(name: str, value: Any, expected: int, what: str) -> None:
 def check_number(
     name: str, value: Any, *, low: float = 0.0, inclusive: bool = False, hint: str = ""
 ) -> float:
-    """A finite real number ``> low`` (``>= low`` when ``inclusive``); ``TypeError`` if not a number."""
+    """A finite real number ``> low`` (``>= low`` when ``inclusive``); ``TypeError`` if not a number.
+
+    Args:
+        name: the name of the input, for the message.
+        value: the input.
+        low: the lower bound.
+        inclusive: accept ``value == low``.
+        hint: text appended to the bound in the message.
+
+    Returns:
+        ``value`` as a float.
+
+    Raises:
+        TypeError: if ``value`` is not a real number (bools are refused).
+        ValueError: if it is not finite or not above ``low``.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
     value = float(value)
@@ -80,15 +142,57 @@ def check_number(
     return value
 
 
+def check_finite_number(name: str, value: Any) -> float:
+    """``value`` as a float, when it is a finite real number of any sign (not a bool).
+
+    Args:
+        name: the name of the input, for the message.
+        value: the input.
+
+    Raises:
+        TypeError: if ``value`` is not a real number.
+        ValueError: if it is NaN or infinite.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    return value
+
+
 def check_count(name: str, value: Any) -> int:
-    """A positive integer (not a bool)."""
+    """A positive integer (not a bool).
+
+    Args:
+        name: the name of the input, for the message.
+        value: the input.
+
+    Returns:
+        ``value`` as an int.
+
+    Raises:
+        ValueError: if it is not an integer >= 1 (bools are refused).
+    """
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     return int(value)
 
 
 def check_choice(name: str, value: Any, choices) -> Any:
-    """One of ``choices``."""
+    """One of ``choices``.
+
+    Args:
+        name: the name of the input, for the message.
+        value: the input.
+        choices: the allowed values.
+
+    Returns:
+        ``value`` unchanged.
+
+    Raises:
+        ValueError: if ``value`` is not one of ``choices``.
+    """
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
     return value

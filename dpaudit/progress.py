@@ -44,7 +44,11 @@ class ProgressBar:
         self._bar, self._task = bar, task
 
     def advance(self, steps: int = 1) -> None:
-        """Advance the bar by ``steps`` (no-op when not shown)."""
+        """Advance the bar by ``steps`` (no-op when not shown).
+
+        Args:
+            steps: the number of steps done since the last call.
+        """
         if self._bar is not None:
             self._bar.advance(self._task, steps)
 

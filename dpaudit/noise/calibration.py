@@ -1,10 +1,11 @@
 r"""Noise calibration for the ICLP and Gaussian mechanisms.
 
-* ICLP (LR Thm 4/8, trap 1): with 1,C-sensitivity ``Delta``,
+* ICLP (LR Thm 4/8; LR print sigma = Delta/epsilon, the sqrt(2) is needed, see
+  docs/paper-errors.md#lr-iclp-sigma-constant): with 1,C-sensitivity ``Delta``,
   ``sigma = sqrt(2) Delta / epsilon`` gives epsilon-DP (unit-variance components).
 * Classical Gaussian (HRW Prop. 2.4, MRS Thm 3.3): ``sigma = c(delta) Delta / epsilon``
   with ``c(delta) = sqrt(2 log(2/delta))``, proven only for ``epsilon <= 1``
-  (trap 16; it fails for large epsilon, e.g. true delta 0.0245 at epsilon 10,
+  (docs/paper-errors.md#mrs-epsilon-at-most-one; it fails for large epsilon, e.g. true delta 0.0245 at epsilon 10,
   delta 0.01).
 * Analytic Gaussian (Balle & Wang 2018, Thm 8): the privacy loss of the
   Gaussian mechanism with ``mu = Delta / sigma`` is ``N(mu^2/2, mu^2)``, so
@@ -56,6 +57,12 @@ def iclp_sigma(sensitivity: float, epsilon: float) -> float:
 def classical_gaussian_multiplier(delta: float) -> float:
     """``c(delta) = sqrt(2 log(2/delta))`` (HRW eq. 6, MRS Thm 3.2).
 
+    Args:
+        delta: the privacy parameter delta.
+
+    Returns:
+        The multiplier ``c(delta)``.
+
     Raises:
         ValueError: if delta is not in (0, 1).
     """
@@ -65,6 +72,14 @@ def classical_gaussian_multiplier(delta: float) -> float:
 
 def classical_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     """``sigma = c(delta) Delta / epsilon``, valid for ``epsilon <= 1`` only.
+
+    Args:
+        sensitivity: the L2 (or Cameron–Martin) sensitivity ``Delta`` (> 0).
+        epsilon: the privacy parameter, ``0 < epsilon <= 1``.
+        delta: the privacy parameter, in (0, 1).
+
+    Returns:
+        The noise multiplier ``sigma``.
 
     Raises:
         ValueError: for ``epsilon > 1`` (the classical bound is not proven there
@@ -91,6 +106,13 @@ def gaussian_delta(epsilon, mu):
     ``delta = Phi(mu/2 - epsilon/mu) - e^epsilon Phi(-mu/2 - epsilon/mu)``, computed
     in log space. Vectorised over numpy arrays.
 
+    Args:
+        epsilon: the privacy parameter (scalar or array).
+        mu: ``Delta / sigma`` (scalar or array, > 0).
+
+    Returns:
+        ``delta(epsilon)``, a float or an array of the broadcast shape.
+
     Example:
         >>> round(float(gaussian_delta(1.0, 1.0)), 6)
         0.126937
@@ -116,6 +138,14 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     ``mu = Delta / sigma`` with brentq and the returned sigma is rounded up, so
     ``gaussian_delta(epsilon, Delta / sigma) <= delta`` holds for the float returned.
 
+    Args:
+        sensitivity: the L2 (or Cameron–Martin) sensitivity ``Delta`` (> 0).
+        epsilon: the privacy parameter (> 0).
+        delta: the privacy parameter, in (0, 1).
+
+    Returns:
+        The noise multiplier ``sigma``.
+
     Raises:
         ValueError: for invalid inputs.
 
@@ -135,8 +165,10 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     lo, hi = -20.0, 0.0
     while excess(hi) < 0:  # delta(epsilon) -> 1 as mu -> infinity, so this ends.
         hi += 2.0
+    # brentq to a few ulps of log(mu): the loop below then needs at most a few steps
     log_mu = scipy.optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)
     sigma = sensitivity / math.exp(log_mu)
+    # round sigma up (one ulp and a relative 1e-15 per step) until the float returned is valid
     while gaussian_delta(epsilon, sensitivity / sigma) > delta:
         sigma = np.nextafter(sigma, np.inf) * (1 + 1e-15)
     return float(sigma)

@@ -1,12 +1,12 @@
 r"""Linear-Laplace releases ``y = loc + A eta / n`` and their exact sensitivity.
 
 A *linear-Laplace* mechanism draws ``p`` i.i.d. Laplace variables
-``eta_j ~ Lap(0, b)`` (scale ``b``, digest §0) and releases
+``eta_j ~ Lap(0, b)`` (scale ``b``, docs/conventions.md#laplace-distribution) and releases
 
 .. math::  y = F_D + A\,\eta / n,
 
 with a public matrix ``A`` (``m x p``) and a public ``count_scale`` ``n``
-(the noise lives on the count scale and is divided by ``n``, digest trap 26).
+(the noise lives on the count scale and is divided by ``n``; BMR's error is in counts, see docs/paper-errors.md#bmr-error-units).
 The hierarchical ECDF of Barczewski, Mawass & Ramon (BMR, Eq. 2) is one: ``A``
 is the leaf-to-ancestor incidence matrix of a complete binary tree
 (:func:`ancestor_matrix`); the textbook binary mechanism is another, with
@@ -128,6 +128,7 @@ def linear_laplace_sensitivity(matrix, shift) -> float:
         raise RuntimeError(f"HiGHS did not solve the sensitivity LP: {result.message}")
     nu = result.x[:p] - result.x[p:]
     residual = float(np.max(np.abs(a @ nu - s)))
+    # HiGHS is feasible to ~1e-7 absolute; 1e-9 relative catches a wrong solution, not noise
     if residual > 1e-9 * max(1.0, float(np.max(np.abs(s)))):
         raise RuntimeError(f"the sensitivity LP solution violates A nu = shift by {residual:.3g}.")
     value = float(np.sum(np.abs(nu)))
@@ -302,6 +303,8 @@ class LinearLaplace(Distribution):
         if m != p or not is_concrete(matrix):
             return None, None
         sign, log_det = np.linalg.slogdet(np.asarray(matrix))
+        # condition number above 1e12: the inverse loses more than 12 of the 16 digits, so the
+        # density would be unreliable; treat the matrix as singular
         if sign == 0 or not np.isfinite(log_det) or np.linalg.cond(np.asarray(matrix)) > 1e12:
             return None, None
         return jnp.linalg.inv(matrix), jnp.asarray(log_det)
@@ -323,12 +326,32 @@ class LinearLaplace(Distribution):
         )
 
     def sample(self, key, sample_shape=()):
+        """Draw ``loc + A eta / n``.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
         eta = self.scale * jax.random.laplace(
             key, sample_shape + self.batch_shape + (self.n_noise,)
         )
         return self.loc + eta @ self.matrix.T / self.count_scale
 
     def log_prob(self, value):
+        """Exact log-density for a square invertible matrix.
+
+        Args:
+            value: release values, shape ``(..., event)``.
+
+        Returns:
+            The log-density, shape ``(...)``.
+
+        Raises:
+            NotImplementedError: when the matrix is not square and well conditioned.
+        """
         if self._inverse is None:
             raise NotImplementedError(
                 f"{type(self).__name__}: the release density is exact only for a square "
@@ -345,7 +368,17 @@ class LinearLaplace(Distribution):
         )
 
     def epsilon(self, other_loc) -> float:
-        """Exact privacy loss between this release and the one centred at ``other_loc``."""
+        """Exact privacy loss between this release and the one centred at ``other_loc``.
+
+        Args:
+            other_loc: the summary of the neighbouring dataset, shape ``(m,)``.
+
+        Returns:
+            ``sup_y |log p(y) - log p'(y)|``, by :func:`linear_laplace_epsilon`.
+
+        Raises:
+            ValueError: if the locations are not 1-D.
+        """
         shift = np.asarray(self.loc) - np.asarray(other_loc)
         if shift.ndim != 1:
             raise ValueError("epsilon compares two single releases; give 1-D locations.")
@@ -435,6 +468,14 @@ class AncestorLaplace(LinearLaplace):
         )
 
     def log_prob(self, value):
+        """The leaf-release log-density, marginalised over the tree noise.
+
+        Args:
+            value: release values, shape ``(..., event)``.
+
+        Returns:
+            The log-density, shape ``(...)``.
+        """
         u = self.count_scale * (value - self.loc)
         shape = u.shape
         flat = u.reshape(-1, shape[-1])
@@ -473,6 +514,7 @@ def _log_integral_exp_abs(kinks, weights, scale):
     slope = (total - 2.0 * below)[..., :-1] / scale  # on (c_j, c_j+1)
     start, end = phi[..., :-1], phi[..., 1:]
     length = c[..., 1:] - c[..., :-1]
+    # below 1e-9 the exponential's change over the segment is below rounding: integrate as flat
     flat = jnp.abs(slope) * length < 1e-9
     safe = jnp.where(flat, 1.0, slope)
     top = jnp.maximum(start, end)
@@ -495,6 +537,7 @@ def _log_cell_integrals(log_f, step):
     """
     a, b = log_f[..., :-1], log_f[..., 1:]
     d = a - b
+    # for |d| < 1e-6 the series -d/2 of log((1 - e^-d)/d) is exact to ~1e-13 and avoids 0/0
     small = jnp.abs(d) < 1e-6
     safe = jnp.where(small, 1.0, d)
     log_mean_factor = jnp.where(small, -d / 2.0, jnp.log(-jnp.expm1(-safe) / safe))

@@ -1,14 +1,15 @@
 r"""Gaussian-process and ICLP noise as numpyro distributions.
 
 Both processes are written in Karhunen–Loève coordinates of a covariance
-operator ``C`` with eigenvalues ``lambda_j`` (digest §1.3, §2.1):
+operator ``C`` with eigenvalues ``lambda_j`` (docs/papers/lr.md#lr-iclp, docs/papers/mrs.md#mrs-setting):
 
 * :class:`GaussianProcessNoise` — coefficient ``j`` is ``N(loc_j, sigma^2 lambda_j)``;
   the law of ``loc + sigma Z`` with ``Z ~ GP(0, C)``.
 * :class:`ICLPNoise` — the Independent Component Laplace Process of Lin &
   Reimherr (Def. 2): coefficient ``j`` is ``Laplace(loc_j, b_j)`` with scale
   ``b_j = sigma sqrt(lambda_j / 2)``, i.e. ``sigma sqrt(lambda_j)`` times a
-  *unit-variance* Laplace variable (trap 1). Its covariance is ``sigma^2 C``,
+  *unit-variance* Laplace variable (LR Lemma 1 / Thm 4 leave out the sqrt(2), see
+  docs/paper-errors.md#lr-iclp-sigma-constant). Its covariance is ``sigma^2 C``,
   the same as the Gaussian process with the same ``sigma``.
 
 Each has event shape ``(K,)``, a batch shape from broadcasting ``loc``
@@ -94,7 +95,14 @@ class KarhunenLoeveNoise(Distribution):
         return self.coefficient_std**2
 
     def with_loc(self, loc) -> KarhunenLoeveNoise:
-        """The same noise centred at other coefficients (the release law under another dataset)."""
+        """The same noise centred at other coefficients (the release law under another dataset).
+
+        Args:
+            loc: the new centre (coefficients), shape ``(..., K)``.
+
+        Returns:
+            A noise of the same type, eigenvalues and sigma.
+        """
         return type(self)(self.eigenvalues, self.sigma, loc, validate_args=self._validate_args)
 
 
@@ -110,10 +118,27 @@ class GaussianProcessNoise(KarhunenLoeveNoise):
     """
 
     def sample(self, key, sample_shape=()):
+        """Independent normal coefficients with standard deviations ``sigma sqrt(lambda_j)``.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
         z = jax.random.normal(key, sample_shape + self.batch_shape + self.event_shape)
         return self.loc + self.coefficient_std * z
 
     def log_prob(self, value):
+        """Sum of the independent normal log-densities of the coefficients.
+
+        Args:
+            value: release values, shape ``(..., event)``.
+
+        Returns:
+            The log-density, shape ``(...)``.
+        """
         std = self.coefficient_std
         u = (value - self.loc) / std
         return jnp.sum(-0.5 * u * u - jnp.log(std) - 0.5 * _LOG_2PI, axis=-1)
@@ -142,10 +167,27 @@ class ICLPNoise(KarhunenLoeveNoise):
         return self.coefficient_std / math.sqrt(2.0)
 
     def sample(self, key, sample_shape=()):
+        """Independent Laplace coefficients with the scales ``laplace_scale``.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
         z = jax.random.laplace(key, sample_shape + self.batch_shape + self.event_shape)
         return self.loc + self.laplace_scale * z
 
     def log_prob(self, value):
+        """Sum of the independent Laplace log-densities of the coefficients (termwise).
+
+        Args:
+            value: release values, shape ``(..., event)``.
+
+        Returns:
+            The log-density, shape ``(...)``.
+        """
         b = self.laplace_scale
         return jnp.sum(-jnp.abs(value - self.loc) / b - jnp.log(2.0 * b), axis=-1)
 
@@ -201,6 +243,8 @@ class GridNoise(Distribution):
         if is_concrete(coefficient_noise.eigenvalues) and is_concrete(basis.eigenvalues):
             # numpy, not jnp: under jit even concrete inputs would give traced booleans
             noise_eigenvalues = np.asarray(coefficient_noise.eigenvalues)
+            # rtol 1e-12: the same eigenvalues up to rounding (e.g. after a float32 round trip
+            # they would differ by far more, which is a different basis)
             if not np.allclose(noise_eigenvalues, np.asarray(basis.eigenvalues), rtol=1e-12):
                 raise ValueError(
                     "the noise eigenvalues differ from the basis eigenvalues; build the noise "
@@ -229,10 +273,27 @@ class GridNoise(Distribution):
         return self.loc
 
     def sample(self, key, sample_shape=()):
+        """Coefficient noise mapped to the grid by the basis, plus ``loc``.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
         coefficients = self.coefficient_noise.sample(key, sample_shape + self.batch_shape)
         return self.loc + coefficients @ self.basis.eigenfunctions.T
 
     def log_prob(self, value):
+        """Log-density of the coefficients of grid values; -inf off the span of the basis.
+
+        Args:
+            value: release values, shape ``(..., event)``.
+
+        Returns:
+            The log-density, shape ``(...)``.
+        """
         centred = value - self.loc
         weights = self.basis.grid.weights
         coefficients = (centred * weights) @ self.basis.eigenfunctions

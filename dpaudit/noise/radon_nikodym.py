@@ -6,12 +6,13 @@ Karhunen–Loève coordinates (``x_j``, ``h_j``; eigenvalues ``lambda_j``):
 * Gaussian process, Cameron–Martin form (MRS Lemma 3.1):
   ``log dP_h/dP_0 (x) = <h, x>_C / sigma^2 - ||h||_C^2 / (2 sigma^2)
   = sum_j (h_j x_j - h_j^2 / 2) / (sigma^2 lambda_j)``.
-* ICLP, 1,C form (LR Lemma 1 / Thm 6, with the sqrt(2) of trap 1):
+* ICLP, 1,C form (LR Lemma 1 / Thm 6, with the sqrt(2) of
+  docs/paper-errors.md#lr-iclp-sigma-constant):
   ``log dP_h/dP_0 (x) = -(sqrt(2)/sigma) sum_j (|x_j - h_j| - |x_j|) / sqrt(lambda_j)``.
 
-Both are evaluated **termwise** (trap 3): under ``P_0`` the norms ``||x||_C``
-and ``||x||_{1,C}`` are infinite almost surely, so only the sum of termwise
-differences converges. The privacy loss of a release ``y`` between datasets
+Both are evaluated **termwise** (docs/paper-errors.md#lr-termwise-density): under
+``P_0`` the norms ``||x||_C`` and ``||x||_{1,C}`` are infinite almost surely, so only
+the sum of termwise differences converges. The privacy loss of a release ``y`` between datasets
 ``D`` and ``D'`` is ``log dP_{f_D - f_D'}/dP_0 (y - f_D')``.
 """
 
@@ -31,7 +32,14 @@ __all__ = [
 
 
 def cameron_martin_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
-    """Summands ``(h_j x_j - h_j^2/2) / (sigma^2 lambda_j)``, shape ``(..., K)``."""
+    """Summands ``(h_j x_j - h_j^2/2) / (sigma^2 lambda_j)``, shape ``(..., K)``.
+
+    Args:
+        shift, point, eigenvalues, sigma: as in :func:`cameron_martin_log_rn`.
+
+    Returns:
+        The summands, shape ``(..., K)``.
+    """
     h = jnp.asarray(shift, dtype=jnp.float64)
     x = jnp.asarray(point, dtype=jnp.float64)
     sigma = jnp.asarray(sigma, dtype=jnp.float64)[..., None]
@@ -47,6 +55,9 @@ def cameron_martin_log_rn(shift, point, eigenvalues, sigma) -> jax.Array:
         eigenvalues: ``(K,)``.
         sigma: noise multiplier, scalar or ``(...)``.
 
+    Returns:
+        The log-density ratio, shape ``(...)``.
+
     Example:
         >>> float(cameron_martin_log_rn(jnp.array([1.0]), jnp.array([0.5]), jnp.array([1.0]), 1.0))
         0.0
@@ -55,7 +66,14 @@ def cameron_martin_log_rn(shift, point, eigenvalues, sigma) -> jax.Array:
 
 
 def one_c_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
-    """Summands ``-(sqrt 2/sigma) (|x_j - h_j| - |x_j|) / sqrt(lambda_j)``, shape ``(..., K)``."""
+    """Summands ``-(sqrt 2/sigma) (|x_j - h_j| - |x_j|) / sqrt(lambda_j)``, shape ``(..., K)``.
+
+    Args:
+        shift, point, eigenvalues, sigma: as in :func:`cameron_martin_log_rn`.
+
+    Returns:
+        The summands, shape ``(..., K)``.
+    """
     h = jnp.asarray(shift, dtype=jnp.float64)
     x = jnp.asarray(point, dtype=jnp.float64)
     sigma = jnp.asarray(sigma, dtype=jnp.float64)[..., None]
@@ -65,6 +83,12 @@ def one_c_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
 
 def one_c_log_rn(shift, point, eigenvalues, sigma) -> jax.Array:
     """``log dP_h/dP_0 (x)`` for ICLP noise (1,C form); ``|value| <= sqrt(2) ||h||_{1,C} / sigma``.
+
+    Args:
+        shift, point, eigenvalues, sigma: as in :func:`cameron_martin_log_rn`.
+
+    Returns:
+        The log-density ratio, shape ``(...)``.
 
     Example:
         >>> float(one_c_log_rn(jnp.array([1.0]), jnp.array([2.0]), jnp.array([2.0]), 1.0))

@@ -13,7 +13,7 @@ Three ways to obtain one:
   quadrature weights ``W``, the eigenproblem ``W^(1/2) K W^(1/2) v = lambda v``
   gives ``phi = W^(-1/2) v``; on the uniform midpoint grid of ``m`` points this
   is ``lambda_k = mu_k / m``, ``phi_k = sqrt(m) v_k`` for the Gram-matrix
-  eigenpairs ``(mu_k, v_k)`` (digest trap 13).
+  eigenpairs ``(mu_k, v_k)`` (LR Alg. 1 corrected, docs/paper-errors.md#lr-discretization-scale).
 * :func:`brownian_motion_basis` — the analytic eigenpairs of ``min(s, t)``.
 * :func:`spectral_basis` — eigenvalues and eigenfunctions supplied directly
   (e.g. a Fourier basis), which gives tests exact ground truth.
@@ -81,6 +81,12 @@ class KarhunenLoeveBasis:
     def project(self, values) -> jax.Array:
         """Coefficients ``h_k = sum_a w_a h(x_a) phi_k(x_a)`` of grid values ``(..., m)``.
 
+        Args:
+            values: grid values ``h(x_a)``, shape ``(..., m)``.
+
+        Returns:
+            The coefficients, shape ``(..., K)``.
+
         Raises:
             ValueError: if the last axis is not the grid size, or on NaN/inf.
         """
@@ -90,18 +96,39 @@ class KarhunenLoeveBasis:
         return (values * self.grid.weights) @ self.eigenfunctions
 
     def reconstruct(self, coefficients) -> jax.Array:
-        """Grid values ``sum_k h_k phi_k(x_a)`` of coefficients ``(..., K)``."""
+        """Grid values ``sum_k h_k phi_k(x_a)`` of coefficients ``(..., K)``.
+
+        Args:
+            coefficients: ``h_k``, shape ``(..., K)``.
+
+        Returns:
+            The grid values, shape ``(..., m)``.
+        """
         coefficients = jnp.asarray(coefficients, dtype=jnp.float64)
         check_last_axis("coefficients", coefficients, self.n_components, "one per component")
         check_finite("coefficients", coefficients)
         return coefficients @ self.eigenfunctions.T
 
     def residual(self, values) -> jax.Array:
-        """Part of grid values ``(..., m)`` orthogonal to the span of the retained eigenfunctions."""
+        """Part of grid values ``(..., m)`` orthogonal to the span of the retained eigenfunctions.
+
+        Args:
+            values: grid values, shape ``(..., m)``.
+
+        Returns:
+            ``values`` minus their reconstruction from the retained components.
+        """
         return jnp.asarray(values, dtype=jnp.float64) - self.reconstruct(self.project(values))
 
     def truncate(self, n_components: int | None = None, *, rtol: float | None = None):
         """Keep the first ``n_components``, or those with ``lambda_k > rtol * lambda_1``.
+
+        Args:
+            n_components: the number of leading components to keep.
+            rtol: keep the components whose eigenvalue exceeds ``rtol`` times the largest.
+
+        Returns:
+            A new :class:`KarhunenLoeveBasis` on the same grid.
 
         Raises:
             ValueError: if ``n_components`` is not in ``1..K`` or ``rtol`` is not in [0, 1).
@@ -110,16 +137,40 @@ class KarhunenLoeveBasis:
         return KarhunenLoeveBasis(self.eigenvalues[:k], self.eigenfunctions[:, :k], self.grid)
 
     def power(self, eta: float) -> KarhunenLoeveBasis:
-        """Basis of the operator power ``C^eta``: same eigenfunctions, eigenvalues ``lambda^eta``."""
+        """Basis of the operator power ``C^eta``: same eigenfunctions, eigenvalues ``lambda^eta``.
+
+        Args:
+            eta: the power (> 0).
+
+        Returns:
+            A new :class:`KarhunenLoeveBasis`.
+
+        Raises:
+            ValueError: if ``eta`` is not a finite number > 0.
+        """
         check_positive("eta", eta)
         return KarhunenLoeveBasis(self.eigenvalues**eta, self.eigenfunctions, self.grid)
 
     def trace(self, power: float = 1.0) -> jax.Array:
-        """``tr(C^power) = sum_k lambda_k^power`` over the retained components."""
+        """``tr(C^power) = sum_k lambda_k^power`` over the retained components.
+
+        Args:
+            power: the operator power.
+
+        Returns:
+            The trace as a 0-d array.
+        """
         return jnp.sum(self.eigenvalues**power)
 
     def covariance(self, power: float = 1.0) -> jax.Array:
-        """Matrix ``[C^power(x_a, x_b)]`` of the truncated operator on the grid, ``(m, m)``."""
+        """Matrix ``[C^power(x_a, x_b)]`` of the truncated operator on the grid, ``(m, m)``.
+
+        Args:
+            power: the operator power.
+
+        Returns:
+            The ``(m, m)`` covariance matrix on the grid points.
+        """
         return (self.eigenfunctions * self.eigenvalues**power) @ self.eigenfunctions.T
 
 
@@ -307,6 +358,15 @@ def brownian_motion_basis(
     ``lambda_j = 1 / ((j - 1/2)^2 pi^2)`` and ``phi_j(t) = sqrt(2) sin((j - 1/2) pi t)``.
     On the midpoint grid these functions are exactly orthonormal (a DST-IV
     basis) for ``n_components <= m``; on other grids loosen ``orthonormality_tol``.
+
+    Args:
+        grid: a one-dimensional :class:`~dpaudit.spaces.Grid` on [0, 1].
+        n_components: the number ``K`` of components (``1..m``).
+        orthonormality_tol: the largest deviation of the grid Gram matrix of
+            the eigenfunctions from the identity that is accepted.
+
+    Returns:
+        The :class:`KarhunenLoeveBasis`.
 
     Raises:
         ValueError: if the grid is not one-dimensional or ``n_components`` is

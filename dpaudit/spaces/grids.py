@@ -3,8 +3,9 @@
 A function on the domain is represented by its values at the grid points; the
 L2 inner product is approximated by the quadrature rule
 ``<f, g> = sum_a w_a f(x_a) g(x_a)``. The default midpoint grid has equal
-weights ``1/m`` on ``m`` points, which is the normalisation of the seed digest
-(trap 13): Gram-matrix eigenpairs ``(mu_k, v_k)`` become L2 eigenpairs
+weights ``1/m`` on ``m`` points, the L2 normalisation of LR Alg. 1 as corrected in
+docs/paper-errors.md#lr-discretization-scale (docs/conventions.md#grid-normalisation):
+Gram-matrix eigenpairs ``(mu_k, v_k)`` become L2 eigenpairs
 ``lambda_k = mu_k / m`` and ``phi_k = sqrt(m) v_k``.
 """
 
@@ -44,7 +45,15 @@ class Grid:
         return int(self.points.shape[1])
 
     def inner(self, f: jax.Array, g: jax.Array) -> jax.Array:
-        """Quadrature L2 inner product of grid values along the last axis."""
+        """Quadrature L2 inner product of grid values along the last axis.
+
+        Args:
+            f: grid values, shape ``(..., m)``.
+            g: grid values, shape ``(..., m)``.
+
+        Returns:
+            ``sum_a w_a f_a g_a``, shape ``(...)``.
+        """
         return jnp.sum(self.weights * f * g, axis=-1)
 
 
@@ -55,7 +64,7 @@ def uniform_grid(size: int | tuple[int, ...], dim: int = 1, *, rule: str = "midp
         size: points per axis (an int, or one int per axis).
         dim: dimension of the domain (1, 2, ...).
         rule: ``"midpoint"`` (cell centres ``(i - 1/2)/n``, equal weights; the
-            normalisation ``lambda = mu/m`` of trap 13) or ``"trapezoid"``
+            normalisation ``lambda = mu/m``, docs/paper-errors.md#lr-discretization-scale) or ``"trapezoid"``
             (``linspace(0, 1, n)`` including the endpoints, trapezoid weights).
 
     Returns:
@@ -99,6 +108,13 @@ def uniform_grid(size: int | tuple[int, ...], dim: int = 1, *, rule: str = "midp
 
 def custom_grid(points, weights) -> Grid:
     """A grid from user-given points ``(m,)`` or ``(m, d)`` and positive weights ``(m,)``.
+
+    Args:
+        points: the grid points, ``(m,)`` or ``(m, d)``.
+        weights: the quadrature weights, ``(m,)``, all > 0.
+
+    Returns:
+        The :class:`Grid`.
 
     Raises:
         ValueError: on NaN/inf, non-positive weights, or mismatched lengths.

@@ -10,7 +10,8 @@ no derivative).
 
 Kernels (``r = ||x - y||``, lengthscale ``rho``):
 
-* :class:`Matern` (LR Sec. 6, digest §1.10, trap 12)
+* :class:`Matern` (LR Sec. 6, docs/papers/lr.md#lr-matern; the constant is Gamma(nu),
+  see docs/paper-errors.md#lr-matern-formula)
   ``C_nu(r) = 2^(1-nu)/Gamma(nu) (sqrt(2 nu) r/rho)^nu K_nu(sqrt(2 nu) r/rho)``,
   with closed forms for nu = 1/2, 3/2, 5/2 (MRS kernels C4, C3, C2).
 * :class:`Gaussian` ``exp(-r^2 / (2 rho^2))`` (HRW's KDE kernel; MRS's
@@ -82,10 +83,26 @@ class Kernel:
         return self.gram(x, y)
 
     def gram(self, x: jax.Array, y: jax.Array) -> jax.Array:  # pragma: no cover - abstract
+        """The Gram matrix of two point sets (subclasses implement it).
+
+        Args:
+            x: points ``(a, d)``.
+            y: points ``(b, d)`` of the same dimension.
+
+        Returns:
+            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
+        """
         raise NotImplementedError
 
     def diagonal(self, x) -> jax.Array:
-        """``k(x_a, x_a)`` for each point (used for ``sup_x K(x, x)`` bounds)."""
+        """``k(x_a, x_a)`` for each point (used for ``sup_x K(x, x)`` bounds).
+
+        Args:
+            x: points ``(a,)`` or ``(a, d)``.
+
+        Returns:
+            The diagonal ``(a,)``.
+        """
         x = _as_points(x)
         return jax.vmap(lambda p: self.gram(p[None, :], p[None, :])[0, 0])(x)
 
@@ -96,7 +113,7 @@ class Matern(Kernel):
 
     ``C(r) = 2^(1-nu)/Gamma(nu) * (sqrt(2 nu) r/rho)^nu * K_nu(sqrt(2 nu) r/rho)``, ``C(0) = 1``.
     The normalising constant uses Gamma(nu) (the LR paper prints Gamma of the
-    wrong symbol; trap 12). Eigenvalues on [0,1]^d decay like ``j^(-2(nu + d/2))``.
+    wrong symbol; see docs/paper-errors.md#lr-matern-formula). Eigenvalues on [0,1]^d decay like ``j^(-2(nu + d/2))``.
 
     Args:
         nu: smoothness > 0. 1/2, 3/2 and 5/2 use closed forms; other values use
@@ -120,6 +137,15 @@ class Matern(Kernel):
         check_positive("Matern variance", self.variance)
 
     def gram(self, x, y):
+        """The Matérn Gram matrix (closed forms for nu in 1/2, 3/2, 5/2).
+
+        Args:
+            x: points ``(a, d)``.
+            y: points ``(b, d)`` of the same dimension.
+
+        Returns:
+            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
+        """
         r = _safe_sqrt(_squared_distances(x, y)) / self.lengthscale
         nu = float(self.nu)
         if nu == 0.5:
@@ -174,6 +200,15 @@ class Gaussian(Kernel):
         check_positive("Gaussian variance", self.variance)
 
     def gram(self, x, y):
+        """The Gaussian (squared-exponential) Gram matrix.
+
+        Args:
+            x: points ``(a, d)``.
+            y: points ``(b, d)`` of the same dimension.
+
+        Returns:
+            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
+        """
         ls = jnp.asarray(self.lengthscale, dtype=jnp.float64)
         if ls.ndim == 1 and ls.shape[0] != x.shape[1]:
             raise ValueError(
@@ -203,6 +238,15 @@ class Exponential(Kernel):
             raise ValueError(f"Exponential norm must be 'l1' or 'l2', got {self.norm!r}.")
 
     def gram(self, x, y):
+        """The exponential Gram matrix (L1 or L2 distance).
+
+        Args:
+            x: points ``(a, d)``.
+            y: points ``(b, d)`` of the same dimension.
+
+        Returns:
+            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
+        """
         if self.norm == "l1":
             r = jnp.sum(jnp.abs(x[:, None, :] - y[None, :, :]), axis=-1)
         else:
@@ -225,6 +269,18 @@ class BrownianMotion(Kernel):
         check_positive("BrownianMotion variance", self.variance)
 
     def gram(self, x, y):
+        """The Brownian-motion Gram matrix ``min(s, t)`` (one-dimensional points).
+
+        Args:
+            x: points ``(a, d)``.
+            y: points ``(b, d)`` of the same dimension.
+
+        Returns:
+            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
+
+        Raises:
+            ValueError: for points of dimension other than 1.
+        """
         if x.shape[1] != 1:
             raise ValueError(
                 f"the Brownian-motion kernel is defined on [0, 1] only, got points of dimension "
@@ -253,5 +309,14 @@ class CallableKernel(Kernel):
             raise TypeError(f"CallableKernel needs a callable fn(x, y), got {type(self.fn)}.")
 
     def gram(self, x, y):
+        """The Gram matrix of the wrapped function, vmapped over both point sets.
+
+        Args:
+            x: points ``(a, d)``.
+            y: points ``(b, d)`` of the same dimension.
+
+        Returns:
+            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
+        """
         row = jax.vmap(self.fn, in_axes=(None, 0))
         return jax.vmap(row, in_axes=(0, None))(x, y)

@@ -1,7 +1,8 @@
 """Tools to regression-test DP mechanisms in your own CI (pytest + hypothesis).
 
-* Record spaces — the data bound a sensitivity claim is about: :class:`L2Ball`
-  (curves on a grid, or vectors), :class:`Box`, :class:`Labels`, :class:`Product`.
+* :mod:`dpaudit.testing.record_spaces` — the data bound a sensitivity claim is
+  about: :class:`L2Ball` (curves on a grid, or vectors), :class:`Box`,
+  :class:`Labels`, :class:`Product`.
 * :mod:`dpaudit.testing.strategies` — hypothesis strategies for datasets and
   neighbouring pairs (curves, points, labelled points, scores with labels).
 * :func:`worst_neighbours` — worst-case neighbour search (projected gradient
@@ -52,14 +53,14 @@ from dpaudit.testing.assertions import SensitivityViolation as SensitivityViolat
 from dpaudit.testing.assertions import assert_compatible as assert_compatible
 from dpaudit.testing.assertions import assert_dp as assert_dp
 from dpaudit.testing.assertions import assert_sensitivity_bound as assert_sensitivity_bound
-from dpaudit.testing.search import Box as Box
-from dpaudit.testing.search import L2Ball as L2Ball
-from dpaudit.testing.search import Labels as Labels
-from dpaudit.testing.search import Product as Product
-from dpaudit.testing.search import RecordSpace as RecordSpace
+from dpaudit.testing.record_spaces import Box as Box
+from dpaudit.testing.record_spaces import L2Ball as L2Ball
+from dpaudit.testing.record_spaces import Labels as Labels
+from dpaudit.testing.record_spaces import Product as Product
+from dpaudit.testing.record_spaces import RecordSpace as RecordSpace
+from dpaudit.testing.record_spaces import record_space_of as record_space_of
 from dpaudit.testing.search import SearchBudget as SearchBudget
 from dpaudit.testing.search import SensitivityTarget as SensitivityTarget
 from dpaudit.testing.search import WorstCase as WorstCase
-from dpaudit.testing.search import record_space_of as record_space_of
 from dpaudit.testing.search import sensitivity_target as sensitivity_target
 from dpaudit.testing.search import worst_neighbours as worst_neighbours

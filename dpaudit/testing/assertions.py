@@ -37,21 +37,21 @@ import dataclasses
 import importlib
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.adjacency import adjacency_of, n_records
+from dpaudit.adjacency import Adjacency, adjacency_of, n_records
 from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.noise.processes import GridNoise, ICLPNoise, KarhunenLoeveNoise
+from dpaudit.testing.record_spaces import RecordSpace, record_space_of
 from dpaudit.testing.search import (
-    RecordSpace,
     SearchBudget,
+    SensitivityTarget,
     WorstCase,
-    _describe_pair,
-    record_space_of,
+    describe_pair,
     sensitivity_target,
     worst_neighbours,
 )
@@ -132,8 +132,8 @@ def _changed_index(data, data_prime, adjacency: str) -> int:
 def _pair_text(data, data_prime, adjacency: str) -> str:
     index = _changed_index(data, data_prime, adjacency)
     if adjacency == "add-remove" and n_records(data) < n_records(data_prime):
-        return _describe_pair(data_prime, data, index, adjacency).replace("D' is D", "D is D'")
-    return _describe_pair(data, data_prime, index, adjacency)
+        return describe_pair(data_prime, data, index, adjacency).replace("D' is D", "D is D'")
+    return describe_pair(data, data_prime, index, adjacency)
 
 
 def _is_strategy(value) -> bool:
@@ -156,6 +156,20 @@ def _run_hypothesis(strategy, check, hypothesis_settings=None) -> None:
             current, phases=[p for p in current.phases if p is not Phase.explain]
         )
     hypothesis_settings(given(strategy)(check))()
+
+
+def _check_each_pair(datasets, check, hypothesis_settings) -> None:
+    """Run ``check(pair)`` on every given pair, or on pairs drawn from a hypothesis strategy."""
+    if _is_strategy(datasets):
+        _run_hypothesis(datasets, check, hypothesis_settings)
+    elif isinstance(datasets, Iterable):
+        for pair in datasets:
+            check(pair)
+    else:
+        raise TypeError(
+            "datasets must be an iterable of (D, D') pairs or a hypothesis strategy of pairs, "
+            f"got {type(datasets).__name__}."
+        )
 
 
 # ------------------------------------------------------------ sensitivity bound
@@ -189,7 +203,7 @@ def assert_sensitivity_bound(
     2. ``record_space`` (and ``n``): a worst-case search
        (:func:`~dpaudit.testing.search.worst_neighbours`, with ``budget``,
        ``seed`` and ``search_options``). A mechanism's own record space
-       (:func:`~dpaudit.testing.search.record_space_of`) and ``params["n"]``
+       (:func:`~dpaudit.testing.record_spaces.record_space_of`) and ``params["n"]``
        are used when it declares them.
 
     Args:
@@ -221,6 +235,27 @@ def assert_sensitivity_bound(
             "give datasets= (pairs or a hypothesis strategy of pairs) or record_space= (and n) "
             "for a worst-case search."
         )
+    if datasets is not None:
+        check = _sensitivity_check(spec, rtol, atol, check_adjacency)
+        _check_each_pair(datasets, check, hypothesis_settings)
+    if record_space is None:
+        return None
+    if n is None and isinstance(target, Mechanism):
+        n = target.params.get("n")
+    worst = worst_neighbours(
+        spec,
+        record_space=record_space,
+        n=n,
+        budget=budget,
+        seed=seed,
+        **search_options,
+    )
+    _raise_if_worst_exceeds(spec, worst, rtol, atol, seed)
+    return worst
+
+
+def _sensitivity_check(spec: SensitivityTarget, rtol: float, atol: float, check_adjacency: bool):
+    """``check(pair)`` raising :class:`SensitivityViolation` when the pair exceeds the bound."""
     limit = spec.bound * (1.0 + rtol) + atol
 
     def check(pair) -> None:
@@ -240,29 +275,13 @@ def assert_sensitivity_bound(
                 bound=spec.bound,
             )
 
-    if datasets is not None:
-        if _is_strategy(datasets):
-            _run_hypothesis(datasets, check, hypothesis_settings)
-        elif isinstance(datasets, Iterable):
-            for pair in datasets:
-                check(pair)
-        else:
-            raise TypeError(
-                "datasets must be an iterable of (D, D') pairs or a hypothesis strategy of pairs, "
-                f"got {type(datasets).__name__}."
-            )
-    if record_space is None:
-        return None
-    if n is None and isinstance(target, Mechanism):
-        n = target.params.get("n")
-    worst = worst_neighbours(
-        spec,
-        record_space=record_space,
-        n=n,
-        budget=budget,
-        seed=seed,
-        **search_options,
-    )
+    return check
+
+
+def _raise_if_worst_exceeds(
+    spec: SensitivityTarget, worst: WorstCase, rtol: float, atol: float, seed: int
+) -> None:
+    """Raise :class:`SensitivityViolation` when the searched pair exceeds the bound (or is nan)."""
     if worst.exceeds(rtol, atol) or not math.isfinite(worst.distance):
         raise SensitivityViolation(
             f"sensitivity bound violated for {spec.name}: {worst.describe()}\n"
@@ -274,7 +293,6 @@ def assert_sensitivity_bound(
             bound=spec.bound,
             worst=worst,
         )
-    return worst
 
 
 # ----------------------------------------------------------------- compatibility
@@ -301,6 +319,100 @@ def _release_laws(target, noise, data, data_prime):
         laws = [GridNoise(noise.coefficient_noise, noise.basis, loc=c) for c in (f, f_prime)]
         return tuple(laws)
     return noise.with_loc(f), noise.with_loc(f_prime)
+
+
+class _CompatibilitySetup(NamedTuple):
+    """What :func:`assert_compatible` checks, resolved from its target.
+
+    Attributes:
+        target: the mechanism (its release laws are used) or the summary function.
+        relation: the :class:`~dpaudit.adjacency.Adjacency` of the pairs.
+        claim_pure: judge for a pure-epsilon claim.
+        name: for messages.
+    """
+
+    target: Any
+    relation: Adjacency
+    claim_pure: bool
+    name: str
+
+
+def _compatibility_setup(target, noise, adjacency, pure) -> _CompatibilitySetup:
+    """Resolve the summary, relation and claim kind of :func:`assert_compatible`."""
+    if isinstance(target, Mechanism):
+        relation = adjacency_of(adjacency if adjacency is not None else target.claim)
+        claim_pure = target.claim.pure if pure is None else bool(pure)
+        name = target.name
+        if noise is not None:
+            if target.summary is None:
+                raise ValueError(f"mechanism {target.name!r} declares no summary.")
+            target = target.summary
+    else:
+        if not callable(target):
+            raise TypeError(
+                f"target must be a Mechanism or a summary function, got {type(target).__name__}."
+            )
+        if noise is None:
+            raise ValueError("give the noise of the release (GridNoise, GaussianProcessNoise ...).")
+        relation = adjacency_of(adjacency if adjacency is not None else "replace-one")
+        claim_pure = isinstance(_noise_parts(noise)[0], ICLPNoise) if pure is None else bool(pure)
+        name = getattr(target, "__name__", "summary")
+    if noise is not None:
+        _noise_parts(noise)  # type check before anything runs
+    return _CompatibilitySetup(target, relation, claim_pure, name)
+
+
+def _compatibility_check(
+    setup: _CompatibilitySetup,
+    noise,
+    results: list,
+    allow_undetermined: bool,
+    check_adjacency: bool,
+    compatibility_options: dict,
+):
+    """``check(pair)`` appending the pair's Compatibility to ``results``, raising on a violation."""
+    from dpaudit.compatibility import compatibility
+    from dpaudit.loss import noise_shift
+
+    name, relation, claim_pure = setup.name, setup.relation, setup.claim_pure
+
+    def check(pair) -> None:
+        data, data_prime = pair
+        if check_adjacency:
+            relation.check(data, data_prime)
+        law, law_prime = _release_laws(setup.target, noise, data, data_prime)
+        shift = noise_shift(law, law_prime)
+        if shift is None or shift.source == "independent":
+            raise TypeError(
+                f"{name}: assert_compatible needs releases that are the same Gaussian-process or "
+                "ICLP noise shifted by the summary (GridNoise, GaussianProcessNoise, ICLPNoise)."
+            )
+        pair_text = _pair_text(data, data_prime, relation.name)
+        if shift.singular:
+            raise CompatibilityViolation(
+                f"{name} is not compatible with its noise: f_D - f_D' has a part of L2 size "
+                f"{shift.residual_norm:.3g} outside the span of the noise eigenfunctions, so the "
+                "two releases are mutually singular:\n" + pair_text,
+                data=data,
+                data_prime=data_prime,
+                result=None,
+            )
+        result = compatibility(shift.shift, shift.eigenvalues, **compatibility_options)
+        results.append(result)
+        allowed = result.allows(claim_pure, shift.family)
+        if allowed is None and allow_undetermined:
+            return
+        if allowed is not True:
+            kind = "pure epsilon-DP" if claim_pure else "(epsilon, delta)-DP"
+            raise CompatibilityViolation(
+                f"{name} is {result.classification} with its {shift.family} noise for {kind}: "
+                f"{result.reason}\n" + pair_text,
+                data=data,
+                data_prime=data_prime,
+                result=result,
+            )
+
+    return check
 
 
 def assert_compatible(
@@ -350,77 +462,12 @@ def assert_compatible(
         CompatibilityViolation: naming the pair, the classification and the reason.
         TypeError: when the release is not shifted Karhunen–Loève noise.
     """
-    from dpaudit.compatibility import compatibility
-    from dpaudit.loss import noise_shift
-
-    if isinstance(target, Mechanism):
-        relation = adjacency_of(adjacency if adjacency is not None else target.claim)
-        claim_pure = target.claim.pure if pure is None else bool(pure)
-        name = target.name
-        if noise is not None:
-            if target.summary is None:
-                raise ValueError(f"mechanism {target.name!r} declares no summary.")
-            target = target.summary
-    else:
-        if not callable(target):
-            raise TypeError(
-                f"target must be a Mechanism or a summary function, got {type(target).__name__}."
-            )
-        if noise is None:
-            raise ValueError("give the noise of the release (GridNoise, GaussianProcessNoise ...).")
-        relation = adjacency_of(adjacency if adjacency is not None else "replace-one")
-        claim_pure = isinstance(_noise_parts(noise)[0], ICLPNoise) if pure is None else bool(pure)
-        name = getattr(target, "__name__", "summary")
-    if noise is not None:
-        _noise_parts(noise)  # type check before anything runs
+    setup = _compatibility_setup(target, noise, adjacency, pure)
     results = []
-
-    def check(pair) -> None:
-        data, data_prime = pair
-        if check_adjacency:
-            relation.check(data, data_prime)
-        law, law_prime = _release_laws(target, noise, data, data_prime)
-        shift = noise_shift(law, law_prime)
-        if shift is None or shift.source == "independent":
-            raise TypeError(
-                f"{name}: assert_compatible needs releases that are the same Gaussian-process or "
-                "ICLP noise shifted by the summary (GridNoise, GaussianProcessNoise, ICLPNoise)."
-            )
-        pair_text = _pair_text(data, data_prime, relation.name)
-        if shift.singular:
-            raise CompatibilityViolation(
-                f"{name} is not compatible with its noise: f_D - f_D' has a part of L2 size "
-                f"{shift.residual_norm:.3g} outside the span of the noise eigenfunctions, so the "
-                "two releases are mutually singular:\n" + pair_text,
-                data=data,
-                data_prime=data_prime,
-                result=None,
-            )
-        result = compatibility(shift.shift, shift.eigenvalues, **compatibility_options)
-        results.append(result)
-        allowed = result.allows(claim_pure, shift.family)
-        if allowed is None and allow_undetermined:
-            return
-        if allowed is not True:
-            kind = "pure epsilon-DP" if claim_pure else "(epsilon, delta)-DP"
-            raise CompatibilityViolation(
-                f"{name} is {result.classification} with its {shift.family} noise for {kind}: "
-                f"{result.reason}\n" + pair_text,
-                data=data,
-                data_prime=data_prime,
-                result=result,
-            )
-
-    if _is_strategy(datasets):
-        _run_hypothesis(datasets, check, hypothesis_settings)
-    elif isinstance(datasets, Iterable):
-        for pair in datasets:
-            check(pair)
-    else:
-        raise TypeError(
-            "datasets must be an iterable of (D, D') pairs or a hypothesis strategy of pairs, "
-            f"got {type(datasets).__name__}."
-        )
+    check = _compatibility_check(
+        setup, noise, results, allow_undetermined, check_adjacency, compatibility_options
+    )
+    _check_each_pair(datasets, check, hypothesis_settings)
     return results
 
 

@@ -47,6 +47,11 @@ settings.register_profile("dpaudit-long", max_examples=2000, deadline=None)
 
 
 def pytest_addoption(parser):
+    """Register ``--dpaudit-profile`` and ``--dpaudit-seed`` (pytest hook).
+
+    Args:
+        parser: pytest's option parser.
+    """
     group = parser.getgroup("dpaudit")
     group.addoption(
         "--dpaudit-profile",
@@ -66,6 +71,11 @@ _previous_profiles: list[str] = []
 
 
 def pytest_configure(config):
+    """Load the hypothesis profile chosen with ``--dpaudit-profile`` (pytest hook).
+
+    Args:
+        config: the pytest config.
+    """
     profile = config.getoption("--dpaudit-profile", default=None)
     if profile is not None:
         _previous_profiles.append(settings.get_current_profile_name())
@@ -74,6 +84,11 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     # restore the caller's profile (matters when pytest runs in-process, e.g. pytester)
+    """Restore the hypothesis profile that was loaded before (pytest hook).
+
+    Args:
+        config: the pytest config.
+    """
     if config.getoption("--dpaudit-profile", default=None) is not None and _previous_profiles:
         settings.load_profile(_previous_profiles.pop())
 
@@ -84,17 +99,36 @@ def _profile(config) -> str:
 
 @pytest.fixture
 def search_budget(request) -> SearchBudget:
-    """The worst-case search budget of the selected profile."""
+    """The worst-case search budget of the selected profile.
+
+    Args:
+        request: the pytest fixture request (reads ``--dpaudit-profile``).
+
+    Returns:
+        ``SearchBudget.long()`` under the ``long`` profile, else ``SearchBudget()``.
+    """
     return SearchBudget.long() if _profile(request.config) == "long" else SearchBudget()
 
 
 @pytest.fixture
 def dpaudit_seed(request) -> int:
-    """The seed given by ``--dpaudit-seed`` (default 0)."""
+    """The seed given by ``--dpaudit-seed`` (default 0).
+
+    Args:
+        request: the pytest fixture request.
+
+    Returns:
+        The seed as an int.
+    """
     return int(request.config.getoption("--dpaudit-seed", default=0))
 
 
 def pytest_generate_tests(metafunc):
+    """Parametrize ``catalogue_name`` / ``faulty_catalogue_name`` over the catalogue (pytest hook).
+
+    Args:
+        metafunc: pytest's test-function metadata.
+    """
     import dpaudit
 
     for argument, faulty in (("catalogue_name", False), ("faulty_catalogue_name", True)):

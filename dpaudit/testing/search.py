@@ -13,19 +13,9 @@ differential evolution. The result is the worst pair found and the
 ratio ``||f_D - f_D'|| / Delta``: a ratio above 1 is a counterexample to the
 claim; a ratio close to 1 says the bound is tight.
 
-Record spaces
--------------
-The search must stay inside the set of records the claim is about. A
-:class:`RecordSpace` describes that set for one record and supplies what the
-search needs: a projection (for gradient ascent), a sampler (for restarts) and a
-map from the unit cube onto the set (for derivative-free search):
-
-* :class:`L2Ball` — curves on a grid with ``||x||_{L2} <= tau`` in the grid's
-  quadrature norm ``(sum_a w_a x_a^2)^(1/2)`` (LR Assumption 1, MRS Sec. 4), or
-  vectors in ``R^d`` with ``||x||_2 <= r`` (ERM features).
-* :class:`Box` — points in ``[low, high]^d`` (KDE data, scores of an ECDF).
-* :class:`Labels` — a finite set of labels (never moved by gradients).
-* :class:`Product` — tuple records such as ``(x, y)`` for labelled data.
+The search stays inside a record space (:mod:`dpaudit.testing.record_spaces`:
+:class:`L2Ball`, :class:`Box`, :class:`Labels`, :class:`Product`), which
+supplies a projection, a sampler and a map from the unit cube onto the set.
 
 Gradient ascent is Riemannian: the gradient is taken in the space's own metric
 (for the weighted L2 ball ``g_a / w_a``), normalised per record and stepped
@@ -50,393 +40,39 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from dpaudit.adjacency import REPLACE_ONE, Adjacency, adjacency_of, n_records
-from dpaudit.adjacency import insert_record as _insert_record
-from dpaudit.adjacency import replace_record as _replace_record
+from dpaudit.adjacency import (
+    REPLACE_ONE,
+    Adjacency,
+    adjacency_of,
+    insert_record,
+    n_records,
+    replace_record,
+)
+from dpaudit.checks import check_finite_number
 from dpaudit.mechanism import Mechanism
-from dpaudit.spaces.grids import Grid
+from dpaudit.testing.record_spaces import Box as Box
+from dpaudit.testing.record_spaces import L2Ball as L2Ball
+from dpaudit.testing.record_spaces import Labels as Labels
+from dpaudit.testing.record_spaces import Product as Product
+from dpaudit.testing.record_spaces import RecordSpace as RecordSpace
+from dpaudit.testing.record_spaces import record_space_of as record_space_of
 
+# the record spaces imported above stay importable from here (``X as X``: re-exported)
 __all__ = [
-    "Box",
-    "L2Ball",
-    "Labels",
-    "Product",
-    "RecordSpace",
     "SearchBudget",
     "SensitivityTarget",
     "WorstCase",
-    "record_space_of",
+    "describe_pair",
     "sensitivity_target",
     "worst_neighbours",
 ]
-
-
-# ------------------------------------------------------------------ record spaces
-
-
-class RecordSpace:
-    """The set of admissible records, with what a search needs to move inside it.
-
-    A record is a single array (leaf spaces) or a tuple of records
-    (:class:`Product`). All methods accept records with leading batch axes.
-    Subclasses implement :meth:`project`, :meth:`sample`, :meth:`from_unit`,
-    :meth:`contains`, :meth:`precondition`, :meth:`record_norm` and the
-    attributes ``shape``, ``unit_dim``, ``scale`` and ``differentiable``.
-    """
-
-    #: shape of one record (leaf spaces).
-    shape: tuple[int, ...] = ()
-    #: number of unit-cube coordinates of :meth:`from_unit`.
-    unit_dim: int = 0
-    #: typical size of the set (step sizes are fractions of it).
-    scale: float = 1.0
-    #: whether gradients may move this record (False for labels).
-    differentiable: bool = True
-
-    def project(self, record):  # pragma: no cover - abstract
-        """The nearest admissible record (metric projection), batched."""
-        raise NotImplementedError
-
-    def sample(self, rng: np.random.Generator, batch_shape=()):  # pragma: no cover - abstract
-        """Random admissible records with leading shape ``batch_shape`` (numpy)."""
-        raise NotImplementedError
-
-    def from_unit(self, u):  # pragma: no cover - abstract
-        """Map ``u`` in ``[0, 1]^unit_dim`` (shape ``(..., unit_dim)``) onto the set (numpy, onto)."""
-        raise NotImplementedError
-
-    def contains(self, record, *, rtol: float = 1e-9) -> bool:  # pragma: no cover - abstract
-        """True when every record (of a batch) is admissible up to ``rtol``."""
-        raise NotImplementedError
-
-    def precondition(self, gradient):
-        """The gradient in the space's metric (Riemannian gradient); identity by default."""
-        return gradient
-
-    def record_norm(self, vector):
-        """Norm of a tangent vector (per record, batched) used to normalise steps."""
-        xp = _xp(vector)
-        axes = tuple(range(-len(self.shape), 0))
-        return xp.sqrt(xp.sum(vector * vector, axis=axes)) if axes else xp.abs(vector)
-
-    def leaf_spaces(self) -> list[RecordSpace]:
-        """The leaf spaces in the order of ``jax.tree_util.tree_leaves(record)``."""
-        return [self]
-
-    def describe(self) -> str:
-        """One line for messages."""
-        return type(self).__name__
-
-
-def _xp(x):
-    """numpy for numpy inputs (no compilation), jax.numpy for JAX arrays and tracers."""
-    return jnp if isinstance(x, jax.Array) else np
-
-
-def _check_finite_number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}.")
-    return value
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class L2Ball(RecordSpace):
-    r"""Records with ``||x|| <= radius``: curves on a grid, or vectors in ``R^dim``.
-
-    On a grid the norm is the quadrature L2 norm ``(sum_a w_a x_a^2)^(1/2)``
-    of the grid values (LR Assumption 1: ``||X_i||_H <= tau``); without a grid
-    it is the Euclidean norm of a vector of length ``dim``.
-
-    Args:
-        radius: the bound ``tau`` (> 0).
-        grid: a :class:`~dpaudit.spaces.Grid` (records are its ``m`` values), or None.
-        dim: the vector length when ``grid`` is None.
-
-    Raises:
-        ValueError / TypeError: for a non-positive radius, or neither/both of grid and dim.
-    """
-
-    radius: float
-    grid: Grid | None = None
-    dim: int | None = None
-
-    def __post_init__(self):
-        radius = _check_finite_number("L2Ball radius", self.radius)
-        if radius <= 0:
-            raise ValueError(f"L2Ball radius must be > 0, got {radius!r}.")
-        object.__setattr__(self, "radius", radius)
-        if (self.grid is None) == (self.dim is None):
-            raise ValueError("L2Ball needs exactly one of grid (curves) or dim (vectors).")
-        if self.grid is not None and not isinstance(self.grid, Grid):
-            raise TypeError(f"L2Ball grid must be a dpaudit Grid, got {type(self.grid).__name__}.")
-        if self.dim is not None and (
-            isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer) or self.dim < 1
-        ):
-            raise ValueError(f"L2Ball dim must be a positive integer, got {self.dim!r}.")
-
-    @property
-    def size(self) -> int:
-        return self.grid.size if self.grid is not None else int(self.dim)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return (self.size,)
-
-    @property
-    def unit_dim(self) -> int:
-        return self.size
-
-    @property
-    def scale(self) -> float:
-        return self.radius
-
-    @property
-    def weights(self) -> np.ndarray:
-        if self.grid is None:
-            return np.ones(self.size)
-        return np.asarray(self.grid.weights, dtype=np.float64)
-
-    def norm(self, record):
-        """``(sum_a w_a x_a^2)^(1/2)`` along the last axis."""
-        xp = _xp(record)
-        x = xp.asarray(record, dtype=xp.float64)
-        return xp.sqrt(xp.sum(self.weights * x * x, axis=-1))
-
-    def record_norm(self, vector):
-        return self.norm(vector)
-
-    def precondition(self, gradient):
-        return gradient / self.weights
-
-    def project(self, record):
-        xp = _xp(record)
-        x = xp.asarray(record, dtype=xp.float64)
-        norm = self.norm(x)
-        factor = xp.minimum(1.0, self.radius / xp.where(norm > 0, norm, 1.0))
-        return x * factor[..., None]
-
-    def sample(self, rng: np.random.Generator, batch_shape=()):
-        # uniform in the ball of the weighted norm
-        z = rng.standard_normal((*tuple(batch_shape), self.size)) / np.sqrt(self.weights)
-        direction = z / self.norm(z)[..., None]
-        u = rng.uniform(size=tuple(batch_shape))
-        return direction * (self.radius * u ** (1.0 / self.size))[..., None]
-
-    def from_unit(self, u):
-        x = (2.0 * np.asarray(u, dtype=float) - 1.0) * self.radius / np.sqrt(self.weights)
-        return self.project(x)
-
-    def contains(self, record, *, rtol: float = 1e-9) -> bool:
-        return bool(np.all(np.asarray(self.norm(record)) <= self.radius * (1.0 + rtol)))
-
-    def describe(self) -> str:
-        if self.grid is not None:
-            return f"curves on a {self.grid.size}-point grid with L2 norm <= {self.radius:g}"
-        return f"vectors in R^{self.dim} with Euclidean norm <= {self.radius:g}"
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Box(RecordSpace):
-    """Records in the box ``[low, high]^dim`` (scalars when ``dim`` is None).
-
-    Args:
-        low, high: the bounds (``low < high``), numbers.
-        dim: the record length, or None for scalar records (scores).
-
-    Raises:
-        ValueError / TypeError: for ``low >= high`` or a bad dim.
-    """
-
-    low: float = 0.0
-    high: float = 1.0
-    dim: int | None = None
-
-    def __post_init__(self):
-        low = _check_finite_number("Box low", self.low)
-        high = _check_finite_number("Box high", self.high)
-        if not low < high:
-            raise ValueError(f"Box needs low < high, got low={low!r}, high={high!r}.")
-        object.__setattr__(self, "low", low)
-        object.__setattr__(self, "high", high)
-        if self.dim is not None and (
-            isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer) or self.dim < 1
-        ):
-            raise ValueError(f"Box dim must be a positive integer or None, got {self.dim!r}.")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return () if self.dim is None else (int(self.dim),)
-
-    @property
-    def unit_dim(self) -> int:
-        return 1 if self.dim is None else int(self.dim)
-
-    @property
-    def scale(self) -> float:
-        return self.high - self.low
-
-    def project(self, record):
-        xp = _xp(record)
-        return xp.clip(xp.asarray(record, dtype=xp.float64), self.low, self.high)
-
-    def sample(self, rng: np.random.Generator, batch_shape=()):
-        return rng.uniform(self.low, self.high, size=(*tuple(batch_shape), *self.shape))
-
-    def from_unit(self, u):
-        u = np.asarray(u, dtype=float)
-        if self.dim is None:
-            u = u[..., 0]
-        return self.low + np.clip(u, 0.0, 1.0) * (self.high - self.low)
-
-    def contains(self, record, *, rtol: float = 1e-9) -> bool:
-        x = np.asarray(record)
-        slack = rtol * (self.high - self.low)
-        return bool(np.all((x >= self.low - slack) & (x <= self.high + slack)))
-
-    def describe(self) -> str:
-        where = "scalars" if self.dim is None else f"points in R^{self.dim}"
-        return f"{where} in [{self.low:g}, {self.high:g}]" + ("" if self.dim is None else "^d")
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Labels(RecordSpace):
-    """Records from a finite set of labels (``(-1.0, 1.0)``, ``(0, 1)``, categories ``0..k-1``).
-
-    Scalar records by default; with ``dim`` a record is a vector of ``dim``
-    labels (e.g. the 0/1 answers of one record to ``dim`` counting queries).
-    Gradients never move labels; restarts and derivative-free search choose them.
-
-    Raises:
-        ValueError: for no labels, non-finite labels, or a bad dim.
-    """
-
-    values: tuple = (-1.0, 1.0)
-    dim: int | None = None
-    differentiable = False
-
-    def __post_init__(self):
-        values = np.asarray(self.values)
-        if values.ndim != 1 or values.size < 1 or not np.all(np.isfinite(values)):
-            raise ValueError(
-                f"Labels needs a non-empty list of finite labels, got {self.values!r}."
-            )
-        object.__setattr__(self, "values", tuple(values.tolist()))
-        if self.dim is not None and (
-            isinstance(self.dim, bool) or not isinstance(self.dim, int | np.integer) or self.dim < 1
-        ):
-            raise ValueError(f"Labels dim must be a positive integer or None, got {self.dim!r}.")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return () if self.dim is None else (int(self.dim),)
-
-    @property
-    def array(self) -> np.ndarray:
-        return np.asarray(self.values)
-
-    @property
-    def unit_dim(self) -> int:
-        return 1 if self.dim is None else int(self.dim)
-
-    def project(self, record):
-        xp = _xp(record)
-        x = xp.asarray(record)
-        nearest = xp.argmin(xp.abs(x[..., None] - self.array), axis=-1)
-        return xp.asarray(self.array)[nearest]
-
-    def sample(self, rng: np.random.Generator, batch_shape=()):
-        return rng.choice(self.array, size=(*tuple(batch_shape), *self.shape))
-
-    def from_unit(self, u):
-        u = np.asarray(u, dtype=float)
-        if self.dim is None:
-            u = u[..., 0]
-        k = len(self.values)
-        return self.array[np.clip(np.floor(u * k).astype(int), 0, k - 1)]
-
-    def contains(self, record, *, rtol: float = 1e-9) -> bool:
-        return bool(np.all(np.isin(np.asarray(record), self.array)))
-
-    def describe(self) -> str:
-        where = "" if self.dim is None else f" (vectors of {self.dim})"
-        return f"labels in {set(self.values)}{where}"
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Product(RecordSpace):
-    """Tuple records ``(r_1, ..., r_k)``, one from each space (labelled points: ``(x, y)``).
-
-    Raises:
-        TypeError: if a component is not a :class:`RecordSpace`.
-    """
-
-    spaces: tuple
-
-    def __init__(self, *spaces):
-        if len(spaces) == 1 and isinstance(spaces[0], list | tuple):
-            spaces = tuple(spaces[0])
-        if not spaces or not all(isinstance(s, RecordSpace) for s in spaces):
-            raise TypeError("Product takes one or more RecordSpace components.")
-        object.__setattr__(self, "spaces", tuple(spaces))
-
-    @property
-    def unit_dim(self) -> int:
-        return sum(s.unit_dim for s in self.spaces)
-
-    @property
-    def scale(self) -> float:
-        return max(s.scale for s in self.spaces)
-
-    def leaf_spaces(self) -> list[RecordSpace]:
-        return [leaf for s in self.spaces for leaf in s.leaf_spaces()]
-
-    def project(self, record):
-        return tuple(s.project(r) for s, r in zip(self.spaces, record, strict=True))
-
-    def sample(self, rng: np.random.Generator, batch_shape=()):
-        return tuple(s.sample(rng, batch_shape) for s in self.spaces)
-
-    def from_unit(self, u):
-        u = np.asarray(u, dtype=float)
-        out, start = [], 0
-        for s in self.spaces:
-            out.append(s.from_unit(u[..., start : start + s.unit_dim]))
-            start += s.unit_dim
-        return tuple(out)
-
-    def contains(self, record, *, rtol: float = 1e-9) -> bool:
-        return all(s.contains(r, rtol=rtol) for s, r in zip(self.spaces, record, strict=True))
-
-    def describe(self) -> str:
-        return "(" + ", ".join(s.describe() for s in self.spaces) + ")"
-
-
-def record_space_of(mechanism: Mechanism) -> RecordSpace | None:
-    """The record space a mechanism declares, or None.
-
-    Looked up, in order, as an attribute ``record_space`` of the mechanism and
-    as ``mechanism.params["record_space"]`` (builders may put it there until
-    :class:`~dpaudit.Mechanism` has a field for it).
-    """
-    space = getattr(mechanism, "record_space", None)
-    if space is None:
-        space = mechanism.params.get("record_space")
-    if space is not None and not isinstance(space, RecordSpace):
-        raise TypeError(
-            f"mechanism {mechanism.name!r} declares a record_space that is not a "
-            f"dpaudit.testing RecordSpace: {type(space).__name__}."
-        )
-    return space
 
 
 # ------------------------------------------------------------------------ targets
@@ -461,13 +97,33 @@ class SensitivityTarget:
     name: str = "summary"
 
     def distance(self, data, data_prime) -> float:
-        """``||f_D - f_D'||`` evaluated outside ``jit``."""
+        """``||f_D - f_D'||`` evaluated outside ``jit``.
+
+        Args:
+            data: the dataset ``D``.
+            data_prime: its neighbour ``D'``.
+
+        Returns:
+            The norm of the difference of the two summaries.
+        """
         diff = jax.tree_util.tree_map(jnp.subtract, self.summary(data), self.summary(data_prime))
         return float(self.norm(diff))
 
 
 def sensitivity_target(target, norm=None, bound=None, *, adjacency=None) -> SensitivityTarget:
     """A :class:`SensitivityTarget` from a :class:`~dpaudit.Mechanism` or ``(summary, norm, bound)``.
+
+    Args:
+        target: a :class:`~dpaudit.Mechanism`, a :class:`SensitivityTarget`
+            (returned as it is) or a summary function.
+        norm: the norm of a difference of summaries (required with a function;
+            overrides the mechanism's).
+        bound: the claimed sensitivity (the mechanism's claim by default; None
+            with a function: search only).
+        adjacency: the relation (the claim's, or replace-one).
+
+    Returns:
+        The :class:`SensitivityTarget`.
 
     Raises:
         ValueError: if the mechanism declares no summary/norm, or a summary is
@@ -499,7 +155,7 @@ def sensitivity_target(target, norm=None, bound=None, *, adjacency=None) -> Sens
             "give the norm of a difference of summaries, e.g. norm=dpaudit.spaces.l2_norm."
         )
     if bound is not None:
-        bound = _check_finite_number("bound", bound)
+        bound = check_finite_number("bound", bound)
         if bound <= 0:
             raise ValueError(f"the claimed sensitivity bound must be > 0, got {bound!r}.")
     return SensitivityTarget(
@@ -546,7 +202,7 @@ class SearchBudget:
             raise ValueError(
                 f"SearchBudget evolution_iterations must be an integer >= 0, got {value!r}."
             )
-        lr = _check_finite_number("SearchBudget learning_rate", self.learning_rate)
+        lr = check_finite_number("SearchBudget learning_rate", self.learning_rate)
         if lr <= 0:
             raise ValueError(f"SearchBudget learning_rate must be > 0, got {lr!r}.")
 
@@ -592,14 +248,22 @@ class WorstCase:
     name: str = "summary"
 
     def exceeds(self, rtol: float = 1e-6, atol: float = 0.0) -> bool:
-        """True when ``distance > bound (1 + rtol) + atol`` (a counterexample)."""
+        """True when ``distance > bound (1 + rtol) + atol`` (a counterexample).
+
+        Args:
+            rtol: relative tolerance on the bound (rounding in the summary).
+            atol: absolute tolerance on the bound.
+
+        Returns:
+            False when no bound was given.
+        """
         if self.bound is None:
             return False
         return self.distance > self.bound * (1.0 + rtol) + atol
 
     def describe(self) -> str:
         """The pair and the figures, in a few lines."""
-        records = _describe_pair(self.data, self.data_prime, self.index, self.adjacency)
+        records = describe_pair(self.data, self.data_prime, self.index, self.adjacency)
         bound = "no bound given" if self.bound is None else f"bound {self.bound:.6g}"
         return (
             f"||f_D - f_D'|| = {self.distance:.6g}, {bound}, ratio {self.ratio:.6f} "
@@ -621,7 +285,18 @@ def _format_record(record) -> str:
     return "(" + ", ".join(fmt(leaf) for leaf in leaves) + ")"
 
 
-def _describe_pair(data, data_prime, index: int, adjacency: str) -> str:
+def describe_pair(data, data_prime, index: int, adjacency: str) -> str:
+    """The record that differs between ``D`` and ``D'``, as indented lines for a message.
+
+    Args:
+        data: the dataset ``D`` (records on the first axis; a pytree of arrays).
+        data_prime: its neighbour ``D'``.
+        index: the record that differs (under add-remove: the one ``D'`` lacks).
+        adjacency: ``"replace-one"`` or ``"add-remove"``.
+
+    Returns:
+        Two lines (old and new record) under replace-one, one line under add-remove.
+    """
     old = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], data)
     if adjacency == "replace-one":
         new = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], data_prime)
@@ -648,10 +323,10 @@ def _numpy_pair(replace: bool, base, old, new, index: int):
     index = int(index)
     if replace:
         base = _as_numpy(base)
-        return _replace_record(base, index, _as_numpy(old)), _replace_record(
+        return replace_record(base, index, _as_numpy(old)), replace_record(
             base, index, _as_numpy(new)
         )
-    return _insert_record(_as_numpy(base), index, _as_numpy(old)), _as_numpy(base)
+    return insert_record(_as_numpy(base), index, _as_numpy(old)), _as_numpy(base)
 
 
 def _pick(tree, r: int):
@@ -671,8 +346,8 @@ class _Problem:
 
     def pair(self, base, old, new, index):
         if self.replace:
-            return _replace_record(base, index, old), _replace_record(base, index, new)
-        return _insert_record(base, index, old), base
+            return replace_record(base, index, old), replace_record(base, index, new)
+        return insert_record(base, index, old), base
 
     def objective(self, base, old, new, index):
         data, data_prime = self.pair(base, old, new, index)
@@ -806,6 +481,144 @@ def _gradient_phase(problem: _Problem, starts):
     return (base, old, new, index0), values, first_gradient
 
 
+class _Phase(NamedTuple):
+    """The best pair one search phase found.
+
+    Attributes:
+        method: ``"gradient"``, ``"random"`` or ``"evolution"``.
+        variables: ``(base, old, new, index)`` of the best pair (numpy).
+        value: its objective ``||f_D - f_D'||``.
+    """
+
+    method: str
+    variables: tuple
+    value: float
+
+
+class _PhaseOutcome(NamedTuple):
+    """What a search stage returns: its phases, evaluations spent, and whether it met a flat objective."""
+
+    phases: list[_Phase]
+    evaluations: int
+    flat: bool
+
+
+def _resolve_record_space(target, record_space) -> RecordSpace:
+    """The record space searched: the one given, else the mechanism's; checked."""
+    if record_space is None and isinstance(target, Mechanism):
+        record_space = record_space_of(target)
+    if record_space is None:
+        raise ValueError(
+            "give record_space= (e.g. L2Ball(tau, grid) or Box(0, 1, d)): the search must know "
+            "which records the sensitivity claim is about."
+        )
+    if not isinstance(record_space, RecordSpace):
+        raise TypeError(
+            f"record_space must be a dpaudit.testing RecordSpace, got {type(record_space).__name__}."
+        )
+    return record_space
+
+
+def _check_search_options(method: str, vary: str) -> None:
+    """Reject an unknown ``method`` or ``vary``."""
+    if method not in ("auto", "gradient", "random", "evolution"):
+        raise ValueError(
+            f"method must be 'auto', 'gradient', 'random' or 'evolution', got {method!r}."
+        )
+    if vary not in ("pair", "dataset"):
+        raise ValueError(f"vary must be 'pair' or 'dataset', got {vary!r}.")
+
+
+def _resolve_size(target, record_space: RecordSpace, n, data, replace: bool) -> tuple[int, Any]:
+    """The number of records of ``D`` and the fixed base dataset (None: random bases)."""
+    if n is None and data is None and isinstance(target, Mechanism):
+        n = target.params.get("n")
+    base = None
+    if data is not None:
+        # rtol 1e-9: data produced by a projection may sit on the boundary up to rounding
+        if not record_space.contains(jax.tree_util.tree_map(np.asarray, data), rtol=1e-9):
+            raise ValueError(
+                f"the given data lie outside the record space ({record_space.describe()})."
+            )
+        n_data = n_records(data)
+        if n is not None and n != n_data:
+            raise ValueError(f"n = {n} but the given data hold {n_data} records.")
+        n = n_data if replace else n_data + 1
+        base = _as_numpy(data)
+    # add-remove needs a record to remove, so D has at least 2 records there
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < (1 if replace else 2):
+        raise ValueError(
+            f"n must be an integer >= {1 if replace else 2} (records of D), got {n!r}."
+        )
+    return int(n), base
+
+
+def _gradient_stage(problem: _Problem, rng: np.random.Generator, method: str) -> _PhaseOutcome:
+    """Gradient ascent for ``"auto"``/``"gradient"``; flat when it cannot or need not be used."""
+    budget = problem.budget
+    if method not in ("auto", "gradient"):
+        return _PhaseOutcome([], 0, flat=True)
+    starts = problem.draw(rng, budget.restarts)
+    try:
+        found, values_g, first_gradient = _as_numpy(_gradient_phase(problem, starts))
+    except Exception:
+        if method == "gradient":
+            raise
+        return _PhaseOutcome([], 0, flat=True)  # not differentiable (e.g. a callback)
+    best_g = int(np.argmax(values_g))
+    phase = _Phase("gradient", _pick(found, best_g), float(values_g[best_g]))
+    # a zero first gradient at every start: the objective is flat (piecewise constant)
+    flat = not np.any(first_gradient > 0)
+    return _PhaseOutcome([phase], budget.restarts * (budget.steps + 1), flat)
+
+
+def _derivative_free_stage(
+    problem: _Problem, rng: np.random.Generator, method: str, seed: int
+) -> _PhaseOutcome:
+    """Random candidates, then differential evolution from the best (unless ``"random"``)."""
+    budget, space = problem.budget, problem.space
+    # random candidates, in unit-cube coordinates so that evolution can start from the best
+    evaluate = _batched_objective(problem)
+    base_r, _, _, index_r = problem.draw(rng, budget.candidates)
+    u = rng.uniform(size=(budget.candidates, 2 * space.unit_dim))
+    old_r, new_r = problem.from_unit(u)
+    values_r = evaluate(base_r, old_r, new_r, index_r)
+    evaluations = budget.candidates
+    best = int(np.argmax(values_r))
+    start = _pick((base_r, old_r, new_r, index_r), best)
+    phases = [_Phase("random", start, float(values_r[best]))]
+    if method != "random" and budget.evolution_iterations > 0:
+        found, value, spent = _evolution_phase(
+            problem, evaluate, start[0], start[3], u[best], budget, seed
+        )
+        evaluations += spent
+        phases.append(_Phase("evolution", found, value))
+    return _PhaseOutcome(phases, evaluations, flat=True)
+
+
+def _worst_case(
+    spec: SensitivityTarget, problem: _Problem, phases: list[_Phase], evaluations: int, seed: int
+) -> WorstCase:
+    """The :class:`WorstCase` of the best phase, its distance re-evaluated outside ``jit``."""
+    method_used, (b, o, w, i), _ = max(phases, key=lambda p: p[2])
+    data_np, data_prime_np = _numpy_pair(problem.replace, b, o, w, i)
+    distance = spec.distance(data_np, data_prime_np)
+    ratio = distance / spec.bound if spec.bound is not None else math.nan
+    return WorstCase(
+        data=data_np,
+        data_prime=data_prime_np,
+        index=int(i),
+        distance=distance,
+        bound=spec.bound,
+        ratio=ratio,
+        adjacency=spec.adjacency.name,
+        method=method_used,
+        evaluations=int(evaluations),
+        seed=int(seed),
+        name=spec.name,
+    )
+
+
 def worst_neighbours(
     target,
     norm: Callable | None = None,
@@ -861,98 +674,24 @@ def worst_neighbours(
     Raises:
         ValueError: for a missing record space, a bad ``n``/``method``/``vary``,
             or data outside the record space.
+
     """
     spec = sensitivity_target(target, norm, bound, adjacency=adjacency)
-    if record_space is None and isinstance(target, Mechanism):
-        record_space = record_space_of(target)
-    if record_space is None:
-        raise ValueError(
-            "give record_space= (e.g. L2Ball(tau, grid) or Box(0, 1, d)): the search must know "
-            "which records the sensitivity claim is about."
-        )
-    if not isinstance(record_space, RecordSpace):
-        raise TypeError(
-            f"record_space must be a dpaudit.testing RecordSpace, got {type(record_space).__name__}."
-        )
-    if method not in ("auto", "gradient", "random", "evolution"):
-        raise ValueError(
-            f"method must be 'auto', 'gradient', 'random' or 'evolution', got {method!r}."
-        )
-    if vary not in ("pair", "dataset"):
-        raise ValueError(f"vary must be 'pair' or 'dataset', got {vary!r}.")
+    record_space = _resolve_record_space(target, record_space)
+    _check_search_options(method, vary)
     budget = SearchBudget() if budget is None else budget
     replace = spec.adjacency.name == "replace-one"
-    if n is None and data is None and isinstance(target, Mechanism):
-        n = target.params.get("n")
-    base = None
-    if data is not None:
-        if not record_space.contains(jax.tree_util.tree_map(np.asarray, data), rtol=1e-9):
-            raise ValueError(
-                f"the given data lie outside the record space ({record_space.describe()})."
-            )
-        n_data = n_records(data)
-        if n is not None and n != n_data:
-            raise ValueError(f"n = {n} but the given data hold {n_data} records.")
-        n = n_data if replace else n_data + 1
-        base = _as_numpy(data)
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < (1 if replace else 2):
-        raise ValueError(
-            f"n must be an integer >= {1 if replace else 2} (records of D), got {n!r}."
-        )
-    problem = _Problem(spec, record_space, int(n), base, vary, budget)
+    n, base = _resolve_size(target, record_space, n, data, replace)
+    problem = _Problem(spec, record_space, n, base, vary, budget)
     rng = np.random.default_rng(seed)
 
-    phases: list[tuple[str, tuple, float]] = []
-    evaluations = 0
-    flat = method in ("random", "evolution")
-    if method in ("auto", "gradient"):
-        starts = problem.draw(rng, budget.restarts)
-        try:
-            found, values_g, first_gradient = _as_numpy(_gradient_phase(problem, starts))
-        except Exception:
-            if method == "gradient":
-                raise
-            flat = True  # not differentiable (e.g. a callback without a derivative)
-        else:
-            evaluations += budget.restarts * (budget.steps + 1)
-            flat = not np.any(first_gradient > 0)
-            best_g = int(np.argmax(values_g))
-            phases.append(("gradient", _pick(found, best_g), float(values_g[best_g])))
-    if flat:
-        # random candidates, in unit-cube coordinates so that evolution can start from the best
-        evaluate = _batched_objective(problem)
-        base_r, _, _, index_r = problem.draw(rng, budget.candidates)
-        u = rng.uniform(size=(budget.candidates, 2 * record_space.unit_dim))
-        old_r, new_r = problem.from_unit(u)
-        values_r = evaluate(base_r, old_r, new_r, index_r)
-        evaluations += budget.candidates
-        best = int(np.argmax(values_r))
-        start = _pick((base_r, old_r, new_r, index_r), best)
-        phases.append(("random", start, float(values_r[best])))
-        if method != "random" and budget.evolution_iterations > 0:
-            found, value, spent = _evolution_phase(
-                problem, evaluate, start[0], start[3], u[best], budget, seed
-            )
-            evaluations += spent
-            phases.append(("evolution", found, value))
-
-    method_used, (b, o, w, i), _ = max(phases, key=lambda p: p[2])
-    data_np, data_prime_np = _numpy_pair(problem.replace, b, o, w, i)
-    distance = spec.distance(data_np, data_prime_np)
-    ratio = distance / spec.bound if spec.bound is not None else math.nan
-    return WorstCase(
-        data=data_np,
-        data_prime=data_prime_np,
-        index=int(i),
-        distance=distance,
-        bound=spec.bound,
-        ratio=ratio,
-        adjacency=spec.adjacency.name,
-        method=method_used,
-        evaluations=int(evaluations),
-        seed=int(seed),
-        name=spec.name,
-    )
+    gradient = _gradient_stage(problem, rng, method)
+    phases, evaluations = list(gradient.phases), gradient.evaluations
+    if gradient.flat:
+        fallback = _derivative_free_stage(problem, rng, method, seed)
+        phases += fallback.phases
+        evaluations += fallback.evaluations
+    return _worst_case(spec, problem, phases, evaluations, seed)
 
 
 def _evolution_phase(problem, evaluate, base, index, u0, budget: SearchBudget, seed: int):
@@ -971,6 +710,7 @@ def _evolution_phase(problem, evaluate, base, index, u0, budget: SearchBudget, s
             lambda leaf: np.broadcast_to(leaf, (batch, *np.shape(leaf))), base
         )
         values = evaluate(bases, old, new, np.full((batch,), index))
+        # a finite stand-in for -inf (non-finite distances): scipy's evolution needs finite values
         return -np.where(np.isfinite(values), values, -1e300)
 
     result = scipy.optimize.differential_evolution(

@@ -12,7 +12,7 @@ axis, as :mod:`dpaudit.mechanism` expects:
 * :func:`scores_with_labels` — ``(s, y)`` with scores in ``[low, high]`` and 0/1
   labels (ECDF, ROC);
 * :func:`datasets` and :func:`records` for any
-  :class:`~dpaudit.testing.search.RecordSpace`, and
+  :class:`~dpaudit.testing.record_spaces.RecordSpace`, and
   :func:`neighbouring_pairs` for pairs ``(D, D')`` under either adjacency.
 
 Sizes and shapes are arguments (``n`` is an int, a ``(min, max)`` range or a
@@ -52,7 +52,7 @@ from dpaudit.adjacency import (
     replace_record,
 )
 from dpaudit.spaces.grids import Grid
-from dpaudit.testing.search import Box, L2Ball, Labels, Product, RecordSpace
+from dpaudit.testing.record_spaces import Box, L2Ball, Labels, Product, RecordSpace
 
 __all__ = [
     "cube_points",
@@ -164,6 +164,12 @@ def records(space: RecordSpace) -> st.SearchStrategy:
     vectors, box points, labels and tuples. Any other space is sampled with
     its own ``sample`` from a hypothesis-drawn seed (which shrinks poorly:
     give such spaces their own strategy when counterexamples matter).
+
+    Args:
+        space: the :class:`~dpaudit.testing.RecordSpace`.
+
+    Returns:
+        A hypothesis strategy of single records.
     """
     if isinstance(space, L2Ball):
         if space.grid is not None:
@@ -204,7 +210,7 @@ def datasets(space: RecordSpace, n=(1, 10), *, record_strategy=None) -> st.Searc
     """Datasets of ``n`` records of ``space`` (records stacked on the first axis).
 
     Args:
-        space: the :class:`~dpaudit.testing.search.RecordSpace`.
+        space: the :class:`~dpaudit.testing.record_spaces.RecordSpace`.
         n: the number of records: an int, a ``(min, max)`` range, or a strategy.
         record_strategy: a strategy for one record (``records(space)`` by default).
     """
@@ -254,7 +260,18 @@ def neighbouring_pairs(
 def curves(
     n, grid: Grid, tau: float = 1.0, *, smooth: bool | None = None, n_modes: int = 6
 ) -> st.SearchStrategy[np.ndarray]:
-    """Datasets of ``n`` curves ``(n, m)`` on ``grid`` with L2 norm ``<= tau`` (see :func:`curve_records`)."""
+    """Datasets of ``n`` curves ``(n, m)`` on ``grid`` with L2 norm ``<= tau`` (see :func:`curve_records`).
+
+    Args:
+        n: the number of curves.
+        grid: the :class:`~dpaudit.spaces.Grid`.
+        tau: the L2 bound of each curve.
+        smooth: True: smooth curves, False: rough ones, None: either.
+        n_modes: number of cosine features of smooth curves.
+
+    Returns:
+        A hypothesis strategy of ``(n, m)`` arrays.
+    """
     return datasets(
         L2Ball(tau, grid),
         n,
@@ -263,19 +280,47 @@ def curves(
 
 
 def cube_points(n, d: int = 1) -> st.SearchStrategy[np.ndarray]:
-    """Datasets of ``n`` points ``(n, d)`` of ``[0, 1]^d``."""
+    """Datasets of ``n`` points ``(n, d)`` of ``[0, 1]^d``.
+
+    Args:
+        n: the number of points.
+        d: their dimension.
+
+    Returns:
+        A hypothesis strategy of ``(n, d)`` arrays.
+    """
     return datasets(Box(0.0, 1.0, d), n)
 
 
 def labelled_points(
     n, d: int = 2, *, radius: float = 1.0, labels=(-1.0, 1.0)
 ) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray]]:
-    """Datasets ``(X, y)``: ``X`` ``(n, d)`` with ``||x_i||_2 <= radius``, ``y_i`` in ``labels``."""
+    """Datasets ``(X, y)``: ``X`` ``(n, d)`` with ``||x_i||_2 <= radius``, ``y_i`` in ``labels``.
+
+    Args:
+        n: the number of records.
+        d: the dimension of the features.
+        radius: the Euclidean bound of each feature vector.
+        labels: the label values.
+
+    Returns:
+        A hypothesis strategy of ``(X, y)`` tuples.
+    """
     return datasets(Product(L2Ball(radius, dim=d), Labels(labels)), n)
 
 
 def scores_with_labels(
     n, *, low: float = 0.0, high: float = 1.0, labels=(0, 1)
 ) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray]]:
-    """Datasets ``(s, y)``: scores ``s_i`` in ``[low, high]`` and labels ``y_i`` (ECDF, ROC)."""
+    """Datasets ``(s, y)``: scores ``s_i`` in ``[low, high]`` and labels ``y_i`` (ECDF, ROC).
+
+    Args:
+        n: the number of records.
+        low: the smallest score.
+        high: the largest score.
+        labels: the label values.
+
+    Returns:
+        A hypothesis strategy of ``(s, y)`` tuples.
+    """
     return datasets(Product(Box(low, high), Labels(labels)), n)

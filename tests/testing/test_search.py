@@ -8,7 +8,7 @@ with its analytic supremum of ``||f_D - f_D'||`` over replace-one neighbours:
   ``s_j = lambda_j^eta / (lambda_j^eta + psi)``; ``||f_D - f_D'||_{1,C} =
   (1/n) sum_j w_j |d_j|`` with ``w_j = s_j / sqrt(lambda_j)`` and ``d = X_i - X_i'``,
   ``||d|| <= 2 tau``; by Cauchy–Schwarz the supremum is ``(2 tau / n) ||w||_2``, attained
-  at ``X_i = -X_i' = tau sum_j w_j phi_j / ||w||`` (digest trap 7's tight bound);
+  at ``X_i = -X_i' = tau sum_j w_j phi_j / ||w||`` (the tight bound of docs/paper-errors.md#lr-loose-bounds);
 * MRS penalised mean (MRS Thm 4.1), Cameron–Martin norm: ``(2 tau / n) max_j w_j``,
   attained at ``X_i = -X_i' = tau phi_{j*}``;
 * Gaussian KDE (HRW Sec. 3.4), RKHS norm of the unnormalised kernel, measured on
@@ -97,6 +97,20 @@ def test_sample_mean_reaches_2_tau_over_n(grid):
     np.testing.assert_allclose(a, -b, atol=1e-3)
 
 
+def search_shrunk_mean(shrink, basis, grid, coefficient_norm, analytic):
+    """Search the coefficient-shrunk mean ``shrink * <mean, phi>`` and check it reaches ``analytic``."""
+    worst = worst_neighbours(
+        lambda x: shrink * basis.project(jnp.mean(x, axis=0)),
+        lambda h: coefficient_norm(h, basis.eigenvalues),
+        bound=analytic,
+        record_space=L2Ball(TAU, grid),
+        n=N,
+        budget=BUDGET,
+    )
+    check_reaches(worst, analytic)
+    return worst
+
+
 def test_iclp_qr_mean_reaches_the_cauchy_schwarz_bound_in_the_1c_norm(grid, basis):
     eta, psi = 1.5, 1e-3
     s = shrinkage(basis, eta, psi)
@@ -105,15 +119,7 @@ def test_iclp_qr_mean_reaches_the_cauchy_schwarz_bound_in_the_1c_norm(grid, basi
     printed = 2 * TAU / N * float(jnp.sum(weights))  # LR Thm 6's per-coordinate bound
     assert analytic < printed  # the printed bound is valid but not tight
 
-    worst = worst_neighbours(
-        lambda x: s * basis.project(jnp.mean(x, axis=0)),
-        lambda h: one_c_norm(h, basis.eigenvalues),
-        bound=analytic,
-        record_space=L2Ball(TAU, grid),
-        n=N,
-        budget=BUDGET,
-    )
-    check_reaches(worst, analytic)
+    worst = search_shrunk_mean(s, basis, grid, one_c_norm, analytic)
     # the maximiser has coefficients proportional to w (up to signs)
     d = np.abs(np.asarray(basis.project(worst.data[worst.index] - worst.data_prime[worst.index])))
     cosine = d @ np.asarray(weights) / (np.linalg.norm(d) * float(jnp.linalg.norm(weights)))
@@ -128,15 +134,7 @@ def test_mrs_penalised_mean_reaches_the_cameron_martin_bound(grid, basis):
     # MRS Thm 4.1's eigenvalue-free bound tau / (n sqrt(phi)) at eta = 1 is above it
     assert analytic <= TAU / (N * math.sqrt(phi)) * (1 + 1e-12)
 
-    worst = worst_neighbours(
-        lambda x: s * basis.project(jnp.mean(x, axis=0)),
-        lambda h: cameron_martin_norm(h, basis.eigenvalues),
-        bound=analytic,
-        record_space=L2Ball(TAU, grid),
-        n=N,
-        budget=BUDGET,
-    )
-    check_reaches(worst, analytic)
+    search_shrunk_mean(s, basis, grid, cameron_martin_norm, analytic)
 
 
 def test_gaussian_kde_approaches_the_rkhs_bound_as_points_separate(grid):

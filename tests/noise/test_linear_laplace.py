@@ -1,4 +1,4 @@
-"""Linear-Laplace releases: LP sensitivity (trap 25), the tree DP, and exact densities."""
+"""Linear-Laplace releases: LP sensitivity (docs/paper-errors.md#bmr-noise-scale), the tree DP, and exact densities."""
 
 import itertools
 import math
@@ -126,7 +126,7 @@ def test_ancestor_density_deeper_trees_against_fine_reference():
 
 
 def test_ancestor_samples_fit_density_and_variance():
-    """GOF of sample() against log_prob(); per-point variance 2 (L+1) b^2 / n^2 (oracle 7.6)."""
+    """GOF of sample() against log_prob(); per-point variance 2 (L+1) b^2 / n^2 (docs/oracles.md#oracle-bmr)."""
     d = AncestorLaplace(jnp.array([0.2, 0.5, 0.9]), 2, 1.5, count_scale=10.0)
     x = d.sample(jax.random.key(0), (4000,))
     assert auto_goodness_of_fit(x, jnp.exp(d.log_prob(x))) > TEST_FAILURE_RATE

@@ -30,7 +30,7 @@ Z = scipy.stats.norm.isf(TEST_FAILURE_RATE / (2 * len(EIGENVALUES)))
 
 
 def test_iclp_coefficient_variance_and_mean_absolute_deviation():
-    """Coefficient j: variance sigma^2 lambda_j, mean |.| sigma sqrt(lambda_j / 2) (digest §7.1)."""
+    """Coefficient j: variance sigma^2 lambda_j, mean |.| sigma sqrt(lambda_j / 2) (docs/oracles.md#oracle-iclp-coefficient-law)."""
     sigma = 1.7
     x = np.asarray(ICLPNoise(EIGENVALUES, sigma).sample(jax.random.key(11), (N_MOMENT_SAMPLES,)))
     lam = np.asarray(EIGENVALUES)
@@ -144,14 +144,14 @@ def test_one_c_privacy_loss_is_bounded_and_the_bound_is_attained(args):
 
 
 def test_iclp_calibration_gives_exactly_epsilon_at_the_worst_point():
-    """sigma = sqrt(2) Delta/epsilon (trap 1): worst-case loss is epsilon, not sqrt(2) epsilon."""
+    """sigma = sqrt(2) Delta/epsilon (docs/paper-errors.md#lr-iclp-sigma-constant): worst-case loss is epsilon, not sqrt(2) epsilon."""
     lam = np.array([0.5, 0.2, 0.05])
     h = np.array([0.3, -0.1, 0.02])
     delta_1c, epsilon = float(one_c_norm(h, lam)), 0.7
     sigma = iclp_sigma(delta_1c, epsilon)
     worst = ICLPNoise(lam, sigma, h).log_prob(2 * h) - ICLPNoise(lam, sigma).log_prob(2 * h)
     assert float(worst) == pytest.approx(epsilon, rel=1e-12)
-    # coefficient noise variance 2 Delta^2 lambda_j / epsilon^2 (digest trap 1)
+    # coefficient noise variance 2 Delta^2 lambda_j / epsilon^2 (the sqrt(2) of the calibration, squared)
     np.testing.assert_allclose(ICLPNoise(lam, sigma).variance, 2 * delta_1c**2 * lam / epsilon**2)
 
 

@@ -42,8 +42,11 @@ def test_brownian_motion_on_trapezoid_grid_with_endpoints():
     np.testing.assert_allclose(numeric.eigenvalues, 1.0 / (j * np.pi) ** 2, rtol=5e-3)
 
 
-def test_quadrature_normalisation_is_trap_13():
-    """On the midpoint grid: lambda_k = mu_k / m and phi_k = sqrt(m) v_k."""
+def test_quadrature_normalisation_divides_gram_eigenvalues_by_m():
+    """On the midpoint grid: lambda_k = mu_k / m and phi_k = sqrt(m) v_k.
+
+    (docs/paper-errors.md#lr-discretization-scale)
+    """
     m = 200
     grid = uniform_grid(m)
     kernel = Matern(1.5, 0.1)

@@ -14,7 +14,7 @@ R = np.array([0.0, 1e-4, 0.03, 0.1, 0.37, 1.0])
 
 
 def matern_reference(r, nu, rho):
-    """Textbook Matérn with Gamma(nu) (trap 12), straight from scipy."""
+    """Textbook Matérn with Gamma(nu) (docs/paper-errors.md#lr-matern-formula), straight from scipy."""
     s = np.sqrt(2 * nu) * r / rho
     with np.errstate(invalid="ignore"):
         c = 2 ** (1 - nu) / scipy.special.gamma(nu) * s**nu * scipy.special.kv(nu, s)

@@ -41,13 +41,14 @@ def test_analytic_sigma_is_tight_and_conservative(sensitivity, epsilon, delta):
     assert accounting_delta(sigma, sensitivity, epsilon) == pytest.approx(delta, rel=1e-5)
 
 
-def test_classical_calibration_and_trap_16():
+def test_classical_calibration_is_conservative_then_invalid_for_large_epsilon():
+    """c(delta) Delta/epsilon: see docs/paper-errors.md#mrs-epsilon-at-most-one."""
     assert classical_gaussian_multiplier(0.1) == pytest.approx(math.sqrt(2 * math.log(20)))
     sigma = classical_gaussian_sigma(2.0, 0.5, 1e-3)
     assert sigma == pytest.approx(math.sqrt(2 * math.log(2e3)) * 4.0)
     # very conservative for epsilon <= 1: about 100x smaller true delta at epsilon = 1
     assert gaussian_delta(1.0, 1.0 / classical_gaussian_sigma(1.0, 1.0, 0.01)) < 0.01 / 50
-    # and invalid for large epsilon: sigma = c(0.01) Delta / 10 leaks delta ~ 0.0245 (trap 16)
+    # and invalid for large epsilon: sigma = c(0.01) Delta / 10 leaks delta ~ 0.0245
     mu = 10.0 / classical_gaussian_multiplier(0.01)
     assert gaussian_delta(10.0, mu) == pytest.approx(0.0245, abs=5e-4)
     with pytest.raises(ValueError, match="proven only for epsilon <= 1"):

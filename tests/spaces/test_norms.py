@@ -38,7 +38,7 @@ def test_cameron_martin_is_at_most_one_c(pair):
 
 @given(coefficients_and_eigenvalues(), st.floats(1.0, 3.0))
 def test_one_c_is_bounded_by_power_norm_times_trace(pair, eta):
-    """||h||_{1,C} <= ||h||_{C^eta} sqrt(tr C^(eta - 1)) (Cauchy–Schwarz, digest §0)."""
+    """||h||_{1,C} <= ||h||_{C^eta} sqrt(tr C^(eta - 1)) (Cauchy–Schwarz, docs/conventions.md#norm-inclusions)."""
     h, lam = pair
     bound = float(cameron_martin_norm(h, lam, power=eta)) * np.sqrt(np.sum(lam ** (eta - 1)))
     assert float(one_c_norm(h, lam)) <= bound * (1 + 1e-12) + 1e-300
