@@ -55,10 +55,12 @@ import scipy.optimize
 import scipy.signal
 
 from dpaudit.noise.calibration import gaussian_delta
+from dpaudit.serialize import json_float
 
 __all__ = [
     "DiscretePLD",
     "ExactAccounting",
+    "compose_pmfs",
     "exact_accounting",
     "gaussian_epsilon",
     "gaussian_mu",
@@ -288,8 +290,19 @@ def _batched_tree(rows: np.ndarray, offsets: np.ndarray):
     return int(offsets[0]), rows[0]
 
 
-def _compose(components) -> tuple[int, np.ndarray]:
-    """Convolution of many pmfs ``(offset, probs)``: batched trees per length class, then a heap."""
+def compose_pmfs(components) -> tuple[int, np.ndarray]:
+    """Convolution of many pmfs on a common integer grid.
+
+    Batched FFT trees per length class, then a heap that always convolves the
+    two shortest parts (small ones directly, large ones by FFT).
+
+    Args:
+        components: a sequence of ``(offset, probs)``: ``probs[i]`` is the mass
+            at grid index ``offset + i``.
+
+    Returns:
+        ``(offset, probs)`` of the convolution (``(0, [1.0])`` for no components).
+    """
     if not components:
         return 0, np.ones(1)
     buckets: dict[int, list] = {}
@@ -353,7 +366,7 @@ def laplace_pld(a, discretization: float = 1e-4, *, estimate: str = "pessimistic
         components = _connect_dots_components(a, discretization) if a.size else []
     else:
         components = _rounded_down_components(a, discretization)
-    offset, probs = _compose(components)
+    offset, probs = compose_pmfs(components)
     return DiscretePLD(
         discretization=float(discretization),
         offset=offset,
@@ -430,17 +443,13 @@ class ExactAccounting:
 
     def summary(self) -> dict:
         """JSON-able description."""
-        out = {"family": self.family, "sup_loss": _json_float(self.sup_loss)}
+        out = {"family": self.family, "sup_loss": json_float(self.sup_loss)}
         if self.mu is not None:
             out["mu"] = float(self.mu)
         if self.laplace_parameters is not None:
             out["n_components"] = int(self.laplace_parameters.size)
             out["discretization"] = self.upper_pld.discretization
         return out
-
-
-def _json_float(v: float):
-    return v if math.isfinite(v) else ("inf" if v > 0 else "-inf")
 
 
 def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:

@@ -46,6 +46,9 @@ import math
 
 import numpy as np
 
+from dpaudit.serialize import json_float
+from dpaudit.whitebox.shift import noise_shift
+
 __all__ = [
     "CLASSES",
     "Compatibility",
@@ -95,18 +98,12 @@ class SeriesEvidence:
             "partial_sums": [float(v) for v in self.partial_sums],
             "block_sums": [float(v) for v in self.block_sums],
             "block_ends": [int(v) for v in self.block_ends],
-            "ratio": _jf(self.ratio),
-            "exponent": _jf(self.exponent),
+            "ratio": json_float(self.ratio),
+            "exponent": json_float(self.exponent),
             "converges": self.converges,
-            "tail_estimate": _jf(self.tail_estimate),
-            "limit_estimate": _jf(self.limit_estimate),
+            "tail_estimate": json_float(self.tail_estimate),
+            "limit_estimate": json_float(self.limit_estimate),
         }
-
-
-def _jf(v: float):
-    if math.isnan(v):
-        return None
-    return float(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,8 +321,6 @@ def classify_pair(mechanism, data, data_prime, **kwargs) -> Compatibility | None
     noise (:func:`dpaudit.loss.noise_shift`); the coefficients are
     ``basis.project(f_D - f_D')`` for grid releases.
     """
-    from dpaudit.loss import noise_shift
-
     shift = noise_shift(
         mechanism.release_distribution(data), mechanism.release_distribution(data_prime)
     )

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpaudit.accounting import (
-    _compose,
+    compose_pmfs,
     exact_accounting,
     gaussian_epsilon,
     gaussian_mu,
@@ -109,7 +109,7 @@ def test_fft_composition_matches_direct_convolution():
     comps = [
         (int(rng.integers(-30, 0)), rng.dirichlet(np.ones(rng.integers(2, 400)))) for _ in range(40)
     ]
-    offset, probs = _compose(comps)
+    offset, probs = compose_pmfs(comps)
     direct_offset, direct = comps[0]
     for o, p in comps[1:]:
         direct_offset += o
