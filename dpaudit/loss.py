@@ -114,7 +114,18 @@ def _closed_form_terms(family: str, h, z, eigenvalues, sigma):
 
 
 def closed_form_draws(key, eigenvalues, sigma, n: int, family: str) -> jax.Array:
-    """Noise coordinates ``z (n, K)``: ``N(0, sigma^2 lambda_j)`` or ``Lap(0, sigma sqrt(lambda_j/2))``."""
+    """Noise coordinates ``z (n, K)``: ``N(0, sigma^2 lambda_j)`` or ``Lap(0, sigma sqrt(lambda_j/2))``.
+
+    Args:
+        key: a JAX random key.
+        eigenvalues: ``(K,)`` noise eigenvalues ``lambda_j``.
+        sigma: noise multiplier.
+        n: number of draws.
+        family: ``"gaussian"`` or ``"laplace"``.
+
+    Returns:
+        ``(n, K)`` noise coordinates.
+    """
     shape = (n, eigenvalues.shape[0])
     if family == "gaussian":
         return jax.random.normal(key, shape) * (sigma * jnp.sqrt(eigenvalues))
@@ -126,6 +137,18 @@ def closed_form_losses(key, h, eigenvalues, sigma, singular, n: int, family: str
 
     The draws are not returned, so XLA never writes the ``(n, K)`` noise to memory;
     :func:`closed_form_draws` with the same key regenerates them when one is needed.
+
+    Args:
+        key: a JAX random key.
+        h: ``(K,)`` shift ``f_P - f_Q`` in noise coordinates.
+        eigenvalues: ``(K,)`` noise eigenvalues.
+        sigma: noise multiplier.
+        singular: True for mutually singular laws (every loss is ``+inf``).
+        n: number of draws.
+        family: ``"gaussian"`` or ``"laplace"``.
+
+    Returns:
+        ``(n,)`` losses.
     """
     z = closed_form_draws(key, eigenvalues, sigma, n, family)
     loss = jnp.sum(_closed_form_terms(family, h, z, eigenvalues, sigma), axis=-1)
@@ -133,7 +156,17 @@ def closed_form_losses(key, h, eigenvalues, sigma, singular, n: int, family: str
 
 
 def density_losses(key, dist_p, dist_q, n: int) -> jax.Array:
-    """Losses of ``n`` draws ``x ~ P`` from the two ``log_prob`` (traceable)."""
+    """Losses of ``n`` draws ``x ~ P`` from the two ``log_prob`` (traceable).
+
+    Args:
+        key: a JAX random key.
+        dist_p: the release law ``P`` the releases are drawn from.
+        dist_q: the other release law ``Q``.
+        n: number of draws.
+
+    Returns:
+        ``(n,)`` losses ``log p(x) - log q(x)``.
+    """
     x = dist_p.sample(key, (n,))
     return combine_log_probs(site_log_prob(dist_p, x), site_log_prob(dist_q, x))
 
@@ -164,6 +197,14 @@ def loss_chunk(
     releases. Singular shifts give ``+inf`` for every draw. With
     ``return_draws=False`` only the losses are computed (the fast path: the
     draws are never materialised); the same ``key`` regenerates them.
+
+    Args:
+        key: a JAX random key.
+        dist_p: the release law ``P``.
+        dist_q: the release law ``Q``.
+        n: number of releases.
+        shift: the noise structure (closed form), or ``None`` (densities).
+        return_draws: also return the draws.
 
     Returns:
         ``(losses (n,), draws (n, ...) or None)``, JAX arrays.
@@ -306,6 +347,18 @@ def sample_losses(
     For long runs with bounded memory, confidence bounds and both directions use
     :func:`dpaudit.audit`; this is the low-level tier.
 
+    Args:
+        mechanism: the :class:`~dpaudit.Mechanism`.
+        data: the dataset ``D``.
+        data_prime: its neighbour ``D'``.
+        n_samples: number of releases.
+        key: a JAX random key (chunk ``i`` uses ``fold_in(key, i)``).
+        route: ``"density"``, ``"model"`` or ``"closed-form"``.
+        chunk_size: releases per chunk.
+
+    Returns:
+        ``(n_samples,)`` losses.
+
     Raises:
         ValueError: for NaN losses or a closed-form route on unstructured noise.
     """
@@ -374,6 +427,14 @@ def evaluate_release(dist_p: Distribution, dist_q: Distribution, release) -> tup
     of both log densities (per coordinate where the distribution exposes them),
     so cancellation inside a sum cannot hide its float64 error: a release
     certifies ``L(x) > epsilon`` only if ``L > epsilon + tolerance``.
+
+    Args:
+        dist_p: the release law ``P``.
+        dist_q: the release law ``Q``.
+        release: one release, in the mechanism's coordinates.
+
+    Returns:
+        ``(loss, log_p, log_q, tolerance)`` as Python floats.
     """
     release = jnp.asarray(release, dtype=jnp.float64)
     loss, log_p, log_q, mag = traced_or_closed(

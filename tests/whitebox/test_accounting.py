@@ -162,7 +162,10 @@ def test_iclp_sup_loss_and_curve_vanish_above_it(h, sigma):
 
 
 def test_flawed_iclp_scale_gives_sqrt2_epsilon():
-    """sigma = Delta / epsilon instead of sqrt(2) Delta / epsilon: sup loss sqrt(2) epsilon (trap 1)."""
+    """sigma = Delta / epsilon instead of sqrt(2) Delta / epsilon: sup loss sqrt(2) epsilon.
+
+    See docs/paper-errors.md#lr-iclp-sigma-constant.
+    """
     lam = np.arange(1, 9.0) ** -2
     h = lam**1.5
     delta_1c = np.sum(np.abs(h) / np.sqrt(lam))
