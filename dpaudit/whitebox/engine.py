@@ -47,6 +47,7 @@ import math
 import time
 import warnings
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -58,8 +59,8 @@ from dpaudit.progress import progress_bar, should_show
 from dpaudit.whitebox.certificate import find_certificate
 from dpaudit.whitebox.kernels import loss_kernel
 from dpaudit.whitebox.plan import AuditPlan, choose_chunk_size, plan_audit, release_width
-from dpaudit.whitebox.result import AuditResult
-from dpaudit.whitebox.run import RunSettings, epsilon_grid, run_direction
+from dpaudit.whitebox.result import AuditResult, Certificate
+from dpaudit.whitebox.run import DirectionRun, RunSettings, epsilon_grid, run_direction
 from dpaudit.whitebox.summaries import (
     audit_curves,
     audit_diagnostics,
@@ -72,6 +73,14 @@ __all__ = ["audit"]
 
 # A progress bar is drawn by default from this many chunks (both directions) on a terminal.
 _PROGRESS_THRESHOLD = 200
+
+
+class _Evidence(NamedTuple):
+    """What the Monte Carlo runs and the certificate search found."""
+
+    runs: list[DirectionRun]
+    certificate: Certificate | None
+    verified: list[float]
 
 
 def _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization):
@@ -195,32 +204,29 @@ def audit(
         bound_method=bound_method,
         name=mechanism.name,
     )
-    n_chunks = 2 * -(-samples // chunk)
-    show = should_show(progress, n_chunks, _PROGRESS_THRESHOLD)
+    total_chunks = 2 * -(-samples // chunk)  # both directions
+    show = should_show(progress, total_chunks, _PROGRESS_THRESHOLD)
     with progress_bar(
-        "auditing", total=n_chunks, unit="chunks", label=mechanism.name, show=show
+        "auditing", total=total_chunks, unit="chunks", label=mechanism.name, show=show
     ) as bar:
         runs = [run_direction(kernel, d, key, settings, bar) for d, kernel in enumerate(kernels)]
     certificate, verified = find_certificate(
         plan.claim, kernels, [r.best_release for r in runs], plan.shift
     )
-    outcome = (certificate, verified, seed, confidence)
-    return _conclude(mechanism.name, plan, settings, runs, outcome, started)
+    evidence = _Evidence(runs, certificate, verified)
+    return _conclude(mechanism.name, plan, settings, evidence, seed, confidence, started)
 
 
-def _conclude(name, plan, settings, runs, outcome, started) -> AuditResult:
-    """Summaries, verdict and the result record of a finished run.
-
-    ``outcome`` is ``(certificate, verified losses, seed, confidence)``.
-    """
-    certificate, verified, seed, confidence = outcome
-    results = tuple(r.result for r in runs)
+def _conclude(name, plan, settings, evidence, seed, confidence, started) -> AuditResult:
+    """Summaries, verdict and the result record of a finished run."""
+    certificate = evidence.certificate
+    results = tuple(r.result for r in evidence.runs)
     claim, grid = plan.claim, settings.grid
     delta = delta_summary(results, plan.accounting, claim)
     family = plan.shift.family if plan.shift is not None else None
     outcome, notes = verdict(claim, delta, plan.accounting, certificate, plan.compatibility, family)
     epsilon_lower, epsilons = epsilon_summary(
-        claim, grid, results, plan.accounting, certificate, verified
+        claim, grid, results, plan.accounting, certificate, evidence.verified
     )
     return AuditResult(
         mechanism=name,
