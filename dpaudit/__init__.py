@@ -44,9 +44,6 @@ from dpaudit import noise as noise  # noqa: E402
 from dpaudit import pld as pld  # noqa: E402
 from dpaudit import spaces as spaces  # noqa: E402
 from dpaudit.adjacency import check_adjacent as check_adjacent  # noqa: E402
-from dpaudit.audit import AuditResult as AuditResult  # noqa: E402
-from dpaudit.audit import Certificate as Certificate  # noqa: E402
-from dpaudit.audit import audit as audit  # noqa: E402
 from dpaudit.blackbox import BlackBoxResult as BlackBoxResult  # noqa: E402
 from dpaudit.blackbox import blackbox_audit as blackbox_audit  # noqa: E402
 from dpaudit.compatibility import Compatibility as Compatibility  # noqa: E402
@@ -58,3 +55,6 @@ from dpaudit.mechanism import Mechanism as Mechanism  # noqa: E402
 from dpaudit.registry import build as build  # noqa: E402
 from dpaudit.registry import catalogue as catalogue  # noqa: E402
 from dpaudit.registry import register as register  # noqa: E402
+from dpaudit.whitebox.engine import audit as audit  # noqa: E402
+from dpaudit.whitebox.result import AuditResult as AuditResult  # noqa: E402
+from dpaudit.whitebox.result import Certificate as Certificate  # noqa: E402

@@ -55,10 +55,12 @@ import scipy.optimize
 import scipy.signal
 
 from dpaudit.noise.calibration import gaussian_delta
+from dpaudit.serialize import json_float
 
 __all__ = [
     "DiscretePLD",
     "ExactAccounting",
+    "compose_pmfs",
     "exact_accounting",
     "gaussian_epsilon",
     "gaussian_mu",
@@ -75,6 +77,14 @@ _EPS = float(np.finfo(np.float64).eps)
 
 def gaussian_mu(shift, eigenvalues, sigma: float) -> float:
     """``mu = ||h||_C / sigma``: the Gaussian loss is ``N(mu^2/2, mu^2)`` (MRS Thm 3.3 proof).
+
+    Args:
+        shift: ``(K,)`` shift ``h`` in noise coordinates.
+        eigenvalues: ``(K,)`` noise eigenvalues.
+        sigma: noise multiplier.
+
+    Returns:
+        ``mu``.
 
     Example:
         >>> gaussian_mu(np.array([3.0, 4.0]), np.array([1.0, 1.0]), 5.0)
@@ -106,6 +116,13 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
 
     Rounded up to the next float above the brentq root, so it is an upper bound.
 
+    Args:
+        delta: the target delta.
+        mu: the Gaussian loss parameter (:func:`gaussian_mu`).
+
+    Returns:
+        The epsilon (``0`` when ``delta(0) <= delta``).
+
     Example:
         >>> round(gaussian_epsilon(0.126937, 1.0), 4)
         1.0
@@ -130,7 +147,16 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
 
 
 def laplace_parameters(shift, eigenvalues, sigma: float) -> np.ndarray:
-    """``a_j = |h_j| / b_j = sqrt(2) |h_j| / (sigma sqrt(lambda_j))``; ``sum_j a_j`` is the sup loss."""
+    """``a_j = |h_j| / b_j = sqrt(2) |h_j| / (sigma sqrt(lambda_j))``; ``sum_j a_j`` is the sup loss.
+
+    Args:
+        shift: ``(K,)`` shift ``h`` in noise coordinates.
+        eigenvalues: ``(K,)`` noise eigenvalues.
+        sigma: noise multiplier.
+
+    Returns:
+        ``(K,)`` parameters ``a_j``.
+    """
     h = np.abs(np.asarray(shift, dtype=np.float64))
     lam = np.asarray(eigenvalues, dtype=np.float64)
     return math.sqrt(2.0) * h / (float(sigma) * np.sqrt(lam))
@@ -141,6 +167,13 @@ def laplace_delta(epsilon, a) -> np.ndarray:
 
     ``delta(epsilon) = 1 - e^epsilon`` below ``-a``, ``1 - e^((epsilon - a)/2)`` on
     ``[-a, a]`` and ``0`` above ``a``. Broadcasts over ``epsilon`` and ``a``.
+
+    Args:
+        epsilon: epsilon(s).
+        a: loss parameter(s) ``a >= 0``.
+
+    Returns:
+        ``delta(epsilon)``, broadcast.
 
     Example:
         >>> round(float(laplace_delta(0.0, 1.0)), 6)
@@ -180,7 +213,14 @@ class DiscretePLD:
         return self.discretization * (self.offset + np.arange(self.probs.size))
 
     def delta(self, epsilon) -> np.ndarray:
-        """``sum_l (1 - e^(epsilon - l))_+ p_l + p_inf``, with the round-off margin applied."""
+        """``sum_l (1 - e^(epsilon - l))_+ p_l + p_inf``, with the round-off margin applied.
+
+        Args:
+            epsilon: epsilon(s).
+
+        Returns:
+            ``delta(epsilon)`` shaped like ``epsilon``.
+        """
         eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
         losses = self.losses
         out = np.empty(eps.shape)
@@ -195,7 +235,14 @@ class DiscretePLD:
         return out.reshape(np.shape(epsilon))
 
     def epsilon(self, delta: float) -> float:
-        """Smallest epsilon with ``self.delta(epsilon) <= delta`` (to 1e-12; ``inf`` if none)."""
+        """Smallest epsilon with ``self.delta(epsilon) <= delta`` (to 1e-12; ``inf`` if none).
+
+        Args:
+            delta: the target delta.
+
+        Returns:
+            The epsilon.
+        """
         if self.infinity_mass + (self.margin if self.estimate == "pessimistic" else 0) > delta:
             return math.inf
         support = self.losses[self.probs > 0]
@@ -288,8 +335,19 @@ def _batched_tree(rows: np.ndarray, offsets: np.ndarray):
     return int(offsets[0]), rows[0]
 
 
-def _compose(components) -> tuple[int, np.ndarray]:
-    """Convolution of many pmfs ``(offset, probs)``: batched trees per length class, then a heap."""
+def compose_pmfs(components) -> tuple[int, np.ndarray]:
+    """Convolution of many pmfs on a common integer grid.
+
+    Batched FFT trees per length class, then a heap that always convolves the
+    two shortest parts (small ones directly, large ones by FFT).
+
+    Args:
+        components: a sequence of ``(offset, probs)``: ``probs[i]`` is the mass
+            at grid index ``offset + i``.
+
+    Returns:
+        ``(offset, probs)`` of the convolution (``(0, [1.0])`` for no components).
+    """
     if not components:
         return 0, np.ones(1)
     buckets: dict[int, list] = {}
@@ -353,7 +411,7 @@ def laplace_pld(a, discretization: float = 1e-4, *, estimate: str = "pessimistic
         components = _connect_dots_components(a, discretization) if a.size else []
     else:
         components = _rounded_down_components(a, discretization)
-    offset, probs = _compose(components)
+    offset, probs = compose_pmfs(components)
     return DiscretePLD(
         discretization=float(discretization),
         offset=offset,
@@ -391,11 +449,25 @@ class ExactAccounting:
     lower_pld: DiscretePLD | None = None
 
     def delta_upper(self, epsilon) -> np.ndarray:
-        """An upper bound on ``delta(epsilon)`` (exact for Gaussian)."""
+        """An upper bound on ``delta(epsilon)`` (exact for Gaussian).
+
+        Args:
+            epsilon: epsilon(s).
+
+        Returns:
+            The bound, shaped like ``epsilon``.
+        """
         return self._delta(epsilon, upper=True)
 
     def delta_lower(self, epsilon) -> np.ndarray:
-        """A lower bound on ``delta(epsilon)`` (exact for Gaussian)."""
+        """A lower bound on ``delta(epsilon)`` (exact for Gaussian).
+
+        Args:
+            epsilon: epsilon(s).
+
+        Returns:
+            The bound, shaped like ``epsilon``.
+        """
         return self._delta(epsilon, upper=False)
 
     def _delta(self, epsilon, *, upper: bool) -> np.ndarray:
@@ -409,7 +481,14 @@ class ExactAccounting:
         return np.where(exact_zero, 0.0, pld.delta(eps))
 
     def epsilon_upper(self, delta: float) -> float:
-        """An upper bound on ``epsilon(delta)``, the smallest epsilon with ``delta(epsilon) <= delta``."""
+        """An upper bound on ``epsilon(delta)``, the smallest epsilon with ``delta(epsilon) <= delta``.
+
+        Args:
+            delta: the target delta.
+
+        Returns:
+            The bound (``inf`` for singular laws).
+        """
         if self.family == "singular":
             return math.inf
         if self.family == "gaussian":
@@ -419,7 +498,14 @@ class ExactAccounting:
         return min(self.sup_loss, self.upper_pld.epsilon(delta))
 
     def epsilon_lower(self, delta: float) -> float:
-        """A lower bound on ``epsilon(delta)``."""
+        """A lower bound on ``epsilon(delta)``.
+
+        Args:
+            delta: the target delta.
+
+        Returns:
+            The bound (``inf`` for singular laws).
+        """
         if self.family == "singular":
             return math.inf
         if self.family == "gaussian":
@@ -429,8 +515,12 @@ class ExactAccounting:
         return min(self.sup_loss, self.lower_pld.epsilon(delta))
 
     def summary(self) -> dict:
-        """JSON-able description."""
-        out = {"family": self.family, "sup_loss": _json_float(self.sup_loss)}
+        """JSON-able description.
+
+        Returns:
+            ``{family, sup_loss[, mu][, n_components, discretization]}``.
+        """
+        out = {"family": self.family, "sup_loss": json_float(self.sup_loss)}
         if self.mu is not None:
             out["mu"] = float(self.mu)
         if self.laplace_parameters is not None:
@@ -439,16 +529,15 @@ class ExactAccounting:
         return out
 
 
-def _json_float(v: float):
-    return v if math.isfinite(v) else ("inf" if v > 0 else "-inf")
-
-
 def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
     """Exact/numerical accounting for a :class:`~dpaudit.loss.NoiseShift`.
 
     Args:
         shift: from :func:`dpaudit.loss.noise_shift`.
         discretization: Laplace grid spacing (ignored for Gaussian noise).
+
+    Returns:
+        An :class:`ExactAccounting`.
 
     Example:
         >>> from dpaudit.loss import NoiseShift

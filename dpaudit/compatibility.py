@@ -46,6 +46,9 @@ import math
 
 import numpy as np
 
+from dpaudit.serialize import json_float
+from dpaudit.whitebox.shift import noise_shift
+
 __all__ = [
     "CLASSES",
     "Compatibility",
@@ -95,18 +98,12 @@ class SeriesEvidence:
             "partial_sums": [float(v) for v in self.partial_sums],
             "block_sums": [float(v) for v in self.block_sums],
             "block_ends": [int(v) for v in self.block_ends],
-            "ratio": _jf(self.ratio),
-            "exponent": _jf(self.exponent),
+            "ratio": json_float(self.ratio),
+            "exponent": json_float(self.exponent),
             "converges": self.converges,
-            "tail_estimate": _jf(self.tail_estimate),
-            "limit_estimate": _jf(self.limit_estimate),
+            "tail_estimate": json_float(self.tail_estimate),
+            "limit_estimate": json_float(self.limit_estimate),
         }
-
-
-def _jf(v: float):
-    if math.isnan(v):
-        return None
-    return float(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +131,13 @@ class Compatibility:
 
         ``None`` when undetermined. Gaussian noise needs a compatible or
         gaussian-only pair; pure DP with Laplace/ICLP noise needs a compatible pair.
+
+        Args:
+            pure: the claim is pure epsilon-DP.
+            family: ``"gaussian"`` or ``"laplace"``.
+
+        Returns:
+            True, False, or ``None`` when undetermined.
         """
         if self.classification == "undetermined":
             return None
@@ -144,6 +148,11 @@ class Compatibility:
         return True
 
     def to_dict(self) -> dict:
+        """A JSON-able dict (non-finite floats as ``"inf"``/``"-inf"``, NaN as ``None``).
+
+        Returns:
+            The classification, sizes, reason and both series' evidence.
+        """
         return {
             "classification": self.classification,
             "n_components": self.n_components,
@@ -171,6 +180,16 @@ def series_evidence(
     terms, name: str, *, min_blocks: int = 3, fit_blocks: int = 4, margin: float = 0.05
 ) -> SeriesEvidence:
     """Convergence evidence for a series of non-negative ``terms`` (see the module docstring).
+
+    Args:
+        terms: the non-negative terms of the series.
+        name: the series' name (``"cameron-martin"`` or ``"one-c"``).
+        min_blocks: fewest dyadic blocks for a decision.
+        fit_blocks: blocks used by the power-law fit of the tail.
+        margin: a block ratio must stay below ``1 - margin`` to read as convergent.
+
+    Returns:
+        A :class:`SeriesEvidence`.
 
     Raises:
         ValueError: for negative or NaN terms, or bad tuning parameters.
@@ -323,9 +342,16 @@ def classify_pair(mechanism, data, data_prime, **kwargs) -> Compatibility | None
     Applicable when the two release laws are shifted Gaussian-process/ICLP
     noise (:func:`dpaudit.loss.noise_shift`); the coefficients are
     ``basis.project(f_D - f_D')`` for grid releases.
-    """
-    from dpaudit.loss import noise_shift
 
+    Args:
+        mechanism: the :class:`~dpaudit.Mechanism`.
+        data: the dataset ``D``.
+        data_prime: its neighbour ``D'``.
+        **kwargs: passed to :func:`compatibility`.
+
+    Returns:
+        A :class:`Compatibility`, or ``None`` for non-functional noise.
+    """
     shift = noise_shift(
         mechanism.release_distribution(data), mechanism.release_distribution(data_prime)
     )

@@ -40,6 +40,13 @@ def combine_log_probs(log_p, log_q) -> jax.Array:
     ``Q``); finite ``log_q`` and ``log_p = -inf`` give ``-inf``; both ``-inf``
     give NaN (outside both supports — the caller must treat it as an error).
 
+    Args:
+        log_p: log densities under ``P``.
+        log_q: log densities under ``Q`` (same shape).
+
+    Returns:
+        The losses.
+
     Example:
         >>> [float(v) for v in combine_log_probs(jnp.array([0.0, 0.0, -jnp.inf]),
         ...                                      jnp.array([1.0, -jnp.inf, 0.0]))]
@@ -58,7 +65,15 @@ def combine_log_probs(log_p, log_q) -> jax.Array:
 
 
 def site_log_prob(d: Distribution, x) -> jax.Array:
-    """Log density of a whole release: ``log_prob`` summed over the batch axes."""
+    """Log density of a whole release: ``log_prob`` summed over the batch axes.
+
+    Args:
+        d: the release distribution.
+        x: releases with a leading batch axis.
+
+    Returns:
+        One log density per release.
+    """
     lp = d.log_prob(x)
     n_batch = len(d.batch_shape)
     if n_batch:
@@ -102,6 +117,12 @@ def pytree_safe(d: Distribution) -> bool:
     numpyro distributions declare their array fields (``pytree_data_fields``);
     a user subclass that stores undeclared attributes loses them when flattened,
     so the engine then closes over it instead of passing it to ``jit``.
+
+    Args:
+        d: a distribution.
+
+    Returns:
+        True when ``d`` can be a ``jit`` argument.
     """
     try:
         leaves, treedef = jax.tree_util.tree_flatten(d)
@@ -122,14 +143,33 @@ _TRACE_ERRORS = (
 
 
 def jit_safe(*dists: Distribution) -> bool:
-    """True when the distributions can be passed to ``jit`` as pytree arguments."""
+    """True when the distributions can be passed to ``jit`` as pytree arguments.
+
+    Args:
+        *dists: the distributions.
+
+    Returns:
+        True when all can be ``jit`` arguments.
+    """
     return all(pytree_safe(d) and type(d) not in _TRACE_UNSAFE for d in dists)
 
 
 def traced_or_closed(dists, as_arguments, closed_over):
-    """Run ``as_arguments()`` (distributions as ``jit`` arguments: compiled once per shape)
-    when safe, else, or when tracing them fails, ``closed_over()`` (distributions closed
-    over: compiled per call, but any Python logic on their fields stays concrete)."""
+    """Run with the distributions as ``jit`` arguments when safe, else closed over.
+
+    ``as_arguments()`` (distributions as ``jit`` arguments) compiles once per shape;
+    ``closed_over()`` (distributions closed over) compiles per call, but any Python
+    logic on their fields stays concrete. The latter runs when the distributions are
+    not pytree-safe or when tracing them fails (their type is then remembered).
+
+    Args:
+        dists: the distributions involved.
+        as_arguments: a thunk running the computation with the distributions as arguments.
+        closed_over: a thunk running it with the distributions closed over.
+
+    Returns:
+        The thunk's result.
+    """
     if jit_safe(*dists):
         try:
             return as_arguments()
@@ -139,7 +179,16 @@ def traced_or_closed(dists, as_arguments, closed_over):
 
 
 def release_log_prob(mechanism: Mechanism, data, releases) -> jax.Array:
-    """``log p_D(x)`` for a batch of releases ``(n, *event)`` (density route)."""
+    """``log p_D(x)`` for a batch of releases ``(n, *event)`` (density route).
+
+    Args:
+        mechanism: the mechanism.
+        data: the dataset ``D``.
+        releases: ``(n, *event)`` releases.
+
+    Returns:
+        ``(n,)`` log densities.
+    """
     d = mechanism.release_distribution(data)
     return site_log_prob(d, jnp.asarray(releases))
 
@@ -151,6 +200,15 @@ def model_log_prob(mechanism: Mechanism, data, releases, *, chunk_size: int = 40
     releases); the returned value is the release site's log density read from
     the model's trace (other, observed, sites do not belong to the release's
     marginal density). Not jitted, so models that use numpy on their data work.
+
+    Args:
+        mechanism: the mechanism.
+        data: the dataset ``D``.
+        releases: ``(n, *event)`` releases.
+        chunk_size: releases per vmapped batch.
+
+    Returns:
+        ``(n,)`` log densities.
 
     Raises:
         ValueError: if the model has no sample site named ``mechanism.release_site``.

@@ -11,7 +11,7 @@ and the mechanism's hockey-stick divergence is
 ``delta(epsilon) = E_{x ~ P_D}[(1 - e^(epsilon - L(x)))_+]`` (see
 :mod:`dpaudit.pld`). DP needs both directions, ``(D, D')`` and ``(D', D)``.
 
-Three routes evaluate ``L``, and they agree (``tests/test_loss.py``):
+Three routes evaluate ``L``, and they agree (``tests/whitebox/test_loss.py``):
 
 * ``"density"`` — the two release distributions' ``log_prob``
   (:meth:`dpaudit.Mechanism.release_distribution`). Jitted and vmapped.
@@ -28,11 +28,15 @@ Three routes evaluate ``L``, and they agree (``tests/test_loss.py``):
   - Gaussian (Cameron–Martin, MRS Lemma 3.1):
     ``L = sum_j (h_j z_j + h_j^2/2) / (sigma^2 lambda_j)``, exactly
     ``N(mu^2/2, mu^2)`` under ``P_D`` with ``mu = ||h||_C / sigma``;
-  - Laplace / ICLP (1,C form, LR Lemma 1 with the sqrt(2) of trap 1):
+  - Laplace / ICLP (1,C form, LR Lemma 1; LR prints the scale without the
+    sqrt(2) it needs, see docs/paper-errors.md#lr-iclp-sigma-constant):
     ``L = (sqrt 2/sigma) sum_j (|z_j + h_j| - |z_j|) / sqrt(lambda_j)``,
     bounded by ``sqrt 2 ||h||_{1,C} / sigma``.
 
-  Both are summed termwise (trap 3), never as differences of norms.
+  Both are summed termwise, never as differences of norms (a difference of two
+  large norms loses the loss to round-off, see docs/paper-errors.md#lr-termwise-density).
+  The noise structure itself is detected by :func:`noise_shift`
+  (:mod:`dpaudit.whitebox.shift`, re-exported here).
 
 **Infinite losses.** A release outside the support of ``P_D'`` (a grid release
 whose summaries differ off the Karhunen–Loève span: mutually singular laws)
@@ -45,7 +49,6 @@ combination rule never forms ``inf - inf``: ``log p_D' = -inf`` gives
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from functools import partial
 
@@ -53,7 +56,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
-import scipy.linalg
 from numpyro.distributions import Distribution
 
 from dpaudit.densities import (
@@ -67,14 +69,9 @@ from dpaudit.densities import (
     traced_or_closed,
 )
 from dpaudit.mechanism import Mechanism
-from dpaudit.noise.processes import (
-    GaussianProcessNoise,
-    GridNoise,
-    ICLPNoise,
-    KarhunenLoeveNoise,
-)
+from dpaudit.noise.processes import GaussianProcessNoise, GridNoise, ICLPNoise
 from dpaudit.noise.radon_nikodym import cameron_martin_log_rn_terms, one_c_log_rn_terms
-from dpaudit.spaces.bases import KarhunenLoeveBasis
+from dpaudit.whitebox.shift import NoiseShift, noise_shift, unwrap_independent
 
 __all__ = [
     "CERTIFICATE_RTOL",
@@ -106,224 +103,6 @@ ROUTES = ("density", "model", "closed-form")
 CERTIFICATE_RTOL = 1e-9
 
 
-# ------------------------------------------------------------- shift structure
-
-
-@dataclasses.dataclass(frozen=True)
-class NoiseShift:
-    r"""Two release laws that are the same independent-coordinate noise, shifted.
-
-    ``P = law(f_P + E(Z))`` and ``Q = law(f_Q + E(Z))`` where ``Z`` has
-    independent coordinates (Gaussian ``N(0, sigma^2 lambda_j)`` or Laplace
-    ``Lap(0, sigma sqrt(lambda_j/2))``) and ``E`` embeds noise coordinates into
-    the release (the Karhunen–Loève reconstruction on a grid, or the identity).
-
-    Attributes:
-        family: ``"gaussian"`` or ``"laplace"``.
-        shift: ``h = f_P - f_Q`` in noise coordinates, ``(K,)`` numpy.
-        eigenvalues: ``(K,)``; for numpyro ``Normal(loc, s)`` they are ``s^2``
-            and for ``Laplace(loc, b)`` they are ``2 b^2`` (with ``sigma = 1``).
-        sigma: noise multiplier.
-        singular: True when ``f_P - f_Q`` leaves the noise's support (a grid
-            release whose difference has a part orthogonal to the span of the
-            retained eigenfunctions): the laws are mutually singular.
-        residual_norm: L2 size of that orthogonal part (0 off grids).
-        centre: ``f_P`` in release coordinates.
-        centre_other: ``f_Q`` in release coordinates.
-        basis: the basis of a grid release, else ``None``.
-        source: ``"grid"``, ``"coefficients"``, ``"independent"`` or ``"multivariate"``.
-        embedding: for a multivariate normal ``N(f, L L^T)`` the factor ``L``
-            (noise coordinates are whitened: ``x = f + L z``, ``h = L^-1 (f_P - f_Q)``).
-    """
-
-    family: str
-    shift: np.ndarray
-    eigenvalues: np.ndarray
-    sigma: float
-    singular: bool
-    residual_norm: float
-    centre: np.ndarray
-    centre_other: np.ndarray
-    basis: KarhunenLoeveBasis | None
-    source: str
-    embedding: np.ndarray | None = None
-
-    @property
-    def n_components(self) -> int:
-        return int(self.shift.shape[0])
-
-    @property
-    def coordinate_scale(self) -> np.ndarray:
-        """Per-coordinate scale: Gaussian std ``sigma sqrt(lambda_j)``, Laplace ``sigma sqrt(lambda_j/2)``."""
-        std = self.sigma * np.sqrt(self.eigenvalues)
-        return std if self.family == "gaussian" else std / math.sqrt(2.0)
-
-    def release(self, noise_coordinates) -> np.ndarray:
-        """The release ``f_P + E(z)`` for noise coordinates ``z`` ``(..., K)`` (numpy)."""
-        z = np.asarray(noise_coordinates, dtype=np.float64)
-        if self.basis is not None:
-            return self.centre + z @ np.asarray(self.basis.eigenfunctions).T
-        if self.embedding is not None:
-            return self.centre + z @ self.embedding.T
-        return self.centre + z.reshape(z.shape[:-1] + self.centre.shape)
-
-    def reversed(self) -> NoiseShift:
-        """The same pair seen from ``Q``: shift ``-h``, centres swapped."""
-        return dataclasses.replace(
-            self, shift=-self.shift, centre=self.centre_other, centre_other=self.centre
-        )
-
-
-def _same(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and bool(np.array_equal(a, b))
-
-
-def _unwrap_independent(d: Distribution) -> Distribution:
-    while isinstance(d, dist.Independent):
-        d = d.base_dist
-    return d
-
-
-def _grid_size(v, weights) -> float:
-    return float(np.sqrt(np.sum(np.asarray(weights) * np.asarray(v) ** 2)))
-
-
-def noise_shift(dist_p: Distribution, dist_q: Distribution) -> NoiseShift | None:
-    """Detect two laws that differ only by a shift of the same independent-coordinate noise.
-
-    Recognised: two :class:`~dpaudit.noise.GridNoise` on the same basis with the
-    same noise; two :class:`~dpaudit.noise.KarhunenLoeveNoise` of the same kind
-    with equal eigenvalues and sigma; numpyro ``Normal`` or ``Laplace`` (possibly
-    wrapped in ``Independent``/``to_event``) with equal scales; two numpyro
-    ``MultivariateNormal`` with the same ``scale_tril`` (whitened). Anything else
-    (batched noise parameters, different noises) returns ``None``.
-
-    For grid releases the shift is ``h = project(f_P - f_Q)``; a part of
-    ``f_P - f_Q`` orthogonal to the span larger than the noise's own support
-    tolerance (``GridNoise.support_rtol`` relative to the sizes involved) marks
-    the pair ``singular``.
-    """
-    if isinstance(dist_p, GridNoise) and isinstance(dist_q, GridNoise):
-        cp, cq = dist_p.coefficient_noise, dist_q.coefficient_noise
-        if type(cp) is not type(cq) or dist_p.batch_shape != () or dist_q.batch_shape != ():
-            return None
-        if cp.batch_shape != () or cq.batch_shape != ():
-            return None
-        bp, bq = dist_p.basis, dist_q.basis
-        if not (
-            _same(bp.eigenfunctions, bq.eigenfunctions)
-            and _same(bp.grid.weights, bq.grid.weights)
-            and _same(cp.eigenvalues, cq.eigenvalues)
-            and _same(cp.sigma, cq.sigma)
-        ):
-            return None
-        family = _kl_family(cp)
-        if family is None:
-            return None
-        loc_p, loc_q = np.asarray(dist_p.loc), np.asarray(dist_q.loc)
-        diff = loc_p - loc_q
-        phi = np.asarray(bp.eigenfunctions)
-        weights = np.asarray(bp.grid.weights)
-        h = (diff * weights) @ phi
-        residual = diff - phi @ h
-        noise_scale = float(cp.sigma) * math.sqrt(float(cp.eigenvalues[0]))
-        residual_norm = _grid_size(residual, weights)
-        tolerance = dist_p.support_rtol * (
-            _grid_size(loc_p, weights) + _grid_size(loc_q, weights) + noise_scale
-        )
-        return NoiseShift(
-            family=family,
-            shift=h,
-            eigenvalues=np.asarray(cp.eigenvalues),
-            sigma=float(cp.sigma),
-            singular=bool(residual_norm > tolerance),
-            residual_norm=residual_norm,
-            centre=loc_p,
-            centre_other=loc_q,
-            basis=bp,
-            source="grid",
-        )
-    if isinstance(dist_p, KarhunenLoeveNoise) and isinstance(dist_q, KarhunenLoeveNoise):
-        if type(dist_p) is not type(dist_q) or dist_p.batch_shape != () or dist_q.batch_shape != ():
-            return None
-        if not (
-            _same(dist_p.eigenvalues, dist_q.eigenvalues) and _same(dist_p.sigma, dist_q.sigma)
-        ):
-            return None
-        family = _kl_family(dist_p)
-        if family is None:
-            return None
-        loc_p = np.asarray(dist_p.loc)
-        return NoiseShift(
-            family=family,
-            shift=loc_p - np.asarray(dist_q.loc),
-            eigenvalues=np.asarray(dist_p.eigenvalues),
-            sigma=float(dist_p.sigma),
-            singular=False,
-            residual_norm=0.0,
-            centre=loc_p,
-            centre_other=np.asarray(dist_q.loc),
-            basis=None,
-            source="coefficients",
-        )
-    if dist_p.event_shape != dist_q.event_shape or dist_p.batch_shape != dist_q.batch_shape:
-        return None
-    if type(dist_p) is dist.MultivariateNormal and type(dist_q) is dist.MultivariateNormal:
-        if dist_p.batch_shape != () or not _same(dist_p.scale_tril, dist_q.scale_tril):
-            return None
-        tril = np.asarray(dist_p.scale_tril, dtype=np.float64)
-        loc_p = np.asarray(dist_p.loc, dtype=np.float64)
-        loc_q = np.asarray(dist_q.loc, dtype=np.float64)
-        h = scipy.linalg.solve_triangular(tril, loc_p - loc_q, lower=True)
-        return NoiseShift(
-            family="gaussian",
-            shift=h,
-            eigenvalues=np.ones(h.size),
-            sigma=1.0,
-            singular=False,
-            residual_norm=0.0,
-            centre=loc_p,
-            centre_other=loc_q,
-            basis=None,
-            source="multivariate",
-            embedding=tril,
-        )
-    base_p, base_q = _unwrap_independent(dist_p), _unwrap_independent(dist_q)
-    for cls, family in ((dist.Normal, "gaussian"), (dist.Laplace, "laplace")):
-        if type(base_p) is cls and type(base_q) is cls:
-            shape = dist_p.batch_shape + dist_p.event_shape
-            scale_p = np.broadcast_to(np.asarray(base_p.scale, dtype=np.float64), shape)
-            scale_q = np.broadcast_to(np.asarray(base_q.scale, dtype=np.float64), shape)
-            if not _same(scale_p, scale_q):
-                return None
-            loc_p = np.broadcast_to(np.asarray(base_p.loc, dtype=np.float64), shape)
-            loc_q = np.broadcast_to(np.asarray(base_q.loc, dtype=np.float64), shape)
-            scale = scale_p.reshape(-1)
-            eigenvalues = scale**2 if family == "gaussian" else 2.0 * scale**2
-            return NoiseShift(
-                family=family,
-                shift=(loc_p - loc_q).reshape(-1),
-                eigenvalues=eigenvalues,
-                sigma=1.0,
-                singular=False,
-                residual_norm=0.0,
-                centre=np.array(loc_p),
-                centre_other=np.array(loc_q),
-                basis=None,
-                source="independent",
-            )
-    return None
-
-
-def _kl_family(noise: KarhunenLoeveNoise) -> str | None:
-    if type(noise) is GaussianProcessNoise:
-        return "gaussian"
-    if type(noise) is ICLPNoise:
-        return "laplace"
-    return None
-
-
 # ------------------------------------------------------------ chunk kernels
 
 
@@ -335,7 +114,18 @@ def _closed_form_terms(family: str, h, z, eigenvalues, sigma):
 
 
 def closed_form_draws(key, eigenvalues, sigma, n: int, family: str) -> jax.Array:
-    """Noise coordinates ``z (n, K)``: ``N(0, sigma^2 lambda_j)`` or ``Lap(0, sigma sqrt(lambda_j/2))``."""
+    """Noise coordinates ``z (n, K)``: ``N(0, sigma^2 lambda_j)`` or ``Lap(0, sigma sqrt(lambda_j/2))``.
+
+    Args:
+        key: a JAX random key.
+        eigenvalues: ``(K,)`` noise eigenvalues ``lambda_j``.
+        sigma: noise multiplier.
+        n: number of draws.
+        family: ``"gaussian"`` or ``"laplace"``.
+
+    Returns:
+        ``(n, K)`` noise coordinates.
+    """
     shape = (n, eigenvalues.shape[0])
     if family == "gaussian":
         return jax.random.normal(key, shape) * (sigma * jnp.sqrt(eigenvalues))
@@ -347,6 +137,18 @@ def closed_form_losses(key, h, eigenvalues, sigma, singular, n: int, family: str
 
     The draws are not returned, so XLA never writes the ``(n, K)`` noise to memory;
     :func:`closed_form_draws` with the same key regenerates them when one is needed.
+
+    Args:
+        key: a JAX random key.
+        h: ``(K,)`` shift ``f_P - f_Q`` in noise coordinates.
+        eigenvalues: ``(K,)`` noise eigenvalues.
+        sigma: noise multiplier.
+        singular: True for mutually singular laws (every loss is ``+inf``).
+        n: number of draws.
+        family: ``"gaussian"`` or ``"laplace"``.
+
+    Returns:
+        ``(n,)`` losses.
     """
     z = closed_form_draws(key, eigenvalues, sigma, n, family)
     loss = jnp.sum(_closed_form_terms(family, h, z, eigenvalues, sigma), axis=-1)
@@ -354,7 +156,17 @@ def closed_form_losses(key, h, eigenvalues, sigma, singular, n: int, family: str
 
 
 def density_losses(key, dist_p, dist_q, n: int) -> jax.Array:
-    """Losses of ``n`` draws ``x ~ P`` from the two ``log_prob`` (traceable)."""
+    """Losses of ``n`` draws ``x ~ P`` from the two ``log_prob`` (traceable).
+
+    Args:
+        key: a JAX random key.
+        dist_p: the release law ``P`` the releases are drawn from.
+        dist_q: the other release law ``Q``.
+        n: number of draws.
+
+    Returns:
+        ``(n,)`` losses ``log p(x) - log q(x)``.
+    """
     x = dist_p.sample(key, (n,))
     return combine_log_probs(site_log_prob(dist_p, x), site_log_prob(dist_q, x))
 
@@ -385,6 +197,14 @@ def loss_chunk(
     releases. Singular shifts give ``+inf`` for every draw. With
     ``return_draws=False`` only the losses are computed (the fast path: the
     draws are never materialised); the same ``key`` regenerates them.
+
+    Args:
+        key: a JAX random key.
+        dist_p: the release law ``P``.
+        dist_q: the release law ``Q``.
+        n: number of releases.
+        shift: the noise structure (closed form), or ``None`` (densities).
+        return_draws: also return the draws.
 
     Returns:
         ``(losses (n,), draws (n, ...) or None)``, JAX arrays.
@@ -527,6 +347,18 @@ def sample_losses(
     For long runs with bounded memory, confidence bounds and both directions use
     :func:`dpaudit.audit`; this is the low-level tier.
 
+    Args:
+        mechanism: the :class:`~dpaudit.Mechanism`.
+        data: the dataset ``D``.
+        data_prime: its neighbour ``D'``.
+        n_samples: number of releases.
+        key: a JAX random key (chunk ``i`` uses ``fold_in(key, i)``).
+        route: ``"density"``, ``"model"`` or ``"closed-form"``.
+        chunk_size: releases per chunk.
+
+    Returns:
+        ``(n_samples,)`` losses.
+
     Raises:
         ValueError: for NaN losses or a closed-form route on unstructured noise.
     """
@@ -570,7 +402,7 @@ def _abs_terms(d: Distribution, x) -> jax.Array:
     if isinstance(d, ICLPNoise):
         b = d.laplace_scale
         return jnp.sum(jnp.abs(x - d.loc) / b + jnp.abs(jnp.log(2.0 * b)))
-    base = _unwrap_independent(d)
+    base = unwrap_independent(d)
     if isinstance(base, dist.Normal | dist.Laplace):
         return jnp.sum(jnp.abs(base.log_prob(x)))
     if isinstance(d, dist.MultivariateNormal):
@@ -595,6 +427,14 @@ def evaluate_release(dist_p: Distribution, dist_q: Distribution, release) -> tup
     of both log densities (per coordinate where the distribution exposes them),
     so cancellation inside a sum cannot hide its float64 error: a release
     certifies ``L(x) > epsilon`` only if ``L > epsilon + tolerance``.
+
+    Args:
+        dist_p: the release law ``P``.
+        dist_q: the release law ``Q``.
+        release: one release, in the mechanism's coordinates.
+
+    Returns:
+        ``(loss, log_p, log_q, tolerance)`` as Python floats.
     """
     release = jnp.asarray(release, dtype=jnp.float64)
     loss, log_p, log_q, mag = traced_or_closed(

@@ -75,6 +75,13 @@ def hockey_stick_terms(losses, epsilon) -> jax.Array:
     Written as ``1 - e^epsilon e^(-L)`` so that ``L = +inf`` gives 1 and very
     negative ``L`` gives 0 without ``inf - inf``.
 
+    Args:
+        losses: privacy losses (``+inf`` allowed).
+        epsilon: one epsilon or an array of them.
+
+    Returns:
+        ``Y`` in ``[0, 1]``.
+
     Example:
         >>> [round(float(y), 4) for y in hockey_stick_terms(jnp.array([0.0, 1.0, jnp.inf]), 0.5)]
         [0.0, 0.3935, 1.0]
@@ -87,6 +94,13 @@ def hockey_stick_terms(losses, epsilon) -> jax.Array:
 
 def empirical_delta(losses, epsilons) -> np.ndarray:
     """Monte Carlo estimate ``mean_i Y_epsilon(L_i)`` of ``delta(epsilon)`` for each epsilon.
+
+    Args:
+        losses: ``(n,)`` privacy losses.
+        epsilons: the epsilons.
+
+    Returns:
+        The estimates, shaped like ``epsilons``.
 
     Raises:
         ValueError: if ``losses`` is empty or contains NaN.
@@ -168,7 +182,14 @@ class HockeyStickState(NamedTuple):
 
 
 def init_hockey_stick(n_epsilons: int) -> HockeyStickState:
-    """Empty state for ``n_epsilons`` grid points."""
+    """Empty state for ``n_epsilons`` grid points.
+
+    Args:
+        n_epsilons: the number ``G`` of grid points.
+
+    Returns:
+        A :class:`HockeyStickState` with no losses.
+    """
     zeros = jnp.zeros(int(n_epsilons), dtype=jnp.float64)
     return HockeyStickState(
         count=jnp.zeros((), jnp.float64),
@@ -189,6 +210,9 @@ def update_hockey_stick(state: HockeyStickState, losses, epsilons, mask=None) ->
         epsilons: ``(G,)`` the grid the state was created for.
         mask: optional ``(n,)`` booleans; only ``True`` entries count (lets a
             fixed chunk size cover a sample count that is not a multiple of it).
+
+    Returns:
+        The new :class:`HockeyStickState`.
     """
     losses = jnp.asarray(losses, dtype=jnp.float64)
     valid = jnp.ones(losses.shape, bool) if mask is None else jnp.asarray(mask, bool)
@@ -248,6 +272,15 @@ def hockey_stick_curve(
 ) -> DeltaCurve:
     """Estimates and per-point confidence bounds of ``delta(epsilon)`` from a state.
 
+    Args:
+        state: the final :class:`HockeyStickState`.
+        epsilons: ``(G,)`` the grid of the state.
+        failure_probability: per-point ``alpha`` of each one-sided bound.
+        method: one of :data:`BOUND_METHODS`.
+
+    Returns:
+        A :class:`DeltaCurve`.
+
     Raises:
         ValueError: if the state saw NaN losses or fewer than two losses.
     """
@@ -280,6 +313,14 @@ def epsilon_for_delta(epsilons, deltas, delta: float) -> float:
     Applied to an *upper* curve this is a certified upper bound on the
     mechanism's ``epsilon(delta)``, because ``delta(epsilon)`` is non-increasing.
 
+    Args:
+        epsilons: ``(G,)`` increasing grid.
+        deltas: ``(G,)`` curve values.
+        delta: the target delta.
+
+    Returns:
+        The grid epsilon, or ``inf``.
+
     Example:
         >>> epsilon_for_delta([0.0, 1.0, 2.0], [0.5, 0.1, 0.0], 0.2)
         1.0
@@ -295,6 +336,14 @@ def epsilon_lower_for_delta(epsilons, lower_deltas, delta: float) -> float:
 
     If ``delta(epsilon) > delta`` then ``epsilon(delta) >= epsilon``, so this is a
     certified lower bound on ``epsilon(delta)`` (``0`` when no point certifies).
+
+    Args:
+        epsilons: ``(G,)`` increasing grid.
+        lower_deltas: ``(G,)`` lower bounds on ``delta(epsilon)``.
+        delta: the target delta.
+
+    Returns:
+        The grid epsilon, or ``0``.
     """
     eps = np.asarray(epsilons, dtype=np.float64)
     d = np.asarray(lower_deltas, dtype=np.float64)
@@ -303,7 +352,16 @@ def epsilon_lower_for_delta(epsilons, lower_deltas, delta: float) -> float:
 
 
 def interpolate_epsilon(epsilons, deltas, delta: float) -> float:
-    """Point estimate of ``epsilon(delta)`` by linear interpolation on the grid (``inf`` if above)."""
+    """Point estimate of ``epsilon(delta)`` by linear interpolation on the grid (``inf`` if above).
+
+    Args:
+        epsilons: ``(G,)`` increasing grid.
+        deltas: ``(G,)`` curve values (made non-increasing first).
+        delta: the target delta.
+
+    Returns:
+        The interpolated epsilon, or ``inf`` when the curve stays above ``delta``.
+    """
     eps = np.asarray(epsilons, dtype=np.float64)
     d = np.minimum.accumulate(np.asarray(deltas, dtype=np.float64))
     if d[0] <= delta:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpaudit.accounting import (
-    _compose,
+    compose_pmfs,
     exact_accounting,
     gaussian_epsilon,
     gaussian_mu,
@@ -109,7 +109,7 @@ def test_fft_composition_matches_direct_convolution():
     comps = [
         (int(rng.integers(-30, 0)), rng.dirichlet(np.ones(rng.integers(2, 400)))) for _ in range(40)
     ]
-    offset, probs = _compose(comps)
+    offset, probs = compose_pmfs(comps)
     direct_offset, direct = comps[0]
     for o, p in comps[1:]:
         direct_offset += o
@@ -162,7 +162,10 @@ def test_iclp_sup_loss_and_curve_vanish_above_it(h, sigma):
 
 
 def test_flawed_iclp_scale_gives_sqrt2_epsilon():
-    """sigma = Delta / epsilon instead of sqrt(2) Delta / epsilon: sup loss sqrt(2) epsilon (trap 1)."""
+    """sigma = Delta / epsilon instead of sqrt(2) Delta / epsilon: sup loss sqrt(2) epsilon.
+
+    See docs/paper-errors.md#lr-iclp-sigma-constant.
+    """
     lam = np.arange(1, 9.0) ** -2
     h = lam**1.5
     delta_1c = np.sum(np.abs(h) / np.sqrt(lam))

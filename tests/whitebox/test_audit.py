@@ -76,7 +76,8 @@ SQRT2 = math.sqrt(2.0)
 
 
 def iclp_mean(epsilon=1.0, *, scale=SQRT2):
-    """ICLP-QR mean; ``scale = sqrt(2)`` is LR Thm 4/8 corrected, ``scale = 1`` is trap 1."""
+    """ICLP-QR mean; ``scale = sqrt(2)`` is LR Thm 4/8 corrected, ``scale = 1`` drops it
+    (docs/paper-errors.md#lr-iclp-sigma-constant)."""
     sigma = scale * DELTA_ONE_C / epsilon
 
     def model(data):
@@ -96,7 +97,7 @@ def gp_mean(epsilon=1.0, delta=1e-3, *, calibration="analytic", pure=False):
     """MRS penalised mean with Gaussian-process noise, analytic or classical calibration."""
     if calibration == "analytic":
         sigma = analytic_gaussian_sigma(DELTA_CM, epsilon, delta)
-    else:  # c(delta) Delta / epsilon, also where it is not proven (epsilon > 1, trap 16)
+    else:  # c(delta) Delta / epsilon, also where it is not proven (epsilon > 1, see docs/paper-errors.md#mrs-epsilon-at-most-one)
         sigma = classical_gaussian_multiplier(delta) * DELTA_CM / epsilon
 
     def model(data):
@@ -151,7 +152,10 @@ def test_correct_iclp_passes_with_tight_epsilon():
 
 
 def test_iclp_with_sigma_delta_over_epsilon_is_a_certified_violation():
-    """Trap 1: sigma = Delta/epsilon gives sqrt(2) epsilon; certificate x = f_D."""
+    """sigma = Delta/epsilon without the sqrt(2) gives sqrt(2) epsilon; certificate x = f_D.
+
+    See docs/paper-errors.md#lr-iclp-sigma-constant.
+    """
     mech = iclp_mean(1.0, scale=1.0)
     report = dpaudit.audit(mech, *ICLP_PAIR, samples=20_000, seed=2)
     assert report.verdict == "violation"
@@ -181,7 +185,11 @@ def test_correct_gaussian_process_mechanisms_pass(calibration):
 
 
 def test_classical_gaussian_at_epsilon_10_is_violated():
-    """Trap 16: c(delta) Delta/epsilon at epsilon = 10, delta = 0.01 has true delta 0.0245."""
+    """c(delta) Delta/epsilon at epsilon = 10, delta = 0.01 has true delta 0.0245.
+
+    The classical calibration is proven for epsilon <= 1 only, see
+    docs/paper-errors.md#mrs-epsilon-at-most-one.
+    """
     mech = gp_mean(10.0, 0.01, calibration="classical")
     for exact in (True, False):
         report = dpaudit.audit(mech, *GP_PAIR, samples=100_000, seed=4, exact=exact)

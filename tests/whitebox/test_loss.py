@@ -148,7 +148,10 @@ def test_iclp_loss_law_matches_composed_laplace_losses():
     decay=st.floats(0.5, 3.0),
 )
 def test_iclp_sup_loss_is_attained_at_the_centre(h, sigma, decay):
-    """sup_x L(x) = sqrt(2) ||h||_{1,C} / sigma, attained at x = f_D (digest §7.2), never exceeded."""
+    """sup_x L(x) = sqrt(2) ||h||_{1,C} / sigma, attained at x = f_D, never exceeded.
+
+    See docs/oracles.md#oracle-iclp-privacy-loss.
+    """
     h = np.asarray(h)
     lam = np.arange(1, h.size + 1.0) ** -decay
     p = ICLPNoise(jnp.asarray(lam), sigma, loc=jnp.asarray(h))

@@ -1,0 +1,250 @@
+r"""The white-box audit: a mechanism's claim on a pair of neighbouring datasets, as a pipeline.
+
+Three lines::
+
+    >>> import dpaudit, jax.numpy as jnp, numpyro, numpyro.distributions as dist
+    >>> mech = dpaudit.Mechanism("laplace-mean",
+    ...     lambda d: numpyro.sample("release", dist.Laplace(jnp.mean(d), 1.0 / (d.shape[0] * 1.0))),
+    ...     dpaudit.Claim(epsilon=1.0, sensitivity=1.0 / 10, sensitivity_norm="l1"))
+    >>> report = dpaudit.audit(mech, jnp.zeros(10), jnp.zeros(10).at[0].set(1.0), samples=20_000)
+    >>> report.verdict, round(report.epsilon_at_claimed_delta["exact"], 6)
+    ('pass', 1.0)
+
+Stages (one module each in :mod:`dpaudit.whitebox`): ``plan`` (release laws,
+noise structure, route), ``kernels`` and ``run`` (Monte Carlo), ``certificate``,
+``summaries``, ``verdict``, ``result``.
+
+What :func:`audit` does, for a claim ``(epsilon, delta)`` and datasets ``D ~ D'``:
+
+1. **Monte Carlo, both directions.** Draws ``samples`` releases from ``P_D``
+   and from ``P_D'`` (chunked, jitted, reproducible from ``seed``) and
+   evaluates the privacy losses ``L`` (:mod:`dpaudit.loss`), folding them into
+   streaming hockey-stick estimates with confidence bounds (:mod:`dpaudit.pld`).
+2. **Exact accounting** when the release is shifted Gaussian-process / ICLP /
+   Laplace noise (:mod:`dpaudit.accounting`): the exact Gaussian curve, or the
+   numerical Laplace upper and lower curves, and the supremum of the loss.
+3. **Certificates.** A release ``x`` with ``L(x) > epsilon + tol``, evaluated
+   with the exact release densities, certifies that a *pure* epsilon claim is
+   violated; mutually singular laws violate every claim with ``delta < 1``
+   (:mod:`dpaudit.whitebox.certificate`).
+4. **Compatibility** (:mod:`dpaudit.compatibility`) of ``f_D - f_D'`` with the
+   noise, for functional noises.
+5. **Verdict** at confidence ``1 - alpha``: ``"violation"``, ``"pass"``,
+   ``"incompatible"`` or ``"inconclusive"``, by the rules written down in
+   :mod:`dpaudit.whitebox.verdict`.
+
+Curves (``report.curves``) hold, on a grid of epsilons, the Monte Carlo
+estimates with bounds that are simultaneous over the grid and both directions
+(Bonferroni, ``alpha / (2 G)`` per point) and the exact curves when known.
+``report.epsilon_lower`` is a certified lower bound on the mechanism's
+``epsilon(delta)`` at the claimed ``delta`` (at confidence ``1 - alpha``;
+deterministic for certificates and exact accounting).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from dpaudit.loss import ROUTES
+from dpaudit.mechanism import Mechanism
+from dpaudit.pld import BOUND_METHODS
+from dpaudit.progress import progress_bar, should_show
+from dpaudit.whitebox.certificate import find_certificate
+from dpaudit.whitebox.kernels import loss_kernel
+from dpaudit.whitebox.plan import AuditPlan, choose_chunk_size, plan_audit, release_width
+from dpaudit.whitebox.result import AuditResult, Certificate
+from dpaudit.whitebox.run import DirectionRun, RunSettings, epsilon_grid, run_direction
+from dpaudit.whitebox.summaries import (
+    audit_curves,
+    audit_diagnostics,
+    delta_summary,
+    epsilon_summary,
+)
+from dpaudit.whitebox.verdict import verdict
+
+__all__ = ["audit"]
+
+# A progress bar is drawn by default from this many chunks (both directions) on a terminal.
+_PROGRESS_THRESHOLD = 200
+
+
+class _Evidence(NamedTuple):
+    """What the Monte Carlo runs and the certificate search found."""
+
+    runs: list[DirectionRun]
+    certificate: Certificate | None
+    verified: list[float]
+
+
+def _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization):
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a dpaudit.Mechanism, got {type(mechanism).__name__}.")
+    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 2:
+        raise ValueError(f"samples must be an integer >= 2, got {samples!r}.")
+    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}.")
+    if route not in (*ROUTES, "auto"):
+        raise ValueError(f"route must be 'auto' or one of {ROUTES}, got {route!r}.")
+    if bound_method not in BOUND_METHODS:
+        raise ValueError(f"bound_method must be one of {BOUND_METHODS}, got {bound_method!r}.")
+    if keep_samples < 0:
+        raise ValueError(f"keep_samples must be >= 0, got {keep_samples!r}.")
+    if not (math.isfinite(discretization) and discretization > 0):
+        raise ValueError(f"discretization must be a finite number > 0, got {discretization!r}.")
+
+
+def _bound_method(bound_method: str, method: str | None) -> str:
+    """The confidence-bound method, honouring the deprecated ``method=`` alias."""
+    if method is None:
+        return bound_method
+    warnings.warn(
+        "audit(method=...) is deprecated; use bound_method=... (the confidence-bound method).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return method
+
+
+def _kernels(plan: AuditPlan, mechanism, data, data_prime):
+    """The loss kernels of the two directions, ``D->D'`` then ``D'->D``."""
+    reverse = None if plan.shift is None else plan.shift.reversed()
+    return (
+        loss_kernel(plan.route, mechanism, data, data_prime, plan.dist_d, plan.dist_dp, plan.shift),
+        loss_kernel(plan.route, mechanism, data_prime, data, plan.dist_dp, plan.dist_d, reverse),
+    )
+
+
+def audit(
+    mechanism: Mechanism,
+    data,
+    data_prime,
+    *,
+    samples: int = 100_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    epsilons: Sequence[float] | None = None,
+    route: str = "auto",
+    exact: bool = True,
+    compatibility: bool = True,
+    check_adjacency: bool = True,
+    bound_method: str = "bernstein",
+    chunk_size: int | None = None,
+    keep_samples: int = 1_000_000,
+    discretization: float = 1e-4,
+    progress: bool | None = None,
+    method: str | None = None,
+) -> AuditResult:
+    """Audit ``mechanism``'s claim on the neighbouring datasets ``data`` and ``data_prime``.
+
+    Args:
+        mechanism: a :class:`~dpaudit.Mechanism`.
+        data: the dataset ``D``.
+        data_prime: its neighbour ``D'``.
+        samples: Monte Carlo releases per direction (memory stays bounded:
+            losses are folded chunk by chunk).
+        seed: seed of ``jax.random.key``; the same ``(seed, samples,
+            chunk_size)`` reproduce the same draws.
+        confidence: ``1 - alpha`` for every bound and verdict.
+        epsilons: grid for the curves (the claimed epsilon is always added);
+            default: 65 points from 0 to beyond the largest loss of a pilot run.
+        route: ``"auto"`` (closed form for shifted Gaussian/ICLP/Laplace
+            noise, else densities), ``"closed-form"``, ``"density"`` or ``"model"``.
+        exact: use exact/numerical accounting when the structure allows.
+        compatibility: run the compatibility analysis for functional noises.
+        check_adjacency: check that the datasets are neighbours under the claim's adjacency.
+        bound_method: confidence-bound method of :data:`dpaudit.pld.BOUND_METHODS`.
+        chunk_size: releases per chunk (default: 2^22 release coordinates, at most 2^16).
+        keep_samples: losses kept per direction for diagnostics and export.
+        discretization: grid spacing of the numerical Laplace accounting.
+        progress: show a progress bar (default: for long runs on a terminal).
+        method: deprecated alias of ``bound_method`` (emits a ``DeprecationWarning``).
+
+    Returns:
+        An :class:`~dpaudit.AuditResult`.
+
+    Raises:
+        ValueError: non-adjacent datasets, a model without a release site,
+            NaN losses (no partial result is returned), bad arguments.
+        TypeError: a release distribution without a density, a non-Mechanism.
+    """
+    started = time.perf_counter()
+    bound_method = _bound_method(bound_method, method)
+    _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization)
+    samples, seed, confidence = int(samples), int(seed), float(confidence)
+    plan = plan_audit(
+        mechanism,
+        data,
+        data_prime,
+        route=route,
+        exact=exact,
+        compatibility=compatibility,
+        check_adjacency=check_adjacency,
+        discretization=discretization,
+    )
+    kernels, key = _kernels(plan, mechanism, data, data_prime), jax.random.key(seed)
+    chunk = choose_chunk_size(chunk_size, samples, release_width(plan))
+    # Pilot run (its own keys, not reused) to place the default epsilon grid; it has the
+    # shapes of the main run so the jitted step compiles once.
+    grid = epsilon_grid(epsilons, plan.claim.epsilon, kernels, key, plan.accounting, chunk, samples)
+    settings = RunSettings(
+        grid=grid,
+        claim_index=int(np.nonzero(grid == plan.claim.epsilon)[0][0]),
+        claim_epsilon=plan.claim.epsilon,
+        samples=samples,
+        chunk=chunk,
+        keep_samples=keep_samples,
+        alpha=1.0 - confidence,
+        bound_method=bound_method,
+        name=mechanism.name,
+    )
+    total_chunks = 2 * -(-samples // chunk)  # both directions
+    show = should_show(progress, total_chunks, _PROGRESS_THRESHOLD)
+    with progress_bar(
+        "auditing", total=total_chunks, unit="chunks", label=mechanism.name, show=show
+    ) as bar:
+        runs = [run_direction(kernel, d, key, settings, bar) for d, kernel in enumerate(kernels)]
+    certificate, verified = find_certificate(
+        plan.claim, kernels, [r.best_release for r in runs], plan.shift
+    )
+    evidence = _Evidence(runs, certificate, verified)
+    return _conclude(mechanism.name, plan, settings, evidence, seed, confidence, started)
+
+
+def _conclude(name, plan, settings, evidence, seed, confidence, started) -> AuditResult:
+    """Summaries, verdict and the result record of a finished run."""
+    certificate = evidence.certificate
+    results = tuple(r.result for r in evidence.runs)
+    claim, grid = plan.claim, settings.grid
+    delta = delta_summary(results, plan.accounting, claim)
+    family = plan.shift.family if plan.shift is not None else None
+    outcome, notes = verdict(claim, delta, plan.accounting, certificate, plan.compatibility, family)
+    epsilon_lower, epsilons = epsilon_summary(
+        claim, grid, results, plan.accounting, certificate, evidence.verified
+    )
+    return AuditResult(
+        mechanism=name,
+        claim=claim,
+        verdict=outcome,
+        confidence=confidence,
+        samples=settings.samples,
+        seed=seed,
+        route=plan.route,
+        delta_at_claimed_epsilon=delta,
+        epsilon_lower=float(epsilon_lower),
+        epsilon_at_claimed_delta=epsilons,
+        certificate=certificate,
+        curves=audit_curves(grid, settings.claim_index, confidence, results, plan.accounting),
+        exact=plan.accounting,
+        compatibility=plan.compatibility,
+        diagnostics=audit_diagnostics(results, settings.chunk, plan.route),
+        directions=results,
+        seconds=time.perf_counter() - started,
+        notes=notes,
+    )

@@ -1,0 +1,173 @@
+r"""Loss kernels: stream a chunk of privacy losses into the hockey-stick state, per route.
+
+A :class:`LossKernel` is ``(init, step, release)`` for one direction:
+``init(G)`` is an empty :class:`~dpaudit.pld.HockeyStickState`;
+``step(state, key, epsilons, n_valid, n)`` draws ``n`` releases with ``key``,
+evaluates their losses and folds the first ``n_valid`` into the state (jitted:
+one compilation per shape); ``release(key, n, index)`` regenerates release
+``index`` of the chunk drawn with ``key`` (the hot loop never keeps draws).
+
+Routes (see :mod:`dpaudit.loss`): ``"closed-form"`` (the Radon–Nikodym form
+in noise coordinates), ``"density"`` (the two ``log_prob``), ``"model"``
+(numpyro ``log_density`` of the model; not jitted, models may run numpy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro.distributions import Distribution
+
+from dpaudit.densities import combine_log_probs, model_log_prob, traced_or_closed
+from dpaudit.loss import closed_form_draws, closed_form_losses, density_losses
+from dpaudit.pld import HockeyStickState, init_hockey_stick, update_hockey_stick
+from dpaudit.whitebox.shift import NoiseShift
+
+__all__ = ["LossKernel", "fold_chunk", "loss_kernel"]
+
+
+class LossKernel(NamedTuple):
+    """The three functions that run one direction of an audit with one route.
+
+    Attributes:
+        route: ``"closed-form"``, ``"density"`` or ``"model"``.
+        dist_p: the release law the releases are drawn from.
+        dist_q: the other release law.
+        init: ``init(G) -> HockeyStickState`` for a grid of ``G`` epsilons.
+        step: ``step(state, key, epsilons, n_valid, n) -> (state, losses, top, index)``:
+            the new state, the chunk's ``n`` losses, its largest valid loss and where.
+        release: ``release(key, n, index) -> numpy release`` of a chunk drawn with ``key``.
+    """
+
+    route: str
+    dist_p: Distribution
+    dist_q: Distribution
+    init: Callable[[int], HockeyStickState]
+    step: Callable
+    release: Callable
+
+
+def fold_chunk(state: HockeyStickState, loss, epsilons, n_valid):
+    """Fold the first ``n_valid`` losses of a chunk into the state (traceable).
+
+    The draws are not returned (so the hot loop never writes them to memory); the
+    winning chunk is regenerated from its key at the end.
+
+    Args:
+        state: the running hockey-stick state.
+        loss: ``(n,)`` losses of the chunk.
+        epsilons: ``(G,)`` the state's grid.
+        n_valid: how many leading losses count (the last chunk may be partial).
+
+    Returns:
+        ``(state, loss, top, index)``: the new state, the losses, the largest valid
+        non-NaN loss and its index.
+    """
+    mask = jnp.arange(loss.shape[0]) < n_valid
+    state = update_hockey_stick(state, loss, epsilons, mask)
+    masked = jnp.where(mask & ~jnp.isnan(loss), loss, -jnp.inf)
+    best = jnp.argmax(masked)
+    return state, loss, masked[best], best
+
+
+# Module-level jits: their caches outlive an audit, so a second audit with the same
+# shapes (and pytree-safe distributions) compiles nothing.
+_fold_jit = jax.jit(fold_chunk)
+_draws_jit = jax.jit(closed_form_draws, static_argnames=("n", "family"))
+
+
+@partial(jax.jit, static_argnames=("n", "family"))
+def _closed_form_step(state, key, h, eigenvalues, sigma, singular, epsilons, n_valid, *, n, family):
+    loss = closed_form_losses(key, h, eigenvalues, sigma, singular, n, family)
+    return fold_chunk(state, loss, epsilons, n_valid)
+
+
+@partial(jax.jit, static_argnames=("n",))
+def _density_step(state, key, dist_p, dist_q, epsilons, n_valid, *, n):
+    return fold_chunk(state, density_losses(key, dist_p, dist_q, n), epsilons, n_valid)
+
+
+def _closed_form_kernel(shift: NoiseShift, dist_p, dist_q) -> LossKernel:
+    h, eigenvalues = jnp.asarray(shift.shift), jnp.asarray(shift.eigenvalues)
+    sigma, singular = jnp.asarray(shift.sigma, dtype=jnp.float64), jnp.asarray(shift.singular)
+
+    def step(state, key, epsilons, n_valid, n):
+        return _closed_form_step(
+            state, key, h, eigenvalues, sigma, singular, epsilons, n_valid, n=n, family=shift.family
+        )
+
+    def release(key, n: int, index: int) -> np.ndarray:
+        z = _draws_jit(key, eigenvalues, sigma, n=n, family=shift.family)
+        return shift.release(np.asarray(z[index]))
+
+    return LossKernel("closed-form", dist_p, dist_q, init_hockey_stick, step, release)
+
+
+def _sample_release(dist_p):
+    def release(key, n: int, index: int) -> np.ndarray:
+        return np.asarray(dist_p.sample(key, (n,))[index])
+
+    return release
+
+
+def _density_kernel(dist_p, dist_q) -> LossKernel:
+    closed = {}  # one jit per chunk size for distributions that cannot be jit arguments
+
+    def closed_step(n):
+        if n not in closed:
+            closed.clear()
+
+            @jax.jit
+            def step(state, key, epsilons, n_valid):
+                losses = density_losses(key, dist_p, dist_q, n)
+                return fold_chunk(state, losses, epsilons, n_valid)
+
+            closed[n] = step
+        return closed[n]
+
+    def step(state, key, epsilons, n_valid, n):
+        return traced_or_closed(
+            (dist_p, dist_q),
+            lambda: _density_step(state, key, dist_p, dist_q, epsilons, n_valid, n=n),
+            lambda: closed_step(n)(state, key, epsilons, n_valid),
+        )
+
+    return LossKernel("density", dist_p, dist_q, init_hockey_stick, step, _sample_release(dist_p))
+
+
+def _model_kernel(mechanism, data_p, data_q, dist_p, dist_q) -> LossKernel:
+    def step(state, key, epsilons, n_valid, n):
+        x = dist_p.sample(key, (n,))
+        loss = combine_log_probs(
+            model_log_prob(mechanism, data_p, x), model_log_prob(mechanism, data_q, x)
+        )
+        return _fold_jit(state, loss, epsilons, n_valid)
+
+    return LossKernel("model", dist_p, dist_q, init_hockey_stick, step, _sample_release(dist_p))
+
+
+def loss_kernel(route: str, mechanism, data_p, data_q, dist_p, dist_q, shift) -> LossKernel:
+    """The loss kernel of one direction: releases ``x ~ P``, losses ``log p(x) - log q(x)``.
+
+    Args:
+        route: ``"closed-form"``, ``"density"`` or ``"model"``.
+        mechanism: the mechanism (the model route evaluates its model).
+        data_p: the dataset of ``P``.
+        data_q: the dataset of ``Q``.
+        dist_p: the release law ``P``.
+        dist_q: the release law ``Q``.
+        shift: the noise structure ``P -> Q`` (needed by the closed form), or ``None``.
+
+    Returns:
+        A :class:`LossKernel`.
+    """
+    if route == "closed-form":
+        return _closed_form_kernel(shift, dist_p, dist_q)
+    if route == "density":
+        return _density_kernel(dist_p, dist_q)
+    return _model_kernel(mechanism, data_p, data_q, dist_p, dist_q)

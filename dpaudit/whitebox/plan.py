@@ -1,0 +1,150 @@
+r"""Plan of an audit: the two release laws, their noise structure, the route, the accounting.
+
+:func:`plan_audit` turns a mechanism and a pair of datasets into an
+:class:`AuditPlan`: the release distributions under ``D`` and ``D'``, the
+:class:`~dpaudit.whitebox.shift.NoiseShift` when the laws are shifted noise,
+the loss-evaluation route, the exact accounting and the compatibility analysis.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpyro.distributions import Distribution
+
+from dpaudit.accounting import ExactAccounting, exact_accounting
+from dpaudit.adjacency import check_adjacent
+from dpaudit.compatibility import Compatibility
+from dpaudit.compatibility import compatibility as compatibility_of
+from dpaudit.densities import check_has_density
+from dpaudit.mechanism import Claim, Mechanism
+from dpaudit.whitebox.shift import NoiseShift, noise_shift
+
+__all__ = ["AuditPlan", "choose_chunk_size", "plan_audit", "release_width"]
+
+# Default chunk: 2^22 release coordinates (32 MiB of float64) bound the memory of a chunk;
+# at most 2^16 and at least 256 releases keep the per-chunk overhead small.
+_ELEMENTS_PER_CHUNK = 1 << 22
+_MAX_CHUNK = 1 << 16
+_MIN_CHUNK = 256
+
+
+class AuditPlan(NamedTuple):
+    """What an audit runs on.
+
+    Attributes:
+        claim: the mechanism's claim.
+        dist_d: the release law under ``D``.
+        dist_dp: the release law under ``D'``.
+        shift: the noise structure ``D -> D'``, or ``None``.
+        route: ``"closed-form"``, ``"density"`` or ``"model"``.
+        accounting: exact/numerical accounting, or ``None``.
+        compatibility: the compatibility analysis, or ``None``.
+    """
+
+    claim: Claim
+    dist_d: Distribution
+    dist_dp: Distribution
+    shift: NoiseShift | None
+    route: str
+    accounting: ExactAccounting | None
+    compatibility: Compatibility | None
+
+
+def _choose_route(route: str, shift: NoiseShift | None, name: str) -> str:
+    if route == "auto":
+        return "closed-form" if shift is not None else "density"
+    if route == "closed-form" and shift is None:
+        raise ValueError(
+            f"mechanism {name!r}: route='closed-form' needs releases that are the same "
+            "Gaussian/ICLP/Laplace noise shifted; use route='density'."
+        )
+    return route
+
+
+def plan_audit(
+    mechanism: Mechanism,
+    data,
+    data_prime,
+    *,
+    route: str,
+    exact: bool,
+    compatibility: bool,
+    check_adjacency: bool,
+    discretization: float,
+) -> AuditPlan:
+    """Release laws, noise structure, route, accounting and compatibility of one audit.
+
+    Args:
+        mechanism: the mechanism audited.
+        data: the dataset ``D``.
+        data_prime: its neighbour ``D'``.
+        route: ``"auto"`` or one of :data:`dpaudit.loss.ROUTES`.
+        exact: compute exact/numerical accounting when the structure allows.
+        compatibility: run the compatibility analysis for functional noises.
+        check_adjacency: check that the datasets are neighbours under the claim's adjacency.
+        discretization: grid spacing of the numerical Laplace accounting.
+
+    Returns:
+        An :class:`AuditPlan`.
+
+    Raises:
+        ValueError: non-adjacent datasets, or ``route="closed-form"`` on unstructured noise.
+        TypeError: a release distribution without a density.
+    """
+    claim = mechanism.claim
+    if check_adjacency:
+        check_adjacent(data, data_prime, claim.adjacency)
+    dist_d = mechanism.release_distribution(data)
+    dist_dp = mechanism.release_distribution(data_prime)
+    shift = noise_shift(dist_d, dist_dp)
+    if shift is None:  # shifted Gaussian/ICLP/Laplace noise has a density by construction
+        check_has_density(dist_d, mechanism.name)
+        check_has_density(dist_dp, mechanism.name)
+    route = _choose_route(route, shift, mechanism.name)
+    accounting = exact_accounting(shift, discretization=discretization) if exact and shift else None
+    compat = None
+    # Compatibility is about functional noise (K -> infinity); finite-dimensional
+    # ("independent"/"multivariate") noise has no limit to classify.
+    if compatibility and shift is not None and shift.source in ("grid", "coefficients"):
+        compat = compatibility_of(shift.shift, shift.eigenvalues)
+    return AuditPlan(claim, dist_d, dist_dp, shift, route, accounting, compat)
+
+
+def release_width(plan: AuditPlan) -> int:
+    """Coordinates drawn per release: noise coordinates (closed form) or the event size.
+
+    Args:
+        plan: the audit plan.
+
+    Returns:
+        The number of float64 values drawn per release.
+    """
+    if plan.route == "closed-form":
+        return plan.shift.n_components
+    d = plan.dist_d
+    return int(np.prod(d.batch_shape + d.event_shape, dtype=np.int64)) or 1
+
+
+def choose_chunk_size(requested: int | None, samples: int, width: int) -> int:
+    """Releases per chunk: as requested, or a default that bounds a chunk's memory.
+
+    Args:
+        requested: a positive integer, or ``None`` for the default.
+        samples: releases per direction (a chunk is never larger).
+        width: coordinates per release (:func:`release_width`).
+
+    Returns:
+        The chunk size.
+
+    Raises:
+        ValueError: for a requested size that is not a positive integer.
+    """
+    if requested is None:
+        requested = max(_MIN_CHUNK, min(_MAX_CHUNK, _ELEMENTS_PER_CHUNK // max(width, 1)))
+    if isinstance(requested, bool) or not isinstance(requested, int | np.integer):
+        raise ValueError(f"chunk_size must be a positive integer, got {requested!r}.")
+    if requested < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {requested!r}.")
+    return int(min(requested, samples))

@@ -1,0 +1,258 @@
+r"""Records of a white-box audit: :class:`AuditResult`, :class:`Certificate`, :class:`DirectionResult`.
+
+Frozen records with typed fields; they become the documented JSON dicts only
+in ``to_dict()`` (through :mod:`dpaudit.serialize`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from dpaudit.accounting import ExactAccounting
+from dpaudit.compatibility import Compatibility
+from dpaudit.mechanism import Claim
+from dpaudit.pld import DeltaCurve
+from dpaudit.serialize import json_float, jsonable
+from dpaudit.whitebox.summaries import DeltaSummary, EpsilonSummary
+
+__all__ = [
+    "DIRECTIONS",
+    "VERDICTS",
+    "AuditResult",
+    "Certificate",
+    "DirectionResult",
+    "import_arviz",
+]
+
+#: Possible verdicts.
+VERDICTS = ("pass", "violation", "inconclusive", "incompatible")
+
+#: Direction labels: ``x ~ P_D`` with ``L = log p_D - log p_D'``, and the reverse.
+DIRECTIONS = ("D->D'", "D'->D")
+
+
+@dataclasses.dataclass(frozen=True)
+class Certificate:
+    """A release that certifies a violation, evaluated with the exact release densities.
+
+    Attributes:
+        release: the release ``x`` (numpy, in the mechanism's coordinates).
+        loss: ``L(x) = log p(x) - log q(x)`` (``inf`` for a singular certificate).
+        direction: ``"D->D'"`` (``p = p_D``) or ``"D'->D"``.
+        log_p, log_q: the two log densities at ``x``.
+        tolerance: the round-off margin ``L`` had to exceed ``epsilon`` by.
+        kind: ``"density-ratio"`` or ``"singular"``.
+        source: ``"monte-carlo"`` or ``"constructed"`` (analytic worst case).
+        explanation: one sentence for reports.
+    """
+
+    release: np.ndarray
+    loss: float
+    direction: str
+    log_p: float
+    log_q: float
+    tolerance: float
+    kind: str
+    source: str
+    explanation: str
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict (non-finite floats as ``"inf"``/``"-inf"``).
+
+        Returns:
+            The certificate's fields, the release as a nested list.
+        """
+        return {
+            "release": np.asarray(self.release).tolist(),
+            "loss": json_float(self.loss),
+            "direction": self.direction,
+            "log_p": json_float(self.log_p),
+            "log_q": json_float(self.log_q),
+            "tolerance": self.tolerance,
+            "kind": self.kind,
+            "source": self.source,
+            "explanation": self.explanation,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class DirectionResult:
+    """Monte Carlo results of one direction.
+
+    Attributes:
+        direction: ``"D->D'"`` or ``"D'->D"``.
+        n: number of losses.
+        at_claim: ``{estimate, lower, upper, std_error}`` of ``delta(epsilon_claim)``,
+            bounds at ``alpha / 2`` each.
+        curve: the :class:`~dpaudit.pld.DeltaCurve` (simultaneous bounds).
+        max_loss: largest loss drawn.
+        n_infinite: number of ``+inf`` losses.
+        losses: the first ``keep_samples`` losses (numpy).
+        ess, mcse: ArviZ effective sample size and Monte Carlo standard error of
+            ``Y_epsilon_claim`` on the kept losses.
+    """
+
+    direction: str
+    n: int
+    at_claim: Mapping[str, float]
+    curve: DeltaCurve
+    max_loss: float
+    n_infinite: int
+    losses: np.ndarray
+    ess: float
+    mcse: float
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditResult:
+    """The outcome of :func:`audit` (frozen; ``to_dict`` is JSON-able).
+
+    Attributes:
+        mechanism: the mechanism's name.
+        claim: the :class:`~dpaudit.Claim` audited.
+        verdict: one of :data:`VERDICTS`.
+        confidence: ``1 - alpha``.
+        samples: Monte Carlo releases per direction.
+        seed: the seed.
+        route: how losses were evaluated (``"closed-form"``, ``"density"``, ``"model"``).
+        delta_at_claimed_epsilon: ``{estimate, lower, upper, monte_carlo_lower,
+            monte_carlo_upper, exact_lower, exact_upper}`` of the mechanism's
+            ``delta(epsilon_claim)`` (max over directions).
+        epsilon_lower: certified lower bound on ``epsilon(delta_claim)``.
+        epsilon_at_claimed_delta: ``{estimate, upper, exact}``: the tight
+            epsilon at the claimed delta (how much budget the claim wastes, or
+            by how much it is exceeded).
+        certificate: a :class:`Certificate` when one certifies the violation.
+        curves: ``{epsilons, "D->D'": {...}, "D'->D": {...}, exact_upper, exact_lower}``.
+        exact: the :class:`~dpaudit.accounting.ExactAccounting`, if any.
+        compatibility: the :class:`~dpaudit.compatibility.Compatibility`, if any.
+        diagnostics: ArviZ ESS/MCSE per direction, infinite-loss counts, chunking.
+        directions: the two :class:`DirectionResult`.
+        seconds: wall time.
+        notes: sentences qualifying the verdict.
+    """
+
+    mechanism: str
+    claim: Claim
+    verdict: str
+    confidence: float
+    samples: int
+    seed: int
+    route: str
+    delta_at_claimed_epsilon: DeltaSummary
+    epsilon_lower: float
+    epsilon_at_claimed_delta: EpsilonSummary
+    certificate: Certificate | None
+    curves: Mapping[str, Any]
+    exact: ExactAccounting | None
+    compatibility: Compatibility | None
+    diagnostics: Mapping[str, Any]
+    directions: tuple[DirectionResult, DirectionResult]
+    seconds: float
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict (non-finite floats as ``"inf"``/``"-inf"``, NaN as ``None``).
+
+        Returns:
+            The documented record of the audit (see ``docs``); the golden records pin it.
+        """
+        return {
+            "mechanism": self.mechanism,
+            "claim": dataclasses.asdict(self.claim),
+            "verdict": self.verdict,
+            "confidence": self.confidence,
+            "samples": self.samples,
+            "seed": self.seed,
+            "route": self.route,
+            "delta_at_claimed_epsilon": jsonable(self.delta_at_claimed_epsilon),
+            "epsilon_lower": json_float(self.epsilon_lower),
+            "epsilon_at_claimed_delta": jsonable(self.epsilon_at_claimed_delta),
+            "certificate": None if self.certificate is None else self.certificate.to_dict(),
+            "curves": jsonable(self.curves),
+            "exact": None if self.exact is None else self.exact.summary(),
+            "compatibility": None if self.compatibility is None else self.compatibility.to_dict(),
+            "diagnostics": jsonable(self.diagnostics),
+            "seconds": self.seconds,
+            "notes": list(self.notes),
+        }
+
+    def to_inference_data(self):
+        """ArviZ ``InferenceData``: kept losses and ``Y_epsilon_claim`` as draws, curves as data.
+
+        Groups: ``posterior`` holds ``loss`` and ``hockey_stick`` with dims
+        ``(chain, draw, direction)`` (one chain; these are i.i.d. Monte Carlo
+        draws, put where ArviZ's diagnostics look for them); ``constant_data``
+        holds the curves over ``epsilon``. The verdict and claim are attributes.
+
+        Returns:
+            An ``arviz.InferenceData``.
+        """
+        az = import_arviz()
+        n = min(d.losses.size for d in self.directions)
+        losses = np.stack([d.losses[:n] for d in self.directions], axis=-1)[None]
+        y = -np.expm1(np.minimum(self.claim.epsilon - losses, 0.0))
+        constant = {"epsilons": np.asarray(self.curves["epsilons"])}
+        dims = {
+            "loss": ["direction"],
+            "hockey_stick": ["direction"],
+            "epsilons": ["epsilon"],
+        }
+        for i, name in enumerate(DIRECTIONS):
+            for field in ("estimate", "lower", "upper"):
+                key = f"delta_{field}_{'forward' if i == 0 else 'backward'}"
+                constant[key] = np.asarray(self.curves[name][field])
+                dims[key] = ["epsilon"]
+        for key in ("exact_upper", "exact_lower"):
+            if self.curves.get(key) is not None:
+                constant[f"delta_{key}"] = np.asarray(self.curves[key])
+                dims[f"delta_{key}"] = ["epsilon"]
+        attrs = {
+            "mechanism": self.mechanism,
+            "verdict": self.verdict,
+            "claim_epsilon": self.claim.epsilon,
+            "claim_delta": self.claim.delta,
+            "confidence": self.confidence,
+            "seed": self.seed,
+            "samples": self.samples,
+            "route": self.route,
+        }
+        posterior = {"loss": losses, "hockey_stick": y} if n else None  # keep_samples=0: none
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return az.from_dict(
+                posterior=posterior,
+                constant_data=constant,
+                coords={"direction": list(DIRECTIONS)},
+                dims=dims,
+                attrs=attrs,
+            )
+
+    def to_netcdf(self, path) -> str:
+        """Write :meth:`to_inference_data` to a netCDF file.
+
+        Args:
+            path: the file to write.
+
+        Returns:
+            The path written, as a string.
+        """
+        return str(self.to_inference_data().to_netcdf(str(path)))
+
+
+def import_arviz():
+    """Import ArviZ with its FutureWarnings silenced.
+
+    Returns:
+        The ``arviz`` module.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz
+
+    return arviz

@@ -1,0 +1,143 @@
+r"""The verdict of a white-box audit: every rule, in one pure function.
+
+:func:`verdict` reads the claim, the bounds on ``delta(epsilon_claim)``
+(:class:`~dpaudit.whitebox.summaries.DeltaSummary`), the exact accounting, the
+certificate and the compatibility analysis, and returns ``(verdict, notes)``.
+The rules, in the order they are applied (``tests/whitebox/test_verdict.py``
+has one row per rule):
+
+1. **violation — certificate.** A verified release certifies the violation
+   (a pure claim with ``L(x) > epsilon + tol``, or mutually singular laws).
+2. **violation — Monte Carlo.** The Monte Carlo lower bound of
+   ``delta(epsilon)`` (``alpha/2`` per direction) exceeds ``delta``.
+3. **violation — exact lower curve.** The exact/numerical lower bound of
+   ``delta(epsilon)`` exceeds ``delta`` (beyond a relative 1e-9 margin).
+4. **violation — exact supremum.** A pure claim with Laplace noise whose exact
+   ``sup L`` exceeds ``epsilon`` (beyond a relative 1e-9 margin); noted when no
+   single release was verified.
+5. **pass — exact supremum.** A pure claim passes with Laplace accounting when
+   ``sup L <= epsilon`` (within the margin), or with any accounting when
+   ``sup L = 0`` (identical laws).
+6. **inconclusive — pure claim on sampling.** Otherwise a pure claim is
+   inconclusive: sampling never certifies a supremum.
+7. **pass — upper bound.** An ``(epsilon, delta)`` claim passes when the upper
+   bound on ``delta(epsilon)`` is at most ``delta``: the exact/numerical upper
+   curve when available, else the Monte Carlo upper bounds of both directions
+   (noted: a Monte Carlo pass covers only the pair tested).
+8. **inconclusive.** Otherwise.
+9. **incompatible.** No violation, but the compatibility analysis shows the
+   claimed kind of DP is impossible for this noise as ``K`` grows (mutually
+   singular laws in the limit, or a pure claim with ICLP noise on a
+   Gaussian-only pair).
+10. **undetermined compatibility** adds the analysis's reason as a note.
+"""
+
+from __future__ import annotations
+
+from dpaudit.accounting import ExactAccounting
+from dpaudit.compatibility import Compatibility
+from dpaudit.mechanism import Claim
+from dpaudit.whitebox.result import Certificate
+from dpaudit.whitebox.summaries import DeltaSummary
+
+__all__ = ["SUP_LOSS_RTOL", "verdict"]
+
+#: Relative margin on an exact supremum of the loss: ``sum_j a_j`` is an fsum of K
+#: float64 terms, accurate far below 1e-9 relative, so a claim at exactly the
+#: supremum (a correct calibration) is never read as a violation.
+SUP_LOSS_RTOL = 1e-9
+
+_PURE_ON_SAMPLING = (
+    "a pure-epsilon claim cannot pass on Monte Carlo evidence alone (a supremum "
+    "is never certified by sampling); no release with L > epsilon was found."
+)
+_MONTE_CARLO_PASS = (
+    "Monte Carlo pass: the upper confidence bounds of both directions support the "
+    "claim for this pair of datasets only, not for every neighbouring pair."
+)
+
+
+def _laplace_sup_tolerance(accounting: ExactAccounting) -> float:
+    return SUP_LOSS_RTOL * (1.0 + accounting.sup_loss)
+
+
+def _exact_violation(claim: Claim, delta: DeltaSummary, accounting) -> bool:
+    """Rules 3 and 4: the exact accounting alone shows a violation."""
+    # The numerical lower curve is a bound up to FFT round-off (already subtracted);
+    # the relative 1e-9 and absolute 1e-15 margins keep a claim calibrated at exactly
+    # the curve (delta(epsilon) = delta) from reading as violated.
+    lower = delta.exact_lower
+    violated = lower is not None and lower > claim.delta * (1 + 1e-9) + 1e-15
+    if accounting is not None and accounting.family == "laplace" and claim.pure:
+        tol_sup = _laplace_sup_tolerance(accounting)
+        violated = violated or accounting.sup_loss > claim.epsilon + tol_sup
+    return violated
+
+
+def _pure_verdict(claim: Claim, accounting) -> tuple[str, list[str]]:
+    """Rules 5 and 6: a pure claim without violation."""
+    if accounting is not None and accounting.family == "laplace":
+        ok = accounting.sup_loss <= claim.epsilon + _laplace_sup_tolerance(accounting)
+        return ("pass" if ok else "inconclusive"), []
+    if accounting is not None and accounting.sup_loss == 0.0:
+        return "pass", []  # identical laws: L = 0 everywhere
+    return "inconclusive", [_PURE_ON_SAMPLING]
+
+
+def _compatibility_verdict(claim, compat, noise_family, current: str) -> tuple[str, list[str]]:
+    """Rules 9 and 10: the K -> infinity limit overrides a pass or an inconclusive."""
+    notes = []
+    if compat is not None and current != "violation":
+        # Without a noise structure there is no family; Gaussian is the permissive default.
+        family = noise_family if noise_family is not None else "gaussian"
+        if compat.allows(claim.pure, family) is False:
+            notes.append(
+                f"no violation at K = {compat.n_components}, but {compat.reason} The claim "
+                "cannot hold for the functional (K -> infinity) mechanism."
+            )
+            current = "incompatible"
+    if compat is not None and compat.classification == "undetermined":
+        notes.append(compat.reason)
+    return current, notes
+
+
+def verdict(
+    claim: Claim,
+    delta: DeltaSummary,
+    accounting: ExactAccounting | None,
+    certificate: Certificate | None,
+    compatibility: Compatibility | None,
+    noise_family: str | None,
+) -> tuple[str, tuple[str, ...]]:
+    """The verdict on ``claim`` from the audit's evidence (rules in the module docstring).
+
+    Args:
+        claim: the claim audited.
+        delta: the bounds on ``delta(epsilon_claim)``; reads ``monte_carlo_lower``,
+            ``upper`` and ``exact_lower``.
+        accounting: the exact accounting, or ``None``.
+        certificate: a verified certificate, or ``None``.
+        compatibility: the compatibility analysis, or ``None``.
+        noise_family: ``"gaussian"``/``"laplace"`` for shifted noise, else ``None``.
+
+    Returns:
+        ``(verdict, notes)``: one of :data:`~dpaudit.whitebox.result.VERDICTS` and
+        the sentences qualifying it.
+    """
+    notes: list[str] = []
+    exact_violation = _exact_violation(claim, delta, accounting)
+    if certificate is not None or delta.monte_carlo_lower > claim.delta or exact_violation:
+        outcome = "violation"  # rules 1-4
+        if certificate is None and claim.pure and exact_violation:
+            notes.append("violation from exact accounting (no single release verified).")
+    elif claim.pure:
+        outcome, pure_notes = _pure_verdict(claim, accounting)
+        notes += pure_notes
+    elif delta.upper <= claim.delta:
+        outcome = "pass"  # rule 7
+        if accounting is None:
+            notes.append(_MONTE_CARLO_PASS)
+    else:
+        outcome = "inconclusive"  # rule 8
+    outcome, compat_notes = _compatibility_verdict(claim, compatibility, noise_family, outcome)
+    return outcome, tuple(notes + compat_notes)

@@ -1,0 +1,83 @@
+"""The engine's jitted steps: compiled once per shape, and no tracer escapes them.
+
+A second audit of the same mechanism with the same shapes must compile nothing (the jitted
+steps are module-level and take the noise and distributions as arguments), for the
+closed-form and the density routes; and an audit under ``jax.checking_leaks`` must not leak
+a tracer out of a jitted step.
+"""
+
+import contextlib
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import dpaudit
+from dpaudit import Claim, Mechanism
+
+N = 10
+DATA, DATA_PRIME = jnp.zeros(N), jnp.zeros(N).at[0].set(1.0)
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+def _laplace_mean(data):
+    return numpyro.sample("release", dist.Laplace(jnp.mean(data), 1.0 / data.shape[0]))
+
+
+MECHANISM = Mechanism(
+    "laplace-mean", _laplace_mean, Claim(epsilon=1.0, sensitivity=1.0 / N, sensitivity_norm="l1")
+)
+
+
+@contextlib.contextmanager
+def count_compilations():
+    """Count XLA backend compilations inside the block (a one-element list)."""
+    count = [0]
+
+    def listener(event, duration, **kwargs):
+        if event == BACKEND_COMPILE:
+            count[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+def _audit(route, seed):
+    return dpaudit.audit(
+        MECHANISM, DATA, DATA_PRIME, samples=3000, seed=seed, route=route, chunk_size=1024
+    )
+
+
+@pytest.mark.parametrize("route", ["closed-form", "density"])
+def test_second_audit_with_the_same_shapes_compiles_nothing(route):
+    with count_compilations() as first:
+        _audit(route, seed=1)
+    with count_compilations() as second:
+        result = _audit(route, seed=2)
+    assert first[0] > 0  # the listener sees compilations at all
+    assert second[0] == 0, f"{second[0]} new XLA compilation(s) on the {route} route"
+    assert result.route == route
+
+
+def test_no_tracer_leaks():
+    with jax.checking_leaks():
+        result = dpaudit.audit(MECHANISM, DATA, DATA_PRIME, samples=500, seed=0, chunk_size=256)
+    assert result.verdict == "pass"
+
+
+def test_method_is_a_deprecated_alias_of_bound_method():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = dpaudit.audit(MECHANISM, DATA, DATA_PRIME, samples=500, bound_method="hoeffding")
+    with pytest.warns(DeprecationWarning, match="bound_method"):
+        old = dpaudit.audit(MECHANISM, DATA, DATA_PRIME, samples=500, method="hoeffding")
+    assert old.to_dict()["curves"] == new.to_dict()["curves"]
+    assert new.directions[0].curve.method == "hoeffding"
+    with pytest.raises(ValueError, match="bound_method"):
+        dpaudit.audit(MECHANISM, DATA, DATA_PRIME, samples=500, bound_method="chernoff")

@@ -1,0 +1,131 @@
+"""The verdict rules of dpaudit.whitebox.verdict, one table row per rule of its docstring.
+
+Each row calls the pure ``verdict`` function with small hand-built records: no audit runs.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpaudit import Certificate, Claim, Compatibility
+from dpaudit.accounting import ExactAccounting
+from dpaudit.whitebox.summaries import DeltaSummary
+from dpaudit.whitebox.verdict import verdict
+
+PURE = Claim(epsilon=1.0)
+APPROX = Claim(epsilon=1.0, delta=1e-5)
+
+
+def _delta(mc_lower=0.0, upper=1.0, exact_lower=None, exact_upper=None) -> DeltaSummary:
+    return DeltaSummary(
+        estimate=0.0,
+        lower=max(mc_lower, exact_lower or 0.0),
+        upper=upper,
+        monte_carlo_estimate=0.0,
+        monte_carlo_lower=mc_lower,
+        monte_carlo_upper=upper,
+        exact_lower=exact_lower,
+        exact_upper=exact_upper,
+    )
+
+
+def _laplace(sup_loss: float) -> ExactAccounting:
+    return ExactAccounting(family="laplace", sup_loss=sup_loss)
+
+
+def _compat(classification: str) -> Compatibility:
+    return Compatibility(classification, None, None, 16, 8, f"the pair is {classification}.")
+
+
+CERTIFICATE = Certificate(
+    release=np.zeros(1),
+    loss=2.0,
+    direction="D->D'",
+    log_p=0.0,
+    log_q=-2.0,
+    tolerance=1e-9,
+    kind="density-ratio",
+    source="monte-carlo",
+    explanation="L(x) = 2 > epsilon = 1.",
+)
+
+# (rule, claim, delta summary, accounting, certificate, compatibility, family,
+#  expected verdict, a phrase expected in the notes or None for no notes)
+RULES = [
+    ("1 certificate", PURE, _delta(), None, CERTIFICATE, None, None, "violation", None),
+    ("2 Monte Carlo lower", APPROX, _delta(mc_lower=1e-3), None, None, None, None, "violation", None),
+    (
+        "3 exact lower curve",
+        APPROX,
+        _delta(exact_lower=2e-5, exact_upper=3e-5, upper=3e-5),
+        ExactAccounting(family="gaussian", sup_loss=math.inf, mu=1.0),
+        None,
+        None,
+        "gaussian",
+        "violation",
+        None,
+    ),
+    (
+        "3 exact lower curve within its margin",
+        APPROX,
+        _delta(exact_lower=1e-5 * (1 + 1e-10), exact_upper=1e-5, upper=1e-5),
+        ExactAccounting(family="gaussian", sup_loss=math.inf, mu=1.0),
+        None,
+        None,
+        "gaussian",
+        "pass",
+        None,
+    ),
+    ("4 exact supremum", PURE, _delta(), _laplace(1.5), None, None, "laplace", "violation",
+     "exact accounting"),
+    ("5 Laplace supremum at the claim", PURE, _delta(), _laplace(1.0 + 1e-12), None, None,
+     "laplace", "pass", None),
+    ("5 identical laws", PURE, _delta(), ExactAccounting(family="gaussian", sup_loss=0.0, mu=0.0),
+     None, None, "gaussian", "pass", None),
+    ("6 pure claim on sampling", PURE, _delta(), None, None, None, None, "inconclusive",
+     "cannot pass on Monte Carlo"),
+    ("7 exact upper curve", APPROX, _delta(upper=1e-6, exact_upper=1e-6, exact_lower=0.0),
+     ExactAccounting(family="gaussian", sup_loss=math.inf, mu=0.1), None, None, "gaussian",
+     "pass", None),
+    ("7 Monte Carlo upper bounds", APPROX, _delta(upper=1e-6), None, None, None, None, "pass",
+     "this pair of datasets only"),
+    ("8 otherwise", APPROX, _delta(upper=1e-3), None, None, None, None, "inconclusive", None),
+    ("9 incompatible pass", APPROX, _delta(upper=1e-6), None, None, _compat("incompatible"),
+     "gaussian", "incompatible", "cannot hold for the functional"),
+    ("9 pure ICLP claim, gaussian-only pair", PURE, _delta(), _laplace(0.5), None,
+     _compat("gaussian-only"), "laplace", "incompatible", "K = 16"),
+    ("9 a violation stays a violation", PURE, _delta(), None, CERTIFICATE,
+     _compat("incompatible"), "laplace", "violation", None),
+    ("9 compatible pair", PURE, _delta(), _laplace(0.5), None, _compat("compatible"), "laplace",
+     "pass", None),
+    ("10 undetermined", APPROX, _delta(upper=1e-3), None, None, _compat("undetermined"),
+     "gaussian", "inconclusive", "the pair is undetermined."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "rule, claim, delta, accounting, certificate, compat, family, expected, note",
+    RULES,
+    ids=[row[0] for row in RULES],
+)
+def test_verdict_rules(rule, claim, delta, accounting, certificate, compat, family, expected, note):
+    outcome, notes = verdict(claim, delta, accounting, certificate, compat, family)
+    assert outcome == expected, rule
+    if note is None:
+        assert notes == (), (rule, notes)
+    else:
+        assert any(note in n for n in notes), (rule, notes)
+
+
+def test_delta_summary_reads_as_the_documented_dict():
+    summary = _delta(mc_lower=0.1, upper=0.2)
+    assert summary["upper"] == summary.upper == 0.2
+    assert summary.get("exact_upper") is None and summary.get("missing", 3) == 3
+    assert list(summary) == [
+        "estimate", "lower", "upper", "monte_carlo_estimate", "monte_carlo_lower",
+        "monte_carlo_upper", "exact_lower", "exact_upper",
+    ]  # fmt: skip
+    assert dict(summary) == {k: getattr(summary, k) for k in summary}
+    with pytest.raises(KeyError):
+        summary["missing"]
