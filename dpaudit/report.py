@@ -68,7 +68,7 @@ class AuditOutcome:
 
     Attributes:
         name: the audit's name.
-        result: the :class:`dpaudit.audit.AuditResult`.
+        result: the :class:`dpaudit.AuditResult`.
         expected: the spec's expected verdict, or ``None``.
         spec: the spec file (for the report), or ``""``.
         mechanism: the audited :class:`dpaudit.Mechanism` (for sample paths), optional.

@@ -34,7 +34,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -479,18 +478,10 @@ VIOLATED_VERDICTS = ("violated", "violation", "fail", "failed", "refuted", "not-
 
 
 def _audit_function():
-    """``dpaudit.audit`` (a function, or the function ``audit`` of the module), or None."""
+    """The white-box audit function ``dpaudit.audit``."""
     import dpaudit
 
-    audit = getattr(dpaudit, "audit", None)
-    if audit is None:
-        try:
-            audit = importlib.import_module("dpaudit.audit")
-        except ImportError:
-            return None
-    if not callable(audit):
-        audit = getattr(audit, "audit", None)
-    return audit if callable(audit) else None
+    return dpaudit.audit
 
 
 def _is_violation(result: Any, failing=VIOLATED_VERDICTS) -> bool:
@@ -544,17 +535,11 @@ def assert_dp(
 
     Raises:
         DPViolation: with the pair and the result.
-        RuntimeError: when the audit engine ``dpaudit.audit`` is not installed.
         ValueError: for a non-adjacent pair, or no pair and no record space.
     """
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"assert_dp needs a dpaudit.Mechanism, got {type(mechanism).__name__}.")
     audit = _audit_function()
-    if audit is None:
-        raise RuntimeError(
-            "the audit engine dpaudit.audit is not available in this installation; "
-            "assert_dp needs it."
-        )
     if claim is not None:
         if not isinstance(claim, Claim):
             raise TypeError(f"claim must be a dpaudit.Claim, got {type(claim).__name__}.")
