@@ -629,7 +629,7 @@ def _noisy_max_reference(epsilon: float, k: int, noise: str = "laplace", release
             reference="Ding et al. 2018, Algs. 5-8; Dwork & Roth 2014, Claim 3.9",
         ),
         summary=summary,
-        sensitivity_norm=_linf,
+        difference_norm=_linf,
         params={"epsilon": epsilon, "k": k, "scale": scale, "noise": noise, "release": release},
         description=f"The {release} of the largest of {k} counts plus {noise} noise of scale 2/eps.",
     )

@@ -213,7 +213,7 @@ def gaussian_kl_coefficients_mechanism(
             ),
         ),
         summary=summary,
-        sensitivity_norm=l2_norm,
+        difference_norm=l2_norm,
         params={
             "n": n,
             "epsilon": epsilon,
@@ -492,7 +492,7 @@ def _bernstein_mechanism(name, n, epsilon, tau, degree, dim, grid, grid_size, ou
             ),
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
+        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={
             "n": n,
             "epsilon": epsilon,

@@ -449,7 +449,7 @@ def laplace_mean(
             reference="Dwork & Roth 2014, Thm 3.6",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
+        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "low": low, "high": high, "dim": dim, "scale": scale},
         description="Mean of records clipped to [low, high]^d plus Laplace noise (l1 sensitivity).",
     )
@@ -475,7 +475,7 @@ def _gaussian_mean(name, sigma, epsilon, delta, n, low, high, dim, reference):
             reference=reference,
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
+        difference_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
         params={
             "epsilon": epsilon,
             "delta": delta,
@@ -565,7 +565,7 @@ def geometric_count(epsilon: float = 1.0, n: int = 100) -> dpaudit.Mechanism:
             reference="Ghosh, Roughgarden & Sundararajan 2012 (geometric mechanism)",
         ),
         summary=summary,
-        sensitivity_norm=jnp.abs,
+        difference_norm=jnp.abs,
         params={"epsilon": epsilon, "n": n},
         description="Count of ones plus two-sided geometric noise with parameter e^-epsilon.",
     )
@@ -592,7 +592,7 @@ def _noisy_max(noise: str, epsilon: float, n: int, n_bins: int, reference: str):
             epsilon=epsilon, sensitivity_norm="linf", sensitivity=1.0, reference=reference
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
+        difference_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "n_bins": n_bins, "scale": scale, "noise": noise},
         description=f"Index of the largest histogram count plus {noise} noise of scale 2/epsilon.",
     )
@@ -674,7 +674,7 @@ def sparse_vector_mechanism(
             epsilon=epsilon, sensitivity_norm="linf", sensitivity=1.0, reference=reference
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
+        difference_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
         params={
             "epsilon": epsilon,
             "n": n,

@@ -22,7 +22,7 @@ reproduced by :func:`bmr_worst_case_sensitivity` and the tests;
 worst case over the moves a replacement can really make, with a move that
 attains it, and :func:`bmr_exact_epsilon` the resulting tight epsilon of a
 built mechanism). The mechanism's
-``sensitivity_norm`` is that minimum (computed exactly by
+``difference_norm`` is that minimum (computed exactly by
 :func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`), in the ``l1``
 norm of node shifts, so ``mech.distance(D, D') <= claim.sensitivity = L + 1``
 is testable on any pair, and the release's marginal density is available
@@ -357,7 +357,7 @@ def bmr_ecdf_mechanism(
             reference=_BMR + (_EXACT if calibration == "exact" else ""),
         ),
         summary=lambda data: bmr_ecdf(_scores(data, n), grid),
-        sensitivity_norm=lambda h: ancestor_sensitivity(depth, _count_shift(h, n)),
+        difference_norm=lambda h: ancestor_sensitivity(depth, _count_shift(h, n)),
         params={
             "epsilon": epsilon,
             "n": n,
@@ -456,7 +456,7 @@ def bmr_roc_mechanism(
             + (_EXACT if calibration == "exact" else ""),
         ),
         summary=summary,
-        sensitivity_norm=norm,
+        difference_norm=norm,
         params={
             "epsilon": epsilon,
             "n": n,

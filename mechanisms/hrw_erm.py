@@ -559,7 +559,7 @@ def _erm_mechanism(
             reference=claim_reference("Sec. 4.3 (M-admissible loss, Def. 4.1)", calibration),
         ),
         summary=summary,
-        sensitivity_norm=release.grid_rkhs_norm,
+        difference_norm=release.grid_rkhs_norm,
         params=params,
         description=(
             f"Regularised ERM with the {loss} loss (M = {m:.4g}) in the RKHS of the {kernel} "

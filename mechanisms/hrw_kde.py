@@ -413,7 +413,7 @@ def _kde_mechanism(
             reference=claim_reference(section, calibration),
         ),
         summary=summary,
-        sensitivity_norm=release.grid_rkhs_norm,
+        difference_norm=release.grid_rkhs_norm,
         params=params,
         description=description,
     )

@@ -445,7 +445,7 @@ def iclp_qr_kde(
             ),
         ),
         summary=summary,
-        sensitivity_norm=grid_one_c_norm(basis),
+        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -633,7 +633,7 @@ def iclp_qr_krr(
             ),
         ),
         summary=summary,
-        sensitivity_norm=grid_one_c_norm(basis),
+        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -795,7 +795,7 @@ def iclp_qr_covariance(
             ),
         ),
         summary=summary,
-        sensitivity_norm=lambda h: one_c_norm(h, flat_eigenvalues),
+        difference_norm=lambda h: one_c_norm(h, flat_eigenvalues),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -1020,7 +1020,7 @@ def iclp_qr_fos_regression(
             ),
         ),
         summary=summary,
-        sensitivity_norm=lambda h: one_c_norm(h, nu),
+        difference_norm=lambda h: one_c_norm(h, nu),
         params={
             "n": n,
             "epsilon": epsilon,

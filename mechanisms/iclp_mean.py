@@ -1072,7 +1072,7 @@ def iclp_qr_mean(
             reference=f"{REFERENCE}, Thm 6 ({which}) and Thm 4, sigma = sqrt(2) Delta/epsilon",
         ),
         summary=summary,
-        sensitivity_norm=grid_one_c_norm(basis),
+        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -1160,7 +1160,7 @@ def iclp_ar_mean(
             ),
         ),
         summary=summary,
-        sensitivity_norm=grid_one_c_norm(basis),
+        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -1245,7 +1245,7 @@ def frl_mean_mechanism(
             reference=f"{REFERENCE}, Thm 6 (FRL, {which}); Laplace mechanism",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(jnp.asarray(h)), axis=-1),
+        difference_norm=lambda h: jnp.sum(jnp.abs(jnp.asarray(h)), axis=-1),
         params={
             "n": n,
             "epsilon": epsilon,

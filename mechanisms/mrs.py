@@ -908,7 +908,7 @@ def mrs_penalized_mean_mechanism(
             reference=f"{_REFERENCE}, Thm 3.3 with {how}",
         ),
         summary=summary,
-        sensitivity_norm=_grid_cm_norm(basis),
+        difference_norm=_grid_cm_norm(basis),
         params=params,
         description=(
             "Penalised mean function (penalty phi ||m||^2 in the Cameron-Martin norm of C^eta) of "
@@ -975,7 +975,7 @@ def mrs_penalized_mean_coefficients_mechanism(
             reference=f"{_REFERENCE}, Thm 3.3 / Cor. 3.1 with {how}",
         ),
         summary=coefficients,
-        sensitivity_norm=lambda h: cameron_martin_norm(h, eigenvalues),
+        difference_norm=lambda h: cameron_martin_norm(h, eigenvalues),
         params=params,
         description=(
             "Eigen-coefficients of the MRS penalised mean with independent N(0, sigma^2 lambda_j) "
@@ -1086,7 +1086,7 @@ def mrs_linear_functionals_mechanism(
             reference=f"{_REFERENCE}, Thm 3.2 with {how}",
         ),
         summary=summary,
-        sensitivity_norm=mahalanobis,
+        difference_norm=mahalanobis,
         params={**params, "n_functionals": int(g.shape[0])},
         description=(
             "Linear functionals <tilde mu, g_l> of the MRS Gaussian-process release of the "

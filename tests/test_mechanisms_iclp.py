@@ -714,7 +714,7 @@ def test_summaries_trace_under_jit_rejected_curves_become_nan_and_off_span_is_in
     data[0] *= 6.0 / math.sqrt(float(data[0] ** 2 @ W))
     assert np.all(np.isnan(np.asarray(summary(data))))
     rough = np.asarray(BASIS.residual(np.sign(np.asarray(GRID.points[:, 0]) - 0.5)))
-    assert float(mech.sensitivity_norm(rough)) == math.inf  # mutually singular releases
+    assert float(mech.difference_norm(rough)) == math.inf  # mutually singular releases
 
 
 def test_registered_builders_make_pure_replace_one_claims():

@@ -77,7 +77,7 @@ def gaussian_classical_large_epsilon(
             reference="HRW Prop. 2.4 / MRS Thm 3.2 applied outside epsilon <= 1",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
+        difference_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
         params={
             "epsilon": epsilon,
             "delta": delta,
@@ -130,7 +130,7 @@ def gaussian_pure_claim(
             reference="(none: Gaussian noise cannot give pure DP)",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
+        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "sigma": sigma},
         known_flaw=dpaudit.KnownFlaw(
             reason=(
@@ -176,7 +176,7 @@ def histogram_scale_epsilon(epsilon: float = 0.5, n_bins: int = 4) -> dpaudit.Me
             reference="Dwork & Roth 2014, Thm 3.6 (misapplied scale)",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
+        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n_bins": n_bins, "scale": epsilon},
         known_flaw=dpaudit.KnownFlaw(
             reason=(

@@ -74,7 +74,7 @@ def textbook_tree_replace_one(
             reference="binary mechanism (Chan, Shi & Song 2011) with its add/remove bound L+1",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(jnp.round(n * h, 9)), axis=-1),
+        difference_norm=lambda h: jnp.sum(jnp.abs(jnp.round(n * h, 9)), axis=-1),
         params={"epsilon": epsilon, "n": n, "n_points": n_points, "depth": depth, "scale": scale},
         known_flaw=dpaudit.KnownFlaw(
             reason=(
@@ -158,7 +158,7 @@ def ecdf_data_dependent_grid(epsilon: float = 1.0, n: int = 100, n_points: int =
             reference="BMR Thm 3.1 with tau_1 = min, tau_N = max of the data",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.where(
+        difference_norm=lambda h: jnp.where(
             jnp.any(h[..., -2:] != 0, axis=-1), jnp.inf, jnp.sum(jnp.abs(n * h[..., :-2]), axis=-1)
         ),
         params={"epsilon": epsilon, "n": n, "n_points": n_points, "depth": depth},

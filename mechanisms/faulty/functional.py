@@ -62,7 +62,7 @@ def iclp_unscaled_sigma(
             reference="Lin & Reimherr Thm 4 as printed (sigma = Delta/epsilon)",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: one_c_norm(h, lam),
+        difference_norm=lambda h: one_c_norm(h, lam),
         params={"epsilon": epsilon, "n": n, "tau": tau, "sigma": sigma, "eigenvalues": lam},
         known_flaw=dpaudit.KnownFlaw(
             reason=(
@@ -128,7 +128,7 @@ def iclp_raw_eigenpairs(
             reference="Lin & Reimherr Alg. 1 without the quadrature normalisation",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: one_c_norm(h, raw_eigenvalues),
+        difference_norm=lambda h: one_c_norm(h, raw_eigenvalues),
         params={
             "epsilon": epsilon,
             "n": n,
@@ -214,7 +214,7 @@ def hrw_unsquared_covariance(
             reference="Hall, Rinaldo & Wasserman 2013, Sec. 5 as printed",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sqrt(
+        difference_norm=lambda h: jnp.sqrt(
             h @ jnp.linalg.solve(kernel + 1e-10 * jnp.eye(grid_size), h)
         ),
         params={
@@ -284,7 +284,7 @@ def rough_mean_smooth_noise(
             reference="MRS Thm 3.3 misapplied (the summary is not compatible with the noise)",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sqrt(jnp.sum(weights * h * h, axis=-1)),
+        difference_norm=lambda h: jnp.sqrt(jnp.sum(weights * h * h, axis=-1)),
         params={"epsilon": epsilon, "delta": delta, "n": n, "tau": tau, "sigma": sigma},
         known_flaw=dpaudit.KnownFlaw(
             reason=(

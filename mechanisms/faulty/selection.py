@@ -79,7 +79,7 @@ def noisy_max_with_value(epsilon: float = 1.0, thresholds=(0.25, 0.5, 0.75)):
             reference="Dwork & Roth 2014, Claim 3.9 (which covers the index only)",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
+        difference_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "thresholds": t, "scale": 1.0 / epsilon},
         known_flaw=dpaudit.KnownFlaw(
             reason=(
