@@ -56,6 +56,7 @@ __all__ = [
     "gaussian_mean_sensitivity",
     "histogram_counts",
     "laplace_mean_sensitivity",
+    "log_laplace_cdf",
 ]
 
 
@@ -120,8 +121,15 @@ def _check_common(epsilon, n, low=0.0, high=1.0):
 # --------------------------------------------------------------- distributions
 
 
-def _log_laplace_cdf(x):
-    """``log F(x)`` of the standard (scale-1) Laplace law, stable in both tails."""
+def log_laplace_cdf(x):
+    """``log F(x)`` of the standard (scale-1) Laplace law, stable in both tails.
+
+    Args:
+        x: points (array-like).
+
+    Returns:
+        ``log F(x)`` elementwise.
+    """
     return jnp.where(x < 0, x - math.log(2.0), jnp.log1p(-0.5 * jnp.exp(-jnp.abs(x))))
 
 
@@ -229,7 +237,7 @@ class NoisyArgmax(Distribution):
         t = (x[None, :] - u[:, None]) / b  # (k, G)
         if self.noise == "laplace":
             log_f = -jnp.abs(t) - jnp.log(2.0 * b)
-            log_cdf = _log_laplace_cdf(t)
+            log_cdf = log_laplace_cdf(t)
         else:
             log_f = jnp.where(t >= 0, -t - jnp.log(b), -jnp.inf)
             log_cdf = jnp.where(t > 0, jnp.log(-jnp.expm1(-jnp.maximum(t, 1e-300))), -jnp.inf)
@@ -395,8 +403,8 @@ class SparseVector(Distribution):
         def integral(n_grid):
             r = jnp.linspace(lo, hi, n_grid)
             t = (r[None, :] - c[:, None]) / b_nu  # (k, G): negative iff nu < r - c
-            log_neg = _log_laplace_cdf(t)
-            log_pos = 0.0 if self.release_values else _log_laplace_cdf(-t)
+            log_neg = log_laplace_cdf(t)
+            log_pos = 0.0 if self.release_values else log_laplace_cdf(-t)
             log_g = jnp.where(
                 negative[:, None], log_neg, jnp.where(positive[:, None], log_pos, 0.0)
             )
@@ -413,10 +421,10 @@ class SparseVector(Distribution):
 
 def _log_interval(lo, hi, b):
     """``log(F(hi) - F(lo))`` for the Laplace(0, b) CDF; ``-inf`` when ``hi <= lo``."""
-    cdf_hi = jnp.exp(_log_laplace_cdf(hi / b))
-    cdf_lo = jnp.exp(_log_laplace_cdf(lo / b))
+    cdf_hi = jnp.exp(log_laplace_cdf(hi / b))
+    cdf_lo = jnp.exp(log_laplace_cdf(lo / b))
     # upper tail form avoids 1 - 1 when both are far right
-    tail = jnp.exp(_log_laplace_cdf(-lo / b)) - jnp.exp(_log_laplace_cdf(-hi / b))
+    tail = jnp.exp(log_laplace_cdf(-lo / b)) - jnp.exp(log_laplace_cdf(-hi / b))
     mass = jnp.where(lo > 0, tail, cdf_hi - cdf_lo)
     return jnp.where(hi > lo, jnp.log(jnp.maximum(mass, 0.0)), -jnp.inf)
 

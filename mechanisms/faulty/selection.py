@@ -13,7 +13,7 @@ from numpyro.distributions import Distribution, constraints
 
 import dpaudit
 from dpaudit.checks import check_epsilon
-from mechanisms.classic import _log_laplace_cdf, sparse_vector_mechanism
+from mechanisms.classic import log_laplace_cdf, sparse_vector_mechanism
 from mechanisms.faulty import register_pair
 
 
@@ -43,7 +43,7 @@ class NoisyMaxWithValue(Distribution):
         k = self.loc.shape[0]
         t = (v[..., None] - self.loc) / self.scale
         log_f = -jnp.abs(t) - jnp.log(2.0 * self.scale)
-        log_cdf = _log_laplace_cdf(t)
+        log_cdf = log_laplace_cdf(t)
         chosen = jnp.arange(k) == index[..., None]
         total = jnp.sum(jnp.where(chosen, log_f, log_cdf), axis=-1)
         valid = (index >= 0) & (index < k) & (index == jnp.round(index))

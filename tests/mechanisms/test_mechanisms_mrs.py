@@ -22,7 +22,7 @@ import dpaudit
 from dpaudit.noise import GaussianProcessNoise, gaussian_delta
 from dpaudit.spaces import Matern, cameron_martin_norm, kl_basis, spectral_basis, uniform_grid
 from dpaudit.testing import L2Ball, SearchBudget, worst_neighbours
-from mechanisms.mrs import (
+from mechanisms.mrs.mean import (
     enforce_l2_bound,
     linear_functional_matrix,
     mrs_linear_functionals,

@@ -59,7 +59,7 @@ import scipy.stats
 
 from dpaudit.spaces import Exponential, Gaussian, KarhunenLoeveBasis, uniform_grid
 from dpaudit.spaces.grids import Grid
-from mechanisms.iclp_mean import default_basis
+from mechanisms.iclp.mean import default_basis
 
 __all__ = [
     "ERRORS",
@@ -108,7 +108,7 @@ def iclp_basis(grid_size: int = 100, n_components: int | None = None) -> Karhune
     """LR's ICLP covariance basis: Matérn ``nu = 3/2``, ``rho = 0.1`` on the midpoint grid.
 
     ``lambda_j ~ j^(-4)`` (digest §1.10). Used for S-4 and the ``t5`` errors; the same
-    (cached) basis as :func:`mechanisms.iclp_mean.default_basis`.
+    (cached) basis as :func:`mechanisms.iclp.mean.default_basis`.
     """
     return default_basis(grid_size, n_components)
 

@@ -53,8 +53,8 @@ Module contents: :func:`hrw_noise_multiplier`, :class:`GridRelease` /
 :func:`grid_release`, :func:`check_points`, :func:`kernel_matrix` (numpy Gram
 matrices for the solvers and exact norms), :func:`ou_conditional`,
 :class:`OnlineExponentialRelease`, :func:`online_exponential_release`. The
-mechanisms themselves live in :mod:`mechanisms.hrw_kde` (kernel density
-estimators) and :mod:`mechanisms.hrw_erm` (regularised ERM in an RKHS).
+mechanisms themselves live in :mod:`mechanisms.hrw.kde` (kernel density
+estimators) and :mod:`mechanisms.hrw.erm` (regularised ERM in an RKHS).
 """
 
 from __future__ import annotations
@@ -422,7 +422,7 @@ class OnlineExponentialRelease:
         summary_fn: ``f_D`` as a function of an array of points ``(k,)`` -> ``(k,)``.
         sensitivity: RKHS sensitivity ``Delta`` of ``f_D`` for the kernel
             ``exp(-|x - y|/lengthscale)`` on ``[0, 1]`` (e.g.
-            :func:`mechanisms.hrw_kde.sobolev_kde_sensitivity`).
+            :func:`mechanisms.hrw.kde.sobolev_kde_sensitivity`).
         epsilon, delta, calibration: as in :func:`hrw_noise_multiplier`.
         lengthscale: ``rho = 1/gamma`` of the kernel (HRW's Sobolev KDE uses ``h``).
         key: a ``jax.random`` key; query ``i`` uses ``fold_in(key, i)``.

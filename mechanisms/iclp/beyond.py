@@ -1,7 +1,7 @@
 r"""Lin & Reimherr's ICLP-QR beyond the mean: KDE, kernel ridge regression, covariance, FoS regression.
 
 Digest §1.8 and traps 10–11, 13, 15; paper Sec. 4.3 (Thm 8 [16], Thm 9 [18])
-and App. C. Conventions as in :mod:`mechanisms.iclp_mean`: the ICLP covariance
+and App. C. Conventions as in :mod:`mechanisms.iclp.mean`: the ICLP covariance
 ``C`` (kernel ``K``) is a :class:`~dpaudit.spaces.KarhunenLoeveBasis`
 ``(lambda_j, phi_j)_{j<=K}`` on a grid of ``[0, 1]^d``, ICLP noise has
 coefficient ``j`` ``~ Laplace(Delta sqrt(lambda_j) / epsilon)``
@@ -72,7 +72,7 @@ import numpy as np
 import numpyro
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit.checks import check_finite, is_concrete
+from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
 from dpaudit.spaces import (
     Exponential,
@@ -82,21 +82,17 @@ from dpaudit.spaces import (
     Matern,
     one_c_norm,
 )
-from mechanisms.iclp_mean import (
+from mechanisms.iclp.mean import (
     DEFAULT_KERNEL,
     OUT_OF_BOUND,
     QR_BOUNDS,
     REFERENCE,
     ROUNDING_SLACK,
-    _basis,
-    _beta,
-    _check_n,
-    _choice,
-    _count,
-    _eigenvalues,
-    _number,
-    _psi,
-    _qr_eta,
+    check_basis,
+    check_eigenvalues,
+    check_psi,
+    check_qr_eta,
+    check_records,
     default_basis,
     enforce_l2_bound,
     grid_one_c_norm,
@@ -105,9 +101,11 @@ from mechanisms.iclp_mean import (
     pss_eta,
     pss_qr_psi,
     qr_shrinkage,
+    resolve_beta,
 )
 
 __all__ = [
+    "centred_second_moment",
     "covariance_hs_sensitivity",
     "covariance_sensitivity",
     "eigenfunctions_at",
@@ -182,9 +180,9 @@ def _nystrom(kernel, x, grid_points, weights, eigenfunctions, eigenvalues):
 
 def power_kernel_diagonal_bound(eigenvalues, eta: float, sup_kernel: float) -> float:
     """``M_K = lambda_1^(eta-1) sup_x K(x, x) >= sup_x K^eta(x, x)`` for ``eta >= 1`` (rank-K Nyström)."""
-    lam = _eigenvalues(eigenvalues)
-    eta = _number("eta", eta, low=1.0, inclusive=True)
-    return float(lam[0] ** (eta - 1.0)) * _number("kernel_sup", sup_kernel)
+    lam = check_eigenvalues(eigenvalues)
+    eta = check_number("eta", eta, low=1.0, inclusive=True)
+    return float(lam[0] ** (eta - 1.0)) * check_number("kernel_sup", sup_kernel)
 
 
 def _domain_points(points, dim: int, out_of_bound: str) -> jax.Array:
@@ -217,8 +215,8 @@ def pss_kde_bandwidth(n: int, dim: int = 1, *, scale: float = 1.0) -> float:
         >>> round(pss_kde_bandwidth(32, 1), 6)
         0.5
     """
-    n, dim = _count("n", n), _count("dim", dim)
-    return _number("scale", scale) * n ** (-1.0 / (4.0 + dim))
+    n, dim = check_count("n", n), check_count("dim", dim)
+    return check_number("scale", scale) * n ** (-1.0 / (4.0 + dim))
 
 
 def kde_basis(bandwidth: float, grid_size: int = 100, dim: int = 1, n_components=None):
@@ -227,7 +225,7 @@ def kde_basis(bandwidth: float, grid_size: int = 100, dim: int = 1, n_components
     Returns ``(kernel, basis)``; the basis keeps every eigenvalue above
     ``1e-10 lambda_1`` (or ``n_components``).
     """
-    h = _number("bandwidth", bandwidth)
+    h = check_number("bandwidth", bandwidth)
     kernel = Gaussian(lengthscale=h)
     return kernel, kernel_basis(kernel, grid_size, dim, n_components)
 
@@ -240,8 +238,8 @@ def kde_normaliser(basis: KarhunenLoeveBasis, eta: float) -> float:
     Raises:
         ValueError: if that integral is not positive.
     """
-    basis = _basis(basis)
-    eta = _number("eta", eta)
+    basis = check_basis(basis)
+    eta = check_number("eta", eta)
     points = np.asarray(basis.grid.points)
     centre = int(np.argmin(np.sum((points - 0.5) ** 2, axis=1)))
     phi = np.asarray(basis.eigenfunctions)
@@ -272,8 +270,8 @@ def kde_summary(points, kernel: Kernel, basis: KarhunenLoeveBasis, *, eta: float
     ICLP kernel with the bandwidth inside it, and ``c = kde_normaliser``.
     Points outside ``[0, 1]^d`` are not handled here (the mechanism rejects or clips).
     """
-    basis = _basis(basis)
-    eta = _number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
+    basis = check_basis(basis)
+    eta = check_number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
     x = _points(points, basis.grid.dim)
     return _kde_coefficients(x, kernel, basis, eta, kde_normaliser(basis, eta))
 
@@ -285,10 +283,10 @@ def kde_sensitivity(
 
     ``M_K = lambda_1^(eta-1) sup_x K(x, x)`` (:func:`power_kernel_diagonal_bound`).
     """
-    lam = _eigenvalues(eigenvalues)
-    n = _count("n", n)
-    eta = _number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
-    c = _number("normaliser", normaliser)
+    lam = check_eigenvalues(eigenvalues)
+    n = check_count("n", n)
+    eta = check_number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
+    c = check_number("normaliser", normaliser)
     m_k = power_kernel_diagonal_bound(lam, eta, sup_kernel)
     return 2.0 * c * math.sqrt(m_k) / n * math.sqrt(float(np.sum(lam ** (eta - 1.0))))
 
@@ -297,7 +295,7 @@ def kde_sensitivity_printed(
     eigenvalues, *, n: int, eta: float, normaliser: float, sup_kernel: float = 1.0
 ) -> float:
     """LR Thm 8 [16] as printed, ``(2 c M_K / n) sqrt(tr K^(eta-1))``: valid only when ``M_K >= 1``."""
-    lam = _eigenvalues(eigenvalues)
+    lam = check_eigenvalues(eigenvalues)
     m_k = power_kernel_diagonal_bound(lam, eta, sup_kernel)
     return kde_sensitivity(
         lam, n=n, eta=eta, normaliser=normaliser, sup_kernel=sup_kernel
@@ -345,11 +343,11 @@ def kde_replacement_distances(
         >>> bool(d[0, 0] == 0.0 and d[0, 1] == d[1, 0] > 0)
         True
     """
-    basis = _basis(basis)
+    basis = check_basis(basis)
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a dpaudit.spaces.Kernel, got {type(kernel).__name__}.")
-    eta = _number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
-    n = _count("n", n)
+    eta = check_number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
+    n = check_count("n", n)
     dim = basis.grid.dim
     x = _domain_points(points, dim, "reject")
     y = x if others is None else _domain_points(others, dim, "reject")
@@ -402,10 +400,10 @@ def iclp_qr_kde(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon = _count("n", n), _number("epsilon", epsilon)
-    dim, grid_size = _count("dim", dim), _count("grid_size", grid_size)
-    eta = _number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    n, epsilon = check_count("n", n), check_number("epsilon", epsilon)
+    dim, grid_size = check_count("dim", dim), check_count("grid_size", grid_size)
+    eta = check_number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     if kernel is None:
         bandwidth = pss_kde_bandwidth(n, dim) if bandwidth is None else bandwidth
         kernel, basis = kde_basis(bandwidth, grid_size, dim, n_components)
@@ -414,7 +412,9 @@ def iclp_qr_kde(
             raise TypeError(f"kernel must be a dpaudit.spaces.Kernel, got {type(kernel).__name__}.")
         basis = kernel_basis(kernel, grid_size, dim, n_components)
     sup_k = (
-        stationary_kernel_sup(kernel) if kernel_sup is None else _number("kernel_sup", kernel_sup)
+        stationary_kernel_sup(kernel)
+        if kernel_sup is None
+        else check_number("kernel_sup", kernel_sup)
     )
     normaliser = kde_normaliser(basis, eta)
     lam, phi = basis.eigenvalues, basis.eigenfunctions
@@ -424,7 +424,7 @@ def iclp_qr_kde(
 
     def summary(data):
         x = _domain_points(data, dim, out_of_bound)
-        _check_n(x.shape[0], n)
+        check_records(x.shape[0], n)
         return phi @ _kde_coefficients(x, kernel, basis, eta, normaliser)
 
     def model(data):
@@ -480,8 +480,8 @@ def krr_fit(points, responses, kernel: Kernel, basis: KarhunenLoeveBasis, *, psi
     solved as ``theta = S (S Phi^T Phi S / n + psi I)^{-1} S Phi^T y / n`` with
     ``S = diag(lambda^(eta/2))`` (well conditioned). Returns ``(K,)`` coefficients.
     """
-    basis = _basis(basis)
-    psi, eta = _psi(psi), _number("eta", eta)
+    basis = check_basis(basis)
+    psi, eta = check_psi(psi), check_number("eta", eta)
     x = _points(points, basis.grid.dim)
     y = jnp.asarray(responses, dtype=jnp.float64)
     if y.shape != (x.shape[0],):
@@ -516,10 +516,10 @@ def krr_sensitivity(
         >>> round(krr_sensitivity([1.0], n=10, psi=1.0, eta=2.0, response_bound=1.0), 12)
         0.4
     """
-    lam = _eigenvalues(eigenvalues)
-    n, psi = _count("n", n), _psi(psi)
-    eta = _number("eta", eta, low=1.0, hint=" (tr C^(eta-1) must be finite)")
-    b = _number("response_bound", response_bound)
+    lam = check_eigenvalues(eigenvalues)
+    n, psi = check_count("n", n), check_psi(psi)
+    eta = check_number("eta", eta, low=1.0, hint=" (tr C^(eta-1) must be finite)")
+    b = check_number("response_bound", response_bound)
     kappa = power_kernel_diagonal_bound(lam, eta, sup_kernel)
     lipschitz = 2.0 * b * (1.0 + math.sqrt(kappa / psi))
     return lipschitz * math.sqrt(kappa * float(np.sum(lam ** (eta - 1.0)))) / (psi * n)
@@ -587,23 +587,25 @@ def iclp_qr_krr(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon, psi = _count("n", n), _number("epsilon", epsilon), _psi(psi)
-    b = _number("response_bound", response_bound)
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    n, epsilon, psi = check_count("n", n), check_number("epsilon", epsilon), check_psi(psi)
+    b = check_number("response_bound", response_bound)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     kernel = DEFAULT_KERNEL if kernel is None else kernel
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a dpaudit.spaces.Kernel, got {type(kernel).__name__}.")
-    dim = _count("dim", dim)
+    dim = check_count("dim", dim)
     basis = kernel_basis(kernel, grid_size, dim, n_components)
-    beta = _beta(kernel_decay_rate(kernel, dim) if beta is None else beta, basis.eigenvalues)
-    eta = _number("eta", pss_eta(beta) if eta is None else eta)
+    beta = resolve_beta(kernel_decay_rate(kernel, dim) if beta is None else beta, basis.eigenvalues)
+    eta = check_number("eta", pss_eta(beta) if eta is None else eta)
     if eta <= 1.0 + 1.0 / beta:
         raise ValueError(
             f"ICLP-QR regression needs eta > 1 + 1/beta = {1.0 + 1.0 / beta:.4g} so that "
             f"tr(C^(eta-1)) is finite (LR Thm 9; beta = {beta:.4g}), got eta = {eta:g}."
         )
     sup_k = (
-        stationary_kernel_sup(kernel) if kernel_sup is None else _number("kernel_sup", kernel_sup)
+        stationary_kernel_sup(kernel)
+        if kernel_sup is None
+        else check_number("kernel_sup", kernel_sup)
     )
     lam = basis.eigenvalues
     sensitivity = krr_sensitivity(lam, n=n, psi=psi, eta=eta, response_bound=b, sup_kernel=sup_k)
@@ -612,7 +614,7 @@ def iclp_qr_krr(
 
     def summary(data):
         x, y = _regression_data(data, dim, b, out_of_bound)
-        _check_n(x.shape[0], n)
+        check_records(x.shape[0], n)
         return basis.eigenfunctions @ _krr_coefficients(x, y, kernel, basis, psi, eta)
 
     def model(data):
@@ -661,14 +663,22 @@ def iclp_qr_krr(
 
 
 @jax.jit
-def _centred_second_moment(coefficients: jax.Array) -> jax.Array:
+def centred_second_moment(coefficients: jax.Array) -> jax.Array:
+    """The empirical covariance (divisor ``n``) of coefficient vectors.
+
+    Args:
+        coefficients: ``(n, K)`` array, one coefficient vector per record.
+
+    Returns:
+        ``(K, K)`` array ``sum_i c_i c_i^T / n - mean mean^T``.
+    """
     mean = jnp.mean(coefficients, axis=0)
     return coefficients.T @ coefficients / coefficients.shape[0] - jnp.outer(mean, mean)
 
 
 @jax.jit
 def _covariance_core(curves, weights, eigenfunctions, shrinkage):
-    return shrinkage * _centred_second_moment((curves * weights) @ eigenfunctions)
+    return shrinkage * centred_second_moment((curves * weights) @ eigenfunctions)
 
 
 def qr_covariance(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax.Array:
@@ -677,8 +687,8 @@ def qr_covariance(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) 
     ``hat C_{jl} = (lambda_j lambda_l)^eta / ((lambda_j lambda_l)^eta + psi) <bar C, phi_j (x) phi_l>``
     with ``bar C = (1/n) sum_i (X_i - bar X) (x) (X_i - bar X)`` (projected on the basis).
     """
-    basis = _basis(basis)
-    psi, eta = _psi(psi), _number("eta", eta)
+    basis = check_basis(basis)
+    psi, eta = check_psi(psi), check_number("eta", eta)
     if np.ndim(curves) != 2 or np.shape(curves)[1] != basis.grid_size:
         raise ValueError(
             f"curves have shape {tuple(np.shape(curves))} but must be (n, {basis.grid_size}): one "
@@ -699,7 +709,7 @@ def covariance_hs_sensitivity(*, n: int, tau: float) -> float:
     ``||a a^T - b b^T||_HS <= sqrt 2 tau^2`` and ``||S (a-b)^T + (a-b) S^T||_HS <=
     2 ||S|| ||a - b|| <= 4 (n-1) tau^2``.
     """
-    n, tau = _count("n", n), _number("tau", tau)
+    n, tau = check_count("n", n), check_number("tau", tau)
     return (n - 1) * (4.0 + math.sqrt(2.0)) * tau**2 / n**2
 
 
@@ -711,9 +721,9 @@ def covariance_sensitivity(
     With ``W_{jl} = (lambda_j lambda_l)^(eta-1/2) / ((lambda_j lambda_l)^eta + psi)``:
     ``"printed"`` ``Delta_HS sum_{jl} W_{jl}``, ``"cauchy-schwarz"`` ``Delta_HS ||W||_F``.
     """
-    lam = _eigenvalues(eigenvalues)
-    psi, eta = _psi(psi), _number("eta", eta)
-    _choice("bound", bound, QR_BOUNDS)
+    lam = check_eigenvalues(eigenvalues)
+    psi, eta = check_psi(psi), check_number("eta", eta)
+    check_choice("bound", bound, QR_BOUNDS)
     lam2 = np.outer(lam, lam)
     w = lam2 ** (eta - 0.5) / (lam2**eta + psi)
     total = float(np.sum(w)) if bound == "printed" else float(np.sqrt(np.sum(w * w)))
@@ -751,17 +761,17 @@ def iclp_qr_covariance(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon = _count("n", n), _number("epsilon", epsilon)
-    tau = _number("tau", tau, hint=" (the public bound on ||X_i||_{L2})")
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
-    _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
+    n, epsilon = check_count("n", n), check_number("epsilon", epsilon)
+    tau = check_number("tau", tau, hint=" (the public bound on ||X_i||_{L2})")
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    check_choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
     if basis is None:
         basis = default_basis(100, 20)
         beta = kernel_decay_rate(DEFAULT_KERNEL) if beta is None else beta
-    basis = _basis(basis)
-    beta = _beta(beta, basis.eigenvalues)
-    eta = _qr_eta(pss_eta(beta) if eta is None else eta, beta)
-    psi = pss_qr_psi(n, epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
+    basis = check_basis(basis)
+    beta = resolve_beta(beta, basis.eigenvalues)
+    eta = check_qr_eta(pss_eta(beta) if eta is None else eta, beta)
+    psi = pss_qr_psi(n, epsilon, beta=beta, eta=eta) if psi is None else check_psi(psi)
     lam2 = jnp.outer(basis.eigenvalues, basis.eigenvalues)
     sensitivity = covariance_sensitivity(
         basis.eigenvalues, n=n, tau=tau, psi=psi, eta=eta, bound=sensitivity_bound
@@ -773,7 +783,7 @@ def iclp_qr_covariance(
 
     def summary(data):
         x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
-        _check_n(x.shape[0], n)
+        check_records(x.shape[0], n)
         return _covariance_core(x, weights, phi, shrinkage).reshape(-1)
 
     def model(data):
@@ -827,8 +837,8 @@ def fos_summary(covariates, responses, basis: KarhunenLoeveBasis, *, psi: float,
     ``T1 = (1/n) sum_i X_i X_i^T`` (its ``p(p+1)/2`` upper-triangular entries,
     row-major) and the QR-smoothed ``T2_k = (1/n) sum_i X_ik Y_i``, ``(p, K)``.
     """
-    basis = _basis(basis)
-    psi, eta = _psi(psi), _number("eta", eta)
+    basis = check_basis(basis)
+    psi, eta = check_psi(psi), check_number("eta", eta)
     x = jnp.asarray(covariates, dtype=jnp.float64)
     y = jnp.asarray(responses, dtype=jnp.float64)
     if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0] or y.shape[1] != basis.grid_size:
@@ -866,11 +876,11 @@ def fos_sensitivities(
     <= (p + 1) xi^2 / 2``); ``Delta_2 = sqrt(p) xi`` times the mean's QR bound with
     ``tau`` (``sum_k |a_k| <= sqrt(p) xi``).
     """
-    lam = _eigenvalues(eigenvalues)
-    n, p = _count("n", n), _count("p", p)
-    xi = _number("covariate_bound", covariate_bound)
-    tau, psi, eta = _number("tau", tau), _psi(psi), _number("eta", eta)
-    _choice("bound", bound, QR_BOUNDS)
+    lam = check_eigenvalues(eigenvalues)
+    n, p = check_count("n", n), check_count("p", p)
+    xi = check_number("covariate_bound", covariate_bound)
+    tau, psi, eta = check_number("tau", tau), check_psi(psi), check_number("eta", eta)
+    check_choice("bound", bound, QR_BOUNDS)
     w = lam ** (eta - 0.5) / (lam**eta + psi)
     total = float(np.sum(w)) if bound == "printed" else float(np.sqrt(np.sum(w * w)))
     return (p + 1) * xi**2 / n, 2.0 * math.sqrt(p) * xi * tau / n * total
@@ -910,8 +920,8 @@ def fos_coefficient_functions(release, *, p: int, basis: KarhunenLoeveBasis) -> 
     ``tilde T1`` is rebuilt symmetric from its released upper triangle. It
     may be singular or indefinite at small ``n epsilon``; no correction is made.
     """
-    basis = _basis(basis)
-    p = _count("p", p)
+    basis = check_basis(basis)
+    p = check_count("p", p)
     release = jnp.asarray(release, dtype=jnp.float64)
     n_t1 = p * (p + 1) // 2
     if release.shape[-1] != n_t1 + p * basis.n_components:
@@ -958,7 +968,7 @@ def iclp_qr_fos_regression(
 
     Args:
         n, epsilon, tau, basis, beta, eta, sensitivity_bound, out_of_bound:
-            as :func:`~mechanisms.iclp_mean.iclp_qr_mean` (for ``T2``).
+            as :func:`~mechanisms.iclp.mean.iclp_qr_mean` (for ``T2``).
         psi: QR penalty of ``T2``; default :func:`pss_qr_psi` at the budget
             ``(1 - gamma) epsilon`` that ``T2`` receives.
         p: number of scalar covariates (include a constant 1 for an intercept).
@@ -968,23 +978,27 @@ def iclp_qr_fos_regression(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon, p = _count("n", n), _number("epsilon", epsilon), _count("p", p)
-    tau = _number("tau", tau, hint=" (the public bound on ||Y_i||_{L2})")
-    xi = _number("covariate_bound", covariate_bound)
-    gamma = _number("gamma", gamma)
+    n, epsilon, p = check_count("n", n), check_number("epsilon", epsilon), check_count("p", p)
+    tau = check_number("tau", tau, hint=" (the public bound on ||Y_i||_{L2})")
+    xi = check_number("covariate_bound", covariate_bound)
+    gamma = check_number("gamma", gamma)
     if not gamma < 1:
         raise ValueError(
             f"gamma is the share of epsilon spent on T1 and must lie in (0, 1), got {gamma!r}."
         )
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
-    _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    check_choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
     if basis is None:
         basis = default_basis()
         beta = kernel_decay_rate(DEFAULT_KERNEL) if beta is None else beta
-    basis = _basis(basis)
-    beta = _beta(beta, basis.eigenvalues)
-    eta = _qr_eta(pss_eta(beta) if eta is None else eta, beta)
-    psi = pss_qr_psi(n, (1.0 - gamma) * epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
+    basis = check_basis(basis)
+    beta = resolve_beta(beta, basis.eigenvalues)
+    eta = check_qr_eta(pss_eta(beta) if eta is None else eta, beta)
+    psi = (
+        pss_qr_psi(n, (1.0 - gamma) * epsilon, beta=beta, eta=eta)
+        if psi is None
+        else check_psi(psi)
+    )
     lam = basis.eigenvalues
     delta_1, delta_2 = fos_sensitivities(
         lam, n=n, p=p, tau=tau, covariate_bound=xi, psi=psi, eta=eta, bound=sensitivity_bound
@@ -997,7 +1011,7 @@ def iclp_qr_fos_regression(
 
     def summary(data):
         x, y = _fos_data(data, p, xi, basis, tau, out_of_bound)
-        _check_n(x.shape[0], n)
+        check_records(x.shape[0], n)
         t1, t2 = _fos_parts(x, y, basis.grid.weights, basis.eigenfunctions, shrinkage)
         return jnp.concatenate([t1, t2.reshape(-1)])
 

@@ -57,7 +57,7 @@ with its optimality residual):
   is zero.
 
 Registered mechanisms (release ``f_D`` on a public grid plus GP noise with the
-learning kernel as covariance, see :mod:`mechanisms.hrw`):
+learning kernel as covariance, see :mod:`mechanisms.hrw.release`):
 
 * ``hrw-kernel-ridge`` — square loss, ``|y| <= B``.
 * ``hrw-kernel-logistic`` — logistic loss, ``y in {-1, +1}``.
@@ -77,7 +77,7 @@ import scipy.special
 
 from dpaudit import Claim, Mechanism, register
 from dpaudit.spaces import Exponential, Gaussian, Kernel
-from mechanisms.hrw import (
+from mechanisms.hrw.release import (
     check_calibration,
     check_count,
     check_points,
@@ -612,7 +612,7 @@ def hrw_kernel_ridge(
         y_bound: public bound ``B`` on ``|y|``.
         kernel: ``"gaussian"`` or ``"exponential"`` (learning and noise kernel).
         lengthscale: its lengthscale.
-        dim, grid_size, calibration, rtol: as in :func:`mechanisms.hrw_kde.hrw_gaussian_kde`.
+        dim, grid_size, calibration, rtol: as in :func:`mechanisms.hrw.kde.hrw_gaussian_kde`.
     """
     return _erm_mechanism(
         name="hrw-kernel-ridge",

@@ -3,7 +3,7 @@ r"""Hall, Rinaldo & Wasserman (2013), Sec. 4.1–4.2: private kernel density est
 Data: ``n`` records in the unit cube ``[0, 1]^d`` (the domain ``T`` of the
 released density; records outside it are rejected), replace-one adjacency,
 ``n`` public. The release is the density on a public grid plus Gaussian-process
-noise with covariance ``s^2 K`` (see :mod:`mechanisms.hrw` for the batch
+noise with covariance ``s^2 K`` (see :mod:`mechanisms.hrw.release` for the batch
 release, the calibration and the cylinder sigma-field caveat, trap 24).
 
 **Gaussian KDE (Sec. 4.1, 4.1.1).** With a fixed positive-definite bandwidth
@@ -68,7 +68,7 @@ import scipy.special
 from dpaudit import Claim, Mechanism, register
 from dpaudit.checks import check_finite
 from dpaudit.spaces import Exponential, Gaussian, Kernel
-from mechanisms.hrw import (
+from mechanisms.hrw.release import (
     check_calibration,
     check_count,
     check_points,
@@ -158,7 +158,7 @@ class GaussianBandwidthKernel(Kernel):
         bandwidth_matrix(h, h.shape[0] if h.ndim == 2 else 1)  # validates
 
     def numpy_gram(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """The Gram matrix in numpy (see :func:`mechanisms.hrw.kernel_matrix`)."""
+        """The Gram matrix in numpy (see :func:`mechanisms.hrw.release.kernel_matrix`)."""
         whiten = np.linalg.inv(np.linalg.cholesky(np.asarray(self.matrix, dtype=np.float64))).T
         diff = (x @ whiten)[:, None, :] - (y @ whiten)[None, :, :]
         return np.exp(-0.5 * np.sum(diff * diff, axis=-1))

@@ -24,15 +24,7 @@ from hypothesis.extra.numpy import arrays
 
 import dpaudit
 from dpaudit.noise import analytic_gaussian_sigma, gaussian_delta
-from mechanisms.hrw import (
-    OnlineExponentialRelease,
-    grid_release,
-    hrw_noise_multiplier,
-    kernel_matrix,
-    online_exponential_release,
-    ou_conditional,
-)
-from mechanisms.hrw_erm import (
+from mechanisms.hrw.erm import (
     erm_kernel,
     erm_rkhs_distance,
     kernel_erm,
@@ -42,7 +34,7 @@ from mechanisms.hrw_erm import (
     kernel_svm,
     kernel_svm_sensitivity,
 )
-from mechanisms.hrw_kde import (
+from mechanisms.hrw.kde import (
     bandwidth_matrix,
     gaussian_bump_sobolev_inner,
     gaussian_kde,
@@ -52,6 +44,14 @@ from mechanisms.hrw_kde import (
     sobolev_kde_rkhs_distance,
     sobolev_kde_sensitivity,
     sobolev_kernel,
+)
+from mechanisms.hrw.release import (
+    OnlineExponentialRelease,
+    grid_release,
+    hrw_noise_multiplier,
+    kernel_matrix,
+    online_exponential_release,
+    ou_conditional,
 )
 
 HRW_NAMES = (

@@ -29,9 +29,8 @@ from dpaudit.spaces import (
     spectral_basis,
     uniform_grid,
 )
-from mechanisms import iclp_beyond as beyond
-from mechanisms import iclp_mean as mean
-from mechanisms import simulations as sim
+from mechanisms.iclp import beyond, mean
+from mechanisms.iclp import simulations as sim
 
 GRID = uniform_grid(40)
 BASIS = kl_basis(Matern(1.5, 0.1), GRID, n_components=12)
@@ -333,7 +332,7 @@ def test_covariance_sensitivity_bounds_hold(seed, n, tau, log_psi, eta, style):
     h = beyond.qr_covariance(x, BASIS, psi=psi, eta=eta) - beyond.qr_covariance(
         y, BASIS, psi=psi, eta=eta
     )
-    moment = beyond._centred_second_moment
+    moment = beyond.centred_second_moment
     hs = float(jnp.sqrt(jnp.sum((moment(BASIS.project(x)) - moment(BASIS.project(y))) ** 2)))
     assert hs <= beyond.covariance_hs_sensitivity(n=n, tau=tau) * (1 + RTOL)
     distance = float(one_c_norm(h.reshape(-1), np.outer(LAM, LAM).reshape(-1)))
