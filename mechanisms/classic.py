@@ -39,7 +39,6 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import numpyro.distributions as dist
 from jax import lax
 from numpyro.distributions import Distribution, constraints
@@ -47,6 +46,7 @@ from numpyro.distributions import Distribution, constraints
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
 from dpaudit.noise import analytic_gaussian_sigma, classical_gaussian_sigma
+from mechanisms.common import summary_release
 
 __all__ = [
     "DiscreteLaplace",
@@ -444,19 +444,14 @@ def laplace_mean(
     def summary(data):
         return clipped_mean(_records(data, n, dim), low, high)
 
-    def model(data):
-        numpyro.sample("release", dist.Laplace(summary(data), scale).to_event(1))
-
-    return dpaudit.Mechanism(
-        name="laplace-mean",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="l1",
-            sensitivity=sensitivity,
-            reference="Dwork & Roth 2014, Thm 3.6",
-        ),
-        summary=summary,
+    return summary_release(
+        "laplace-mean",
+        summary,
+        lambda loc: dist.Laplace(loc, scale).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l1",
+        reference="Dwork & Roth 2014, Thm 3.6",
         difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "low": low, "high": high, "dim": dim, "scale": scale},
         description="Mean of records clipped to [low, high]^d plus Laplace noise (l1 sensitivity).",
@@ -469,20 +464,15 @@ def _gaussian_mean(name, sigma, epsilon, delta, n, low, high, dim, reference):
     def summary(data):
         return clipped_mean(_records(data, n, dim), low, high)
 
-    def model(data):
-        numpyro.sample("release", dist.Normal(summary(data), sigma).to_event(1))
-
-    return dpaudit.Mechanism(
-        name=name,
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            delta=delta,
-            sensitivity_norm="l2",
-            sensitivity=sensitivity,
-            reference=reference,
-        ),
-        summary=summary,
+    return summary_release(
+        name,
+        summary,
+        lambda loc: dist.Normal(loc, sigma).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l2",
+        reference=reference,
+        delta=delta,
         difference_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
         params={
             "epsilon": epsilon,
@@ -560,19 +550,14 @@ def geometric_count(epsilon: float = 1.0, n: int = 100) -> dpaudit.Mechanism:
             raise ValueError("geometric-count records must be 0 or 1.")
         return jnp.sum(x)
 
-    def model(data):
-        numpyro.sample("release", DiscreteLaplace(summary(data), epsilon))
-
-    return dpaudit.Mechanism(
-        name="geometric-count",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="l1",
-            sensitivity=1.0,
-            reference="Ghosh, Roughgarden & Sundararajan 2012 (geometric mechanism)",
-        ),
-        summary=summary,
+    return summary_release(
+        "geometric-count",
+        summary,
+        lambda loc: DiscreteLaplace(loc, epsilon),
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="l1",
+        reference="Ghosh, Roughgarden & Sundararajan 2012 (geometric mechanism)",
         difference_norm=jnp.abs,
         params={"epsilon": epsilon, "n": n},
         description="Count of ones plus two-sided geometric noise with parameter e^-epsilon.",
@@ -589,17 +574,15 @@ def _noisy_max(noise: str, epsilon: float, n: int, n_bins: int, reference: str):
         x = _records(data, n)
         return histogram_counts(x, n_bins)
 
-    def model(data):
-        numpyro.sample("release", NoisyArgmax(summary(data), scale, noise))
-
     name = f"report-noisy-max-{noise}"
-    return dpaudit.Mechanism(
-        name=name,
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon, sensitivity_norm="linf", sensitivity=1.0, reference=reference
-        ),
-        summary=summary,
+    return summary_release(
+        name,
+        summary,
+        lambda loc: NoisyArgmax(loc, scale, noise),
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="linf",
+        reference=reference,
         difference_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "n_bins": n_bins, "scale": scale, "noise": noise},
         description=f"Index of the largest histogram count plus {noise} noise of scale 2/epsilon.",
@@ -661,27 +644,22 @@ def sparse_vector_mechanism(
     def summary(data):
         return svt_queries(data, n, n_queries)
 
-    def model(data):
-        numpyro.sample(
-            "release",
-            SparseVector(
-                summary(data),
-                thresholds,
-                threshold_scale,
-                query_scale,
-                cutoff=cutoff,
-                resample=resample,
-                release_values=release_values,
-            ),
-        )
-
-    return dpaudit.Mechanism(
-        name=name,
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon, sensitivity_norm="linf", sensitivity=1.0, reference=reference
+    return summary_release(
+        name,
+        summary,
+        lambda loc: SparseVector(
+            loc,
+            thresholds,
+            threshold_scale,
+            query_scale,
+            cutoff=cutoff,
+            resample=resample,
+            release_values=release_values,
         ),
-        summary=summary,
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="linf",
+        reference=reference,
         difference_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
         params={
             "epsilon": epsilon,

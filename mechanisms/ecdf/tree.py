@@ -52,6 +52,7 @@ import numpyro
 import dpaudit
 from dpaudit.checks import check_choice, check_epsilon, is_concrete
 from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_matrix, ancestor_sensitivity
+from mechanisms.common import summary_release
 
 __all__ = [
     "bmr_ecdf",
@@ -460,28 +461,20 @@ def bmr_roc_mechanism(
         scores, labels = data
         return roc_counts(check_scores(scores, n), labels, grid) / n
 
-    def model(data):
-        numpyro.sample(
-            "release", AncestorLaplace(summary(data), depth, scale, count_scale=n).to_event(1)
-        )
-
     def norm(h):
         h = _count_shift(h, n)
         return ancestor_sensitivity(depth, h[..., 0, :]) + ancestor_sensitivity(depth, h[..., 1, :])
 
-    return dpaudit.Mechanism(
-        name="bmr-roc",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            adjacency="replace-one",
-            sensitivity_norm="l1",
-            sensitivity=sensitivity,
-            reference=_BMR
-            + "; §4.5 with sequential composition (trap 28)"
-            + (_EXACT if calibration == "exact" else ""),
-        ),
-        summary=summary,
+    return summary_release(
+        "bmr-roc",
+        summary,
+        lambda loc: AncestorLaplace(loc, depth, scale, count_scale=n).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l1",
+        reference=_BMR
+        + "; §4.5 with sequential composition (trap 28)"
+        + (_EXACT if calibration == "exact" else ""),
         difference_norm=norm,
         params={
             "epsilon": epsilon,

@@ -12,6 +12,7 @@ from numpyro.distributions import Distribution, constraints
 import dpaudit
 from dpaudit.checks import check_epsilon
 from dpaudit.noise.linear_laplace import AncestorLaplace, LinearLaplace
+from mechanisms.common import summary_release
 from mechanisms.faulty import register_pair
 
 
@@ -60,20 +61,14 @@ def textbook_tree_replace_one(
             raise ValueError(f"expected {n} scalar scores, got shape {scores.shape}.")
         return node_counts(scores, grid) / n
 
-    def model(data):
-        numpyro.sample("release", LinearLaplace(summary(data), jnp.eye(n_nodes), scale, n))
-
-    return dpaudit.Mechanism(
-        name="faulty/textbook-tree-replace-one",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            adjacency="replace-one",
-            sensitivity_norm="l1",
-            sensitivity=float(depth + 1),
-            reference="binary mechanism (Chan, Shi & Song 2011) with its add/remove bound L+1",
-        ),
-        summary=summary,
+    return summary_release(
+        "faulty/textbook-tree-replace-one",
+        summary,
+        lambda loc: LinearLaplace(loc, jnp.eye(n_nodes), scale, n),
+        epsilon=epsilon,
+        sensitivity=float(depth + 1),
+        sensitivity_norm="l1",
+        reference="binary mechanism (Chan, Shi & Song 2011) with its add/remove bound L+1",
         difference_norm=lambda h: jnp.sum(jnp.abs(jnp.round(n * h, 9)), axis=-1),
         params={"epsilon": epsilon, "n": n, "n_points": n_points, "depth": depth, "scale": scale},
         known_flaw=dpaudit.KnownFlaw(

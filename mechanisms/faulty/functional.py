@@ -14,6 +14,7 @@ import dpaudit
 from dpaudit.checks import check_delta, check_epsilon
 from dpaudit.noise import GaussianProcessNoise, GridNoise, ICLPNoise, classical_gaussian_multiplier
 from dpaudit.spaces import Gaussian, Matern, kl_basis, l2_norm, one_c_norm, uniform_grid
+from mechanisms.common import summary_release
 from mechanisms.faulty import register_pair
 from mechanisms.faulty.calibration import gaussian_true_epsilon
 
@@ -49,19 +50,14 @@ def iclp_unscaled_sigma(
         c = basis.project(_curves(data, n, grid_size))
         return jnp.mean(_clip_to(c, one_c_norm(c, lam), tau), axis=0)
 
-    def model(data):
-        numpyro.sample("release", ICLPNoise(lam, sigma, loc=summary(data)))
-
-    return dpaudit.Mechanism(
-        name="faulty/iclp-unscaled-sigma",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference="Lin & Reimherr Thm 4 as printed (sigma = Delta/epsilon)",
-        ),
-        summary=summary,
+    return summary_release(
+        "faulty/iclp-unscaled-sigma",
+        summary,
+        lambda loc: ICLPNoise(lam, sigma, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference="Lin & Reimherr Thm 4 as printed (sigma = Delta/epsilon)",
         difference_norm=lambda h: one_c_norm(h, lam),
         params={"epsilon": epsilon, "n": n, "tau": tau, "sigma": sigma, "eigenvalues": lam},
         known_flaw=dpaudit.KnownFlaw(
@@ -115,19 +111,14 @@ def iclp_raw_eigenpairs(
         clipped = _clip_to(coefficients, l2_norm(coefficients), tau)
         return jnp.mean(clipped, axis=0) * math.sqrt(grid_size)  # raw: v_k' x = sqrt(m) <x, phi_k>
 
-    def model(data):
-        numpyro.sample("release", ICLPNoise(raw_eigenvalues, sigma, loc=summary(data)))
-
-    return dpaudit.Mechanism(
-        name="faulty/iclp-raw-eigenpairs",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="one-c",
-            sensitivity=wrong_sensitivity,
-            reference="Lin & Reimherr Alg. 1 without the quadrature normalisation",
-        ),
-        summary=summary,
+    return summary_release(
+        "faulty/iclp-raw-eigenpairs",
+        summary,
+        lambda loc: ICLPNoise(raw_eigenvalues, sigma, loc=loc),
+        epsilon=epsilon,
+        sensitivity=wrong_sensitivity,
+        sensitivity_norm="one-c",
+        reference="Lin & Reimherr Alg. 1 without the quadrature normalisation",
         difference_norm=lambda h: one_c_norm(h, raw_eigenvalues),
         params={
             "epsilon": epsilon,
@@ -200,20 +191,15 @@ def hrw_unsquared_covariance(
     summary = _kde_parts(n, bandwidth, grid)
     covariance = sigma**2 * kernel + 1e-10 * jnp.eye(grid_size)
 
-    def model(data):
-        numpyro.sample("release", dist.MultivariateNormal(summary(data), covariance))
-
-    return dpaudit.Mechanism(
-        name="faulty/hrw-unsquared-covariance",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            delta=delta,
-            sensitivity_norm="rkhs",
-            sensitivity=sensitivity,
-            reference="Hall, Rinaldo & Wasserman 2013, Sec. 5 as printed",
-        ),
-        summary=summary,
+    return summary_release(
+        "faulty/hrw-unsquared-covariance",
+        summary,
+        lambda loc: dist.MultivariateNormal(loc, covariance),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="rkhs",
+        reference="Hall, Rinaldo & Wasserman 2013, Sec. 5 as printed",
+        delta=delta,
         difference_norm=lambda h: jnp.sqrt(
             h @ jnp.linalg.solve(kernel + 1e-10 * jnp.eye(grid_size), h)
         ),

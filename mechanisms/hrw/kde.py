@@ -62,12 +62,12 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import scipy.special
 
-from dpaudit import Claim, Mechanism, register
+from dpaudit import Mechanism, register
 from dpaudit.checks import check_finite
 from dpaudit.spaces import Exponential, Gaussian, Kernel
+from mechanisms.common import summary_release
 from mechanisms.hrw.release import (
     check_calibration,
     check_count,
@@ -398,21 +398,15 @@ def _kde_mechanism(
         records = check_points("KDE data", data, dim=dim, n=n)
         return release.project(gaussian_kde(records, grid.points, matrix))
 
-    def model(data):
-        numpyro.sample("release", release.distribution(summary(data)))
-
-    return Mechanism(
-        name=name,
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=delta,
-            adjacency="replace-one",
-            sensitivity_norm="rkhs",
-            sensitivity=sensitivity,
-            reference=claim_reference(section, calibration),
-        ),
-        summary=summary,
+    return summary_release(
+        name,
+        summary,
+        lambda loc: release.distribution(loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="rkhs",
+        reference=claim_reference(section, calibration),
+        delta=delta,
         difference_norm=release.grid_rkhs_norm,
         params=params,
         description=description,

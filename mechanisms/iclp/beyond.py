@@ -69,9 +69,8 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 
-from dpaudit import Claim, Mechanism, register
+from dpaudit import Mechanism, register
 from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
 from dpaudit.spaces import (
@@ -82,6 +81,7 @@ from dpaudit.spaces import (
     Matern,
     one_c_norm,
 )
+from mechanisms.common import summary_release
 from mechanisms.iclp.mean import (
     DEFAULT_KERNEL,
     OUT_OF_BOUND,
@@ -427,24 +427,15 @@ def iclp_qr_kde(
         check_records(x.shape[0], n)
         return phi @ _kde_coefficients(x, kernel, basis, eta, normaliser)
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
-    return Mechanism(
-        name="iclp-qr-kde",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=(
-                f"{REFERENCE}, Thm 8 with the 2 sqrt(M_K) RKHS bound (trap 11a) and Thm 4, "
-                "sigma = sqrt(2) Delta/epsilon"
-            ),
-        ),
-        summary=summary,
+    return summary_release(
+        "iclp-qr-kde",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, Thm 8 with the 2 sqrt(M_K) RKHS bound (trap 11a) and Thm 4, "
+        "sigma = sqrt(2) Delta/epsilon",
         difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
@@ -460,13 +451,11 @@ def iclp_qr_kde(
             "out_of_bound": out_of_bound,
             "sigma": sigma,
         },
-        description=(
-            f"ICLP-QR KDE of n = {n} points of [0, 1]^{dim} ({out_of_bound} outside): (c/n) sum_i "
-            f"K^eta(., x_i) with K = {kernel!r} (bandwidth inside the ICLP kernel), operator "
-            f"power eta = {eta:g} by eigendecomposition, c = {normaliser:.4g}; 1,K sensitivity "
-            f"{sensitivity:.4g} = 2 c sqrt(M_K) sqrt(tr K^(eta-1))/n; ICLP noise sigma = "
-            f"{sigma:.4g}; released as grid values (K = {basis.n_components} components)."
-        ),
+        description=f"ICLP-QR KDE of n = {n} points of [0, 1]^{dim} ({out_of_bound} outside): (c/n) sum_i "
+        f"K^eta(., x_i) with K = {kernel!r} (bandwidth inside the ICLP kernel), operator "
+        f"power eta = {eta:g} by eigendecomposition, c = {normaliser:.4g}; 1,K sensitivity "
+        f"{sensitivity:.4g} = 2 c sqrt(M_K) sqrt(tr K^(eta-1))/n; ICLP noise sigma = "
+        f"{sigma:.4g}; released as grid values (K = {basis.n_components} components).",
     )
 
 
@@ -617,24 +606,15 @@ def iclp_qr_krr(
         check_records(x.shape[0], n)
         return basis.eigenfunctions @ _krr_coefficients(x, y, kernel, basis, psi, eta)
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
-    return Mechanism(
-        name="iclp-qr-krr",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=(
-                f"{REFERENCE}, Thm 9 with the squared penalty (trap 10) and HRW's M-admissible "
-                "bound, square loss M = 2B(1 + sqrt(kappa/psi)); Thm 4, sigma = sqrt(2) Delta/eps"
-            ),
-        ),
-        summary=summary,
+    return summary_release(
+        "iclp-qr-krr",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, Thm 9 with the squared penalty (trap 10) and HRW's M-admissible "
+        "bound, square loss M = 2B(1 + sqrt(kappa/psi)); Thm 4, sigma = sqrt(2) Delta/eps",
         difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
@@ -650,12 +630,10 @@ def iclp_qr_krr(
             "out_of_bound": out_of_bound,
             "sigma": sigma,
         },
-        description=(
-            f"ICLP-QR kernel ridge regression on n = {n} pairs (x in [0, 1]^{dim}, |y| <= {b:g}; "
-            f"{out_of_bound} outside): penalty psi ||f||^2_(C^eta), psi = {psi:g}, eta = "
-            f"{eta:.4g}, C = {kernel!r}; 1,C sensitivity {sensitivity:.4g}; ICLP noise sigma = "
-            f"{sigma:.4g}; released as grid values (K = {basis.n_components})."
-        ),
+        description=f"ICLP-QR kernel ridge regression on n = {n} pairs (x in [0, 1]^{dim}, |y| <= {b:g}; "
+        f"{out_of_bound} outside): penalty psi ||f||^2_(C^eta), psi = {psi:g}, eta = "
+        f"{eta:.4g}, C = {kernel!r}; 1,C sensitivity {sensitivity:.4g}; ICLP noise sigma = "
+        f"{sigma:.4g}; released as grid values (K = {basis.n_components}).",
     )
 
 
@@ -786,25 +764,16 @@ def iclp_qr_covariance(
         check_records(x.shape[0], n)
         return _covariance_core(x, weights, phi, shrinkage).reshape(-1)
 
-    def model(data):
-        numpyro.sample("release", ICLPNoise(flat_eigenvalues, sigma, loc=summary(data)))
-
     k = basis.n_components
-    return Mechanism(
-        name="iclp-qr-covariance",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=(
-                f"{REFERENCE}, App. C.1 (tensor ICLP-QR) with Thm 6's argument on "
-                f"Delta_HS = (n-1)(4+sqrt 2) tau^2/n^2 ({sensitivity_bound}); Thm 4"
-            ),
-        ),
-        summary=summary,
+    return summary_release(
+        "iclp-qr-covariance",
+        summary,
+        lambda loc: ICLPNoise(flat_eigenvalues, sigma, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, App. C.1 (tensor ICLP-QR) with Thm 6's argument on "
+        f"Delta_HS = (n-1)(4+sqrt 2) tau^2/n^2 ({sensitivity_bound}); Thm 4",
         difference_norm=lambda h: one_c_norm(h, flat_eigenvalues),
         params={
             "n": n,
@@ -818,13 +787,11 @@ def iclp_qr_covariance(
             "out_of_bound": out_of_bound,
             "sigma": sigma,
         },
-        description=(
-            f"Tensor ICLP-QR covariance of n = {n} curves (||X_i|| <= tau = {tau:g}, "
-            f"{out_of_bound} above): coefficients of bar C shrunk by (lambda_j lambda_l)^eta/"
-            f"((lambda_j lambda_l)^eta + psi), eta = {eta:.4g}, psi = {psi:.4g}; 1,C(x)C "
-            f"sensitivity {sensitivity:.4g} ({sensitivity_bound}); tensor ICLP noise sigma = "
-            f"{sigma:.4g}; released as the {k} x {k} coefficient matrix, flattened."
-        ),
+        description=f"Tensor ICLP-QR covariance of n = {n} curves (||X_i|| <= tau = {tau:g}, "
+        f"{out_of_bound} above): coefficients of bar C shrunk by (lambda_j lambda_l)^eta/"
+        f"((lambda_j lambda_l)^eta + psi), eta = {eta:.4g}, psi = {psi:.4g}; 1,C(x)C "
+        f"sensitivity {sensitivity:.4g} ({sensitivity_bound}); tensor ICLP noise sigma = "
+        f"{sigma:.4g}; released as the {k} x {k} coefficient matrix, flattened.",
     )
 
 
@@ -1015,25 +982,16 @@ def iclp_qr_fos_regression(
         t1, t2 = _fos_parts(x, y, basis.grid.weights, basis.eigenfunctions, shrinkage)
         return jnp.concatenate([t1, t2.reshape(-1)])
 
-    def model(data):
-        numpyro.sample("release", ICLPNoise(nu, sigma, loc=summary(data)))
-
-    return Mechanism(
-        name="iclp-qr-fos-regression",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=1.0,
-            reference=(
-                f"{REFERENCE}, App. C.2: gamma eps on T1 (Laplace, l1 sensitivity (p+1) xi^2/n), "
-                f"(1-gamma) eps on T2 (ICLP-QR, Thm 6 {sensitivity_bound} times sqrt(p) xi/tau), "
-                "sequential composition; unit 1,nu sensitivity of the joint ICLP"
-            ),
-        ),
-        summary=summary,
+    return summary_release(
+        "iclp-qr-fos-regression",
+        summary,
+        lambda loc: ICLPNoise(nu, sigma, loc=loc),
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, App. C.2: gamma eps on T1 (Laplace, l1 sensitivity (p+1) xi^2/n), "
+        f"(1-gamma) eps on T2 (ICLP-QR, Thm 6 {sensitivity_bound} times sqrt(p) xi/tau), "
+        "sequential composition; unit 1,nu sensitivity of the joint ICLP",
         difference_norm=lambda h: one_c_norm(h, nu),
         params={
             "n": n,
@@ -1051,11 +1009,9 @@ def iclp_qr_fos_regression(
             "sensitivity_bound": sensitivity_bound,
             "out_of_bound": out_of_bound,
         },
-        description=(
-            f"Function-on-scalar regression, n = {n}, p = {p} (||X_i||_2 <= {xi:g}, ||Y_i|| <= "
-            f"{tau:g}; {out_of_bound} outside): T1 = X^T X/n with Laplace({delta_1 / (gamma * epsilon):.4g}) "
-            f"on its upper triangle (gamma = {gamma:g}), T2 = X^T Y/n smoothed by ICLP-QR (eta = "
-            f"{eta:.4g}, psi = {psi:.4g}) with ICLP noise at (1-gamma) eps, Delta_2 = "
-            f"{delta_2:.4g}; released as coefficients; beta = T1^-1 T2 is post-processing."
-        ),
+        description=f"Function-on-scalar regression, n = {n}, p = {p} (||X_i||_2 <= {xi:g}, ||Y_i|| <= "
+        f"{tau:g}; {out_of_bound} outside): T1 = X^T X/n with Laplace({delta_1 / (gamma * epsilon):.4g}) "
+        f"on its upper triangle (gamma = {gamma:g}), T2 = X^T Y/n smoothed by ICLP-QR (eta = "
+        f"{eta:.4g}, psi = {psi:.4g}) with ICLP noise at (1-gamma) eps, Delta_2 = "
+        f"{delta_2:.4g}; released as coefficients; beta = T1^-1 T2 is post-processing.",
     )

@@ -83,10 +83,9 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import numpyro.distributions as dist
 
-from dpaudit import Claim, Mechanism, register
+from dpaudit import Mechanism, register
 from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
 from dpaudit.spaces import (
@@ -98,6 +97,7 @@ from dpaudit.spaces import (
     uniform_grid,
 )
 from dpaudit.spaces.grids import Grid
+from mechanisms.common import summary_release
 
 __all__ = [
     "AR_BOUNDS",
@@ -940,22 +940,15 @@ def iclp_qr_mean(
         x = _prepared(data, basis, n, tau, out_of_bound)
         return _qr_values(x, weights, phi, shrinkage)
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
     which = "Thm 6 printed bound" if sensitivity_bound == "printed" else "Cauchy-Schwarz bound"
-    return Mechanism(
-        name="iclp-qr-mean",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=f"{REFERENCE}, Thm 6 ({which}) and Thm 4, sigma = sqrt(2) Delta/epsilon",
-        ),
-        summary=summary,
+    return summary_release(
+        "iclp-qr-mean",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, Thm 6 ({which}) and Thm 4, sigma = sqrt(2) Delta/epsilon",
         difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
@@ -969,12 +962,10 @@ def iclp_qr_mean(
             "sigma": sigma,
             "basis": label,
         },
-        description=(
-            f"ICLP-QR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
-            f"shrunk by lambda_j^eta/(lambda_j^eta + psi) with eta = {eta:.4g}, psi = {psi:.4g}; "
-            f"1,C sensitivity {sensitivity:.4g} ({which}); ICLP noise sigma = sqrt(2) Delta/eps "
-            f"= {sigma:.4g}; released as grid values ({label})."
-        ),
+        description=f"ICLP-QR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
+        f"shrunk by lambda_j^eta/(lambda_j^eta + psi) with eta = {eta:.4g}, psi = {psi:.4g}; "
+        f"1,C sensitivity {sensitivity:.4g} ({which}); ICLP noise sigma = sqrt(2) Delta/eps "
+        f"= {sigma:.4g}; released as grid values ({label}).",
     )
 
 
@@ -1026,24 +1017,15 @@ def iclp_ar_mean(
         x = _prepared(data, basis, n, tau, out_of_bound)
         return _ar_values(x, weights, phi, threshold)
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
-    return Mechanism(
-        name="iclp-ar-mean",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=(
-                f"{REFERENCE}, Thm 6 with lambda_j^(-1/2) weights over j < J* (trap 4) and "
-                "Thm 4, sigma = sqrt(2) Delta/epsilon"
-            ),
-        ),
-        summary=summary,
+    return summary_release(
+        "iclp-ar-mean",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, Thm 6 with lambda_j^(-1/2) weights over j < J* (trap 4) and "
+        "Thm 4, sigma = sqrt(2) Delta/epsilon",
         difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
@@ -1058,12 +1040,10 @@ def iclp_ar_mean(
             "sigma": sigma,
             "basis": label,
         },
-        description=(
-            f"ICLP-AR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
-            f"soft-thresholded at psi/(2 lambda_j^(eta/2)) with eta = {eta:.4g}, psi = {psi:.4g} "
-            f"(J* = {j_star}); 1,C sensitivity {sensitivity:.4g} ({sensitivity_bound}); ICLP "
-            f"noise sigma = {sigma:.4g}; released as grid values ({label})."
-        ),
+        description=f"ICLP-AR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
+        f"soft-thresholded at psi/(2 lambda_j^(eta/2)) with eta = {eta:.4g}, psi = {psi:.4g} "
+        f"(J* = {j_star}); 1,C sensitivity {sensitivity:.4g} ({sensitivity_bound}); ICLP "
+        f"noise sigma = {sigma:.4g}; released as grid values ({label}).",
     )
 
 
@@ -1113,22 +1093,15 @@ def frl_mean_mechanism(
         x = _prepared(data, basis, n, tau, out_of_bound)
         return _mean_coefficients(x, weights, phi)
 
-    def model(data):
-        numpyro.sample("release", dist.Laplace(summary(data), scale).to_event(1))
-
     which = "printed 2 M tau/n" if sensitivity_bound == "printed" else "2 sqrt(M) tau/n"
-    return Mechanism(
-        name="frl-mean",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="l1",
-            sensitivity=sensitivity,
-            reference=f"{REFERENCE}, Thm 6 (FRL, {which}); Laplace mechanism",
-        ),
-        summary=summary,
+    return summary_release(
+        "frl-mean",
+        summary,
+        lambda loc: dist.Laplace(loc, scale).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l1",
+        reference=f"{REFERENCE}, Thm 6 (FRL, {which}); Laplace mechanism",
         difference_norm=lambda h: jnp.sum(jnp.abs(jnp.asarray(h)), axis=-1),
         params={
             "n": n,
@@ -1140,9 +1113,7 @@ def frl_mean_mechanism(
             "laplace_scale": scale,
             "basis": label,
         },
-        description=(
-            f"FRL mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above): the "
-            f"first M = {m} eigen-coefficients plus i.i.d. Laplace({scale:.4g}); l1 sensitivity "
-            f"{sensitivity:.4g} ({which}); released as coefficients ({label})."
-        ),
+        description=f"FRL mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above): the "
+        f"first M = {m} eigen-coefficients plus i.i.d. Laplace({scale:.4g}); l1 sensitivity "
+        f"{sensitivity:.4g} ({which}); released as coefficients ({label}).",
     )

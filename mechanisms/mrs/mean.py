@@ -92,6 +92,7 @@ from dpaudit.spaces import (
     kl_basis,
     uniform_grid,
 )
+from mechanisms.common import summary_release
 
 __all__ = [
     "CALIBRATIONS",
@@ -650,27 +651,20 @@ def mrs_penalized_mean_mechanism(
     noise = GaussianProcessNoise(basis.eigenvalues, sigma)
     summary = summaries["grid"]
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
-    return Mechanism(
-        name="mrs-penalized-mean",
-        model=model,
-        claim=Claim(
-            epsilon=params["epsilon"],
-            delta=delta,
-            sensitivity_norm="cameron-martin",
-            sensitivity=sensitivity,
-            reference=f"{_REFERENCE}, Thm 3.3 with {how}",
-        ),
-        summary=summary,
+    return summary_release(
+        "mrs-penalized-mean",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=params["epsilon"],
+        sensitivity=sensitivity,
+        sensitivity_norm="cameron-martin",
+        reference=f"{_REFERENCE}, Thm 3.3 with {how}",
+        delta=delta,
         difference_norm=_grid_cm_norm(basis),
         params=params,
-        description=(
-            "Penalised mean function (penalty phi ||m||^2 in the Cameron-Martin norm of C^eta) of "
-            "curves bounded in L2 by tau, released on the grid with Gaussian-process noise "
-            "sigma Z, Z ~ GP(0, C) (MRS Thm 3.3, 4.1, 4.2)."
-        ),
+        description="Penalised mean function (penalty phi ||m||^2 in the Cameron-Martin norm of C^eta) of "
+        "curves bounded in L2 by tau, released on the grid with Gaussian-process noise "
+        "sigma Z, Z ~ GP(0, C) (MRS Thm 3.3, 4.1, 4.2).",
     )
 
 
@@ -717,26 +711,19 @@ def mrs_penalized_mean_coefficients_mechanism(
     eigenvalues = basis.eigenvalues
     coefficients = summaries["coefficients"]
 
-    def model(data):
-        numpyro.sample("release", GaussianProcessNoise(eigenvalues, sigma, loc=coefficients(data)))
-
-    return Mechanism(
-        name="mrs-penalized-mean-coefficients",
-        model=model,
-        claim=Claim(
-            epsilon=params["epsilon"],
-            delta=delta,
-            sensitivity_norm="cameron-martin",
-            sensitivity=sensitivity,
-            reference=f"{_REFERENCE}, Thm 3.3 / Cor. 3.1 with {how}",
-        ),
-        summary=coefficients,
+    return summary_release(
+        "mrs-penalized-mean-coefficients",
+        coefficients,
+        lambda loc: GaussianProcessNoise(eigenvalues, sigma, loc=loc),
+        epsilon=params["epsilon"],
+        sensitivity=sensitivity,
+        sensitivity_norm="cameron-martin",
+        reference=f"{_REFERENCE}, Thm 3.3 / Cor. 3.1 with {how}",
+        delta=delta,
         difference_norm=lambda h: cameron_martin_norm(h, eigenvalues),
         params=params,
-        description=(
-            "Eigen-coefficients of the MRS penalised mean with independent N(0, sigma^2 lambda_j) "
-            "noise: the coefficient view of the whole-function Gaussian-process release."
-        ),
+        description="Eigen-coefficients of the MRS penalised mean with independent N(0, sigma^2 lambda_j) "
+        "noise: the coefficient view of the whole-function Gaussian-process release.",
     )
 
 
