@@ -8,7 +8,7 @@ numerically exact, stated) ``log_prob``:
   (Dwork & Roth 2014, Thm 3.6).
 * ``gaussian-mean-classical`` — the same mean plus ``N(0, sigma^2)`` with
   ``sigma = c(delta) Delta_2 / epsilon``, ``c = sqrt(2 log(2/delta))``,
-  ``Delta_2 = sqrt(d) (high - low) / n``; refused for ``epsilon > 1`` (trap 16).
+  ``Delta_2 = sqrt(d) (high - low) / n``; refused for ``epsilon > 1`` (see docs/paper-errors.md#mrs-epsilon-at-most-one).
 * ``gaussian-mean-analytic`` — the analytic calibration (Balle & Wang 2018).
 * ``geometric-count`` — count of ones in binary records plus two-sided
   geometric (discrete Laplace) noise ``P(k) = tanh(epsilon/2) e^{-epsilon |k|}``

@@ -31,8 +31,8 @@ def summary_release(
     sensitivity_norm: str | None,
     reference: str,
     difference_norm: Callable[[jax.Array], jax.Array] | None,
-    params: Mapping[str, Any],
-    description: str,
+    params: Mapping[str, Any] | None = None,
+    description: str = "",
     delta: float = 0.0,
     adjacency: str = "replace-one",
     known_flaw: KnownFlaw | None = None,
@@ -55,7 +55,7 @@ def summary_release(
         reference: the paper and theorem the guarantee rests on.
         difference_norm: ``difference_norm(h)``, the claim's norm of a
             difference of summaries.
-        params: the public parameters the builder was called with.
+        params: the public parameters the builder was called with (none by default).
         description: one paragraph for reports and ``dpaudit list``.
         delta: the claimed delta (``0`` for pure epsilon-DP).
         adjacency: ``"replace-one"`` or ``"add-remove"``.
@@ -85,7 +85,7 @@ def summary_release(
         ),
         summary=summary,
         difference_norm=difference_norm,
-        params=params,
+        params={} if params is None else params,
         description=description,
         known_flaw=known_flaw,
     )

@@ -4,8 +4,8 @@ r"""Post-processing of Barczewski, Mawass & Ramon's private ECDF and ROC release
 programme, ``p = 2`` quadratic programme, clamped to ``[0, 1]``),
 :func:`inverse_ecdf` (Algorithm 1 on the grid), :func:`roc_curve` and
 :func:`auc` from two private ECDFs (``bmr-roc``: ``epsilon/2`` each, sequential
-composition gives ``epsilon``, trap 28), and :func:`private_hosmer_lemeshow`
-(Algorithm 2 with the trap-29 corrections).
+composition gives ``epsilon``, see docs/paper-errors.md#bmr-roc-composition), and :func:`private_hosmer_lemeshow`
+(Algorithm 2 with the corrections of docs/paper-errors.md#bmr-hl-algorithm).
 
 Post-processing costs no privacy; the releases themselves are in
 :mod:`mechanisms.ecdf.tree`.
@@ -57,7 +57,7 @@ def smooth_ecdf(noisy, *, p: int = 2, indices=None) -> np.ndarray:
 
     with the corrections ``nu`` on the same tree as the noise (``A`` the
     ancestor matrix) and only consecutive elements of ``B`` constrained
-    (trap 30). ``p = 1`` is a linear programme (``nu = nu+ - nu-``, HiGHS);
+    (see docs/paper-errors.md#bmr-smoothing-problem). ``p = 1`` is a linear programme (``nu = nu+ - nu-``, HiGHS);
     ``p = 2`` is a quadratic programme, solved in the values: the cheapest
     ``nu`` reaching values ``x`` has ``||nu||^2 = (x - F)' (A_B A_B')^{-1} (x - F)``,
     minimised over ``0 <= x_1 <= ... <= x_|B| <= 1``. With increments
@@ -202,7 +202,7 @@ def roc_curve(tp_values, fp_values) -> tuple[np.ndarray, np.ndarray]:
     """ROC points ``(FPR, TPR)`` from two monotone ECDFs (lower score = positive), from (0, 0).
 
     ``TPR(t) = F_TP(t) / F_TP(tau_N)``, ``FPR(t) = F_FP(t) / F_FP(tau_N)``
-    (BMR §4.5); a curve whose last value is not positive is treated as 0.
+    (BMR Sec. 5.1 (docs/papers/bmr.md#bmr-roc)); a curve whose last value is not positive is treated as 0.
     """
     tp, fp = _as_values(tp_values), _as_values(fp_values)
     if tp.shape != fp.shape:
@@ -227,7 +227,7 @@ def hosmer_lemeshow(probabilities, labels, cut_points) -> tuple[float, np.ndarra
     """Non-private Hosmer–Lemeshow statistic (BMR eq. 5) with half-open groups.
 
     Group ``q`` holds the records with ``t_(q-1) < M(x) <= t_q`` (the first
-    also ``M(x) = t_0``), so a value on a cut point counts once (trap 29).
+    also ``M(x) = t_0``), so a value on a cut point counts once (see docs/paper-errors.md#bmr-hl-algorithm).
 
     Args:
         probabilities: ``(n,)`` predicted probabilities ``M(x)`` in ``[0, 1]``.
@@ -264,7 +264,7 @@ def private_hosmer_lemeshow(
     n_groups: int = 10,
     expected_floor: float = 1.0,
 ) -> tuple[float, np.ndarray, np.ndarray]:
-    """Private Hosmer–Lemeshow statistic: BMR Algorithm 2 with the trap-29 corrections.
+    """Private Hosmer–Lemeshow statistic: BMR Algorithm 2 with the corrections of docs/paper-errors.md#bmr-hl-algorithm.
 
     1. ``epsilon' = epsilon / (L + 9)``.
     2. One BMR ECDF of ``M(x)`` on ``n_points`` grid points of ``[0, 1]`` with

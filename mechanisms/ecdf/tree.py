@@ -1,7 +1,7 @@
 r"""Differentially private ECDFs (Barczewski, Mawass & Ramon) and their post-processing.
 
-**Release (BMR Eq. 2, Theorem 3.1; digest §4.2).** On a public, fixed grid
-``tau_1 < ... < tau_N`` (never the data's min and max: trap 27) with
+**Release (BMR Eq. 2, Theorem 3.1; docs/papers/bmr.md#bmr-hierarchical-mechanism).** On a public, fixed grid
+``tau_1 < ... < tau_N`` (never the data's min and max: docs/paper-errors.md#bmr-data-dependent-grid) with
 ``L = ceil(log2 N)``, every node of a complete binary tree over ``2^L``
 leaves draws ``eta_v ~ Lap((L+1)/epsilon)`` on the **count** scale, and every
 CDF value receives the noise of all its ``L + 1`` ancestors:
@@ -10,13 +10,13 @@ CDF value receives the noise of all its ``L + 1`` ancestors:
            = F + A\eta/n .
 
 Scores are clamped to ``[tau_1, tau_N]`` first (a documented, claimed step:
-``F(tau_N) = 1``). Adjacency is replace-one with ``n`` public (trap 26).
+``F(tau_N) = 1``). Adjacency is replace-one with ``n`` public (see docs/paper-errors.md#bmr-error-units).
 
 **Why it is private, and how the claim is checked.** Replacing one record
 shifts ``nF`` by the indicator of an index interval. The privacy loss between
 neighbours is exactly ``min{||nu||_1 : A nu = n(F_D - F_D')} / b``
 (:mod:`dpaudit.noise.linear_laplace`); BMR's Lemma 1 bounds the minimum by
-``L + 1``, and the exact worst case over all intervals is ``L`` (trap 25,
+``L + 1``, and the exact worst case over all intervals is ``L`` (see docs/paper-errors.md#bmr-noise-scale,
 reproduced by :func:`bmr_worst_case_sensitivity` and the tests;
 :func:`bmr_exact_sensitivity` and :func:`bmr_roc_exact_sensitivity` give the
 worst case over the moves a replacement can really make, with a move that
@@ -211,7 +211,7 @@ def bmr_exact_sensitivity(n_points: int) -> tuple[float, tuple[int, int]]:
     .. math::  \Delta^\ast = \max_{0 \le a < c \le N-1}\ \min\{\|\nu\|_1 : A\nu = 1_{[a, c-1]}\},
 
     computed exactly by :func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`.
-    For ``N = 2^L`` it equals ``L`` (digest trap 25), one less than BMR's
+    For ``N = 2^L`` it equals ``L`` (see docs/paper-errors.md#bmr-noise-scale), one less than BMR's
     Lemma 1 bound ``L + 1``; the privacy loss of ``bmr-ecdf`` is at most
     ``Delta* / b`` for node scale ``b``, with equality on the returned move.
 
@@ -247,7 +247,7 @@ def bmr_roc_exact_sensitivity(
     joint shift is the sum of the two rows' minima; this returns its maximum
     over all ``(a, y), (c, y')``. A label change moves both ECDFs, including
     their last values (the class sizes): that is why parallel composition does
-    not apply (trap 28).
+    not apply (see docs/paper-errors.md#bmr-roc-composition).
 
     Returns:
         ``(Delta*, ((a, y), (c, y')))``: the worst case and a move attaining it.
@@ -397,7 +397,7 @@ def bmr_ecdf_mechanism(
 def roc_counts(scores, labels, grid) -> jax.Array:
     """``(2, N)`` counts ``#{y = 1, c <= tau_i}`` (true positives) and ``#{y = 0, c <= tau_i}``.
 
-    BMR §4.5: **lower** scores mean "more likely positive". Labels must be 0 or 1.
+    BMR Sec. 5.1 (docs/papers/bmr.md#bmr-roc): **lower** scores mean "more likely positive". Labels must be 0 or 1.
     """
     grid = check_grid(grid)
     x = jnp.clip(check_scores(scores), grid[0], grid[-1])
@@ -440,7 +440,7 @@ def bmr_roc_mechanism(
 
     Data are ``(scores, labels)``. One replaced record can change its label and
     move both ECDFs, so parallel composition does not apply; sequential
-    composition of two ``epsilon/2`` releases gives ``epsilon`` (trap 28; BMR
+    composition of two ``epsilon/2`` releases gives ``epsilon`` (see docs/paper-errors.md#bmr-roc-composition; BMR
     print ``2 epsilon``). As one linear-Laplace release with node scale
     ``2(L+1)/epsilon`` its sensitivity is the sum of the two rows' node
     explanations, claimed ``<= 2(L+1)``. With ``calibration="exact"`` the node

@@ -54,7 +54,7 @@ def _mean_parts(n, low, high):
 def gaussian_classical_large_epsilon(
     epsilon: float = 10.0, delta: float = 0.01, n: int = 100, low: float = 0.0, high: float = 1.0
 ) -> dpaudit.Mechanism:
-    """Gaussian mean with sigma = c(delta) Delta / epsilon used beyond epsilon <= 1 (trap 16)."""
+    """Gaussian mean with sigma = c(delta) Delta / epsilon used beyond epsilon <= 1 (see docs/paper-errors.md#mrs-epsilon-at-most-one)."""
     check_epsilon(epsilon)
     check_delta(delta)
     sensitivity = (high - low) / n

@@ -122,7 +122,7 @@ class PublishedGridECDF(Distribution):
     "faulty/ecdf-data-dependent-grid", example={"epsilon": 1.0, "n": 20, "n_points": 4}, faulty=True
 )
 def ecdf_data_dependent_grid(epsilon: float = 1.0, n: int = 100, n_points: int = 8):
-    """BMR ECDF whose grid runs from the data's min to its max (BMR §4.2 as printed; trap 27)."""
+    """BMR ECDF whose grid runs from the data's min to its max (BMR Sec. 3.1 as printed; see docs/paper-errors.md#bmr-data-dependent-grid)."""
     check_epsilon(epsilon)
     depth = _depth(n_points)
     scale = (depth + 1) / epsilon

@@ -39,7 +39,7 @@ _FUNCTIONAL_EXAMPLE = {"epsilon": 1.0, "n": 5, "grid_size": 20, "n_components": 
 def iclp_unscaled_sigma(
     epsilon: float = 1.0, n: int = 50, tau: float = 1.0, grid_size: int = 50, n_components: int = 8
 ):
-    """ICLP mean release with sigma = Delta/epsilon instead of sqrt(2) Delta/epsilon (trap 1)."""
+    """ICLP mean release with sigma = Delta/epsilon instead of sqrt(2) Delta/epsilon (see docs/paper-errors.md#lr-iclp-sigma-constant)."""
     check_epsilon(epsilon)
     basis = kl_basis(Matern(1.5, 0.2), uniform_grid(grid_size), n_components=n_components)
     lam = basis.eigenvalues
@@ -90,7 +90,7 @@ def _iclp_pair():
 def iclp_raw_eigenpairs(
     epsilon: float = 1.0, n: int = 50, tau: float = 1.0, grid_size: int = 50, n_components: int = 8
 ):
-    """ICLP with the Gram-matrix eigenpairs (mu_k, v_k) used as if L2-normalised (trap 13).
+    """ICLP with the Gram-matrix eigenpairs (mu_k, v_k) used as if L2-normalised (see docs/paper-errors.md#lr-discretization-scale).
 
     Records are curves with L2 norm <= tau (clipped). The tight 1,C bound of the
     projected mean is ``(2 tau / n) sqrt(sum_k 1/lambda_k)``; the builder
@@ -176,7 +176,7 @@ def hrw_unsquared_covariance(
     bandwidth: float = 0.05,
     grid_size: int = 21,
 ):
-    """HRW batch release N(f_D, (c Delta/eps) K) with the multiplier not squared (trap 20)."""
+    """HRW batch release N(f_D, (c Delta/eps) K) with the multiplier not squared (see docs/paper-errors.md#hrw-batch-covariance)."""
     check_epsilon(epsilon)
     check_delta(delta)
     if epsilon > 1:

@@ -1,11 +1,11 @@
 r"""Lin & Reimherr's ICLP-QR beyond the mean: KDE, kernel ridge regression, covariance, FoS regression.
 
-Digest §1.8 and traps 10–11, 13, 15; paper Sec. 4.3 (Thm 8 [16], Thm 9 [18])
+Mathematics: docs/papers/lr.md#lr-beyond-means; corrections: docs/paper-errors.md#lr-erm-squared-penalty, #lr-kde-sensitivity, #lr-discretization-scale and #lr-minor-typos; paper Sec. 4.3 (Thm 8 [16], Thm 9 [18])
 and App. C. Conventions as in :mod:`mechanisms.iclp.mean`: the ICLP covariance
 ``C`` (kernel ``K``) is a :class:`~dpaudit.spaces.KarhunenLoeveBasis`
 ``(lambda_j, phi_j)_{j<=K}`` on a grid of ``[0, 1]^d``, ICLP noise has
 coefficient ``j`` ``~ Laplace(Delta sqrt(lambda_j) / epsilon)``
-(``sigma = sqrt(2) Delta / epsilon``, trap 1), adjacency is replace-one with
+(``sigma = sqrt(2) Delta / epsilon``, see docs/paper-errors.md#lr-iclp-sigma-constant), adjacency is replace-one with
 ``n`` public.
 
 **Evaluating eigenfunctions off the grid (Nyström).** Data points ``x`` need
@@ -21,12 +21,12 @@ Registered mechanisms (pure epsilon-DP):
 
 * ``iclp-qr-kde`` — kernel density estimate with the operator power ``K^eta`` of
   the ICLP kernel as smoothing kernel; the bandwidth is put into the ICLP
-  kernel itself (``K = Gaussian(lengthscale=h)``; trap 11b) and ``K^eta`` is
+  kernel itself (``K = Gaussian(lengthscale=h)``; see docs/paper-errors.md#lr-kde-operator-power) and ``K^eta`` is
   computed by eigendecomposition, never as ``K(x, y)^eta``.
   ``hat f_D = (c / n) sum_i K^eta(., x_i)`` with the public normaliser
   ``c = 1 / int K^eta(x_0, y) dy`` (``x_0`` the grid point nearest the centre
   of the domain; the paper's ``1 / sqrt(det H)`` with ``int K^eta = 1``).
-  Sensitivity (Thm 8 [16] with trap 11a):
+  Sensitivity (Thm 8 [16] with the correction in docs/paper-errors.md#lr-kde-rkhs-constant):
   ``||hat f_D - hat f_D'||_{1,K} <= (c/n) ||K^eta_x - K^eta_x'||_{K^eta} sqrt(tr K^(eta-1))
   <= (2 c sqrt(M_K) / n) sqrt(tr K^(eta-1))``; the printed ``2 M_K`` holds only
   when ``M_K >= 1`` (:func:`kde_sensitivity_printed`). Released as grid values.
@@ -34,7 +34,7 @@ Registered mechanisms (pure epsilon-DP):
   single-record replacement, to see how much of that bound is attained.
 * ``iclp-qr-krr`` — kernel ridge regression (Thm 9 [18]):
   ``hat f = argmin_f (1/n) sum_i (y_i - f(x_i))^2 + psi ||f||^2_{C^eta}`` with the
-  **squared** penalty (trap 10), solved in the eigenbasis. The square loss is
+  **squared** penalty (see docs/paper-errors.md#lr-erm-squared-penalty), solved in the eigenbasis. The square loss is
   ``M``-admissible on the reachable range with ``M = 2B(1 + sqrt(kappa/psi))``
   (``|y| <= B``, ``psi ||hat f||^2 <= B^2``, ``|f(x)| <= sqrt(kappa) ||f||_{C^eta}``,
   ``kappa = sup_x C^eta(x, x)``), and
@@ -42,7 +42,7 @@ Registered mechanisms (pure epsilon-DP):
 * ``iclp-qr-covariance`` — the covariance function (App. C.1) smoothed by the
   tensor power: ``hat C_{jl} = (lambda_j lambda_l)^eta / ((lambda_j lambda_l)^eta + psi)
   <bar C, phi_j (x) phi_l>`` (the paper prints ``lambda_l^eta lambda_l^eta``;
-  trap 15) with tensor ICLP noise of eigenvalues ``lambda_j lambda_l``.
+  see docs/paper-errors.md#lr-minor-typos) with tensor ICLP noise of eigenvalues ``lambda_j lambda_l``.
   ``bar C = (1/n) sum_i (X_i - bar X)(X_i - bar X)`` moves by at most
   ``Delta_HS = (n - 1)(4 + sqrt 2) tau^2 / n^2`` in Hilbert–Schmidt norm (our
   derivation; see :func:`covariance_hs_sensitivity`), so the mean's two bounds
@@ -209,7 +209,7 @@ def _domain_points(points, dim: int, out_of_bound: str) -> jax.Array:
 
 
 def pss_kde_bandwidth(n: int, dim: int = 1, *, scale: float = 1.0) -> float:
-    """Privacy-safe bandwidth ``h = scale n^(-1/(4+d))`` (LR Remark 3 [17], sign fixed by trap 11c).
+    """Privacy-safe bandwidth ``h = scale n^(-1/(4+d))`` (LR Remark 3 [17], sign fixed as in docs/paper-errors.md#lr-kde-bandwidth-sign).
 
     Example:
         >>> round(pss_kde_bandwidth(32, 1), 6)
@@ -279,7 +279,7 @@ def kde_summary(points, kernel: Kernel, basis: KarhunenLoeveBasis, *, eta: float
 def kde_sensitivity(
     eigenvalues, *, n: int, eta: float, normaliser: float, sup_kernel: float = 1.0
 ) -> float:
-    r"""``1,K`` sensitivity of the ICLP-QR KDE: ``(2 c sqrt(M_K) / n) sqrt(tr K^(eta-1))`` (trap 11a).
+    r"""``1,K`` sensitivity of the ICLP-QR KDE: ``(2 c sqrt(M_K) / n) sqrt(tr K^(eta-1))`` (see docs/paper-errors.md#lr-kde-rkhs-constant).
 
     ``M_K = lambda_1^(eta-1) sup_x K(x, x)`` (:func:`power_kernel_diagonal_bound`).
     """
@@ -319,13 +319,13 @@ def kde_replacement_distances(
     ``c = kde_normaliser(basis, eta)``. The largest entry over a dense set of
     candidates is the sensitivity *attained* on those candidates: a lower
     bound on ``sup_{D ~ D'}``, which :func:`kde_sensitivity` bounds from above
-    (LR Thm 8 [16] with trap 11a). The gap between the two is the noise the
+    (LR Thm 8 [16] with the correction in docs/paper-errors.md#lr-kde-rkhs-constant). The gap between the two is the noise the
     Cauchy–Schwarz step of Thm 8 costs.
 
     Args:
         points: ``(k,)`` or ``(k, d)`` records in ``[0, 1]^d`` (the replaced ones).
         others: ``(k',)`` or ``(k', d)`` replacements in ``[0, 1]^d``; default ``points``.
-        kernel: the ICLP kernel ``basis`` was built from (bandwidth inside, trap 11b).
+        kernel: the ICLP kernel ``basis`` was built from (bandwidth inside, see docs/paper-errors.md#lr-kde-operator-power).
         basis: its Karhunen–Loève basis on the grid.
         eta: operator power of the smoothing kernel, ``> 1``.
         n: number of records (public).
@@ -377,7 +377,7 @@ def iclp_qr_kde(
     kernel_sup: float | None = None,
     out_of_bound: str = "reject",
 ) -> Mechanism:
-    r"""ICLP-QR kernel density estimate on ``[0, 1]^d`` (LR Thm 8 [16], traps 11a–c): pure epsilon-DP.
+    r"""ICLP-QR kernel density estimate on ``[0, 1]^d`` (LR Thm 8 [16], corrected as in docs/paper-errors.md#lr-kde-sensitivity): pure epsilon-DP.
 
     Releases the grid values of ``(c/n) sum_i K^eta(., x_i)`` plus ICLP noise
     with the ICLP kernel ``K = Gaussian(lengthscale=bandwidth)`` (or ``kernel``)
@@ -463,7 +463,7 @@ def iclp_qr_kde(
 
 
 def krr_fit(points, responses, kernel: Kernel, basis: KarhunenLoeveBasis, *, psi, eta):
-    r"""Kernel ridge regression in the eigenbasis (LR eq. 11 with the squared penalty, trap 10).
+    r"""Kernel ridge regression in the eigenbasis (LR eq. 11 with the squared penalty, see docs/paper-errors.md#lr-erm-squared-penalty).
 
     ``theta = argmin (1/n) sum_i (y_i - sum_j theta_j phi_j(x_i))^2 + psi sum_j theta_j^2 / lambda_j^eta``,
     solved as ``theta = S (S Phi^T Phi S / n + psi I)^{-1} S Phi^T y / n`` with
@@ -498,7 +498,7 @@ def krr_sensitivity(
 ) -> float:
     r"""``1,C`` sensitivity of kernel ridge regression: ``M sqrt(kappa tr C^(eta-1)) / (psi n)``.
 
-    LR Thm 9 [18] (squared penalty, trap 10) with ``kappa = lambda_1^(eta-1) sup K``
+    LR Thm 9 [18] (squared penalty, see docs/paper-errors.md#lr-erm-squared-penalty) with ``kappa = lambda_1^(eta-1) sup K``
     and the square loss's admissibility constant ``M = 2B(1 + sqrt(kappa/psi))``.
 
     Example:
@@ -555,7 +555,7 @@ def iclp_qr_krr(
     kernel_sup: float | None = None,
     out_of_bound: str = "reject",
 ) -> Mechanism:
-    r"""ICLP-QR kernel ridge regression (LR Thm 9 [18], trap 10): pure epsilon-DP regression curve.
+    r"""ICLP-QR kernel ridge regression (LR Thm 9 [18], see docs/paper-errors.md#lr-erm-squared-penalty): pure epsilon-DP regression curve.
 
     Data ``(x, y)``: ``x`` of shape ``(n,)`` or ``(n, d)`` in ``[0, 1]^d`` and
     ``|y_i| <= response_bound``. Releases the grid values of the fit
@@ -660,7 +660,7 @@ def _covariance_core(curves, weights, eigenfunctions, shrinkage):
 
 
 def qr_covariance(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax.Array:
-    r"""Tensor ICLP-QR covariance coefficients ``(K, K)`` (LR App. C.1, trap 15 fixed).
+    r"""Tensor ICLP-QR covariance coefficients ``(K, K)`` (LR App. C.1, typo fixed as in docs/paper-errors.md#lr-minor-typos).
 
     ``hat C_{jl} = (lambda_j lambda_l)^eta / ((lambda_j lambda_l)^eta + psi) <bar C, phi_j (x) phi_l>``
     with ``bar C = (1/n) sum_i (X_i - bar X) (x) (X_i - bar X)`` (projected on the basis).

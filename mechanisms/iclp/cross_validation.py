@@ -139,7 +139,7 @@ def private_cross_validation(
     releases (1000 in their paper): pass ``draws`` and ``key``. With
     ``draws=None`` it is computed exactly: the noise is centred and independent
     of the data, so ``S_T = (1/|T|) sum_i ||hat mu_{-T} - X_i||^2 + E||xi||^2``
-    with ``E||xi||^2 = 2 Delta^2 tr(C) / epsilon^2`` (ICLP, trap 2) or
+    with ``E||xi||^2 = 2 Delta^2 tr(C) / epsilon^2`` (ICLP, see docs/paper-errors.md#lr-privacy-error-constant) or
     ``2 M Delta^2 / epsilon^2`` (FRL) on the truncated basis. The PCV score is
     ``sum_T |T| S_T / n`` and the chosen value minimises it. L2 distances use the
     grid quadrature; the part of a curve off the basis span counts in full.

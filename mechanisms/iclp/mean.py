@@ -1,6 +1,6 @@
 r"""Lin & Reimherr's ICLP mechanisms for a mean function: ICLP-QR, ICLP-AR and FRL.
 
-Digest §1.2–1.7 and §1.9–1.10, traps 1–8 and 13, oracles 7.1–7.3. Paper:
+Mathematics: docs/papers/lr.md; corrections: docs/paper-errors.md (items 1–8 and 13); test oracles: docs/oracles.md. Paper:
 Lin & Reimherr, *Pure Differential Privacy for Functional Summaries via a
 Laplace-like Process* (arXiv v2; journal numbering in brackets).
 
@@ -8,7 +8,7 @@ Laplace-like Process* (arXiv v2; journal numbering in brackets).
 operator ``C`` is a :class:`~dpaudit.spaces.KarhunenLoeveBasis` with
 eigenpairs ``(lambda_j, phi_j)``, ``j = 1..K``, L2-normalised by the grid's
 quadrature (``lambda_k = mu_k / m``, ``phi_k = sqrt(m) v_k`` on the uniform
-midpoint grid, trap 13). By default it is LR's Matérn kernel ``nu = 3/2``,
+midpoint grid, see docs/paper-errors.md#lr-discretization-scale). By default it is LR's Matérn kernel ``nu = 3/2``,
 ``rho = 0.1`` (``lambda_j ~ j^(-4)``) on 100 midpoint points, all components.
 A dataset is ``n`` curves, an ``(n, m)`` array of grid values, with
 ``||X_i||_{L2} <= tau`` for a public ``tau`` (Assumption 1 [10]); a curve
@@ -22,35 +22,35 @@ of the mechanism). ``n`` is public (replace-one adjacency).
   ``hat mu_j = lambda_j^eta / (lambda_j^eta + psi) bar X_j``.
 * ICLP-AR: ``argmin_f (1/n) sum_i ||X_i - f||^2 + psi ||f||_{1,C^eta}``, i.e.
   soft-thresholding ``hat mu_j = sgn(bar X_j) (|bar X_j| - psi/(2 lambda_j^(eta/2)))_+``
-  (trap 5: ``sgn(x)``, and the threshold ``psi / (2 lambda_j^(eta/2))``).
+  (see docs/paper-errors.md#lr-ar-typos: ``sgn(x)``, and the threshold ``psi / (2 lambda_j^(eta/2))``).
 * FRL: ``hat mu_j = bar X_j`` for ``j <= M``.
 
 **Sensitivities** (every bound uses ``||(bar X - bar X')_j||_{l2} <= 2 tau / n``):
 
 * QR, ``1,C`` norm, with ``w_j = lambda_j^(eta-1/2) / (lambda_j^eta + psi)``:
   printed ``(2 tau/n) sum_j w_j`` (Thm 6 [12], used to reproduce the paper) or
-  ``(2 tau/n) (sum_j w_j^2)^(1/2)`` (Cauchy–Schwarz, trap 7), which is the exact
+  ``(2 tau/n) (sum_j w_j^2)^(1/2)`` (Cauchy–Schwarz, see docs/paper-errors.md#lr-loose-bounds), which is the exact
   supremum on a truncated basis (attained by ``X_1 = tau w/||w||``, ``X_1' = -X_1``).
   The series converges iff ``eta > 1/2 + 1/beta`` under eigenvalue decay
-  ``lambda_j ~ j^(-beta)`` (trap 6; the theorem states ``eta > 1 + 1/beta``).
+  ``lambda_j ~ j^(-beta)`` (see docs/paper-errors.md#lr-qr-eta-condition; the theorem states ``eta > 1 + 1/beta``).
 * AR, ``1,C`` norm: ``J* = min{j : tau <= psi / (2 lambda_j^(eta/2))}`` (Remark 2
   [13]); every coefficient ``j >= J*`` is exactly zero and soft-thresholding is
   1-Lipschitz, so ``Delta <= (2 tau/n) sum_{j<J*} lambda_j^(-1/2)`` ("corrected",
-  trap 4) or ``(2 tau/n) (sum_{j<J*} 1/lambda_j)^(1/2)`` (Cauchy–Schwarz). The
+  see docs/paper-errors.md#lr-ar-sensitivity-weights) or ``(2 tau/n) (sum_{j<J*} 1/lambda_j)^(1/2)`` (Cauchy–Schwarz). The
   printed ``(2 tau/n) sum_{j<=J*} lambda_j^(-eta/2)`` is kept as
   :func:`ar_mean_sensitivity_printed`; it bounds the truth only when every
   ``lambda_j <= 1`` and fails otherwise.
 * FRL, ``l1`` norm of the ``M`` coefficients: printed ``2 M tau / n`` or
-  Cauchy–Schwarz ``2 sqrt(M) tau / n`` (trap 7).
+  Cauchy–Schwarz ``2 sqrt(M) tau / n`` (see docs/paper-errors.md#lr-loose-bounds).
 
-**Noise** (Def. 2, Thm 4 [8], Alg. 1; trap 1). ICLP with unit-variance
+**Noise** (Def. 2, Thm 4 [8], Alg. 1; see docs/paper-errors.md#lr-iclp-sigma-constant). ICLP with unit-variance
 Laplace components and ``sigma = sqrt(2) Delta / epsilon``
 (:func:`dpaudit.noise.iclp_sigma`): coefficient ``j`` of the release is
 ``Laplace(hat mu_j, Delta sqrt(lambda_j) / epsilon)``, variance
 ``2 Delta^2 lambda_j / epsilon^2``; the privacy loss between neighbours is at
 most ``sqrt(2) ||h||_{1,C} / sigma <= epsilon``. FRL adds i.i.d.
 ``Laplace(Delta / epsilon)`` to each of its ``M`` coefficients. Expected
-squared L2 noise: ``2 Delta^2 tr(C) / epsilon^2`` (ICLP, trap 2) and
+squared L2 noise: ``2 Delta^2 tr(C) / epsilon^2`` (ICLP, see docs/paper-errors.md#lr-privacy-error-constant) and
 ``2 M Delta^2 / epsilon^2`` (FRL).
 
 **Privacy-safe selection** (PSS, Sec. 4.4, Cor. 1 [15]; data-free, constants 1
@@ -144,9 +144,9 @@ __all__ = [
     "spectral_decay_rate",
 ]
 
-#: Sensitivity bounds of ICLP-QR and FRL: the paper's and the Cauchy–Schwarz one (trap 7).
+#: Sensitivity bounds of ICLP-QR and FRL: the paper's and the Cauchy–Schwarz one (see docs/paper-errors.md#lr-loose-bounds).
 QR_BOUNDS = ("printed", "cauchy-schwarz")
-#: Valid sensitivity bounds of ICLP-AR (trap 4); the printed one is a separate function.
+#: Valid sensitivity bounds of ICLP-AR (see docs/paper-errors.md#lr-ar-sensitivity-weights); the printed one is a separate function.
 AR_BOUNDS = ("corrected", "cauchy-schwarz")
 #: What to do with a record outside the public data bound.
 OUT_OF_BOUND = ("reject", "clip")
@@ -448,7 +448,7 @@ def kernel_decay_rate(kernel, dim: int = 1) -> float | None:
 
     Matérn ``nu`` (and the exponential kernel, ``nu = 1/2``, in ``d = 1``):
     ``lambda_j ~ j^(-(2 nu + d)/d)`` (Weyl asymptotics; ``2 nu + 1`` in ``d = 1``,
-    digest §1.10); Gaussian: faster than any power, ``inf``. ``None`` otherwise
+    docs/papers/lr.md#lr-experiments); Gaussian: faster than any power, ``inf``. ``None`` otherwise
     (fit the spectrum with :func:`spectral_decay_rate`).
 
     Example:
@@ -622,7 +622,7 @@ def qr_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
 def qr_mean_sensitivity(
     eigenvalues, *, n: int, tau: float, psi: float, eta: float, bound: str = "printed"
 ) -> float:
-    r"""``1,C`` sensitivity bound of the ICLP-QR mean (LR Thm 6 [12], trap 7).
+    r"""``1,C`` sensitivity bound of the ICLP-QR mean (LR Thm 6 [12], see docs/paper-errors.md#lr-loose-bounds).
 
     With ``w_j = lambda_j^(eta-1/2) / (lambda_j^eta + psi)``:
 
@@ -650,7 +650,7 @@ def qr_mean_sensitivity(
 
 
 def soft_threshold(x, threshold) -> jax.Array:
-    """``sgn(x) (|x| - threshold)_+`` (trap 5: the sign of ``x``, not of ``|x|``)."""
+    """``sgn(x) (|x| - threshold)_+`` (see docs/paper-errors.md#lr-ar-typos: the sign of ``x``, not of ``|x|``)."""
     x = jnp.asarray(x, dtype=jnp.float64)
     return jnp.sign(x) * jnp.maximum(jnp.abs(x) - threshold, 0.0)
 
@@ -663,7 +663,7 @@ def ar_threshold(eigenvalues, *, psi: float, eta: float) -> jax.Array:
 def ar_active_components(eigenvalues, *, tau: float, psi: float, eta: float) -> int:
     r"""``J* - 1``: the number of leading coefficients the AR summary can leave non-zero.
 
-    ``J* = min{j : tau <= psi / (2 lambda_j^(eta/2))}`` (Remark 2 [13], trap 5); as
+    ``J* = min{j : tau <= psi / (2 lambda_j^(eta/2))}`` (Remark 2 [13], see docs/paper-errors.md#lr-ar-typos); as
     ``|bar X_j| <= ||bar X|| <= tau`` every coefficient ``j >= J*`` is zero. On a
     truncated basis where no ``j <= K`` qualifies, ``J* = K + 1``.
     """
@@ -696,7 +696,7 @@ def ar_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
 def ar_mean_sensitivity(
     eigenvalues, *, n: int, tau: float, psi: float, eta: float, bound: str = "corrected"
 ) -> float:
-    r"""Valid ``1,C`` sensitivity bound of the ICLP-AR mean (trap 4).
+    r"""Valid ``1,C`` sensitivity bound of the ICLP-AR mean (see docs/paper-errors.md#lr-ar-sensitivity-weights).
 
     * ``"corrected"``: ``(2 tau / n) sum_{j < J*} lambda_j^(-1/2)``;
     * ``"cauchy-schwarz"``: ``(2 tau / n) (sum_{j < J*} 1/lambda_j)^(1/2)``.
@@ -731,7 +731,7 @@ def ar_mean_sensitivity_printed(
 ) -> float:
     r"""The AR bound as printed in LR Thm 6 [12]: ``(2 tau / n) sum_{j=1}^{J*} lambda_j^(-eta/2)``.
 
-    Kept to reproduce the paper and to show trap 4: it weights by
+    Kept to reproduce the paper and to show the error documented in docs/paper-errors.md#lr-ar-sensitivity-weights: it weights by
     ``lambda_j^(-eta/2)`` where the ``1,C`` norm needs ``lambda_j^(-1/2)``, so it
     is an upper bound only when every ``lambda_j <= 1`` (for ``eta >= 1``) and can
     be exceeded by neighbouring datasets otherwise. Do not calibrate with it.
@@ -787,7 +787,7 @@ def check_frl_components(n_components, basis: KarhunenLoeveBasis) -> int:
 
 
 def frl_mean_sensitivity(*, n: int, tau: float, n_components: int, bound: str = "printed") -> float:
-    r"""``l1`` sensitivity of the FRL coefficients (LR Thm 6 [12], trap 7).
+    r"""``l1`` sensitivity of the FRL coefficients (LR Thm 6 [12], see docs/paper-errors.md#lr-loose-bounds).
 
     ``"printed"``: ``2 M tau / n``; ``"cauchy-schwarz"``: ``2 sqrt(M) tau / n`` (exact).
 
@@ -818,7 +818,7 @@ def qr_worst_case_record(basis: KarhunenLoeveBasis, *, tau: float, psi: float, e
     ``||h||_{1,C} = (2 tau / n) sum_j w_j^2 / ||w|| = (2 tau / n) ||w||``:
 
     the Cauchy–Schwarz bound of :func:`qr_mean_sensitivity` (LR Thm 6 [12],
-    trap 7) is attained. Use ``(X_1, -X_1)`` as the replaced record of a
+    see docs/paper-errors.md#lr-loose-bounds) is attained. Use ``(X_1, -X_1)`` as the replaced record of a
     worst-case neighbouring pair in audits.
 
     Raises:
@@ -982,7 +982,7 @@ def iclp_ar_mean(
     sensitivity_bound: str = "corrected",
     out_of_bound: str = "reject",
 ) -> Mechanism:
-    r"""ICLP-AR mean function (LR Sec. 4.2, Thm 6 [12] corrected by trap 4): pure epsilon-DP.
+    r"""ICLP-AR mean function (LR Sec. 4.2, Thm 6 [12] corrected as in docs/paper-errors.md#lr-ar-sensitivity-weights): pure epsilon-DP.
 
     Releases the grid values of ``sum_j (s_j(bar X_j) + xi_j) phi_j`` with
     ``s_j`` soft-thresholding at ``psi / (2 lambda_j^(eta/2))`` and ICLP noise

@@ -1,6 +1,6 @@
 r"""Two finite-dimensional baselines for functional mean releases.
 
-Both release a mean of ``n`` curves; LR (digest §1.10) and MRS compare their
+Both release a mean of ``n`` curves; LR (docs/papers/lr.md#lr-experiments) and MRS compare their
 function-space mechanisms against such releases. Replace-one adjacency.
 
 **Gaussian mechanism on basis coefficients** (``gaussian-kl-coefficients``).
@@ -17,7 +17,7 @@ sample mean, ``f_D = (<bar X, phi_k>)_{k<=K}``. With ``||X_i||_{L2} <= tau``
 attained by ``X_1 = tau phi_1``, ``X_1' = -tau phi_1``. The release is
 ``f_D + N(0, sigma^2 I_K)`` with ``sigma = c(delta) Delta / epsilon``,
 ``c(delta) = sqrt(2 log(2/delta))`` (Dwork & Roth 2014 Thm A.1 / HRW Prop. 2.4,
-``epsilon <= 1`` only, trap 16) or the analytic calibration (Balle & Wang 2018).
+``epsilon <= 1`` only, see docs/paper-errors.md#mrs-epsilon-at-most-one) or the analytic calibration (Balle & Wang 2018).
 
 **Bernstein mechanism** (``bernstein-mean``, ``bernstein-mean-2d``), after
 Aldà & Rubinstein (2017), "The Bernstein Mechanism: Function Release under

@@ -1,14 +1,14 @@
 r"""Mirshani–Reimherr–Slavković: Gaussian mechanisms for a penalised mean function.
 
-Digest §2 (MRS, "Formal privacy for functional data with Gaussian
-perturbations"), traps 16–19, oracle 7.4. Conventions of digest §0: the noise
+Mathematics: docs/papers/mrs.md (MRS, "Formal privacy for functional data with Gaussian
+perturbations"); corrections: docs/paper-errors.md#mrs-epsilon-at-most-one to #mrs-minor; oracles: docs/oracles.md#oracle-mrs-sensitivity. Conventions of docs/conventions.md: the noise
 is ``sigma Z`` with ``Z ~ N(0, C)`` a Gaussian process whose covariance
 operator ``C`` has eigenpairs ``(lambda_j, v_j)`` (a
 :class:`~dpaudit.spaces.KarhunenLoeveBasis`, L2-normalised by the grid's
 quadrature); adjacency is replace-one.
 
 **Data.** ``n`` curves on the basis grid, an ``(n, m)`` array of grid values,
-with ``||X_i||_{L2} <= tau`` for a *public* ``tau`` (trap 18: the paper's
+with ``||X_i||_{L2} <= tau`` for a *public* ``tau`` (see docs/paper-errors.md#mrs-data-dependent-inputs: the paper's
 simulation takes ``tau = max_i ||X_i||``, which is data-dependent and not
 covered by the guarantee). A curve with a larger norm is rejected
 (``out_of_bound="reject"``, the default) or rescaled onto the ball,
@@ -37,11 +37,11 @@ release below is exactly "summary plus the truncated noise".
 The first ("spectral") bound is attained by ``X_1 = tau v_j, X_1' = -tau v_j``
 at the maximising ``j``; the second ("closed-form") uses
 ``sup_{x>0} x^(2eta-1)/(x^eta+phi)^2 = phi^(-1/eta)(2eta-1)^(2-1/eta)/(4eta^2)``,
-attained at ``x^eta = (2eta-1) phi`` (oracle 7.4).
+attained at ``x^eta = (2eta-1) phi`` (docs/oracles.md#oracle-mrs-sensitivity).
 
 **Noise (MRS Thms 3.2, 3.3, 4.2).** ``sigma = c(delta) Delta / epsilon`` with
 ``c(delta) = sqrt(2 log(2/delta))`` (``calibration="classical"``, proven for
-``epsilon <= 1`` only, trap 16), or the exact analytic Gaussian calibration of
+``epsilon <= 1`` only, see docs/paper-errors.md#mrs-epsilon-at-most-one), or the exact analytic Gaussian calibration of
 Balle & Wang (``calibration="analytic"``, any epsilon). With the closed-form
 bound and the classical calibration this is Theorem 4.2's
 
@@ -50,7 +50,7 @@ bound and the classical calibration this is Theorem 4.2's
     \frac{\tau^2(2\eta-1)^{2-1/\eta}}{N^2\phi^{1/\eta}\eta^2},
 
 and the privacy error is ``E||tilde mu - hat mu||^2 = sigma^2 tr(C)``, of order
-``N^(-2+1/eta)`` when ``phi ~ 1/N`` (``o(1/N)`` only for ``eta > 1``; trap 17).
+``N^(-2+1/eta)`` when ``phi ~ 1/N`` (``o(1/N)`` only for ``eta > 1``; see docs/paper-errors.md#mrs-rate).
 
 Registered mechanisms:
 
@@ -372,7 +372,7 @@ def mrs_sup_function(x, eta: float, phi: float):
 def mrs_sup_bound(eta: float, phi: float) -> float:
     r"""``sup_{x > 0} x^(2eta-1)/(x^eta+phi)^2 = phi^(-1/eta) (2eta-1)^(2-1/eta) / (4 eta^2)``.
 
-    Attained at ``x = ((2 eta - 1) phi)^(1/eta)`` (MRS proof of Thm 4.1, oracle 7.4).
+    Attained at ``x = ((2 eta - 1) phi)^(1/eta)`` (MRS proof of Thm 4.1, docs/oracles.md#oracle-mrs-sensitivity).
 
     Example:
         >>> mrs_sup_bound(1.0, 0.25)  # 1 / (4 phi) at eta = 1
@@ -420,7 +420,7 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, calibration
     Raises:
         ValueError: for ``calibration="classical"`` with ``epsilon > 1`` (the
             classical bound is proven only for ``epsilon <= 1`` and fails for
-            large epsilon, trap 16), or invalid inputs.
+            large epsilon, see docs/paper-errors.md#mrs-epsilon-at-most-one), or invalid inputs.
     """
     check_choice("calibration", calibration, CALIBRATIONS)
     epsilon = check_number("epsilon", epsilon, low=0.0, inclusive=False)

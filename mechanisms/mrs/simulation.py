@@ -1,11 +1,11 @@
 r"""The simulation study of Mirshani, Reimherr & Slavković (MRS Sec. 5, App. B).
 
-**Simulation study (MRS Sec. 5, App. B; digest §2.5).** :func:`mrs_kernel`
+**Simulation study (MRS Sec. 5, App. B; docs/papers/mrs.md#mrs-experiments).** :func:`mrs_kernel`
 gives the kernels ``C1``–``C4`` of the appendix (eq. 6);
 :func:`mrs_simulation` fixes the data model of eq. (4),
 :func:`mrs_simulation_curves` draws from it, :func:`mrs_simulation_tau` is
 its exact public norm bound (replacing the paper's data-dependent
-``tau = max_i ||X_i||``, trap 18) and :func:`mrs_penalized_mean_risk` is the
+``tau = max_i ||X_i||``, see docs/paper-errors.md#mrs-data-dependent-inputs) and :func:`mrs_penalized_mean_risk` is the
 exact mean squared error of the (non-private) penalised mean under it.
 
 This is data and analysis for the experiments and notebook 03, not a
@@ -55,7 +55,7 @@ EIGENVECTOR_NORMS = ("euclidean", "l2")
 def mrs_kernel(name: str, rho: float) -> Kernel:
     r"""Kernel ``C1``–``C4`` of MRS (App. eq. 6) with range parameter ``rho``.
 
-    * ``C1 = exp(-|t-s|^2 / rho)`` (Gaussian; no factor 2, trap 19), i.e.
+    * ``C1 = exp(-|t-s|^2 / rho)`` (Gaussian; no factor 2, see docs/paper-errors.md#mrs-minor), i.e.
       :class:`~dpaudit.spaces.Gaussian` with lengthscale ``sqrt(rho / 2)``;
     * ``C2 = (1 + sqrt5 r/rho + 5 r^2/(3 rho^2)) exp(-sqrt5 r/rho)`` (Matérn 5/2);
     * ``C3 = (1 + sqrt3 r/rho) exp(-sqrt3 r/rho)`` (Matérn 3/2);
@@ -123,7 +123,7 @@ def mrs_simulation(
     n_terms: int | None = None,
     eigenvector_norm: str = "euclidean",
 ) -> MRSSimulation:
-    r"""MRS's simulation setting (Sec. 5; digest §2.5), defaults as in the paper.
+    r"""MRS's simulation setting (Sec. 5; docs/papers/mrs.md#mrs-experiments), defaults as in the paper.
 
     ``X_i(t) = mu(t) + sum_{j=1}^M j^(-p/2) U_ij v_j(t)``, ``U_ij ~ U(-0.4, 0.4)``,
     ``v_j`` the eigenfunctions of ``C1`` with ``rho = 0.001`` on 100 equally
@@ -240,7 +240,7 @@ def mrs_simulation_tau(simulation: MRSSimulation) -> float:
     attained at ``U_ij = b sgn(mu_j)``. It depends on the data model only, not
     on the data, so it is a legitimate public ``tau`` (MRS take
     ``tau = max_i ||X_i||`` from the sample, which the guarantee does not
-    cover; trap 18).
+    cover; see docs/paper-errors.md#mrs-data-dependent-inputs).
     """
     simulation = _check_simulation(simulation)
     basis = simulation.basis
