@@ -176,6 +176,7 @@ def private_cross_validation(
 
     Example:
         >>> import jax
+        >>> from mechanisms.iclp.mean import default_basis
         >>> from mechanisms.iclp.simulations import generate_curves
         >>> b = default_basis()
         >>> x = generate_curves(jax.random.key(0), 200, "S-2").curves
