@@ -81,7 +81,7 @@ from numpyro.distributions import Distribution, constraints
 import dpaudit
 import mechanisms  # noqa: F401  (fills the catalogue)
 from dpaudit.blackbox import numpy_generator
-from mechanisms.classic import NoisyArgmax, _log_laplace_cdf
+from mechanisms.classic import NoisyArgmax, log_laplace_cdf
 
 __all__ = [
     "EPSILON",
@@ -456,7 +456,7 @@ class NoisyMaxValue(Distribution):
         t = (jnp.asarray(value, dtype=jnp.float64)[..., None] - self.loc) / self.scale
         if self.noise == "laplace":
             log_f = -jnp.abs(t) - math.log(2.0 * self.scale)
-            log_cdf = _log_laplace_cdf(t)
+            log_cdf = log_laplace_cdf(t)
         else:
             pos = t > 0
             log_f = jnp.where(t >= 0, -t - math.log(self.scale), -jnp.inf)
@@ -629,7 +629,7 @@ def _noisy_max_reference(epsilon: float, k: int, noise: str = "laplace", release
             reference="Ding et al. 2018, Algs. 5-8; Dwork & Roth 2014, Claim 3.9",
         ),
         summary=summary,
-        sensitivity_norm=_linf,
+        difference_norm=_linf,
         params={"epsilon": epsilon, "k": k, "scale": scale, "noise": noise, "release": release},
         description=f"The {release} of the largest of {k} counts plus {noise} noise of scale 2/eps.",
     )

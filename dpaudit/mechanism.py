@@ -13,9 +13,11 @@ engine, the CLI and users all read it the same way:
   the norm in which the sensitivity was bounded, the bound used to calibrate,
   and the paper and theorem the guarantee rests on.
 * ``summary(data)`` returns ``f_D`` in the coordinates of the release
-  (grid values, coefficients, counts ...) and ``sensitivity_norm(h)`` measures
+  (grid values, coefficients, counts ...) and ``difference_norm(h)`` measures
   a difference ``h = f_D - f_D'`` in the claim's norm, so a test can compare
-  ``sensitivity_norm(summary(D) - summary(D'))`` with ``claim.sensitivity``.
+  ``difference_norm(summary(D) - summary(D'))`` with ``claim.sensitivity``.
+  (``difference_norm`` was called ``sensitivity_norm`` before; that keyword
+  and attribute still work for one release, with a ``DeprecationWarning``.)
 * ``known_flaw`` is set only by the faulty catalogue: the true guarantee of a
   mechanism that claims more than it delivers.
 
@@ -48,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import types
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -150,7 +153,11 @@ class Claim:
 
     @property
     def pure(self) -> bool:
-        """True for a pure-epsilon claim (``delta == 0``)."""
+        """Whether the claim is pure epsilon-DP.
+
+        Returns:
+            True when ``delta == 0``.
+        """
         return self.delta == 0.0
 
 
@@ -189,7 +196,11 @@ class KnownFlaw:
         )
 
 
-@dataclasses.dataclass(frozen=True)
+#: Marks "argument not given" for the deprecated ``sensitivity_norm`` keyword.
+_NOT_GIVEN = object()
+
+
+@dataclasses.dataclass(frozen=True, init=False)
 class Mechanism:
     """A DP mechanism declared as a numpyro model, with its claim.
 
@@ -202,28 +213,78 @@ class Mechanism:
         summary: ``summary(data)``, the non-private summary ``f_D`` in the
             release's coordinates, or ``None`` when the release is not
             "summary plus noise".
-        sensitivity_norm: ``sensitivity_norm(h)``, the claim's norm of a
-            difference of summaries; ``None`` when there is no summary.
+        difference_norm: ``difference_norm(h)``, the claim's norm of a
+            difference ``h = f_D - f_D'`` of summaries; ``None`` when there is
+            no summary. (Not to be confused with ``Claim.sensitivity_norm``,
+            the *name* of that norm.)
         params: the public parameters the builder was called with (reports
             show them; read-only).
         release_site: name of the release sample site.
         description: one paragraph for reports and ``dpaudit list``.
         known_flaw: the true guarantee, for the faulty catalogue only.
+        sensitivity_norm: deprecated keyword alias of ``difference_norm``
+            (emits a ``DeprecationWarning``; removed in the next release).
 
     Raises:
-        TypeError: when ``model`` (or ``summary``, ``sensitivity_norm``) is not
-            callable or ``claim`` is not a :class:`Claim`.
+        TypeError: when ``model`` (or ``summary``, ``difference_norm``) is not
+            callable, ``claim`` is not a :class:`Claim`, or both
+            ``difference_norm`` and its deprecated alias are given.
     """
 
     name: str
     model: Callable[..., Any]
     claim: Claim
     summary: Callable[[Any], jax.Array] | None = None
-    sensitivity_norm: Callable[[jax.Array], jax.Array] | None = None
+    difference_norm: Callable[[jax.Array], jax.Array] | None = None
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     release_site: str = "release"
     description: str = ""
     known_flaw: KnownFlaw | None = None
+
+    def __init__(
+        self,
+        name: str,
+        model: Callable[..., Any],
+        claim: Claim,
+        summary: Callable[[Any], jax.Array] | None = None,
+        difference_norm: Callable[[jax.Array], jax.Array] | None = None,
+        params: Mapping[str, Any] | None = None,
+        release_site: str = "release",
+        description: str = "",
+        known_flaw: KnownFlaw | None = None,
+        *,
+        sensitivity_norm: Any = _NOT_GIVEN,
+    ):
+        # Hand-written (init=False) only to accept the deprecated keyword; the
+        # field order is the dataclass's, so positional calls and
+        # dataclasses.replace (which passes every field by name) keep working.
+        if sensitivity_norm is not _NOT_GIVEN:
+            if difference_norm is not None:
+                raise TypeError(
+                    "Mechanism takes difference_norm or its deprecated alias sensitivity_norm, "
+                    "not both."
+                )
+            warnings.warn(
+                "Mechanism(sensitivity_norm=...) is deprecated: the callable is now called "
+                "difference_norm (Claim.sensitivity_norm names the norm).",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            difference_norm = sensitivity_norm
+        values = {
+            "name": name,
+            "model": model,
+            "claim": claim,
+            "summary": summary,
+            "difference_norm": difference_norm,
+            "params": {} if params is None else params,
+            "release_site": release_site,
+            "description": description,
+            "known_flaw": known_flaw,
+        }
+        for field, value in values.items():
+            object.__setattr__(self, field, value)
+        self.__post_init__()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -235,7 +296,7 @@ class Mechanism:
                 f"Mechanism {self.name!r}: claim must be a dpaudit.Claim, got "
                 f"{type(self.claim).__name__}."
             )
-        for field in ("summary", "sensitivity_norm"):
+        for field in ("summary", "difference_norm"):
             value = getattr(self, field)
             if value is not None and not callable(value):
                 raise TypeError(f"Mechanism {self.name!r}: {field} must be callable or None.")
@@ -243,10 +304,32 @@ class Mechanism:
             raise TypeError(f"Mechanism {self.name!r}: known_flaw must be a dpaudit.KnownFlaw.")
         object.__setattr__(self, "params", types.MappingProxyType(dict(self.params)))
 
+    @property
+    def sensitivity_norm(self) -> Callable[[jax.Array], jax.Array] | None:
+        """Deprecated read alias of :attr:`difference_norm`.
+
+        Returns:
+            The ``difference_norm`` callable (or ``None``), after a
+            ``DeprecationWarning``.
+        """
+        warnings.warn(
+            "Mechanism.sensitivity_norm is deprecated: read Mechanism.difference_norm "
+            "(Claim.sensitivity_norm names the norm).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.difference_norm
+
     # ------------------------------------------------------------------ reading
 
     def release_distribution(self, data) -> Distribution:
         """The distribution the model samples its release from, given ``data``.
+
+        Args:
+            data: a dataset the model accepts.
+
+        Returns:
+            The numpyro distribution at the ``release_site`` sample site.
 
         Raises:
             ValueError: if the model has no sample site named ``release_site``.
@@ -270,11 +353,35 @@ class Mechanism:
         return fn
 
     def release_log_prob(self, data, release) -> jax.Array:
-        """``log p_D(release)``: the release density under ``data``."""
+        """``log p_D(release)``: the release density under ``data``.
+
+        Args:
+            data: a dataset the model accepts.
+            release: one release (or a batch along leading axes).
+
+        Returns:
+            The log density of the release distribution at ``release``.
+
+        Raises:
+            ValueError, TypeError: as :meth:`release_distribution`.
+        """
         return self.release_distribution(data).log_prob(jnp.asarray(release))
 
     def sample(self, data, key, n_samples: int | None = None) -> jax.Array:
-        """Draw releases given ``data`` (``n_samples`` of them, or one when ``None``)."""
+        """Draw releases given ``data`` (``n_samples`` of them, or one when ``None``).
+
+        Args:
+            data: a dataset the model accepts.
+            key: a JAX PRNG key.
+            n_samples: how many releases to draw; ``None`` for a single one.
+
+        Returns:
+            The releases, stacked along a leading axis of length ``n_samples``
+            (no leading axis when ``n_samples`` is ``None``).
+
+        Raises:
+            ValueError, TypeError: as :meth:`release_distribution`.
+        """
         dist = self.release_distribution(data)
         shape = () if n_samples is None else (int(n_samples),)
         return dist.sample(key, shape)
@@ -282,12 +389,19 @@ class Mechanism:
     def distance(self, data, data_prime) -> jax.Array:
         """``||f_D - f_D'||`` in the claim's norm.
 
+        Args:
+            data: a dataset.
+            data_prime: a neighbouring dataset.
+
+        Returns:
+            ``difference_norm(summary(data) - summary(data_prime))``.
+
         Raises:
             ValueError: if the mechanism declares no summary or no norm.
         """
-        if self.summary is None or self.sensitivity_norm is None:
+        if self.summary is None or self.difference_norm is None:
             raise ValueError(
-                f"mechanism {self.name!r} declares no summary/sensitivity_norm, so its "
+                f"mechanism {self.name!r} declares no summary/difference_norm, so its "
                 "sensitivity cannot be measured."
             )
-        return self.sensitivity_norm(self.summary(data) - self.summary(data_prime))
+        return self.difference_norm(self.summary(data) - self.summary(data_prime))

@@ -77,7 +77,7 @@ def build(n=N, epsilon=EPSILON, factor=2.0):
             reference="Lin & Reimherr, Thm 4/8 and Sec. 4.2",
         ),
         summary=qr_mean,
-        sensitivity_norm=one_c,
+        difference_norm=one_c,
         params={"n": n, "record_space": RECORDS},  # record_space tells the search the bound
     )
 

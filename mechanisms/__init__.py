@@ -1,9 +1,20 @@
 """The catalogue of differential-privacy mechanisms, declared as numpyro models.
 
-Every module of this package registers its builders with
-:func:`dpaudit.register` when imported; importing the package imports them
-all, so ``dpaudit.catalogue()`` lists the whole catalogue. Importing it also
-enables dpaudit's 64-bit JAX configuration.
+One subpackage per paper, plus the textbook mechanisms and the faulty catalogue:
+
+* :mod:`mechanisms.iclp` — Lin & Reimherr (ICLP mean, KDE, regression, covariance);
+* :mod:`mechanisms.mrs` — Mirshani, Reimherr & Slavković (Gaussian penalised mean);
+* :mod:`mechanisms.hrw` — Hall, Rinaldo & Wasserman (Gaussian-process KDE and ERM);
+* :mod:`mechanisms.ecdf` — Barczewski, Mawass & Ramon (private ECDF and ROC);
+* :mod:`mechanisms.classic` — Laplace, Gaussian, geometric, noisy max, SVT;
+* :mod:`mechanisms.faulty` — mechanisms with a known flaw, for testing audits;
+* :mod:`mechanisms.common` — the builder tail shared by most of the above.
+
+Every module registers its builders with :func:`dpaudit.register` when
+imported; importing the package imports every module of every subpackage
+(``pkgutil.walk_packages`` recurses into them), so ``dpaudit.catalogue()``
+lists the whole catalogue. Importing it also enables dpaudit's 64-bit JAX
+configuration.
 """
 
 import importlib as _importlib
@@ -11,5 +22,9 @@ import pkgutil as _pkgutil
 
 import dpaudit as _dpaudit  # noqa: F401  (enables jax_enable_x64)
 
+__all__ = ["classic", "common", "ecdf", "faulty", "hrw", "iclp", "mrs"]
+
 for _module in _pkgutil.walk_packages(__path__, prefix=__name__ + "."):
     _importlib.import_module(_module.name)
+
+from mechanisms import classic, common, ecdf, faulty, hrw, iclp, mrs  # noqa: E402  (imported above)

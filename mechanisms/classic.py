@@ -8,7 +8,7 @@ numerically exact, stated) ``log_prob``:
   (Dwork & Roth 2014, Thm 3.6).
 * ``gaussian-mean-classical`` — the same mean plus ``N(0, sigma^2)`` with
   ``sigma = c(delta) Delta_2 / epsilon``, ``c = sqrt(2 log(2/delta))``,
-  ``Delta_2 = sqrt(d) (high - low) / n``; refused for ``epsilon > 1`` (trap 16).
+  ``Delta_2 = sqrt(d) (high - low) / n``; refused for ``epsilon > 1`` (see docs/paper-errors.md#mrs-epsilon-at-most-one).
 * ``gaussian-mean-analytic`` — the analytic calibration (Balle & Wang 2018).
 * ``geometric-count`` — count of ones in binary records plus two-sided
   geometric (discrete Laplace) noise ``P(k) = tanh(epsilon/2) e^{-epsilon |k|}``
@@ -39,7 +39,6 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import numpyro.distributions as dist
 from jax import lax
 from numpyro.distributions import Distribution, constraints
@@ -47,6 +46,7 @@ from numpyro.distributions import Distribution, constraints
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
 from dpaudit.noise import analytic_gaussian_sigma, classical_gaussian_sigma
+from mechanisms.common import summary_release
 
 __all__ = [
     "DiscreteLaplace",
@@ -56,6 +56,7 @@ __all__ = [
     "gaussian_mean_sensitivity",
     "histogram_counts",
     "laplace_mean_sensitivity",
+    "log_laplace_cdf",
 ]
 
 
@@ -120,8 +121,15 @@ def _check_common(epsilon, n, low=0.0, high=1.0):
 # --------------------------------------------------------------- distributions
 
 
-def _log_laplace_cdf(x):
-    """``log F(x)`` of the standard (scale-1) Laplace law, stable in both tails."""
+def log_laplace_cdf(x):
+    """``log F(x)`` of the standard (scale-1) Laplace law, stable in both tails.
+
+    Args:
+        x: points (array-like).
+
+    Returns:
+        ``log F(x)`` elementwise.
+    """
     return jnp.where(x < 0, x - math.log(2.0), jnp.log1p(-0.5 * jnp.exp(-jnp.abs(x))))
 
 
@@ -229,7 +237,7 @@ class NoisyArgmax(Distribution):
         t = (x[None, :] - u[:, None]) / b  # (k, G)
         if self.noise == "laplace":
             log_f = -jnp.abs(t) - jnp.log(2.0 * b)
-            log_cdf = _log_laplace_cdf(t)
+            log_cdf = log_laplace_cdf(t)
         else:
             log_f = jnp.where(t >= 0, -t - jnp.log(b), -jnp.inf)
             log_cdf = jnp.where(t > 0, jnp.log(-jnp.expm1(-jnp.maximum(t, 1e-300))), -jnp.inf)
@@ -395,8 +403,8 @@ class SparseVector(Distribution):
         def integral(n_grid):
             r = jnp.linspace(lo, hi, n_grid)
             t = (r[None, :] - c[:, None]) / b_nu  # (k, G): negative iff nu < r - c
-            log_neg = _log_laplace_cdf(t)
-            log_pos = 0.0 if self.release_values else _log_laplace_cdf(-t)
+            log_neg = log_laplace_cdf(t)
+            log_pos = 0.0 if self.release_values else log_laplace_cdf(-t)
             log_g = jnp.where(
                 negative[:, None], log_neg, jnp.where(positive[:, None], log_pos, 0.0)
             )
@@ -413,10 +421,10 @@ class SparseVector(Distribution):
 
 def _log_interval(lo, hi, b):
     """``log(F(hi) - F(lo))`` for the Laplace(0, b) CDF; ``-inf`` when ``hi <= lo``."""
-    cdf_hi = jnp.exp(_log_laplace_cdf(hi / b))
-    cdf_lo = jnp.exp(_log_laplace_cdf(lo / b))
+    cdf_hi = jnp.exp(log_laplace_cdf(hi / b))
+    cdf_lo = jnp.exp(log_laplace_cdf(lo / b))
     # upper tail form avoids 1 - 1 when both are far right
-    tail = jnp.exp(_log_laplace_cdf(-lo / b)) - jnp.exp(_log_laplace_cdf(-hi / b))
+    tail = jnp.exp(log_laplace_cdf(-lo / b)) - jnp.exp(log_laplace_cdf(-hi / b))
     mass = jnp.where(lo > 0, tail, cdf_hi - cdf_lo)
     return jnp.where(hi > lo, jnp.log(jnp.maximum(mass, 0.0)), -jnp.inf)
 
@@ -436,20 +444,15 @@ def laplace_mean(
     def summary(data):
         return clipped_mean(_records(data, n, dim), low, high)
 
-    def model(data):
-        numpyro.sample("release", dist.Laplace(summary(data), scale).to_event(1))
-
-    return dpaudit.Mechanism(
-        name="laplace-mean",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="l1",
-            sensitivity=sensitivity,
-            reference="Dwork & Roth 2014, Thm 3.6",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
+    return summary_release(
+        "laplace-mean",
+        summary,
+        lambda loc: dist.Laplace(loc, scale).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l1",
+        reference="Dwork & Roth 2014, Thm 3.6",
+        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "low": low, "high": high, "dim": dim, "scale": scale},
         description="Mean of records clipped to [low, high]^d plus Laplace noise (l1 sensitivity).",
     )
@@ -461,21 +464,16 @@ def _gaussian_mean(name, sigma, epsilon, delta, n, low, high, dim, reference):
     def summary(data):
         return clipped_mean(_records(data, n, dim), low, high)
 
-    def model(data):
-        numpyro.sample("release", dist.Normal(summary(data), sigma).to_event(1))
-
-    return dpaudit.Mechanism(
-        name=name,
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            delta=delta,
-            sensitivity_norm="l2",
-            sensitivity=sensitivity,
-            reference=reference,
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
+    return summary_release(
+        name,
+        summary,
+        lambda loc: dist.Normal(loc, sigma).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l2",
+        reference=reference,
+        delta=delta,
+        difference_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
         params={
             "epsilon": epsilon,
             "delta": delta,
@@ -552,20 +550,15 @@ def geometric_count(epsilon: float = 1.0, n: int = 100) -> dpaudit.Mechanism:
             raise ValueError("geometric-count records must be 0 or 1.")
         return jnp.sum(x)
 
-    def model(data):
-        numpyro.sample("release", DiscreteLaplace(summary(data), epsilon))
-
-    return dpaudit.Mechanism(
-        name="geometric-count",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="l1",
-            sensitivity=1.0,
-            reference="Ghosh, Roughgarden & Sundararajan 2012 (geometric mechanism)",
-        ),
-        summary=summary,
-        sensitivity_norm=jnp.abs,
+    return summary_release(
+        "geometric-count",
+        summary,
+        lambda loc: DiscreteLaplace(loc, epsilon),
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="l1",
+        reference="Ghosh, Roughgarden & Sundararajan 2012 (geometric mechanism)",
+        difference_norm=jnp.abs,
         params={"epsilon": epsilon, "n": n},
         description="Count of ones plus two-sided geometric noise with parameter e^-epsilon.",
     )
@@ -581,18 +574,16 @@ def _noisy_max(noise: str, epsilon: float, n: int, n_bins: int, reference: str):
         x = _records(data, n)
         return histogram_counts(x, n_bins)
 
-    def model(data):
-        numpyro.sample("release", NoisyArgmax(summary(data), scale, noise))
-
     name = f"report-noisy-max-{noise}"
-    return dpaudit.Mechanism(
-        name=name,
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon, sensitivity_norm="linf", sensitivity=1.0, reference=reference
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
+    return summary_release(
+        name,
+        summary,
+        lambda loc: NoisyArgmax(loc, scale, noise),
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="linf",
+        reference=reference,
+        difference_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "n_bins": n_bins, "scale": scale, "noise": noise},
         description=f"Index of the largest histogram count plus {noise} noise of scale 2/epsilon.",
     )
@@ -653,28 +644,23 @@ def sparse_vector_mechanism(
     def summary(data):
         return svt_queries(data, n, n_queries)
 
-    def model(data):
-        numpyro.sample(
-            "release",
-            SparseVector(
-                summary(data),
-                thresholds,
-                threshold_scale,
-                query_scale,
-                cutoff=cutoff,
-                resample=resample,
-                release_values=release_values,
-            ),
-        )
-
-    return dpaudit.Mechanism(
-        name=name,
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon, sensitivity_norm="linf", sensitivity=1.0, reference=reference
+    return summary_release(
+        name,
+        summary,
+        lambda loc: SparseVector(
+            loc,
+            thresholds,
+            threshold_scale,
+            query_scale,
+            cutoff=cutoff,
+            resample=resample,
+            release_values=release_values,
         ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="linf",
+        reference=reference,
+        difference_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
         params={
             "epsilon": epsilon,
             "n": n,

@@ -7,13 +7,13 @@ import math
 
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import numpyro.distributions as dist
 import scipy.optimize
 
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon
 from dpaudit.noise import classical_gaussian_multiplier, gaussian_delta
+from mechanisms.common import summary_release
 from mechanisms.faulty import register_pair
 
 
@@ -54,7 +54,7 @@ def _mean_parts(n, low, high):
 def gaussian_classical_large_epsilon(
     epsilon: float = 10.0, delta: float = 0.01, n: int = 100, low: float = 0.0, high: float = 1.0
 ) -> dpaudit.Mechanism:
-    """Gaussian mean with sigma = c(delta) Delta / epsilon used beyond epsilon <= 1 (trap 16)."""
+    """Gaussian mean with sigma = c(delta) Delta / epsilon used beyond epsilon <= 1 (see docs/paper-errors.md#mrs-epsilon-at-most-one)."""
     check_epsilon(epsilon)
     check_delta(delta)
     sensitivity = (high - low) / n
@@ -63,21 +63,16 @@ def gaussian_classical_large_epsilon(
     true_delta = float(gaussian_delta(epsilon, mu))
     summary = _mean_parts(n, low, high)
 
-    def model(data):
-        numpyro.sample("release", dist.Normal(summary(data), sigma).to_event(1))
-
-    return dpaudit.Mechanism(
-        name="faulty/gaussian-classical-large-epsilon",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            delta=delta,
-            sensitivity_norm="l2",
-            sensitivity=sensitivity,
-            reference="HRW Prop. 2.4 / MRS Thm 3.2 applied outside epsilon <= 1",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
+    return summary_release(
+        "faulty/gaussian-classical-large-epsilon",
+        summary,
+        lambda loc: dist.Normal(loc, sigma).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l2",
+        reference="HRW Prop. 2.4 / MRS Thm 3.2 applied outside epsilon <= 1",
+        delta=delta,
+        difference_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
         params={
             "epsilon": epsilon,
             "delta": delta,
@@ -117,20 +112,15 @@ def gaussian_pure_claim(
     sigma = sensitivity / epsilon
     summary = _mean_parts(n, low, high)
 
-    def model(data):
-        numpyro.sample("release", dist.Normal(summary(data), sigma).to_event(1))
-
-    return dpaudit.Mechanism(
-        name="faulty/gaussian-pure-claim",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="l1",
-            sensitivity=sensitivity,
-            reference="(none: Gaussian noise cannot give pure DP)",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
+    return summary_release(
+        "faulty/gaussian-pure-claim",
+        summary,
+        lambda loc: dist.Normal(loc, sigma).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l1",
+        reference="(none: Gaussian noise cannot give pure DP)",
+        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "sigma": sigma},
         known_flaw=dpaudit.KnownFlaw(
             reason=(
@@ -162,21 +152,16 @@ def histogram_scale_epsilon(epsilon: float = 0.5, n_bins: int = 4) -> dpaudit.Me
             raise ValueError("histogram records must be a 1-D array of categories.")
         return jnp.sum(x.astype(jnp.int64)[:, None] == jnp.arange(n_bins), axis=0).astype(float)
 
-    def model(data):
-        numpyro.sample("release", dist.Laplace(summary(data), epsilon).to_event(1))
-
-    return dpaudit.Mechanism(
-        name="faulty/histogram-scale-epsilon",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            adjacency="add-remove",
-            sensitivity_norm="l1",
-            sensitivity=1.0,
-            reference="Dwork & Roth 2014, Thm 3.6 (misapplied scale)",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
+    return summary_release(
+        "faulty/histogram-scale-epsilon",
+        summary,
+        lambda loc: dist.Laplace(loc, epsilon).to_event(1),
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="l1",
+        reference="Dwork & Roth 2014, Thm 3.6 (misapplied scale)",
+        adjacency="add-remove",
+        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n_bins": n_bins, "scale": epsilon},
         known_flaw=dpaudit.KnownFlaw(
             reason=(

@@ -12,6 +12,7 @@ from numpyro.distributions import Distribution, constraints
 import dpaudit
 from dpaudit.checks import check_epsilon
 from dpaudit.noise.linear_laplace import AncestorLaplace, LinearLaplace
+from mechanisms.common import summary_release
 from mechanisms.faulty import register_pair
 
 
@@ -60,21 +61,15 @@ def textbook_tree_replace_one(
             raise ValueError(f"expected {n} scalar scores, got shape {scores.shape}.")
         return node_counts(scores, grid) / n
 
-    def model(data):
-        numpyro.sample("release", LinearLaplace(summary(data), jnp.eye(n_nodes), scale, n))
-
-    return dpaudit.Mechanism(
-        name="faulty/textbook-tree-replace-one",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            adjacency="replace-one",
-            sensitivity_norm="l1",
-            sensitivity=float(depth + 1),
-            reference="binary mechanism (Chan, Shi & Song 2011) with its add/remove bound L+1",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(jnp.round(n * h, 9)), axis=-1),
+    return summary_release(
+        "faulty/textbook-tree-replace-one",
+        summary,
+        lambda loc: LinearLaplace(loc, jnp.eye(n_nodes), scale, n),
+        epsilon=epsilon,
+        sensitivity=float(depth + 1),
+        sensitivity_norm="l1",
+        reference="binary mechanism (Chan, Shi & Song 2011) with its add/remove bound L+1",
+        difference_norm=lambda h: jnp.sum(jnp.abs(jnp.round(n * h, 9)), axis=-1),
         params={"epsilon": epsilon, "n": n, "n_points": n_points, "depth": depth, "scale": scale},
         known_flaw=dpaudit.KnownFlaw(
             reason=(
@@ -127,7 +122,7 @@ class PublishedGridECDF(Distribution):
     "faulty/ecdf-data-dependent-grid", example={"epsilon": 1.0, "n": 20, "n_points": 4}, faulty=True
 )
 def ecdf_data_dependent_grid(epsilon: float = 1.0, n: int = 100, n_points: int = 8):
-    """BMR ECDF whose grid runs from the data's min to its max (BMR §4.2 as printed; trap 27)."""
+    """BMR ECDF whose grid runs from the data's min to its max (BMR Sec. 3.1 as printed; see docs/paper-errors.md#bmr-data-dependent-grid)."""
     check_epsilon(epsilon)
     depth = _depth(n_points)
     scale = (depth + 1) / epsilon
@@ -158,7 +153,7 @@ def ecdf_data_dependent_grid(epsilon: float = 1.0, n: int = 100, n_points: int =
             reference="BMR Thm 3.1 with tau_1 = min, tau_N = max of the data",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.where(
+        difference_norm=lambda h: jnp.where(
             jnp.any(h[..., -2:] != 0, axis=-1), jnp.inf, jnp.sum(jnp.abs(n * h[..., :-2]), axis=-1)
         ),
         params={"epsilon": epsilon, "n": n, "n_points": n_points, "depth": depth},

@@ -14,6 +14,7 @@ import dpaudit
 from dpaudit.checks import check_delta, check_epsilon
 from dpaudit.noise import GaussianProcessNoise, GridNoise, ICLPNoise, classical_gaussian_multiplier
 from dpaudit.spaces import Gaussian, Matern, kl_basis, l2_norm, one_c_norm, uniform_grid
+from mechanisms.common import summary_release
 from mechanisms.faulty import register_pair
 from mechanisms.faulty.calibration import gaussian_true_epsilon
 
@@ -38,7 +39,7 @@ _FUNCTIONAL_EXAMPLE = {"epsilon": 1.0, "n": 5, "grid_size": 20, "n_components": 
 def iclp_unscaled_sigma(
     epsilon: float = 1.0, n: int = 50, tau: float = 1.0, grid_size: int = 50, n_components: int = 8
 ):
-    """ICLP mean release with sigma = Delta/epsilon instead of sqrt(2) Delta/epsilon (trap 1)."""
+    """ICLP mean release with sigma = Delta/epsilon instead of sqrt(2) Delta/epsilon (see docs/paper-errors.md#lr-iclp-sigma-constant)."""
     check_epsilon(epsilon)
     basis = kl_basis(Matern(1.5, 0.2), uniform_grid(grid_size), n_components=n_components)
     lam = basis.eigenvalues
@@ -49,20 +50,15 @@ def iclp_unscaled_sigma(
         c = basis.project(_curves(data, n, grid_size))
         return jnp.mean(_clip_to(c, one_c_norm(c, lam), tau), axis=0)
 
-    def model(data):
-        numpyro.sample("release", ICLPNoise(lam, sigma, loc=summary(data)))
-
-    return dpaudit.Mechanism(
-        name="faulty/iclp-unscaled-sigma",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference="Lin & Reimherr Thm 4 as printed (sigma = Delta/epsilon)",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: one_c_norm(h, lam),
+    return summary_release(
+        "faulty/iclp-unscaled-sigma",
+        summary,
+        lambda loc: ICLPNoise(lam, sigma, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference="Lin & Reimherr Thm 4 as printed (sigma = Delta/epsilon)",
+        difference_norm=lambda h: one_c_norm(h, lam),
         params={"epsilon": epsilon, "n": n, "tau": tau, "sigma": sigma, "eigenvalues": lam},
         known_flaw=dpaudit.KnownFlaw(
             reason=(
@@ -94,7 +90,7 @@ def _iclp_pair():
 def iclp_raw_eigenpairs(
     epsilon: float = 1.0, n: int = 50, tau: float = 1.0, grid_size: int = 50, n_components: int = 8
 ):
-    """ICLP with the Gram-matrix eigenpairs (mu_k, v_k) used as if L2-normalised (trap 13).
+    """ICLP with the Gram-matrix eigenpairs (mu_k, v_k) used as if L2-normalised (see docs/paper-errors.md#lr-discretization-scale).
 
     Records are curves with L2 norm <= tau (clipped). The tight 1,C bound of the
     projected mean is ``(2 tau / n) sqrt(sum_k 1/lambda_k)``; the builder
@@ -115,20 +111,15 @@ def iclp_raw_eigenpairs(
         clipped = _clip_to(coefficients, l2_norm(coefficients), tau)
         return jnp.mean(clipped, axis=0) * math.sqrt(grid_size)  # raw: v_k' x = sqrt(m) <x, phi_k>
 
-    def model(data):
-        numpyro.sample("release", ICLPNoise(raw_eigenvalues, sigma, loc=summary(data)))
-
-    return dpaudit.Mechanism(
-        name="faulty/iclp-raw-eigenpairs",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="one-c",
-            sensitivity=wrong_sensitivity,
-            reference="Lin & Reimherr Alg. 1 without the quadrature normalisation",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: one_c_norm(h, raw_eigenvalues),
+    return summary_release(
+        "faulty/iclp-raw-eigenpairs",
+        summary,
+        lambda loc: ICLPNoise(raw_eigenvalues, sigma, loc=loc),
+        epsilon=epsilon,
+        sensitivity=wrong_sensitivity,
+        sensitivity_norm="one-c",
+        reference="Lin & Reimherr Alg. 1 without the quadrature normalisation",
+        difference_norm=lambda h: one_c_norm(h, raw_eigenvalues),
         params={
             "epsilon": epsilon,
             "n": n,
@@ -185,7 +176,7 @@ def hrw_unsquared_covariance(
     bandwidth: float = 0.05,
     grid_size: int = 21,
 ):
-    """HRW batch release N(f_D, (c Delta/eps) K) with the multiplier not squared (trap 20)."""
+    """HRW batch release N(f_D, (c Delta/eps) K) with the multiplier not squared (see docs/paper-errors.md#hrw-batch-covariance)."""
     check_epsilon(epsilon)
     check_delta(delta)
     if epsilon > 1:
@@ -200,21 +191,16 @@ def hrw_unsquared_covariance(
     summary = _kde_parts(n, bandwidth, grid)
     covariance = sigma**2 * kernel + 1e-10 * jnp.eye(grid_size)
 
-    def model(data):
-        numpyro.sample("release", dist.MultivariateNormal(summary(data), covariance))
-
-    return dpaudit.Mechanism(
-        name="faulty/hrw-unsquared-covariance",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            delta=delta,
-            sensitivity_norm="rkhs",
-            sensitivity=sensitivity,
-            reference="Hall, Rinaldo & Wasserman 2013, Sec. 5 as printed",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.sqrt(
+    return summary_release(
+        "faulty/hrw-unsquared-covariance",
+        summary,
+        lambda loc: dist.MultivariateNormal(loc, covariance),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="rkhs",
+        reference="Hall, Rinaldo & Wasserman 2013, Sec. 5 as printed",
+        delta=delta,
+        difference_norm=lambda h: jnp.sqrt(
             h @ jnp.linalg.solve(kernel + 1e-10 * jnp.eye(grid_size), h)
         ),
         params={
@@ -284,7 +270,7 @@ def rough_mean_smooth_noise(
             reference="MRS Thm 3.3 misapplied (the summary is not compatible with the noise)",
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sqrt(jnp.sum(weights * h * h, axis=-1)),
+        difference_norm=lambda h: jnp.sqrt(jnp.sum(weights * h * h, axis=-1)),
         params={"epsilon": epsilon, "delta": delta, "n": n, "tau": tau, "sigma": sigma},
         known_flaw=dpaudit.KnownFlaw(
             reason=(

@@ -8,12 +8,12 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
 from dpaudit.checks import check_epsilon
-from mechanisms.classic import _log_laplace_cdf, sparse_vector_mechanism
+from mechanisms.classic import log_laplace_cdf, sparse_vector_mechanism
+from mechanisms.common import summary_release
 from mechanisms.faulty import register_pair
 
 
@@ -43,7 +43,7 @@ class NoisyMaxWithValue(Distribution):
         k = self.loc.shape[0]
         t = (v[..., None] - self.loc) / self.scale
         log_f = -jnp.abs(t) - jnp.log(2.0 * self.scale)
-        log_cdf = _log_laplace_cdf(t)
+        log_cdf = log_laplace_cdf(t)
         chosen = jnp.arange(k) == index[..., None]
         total = jnp.sum(jnp.where(chosen, log_f, log_cdf), axis=-1)
         valid = (index >= 0) & (index < k) & (index == jnp.round(index))
@@ -65,21 +65,16 @@ def noisy_max_with_value(epsilon: float = 1.0, thresholds=(0.25, 0.5, 0.75)):
         x = jnp.asarray(data, dtype=jnp.float64)
         return jnp.sum(x[:, None] >= t[None, :], axis=0).astype(jnp.float64)
 
-    def model(data):
-        numpyro.sample("release", NoisyMaxWithValue(summary(data), 1.0 / epsilon))
-
-    return dpaudit.Mechanism(
-        name="faulty/noisy-max-with-value",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            adjacency="add-remove",
-            sensitivity_norm="linf",
-            sensitivity=1.0,
-            reference="Dwork & Roth 2014, Claim 3.9 (which covers the index only)",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
+    return summary_release(
+        "faulty/noisy-max-with-value",
+        summary,
+        lambda loc: NoisyMaxWithValue(loc, 1.0 / epsilon),
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="linf",
+        reference="Dwork & Roth 2014, Claim 3.9 (which covers the index only)",
+        adjacency="add-remove",
+        difference_norm=lambda h: jnp.max(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "thresholds": t, "scale": 1.0 / epsilon},
         known_flaw=dpaudit.KnownFlaw(
             reason=(

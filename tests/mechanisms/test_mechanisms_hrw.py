@@ -24,15 +24,7 @@ from hypothesis.extra.numpy import arrays
 
 import dpaudit
 from dpaudit.noise import analytic_gaussian_sigma, gaussian_delta
-from mechanisms.hrw import (
-    OnlineExponentialRelease,
-    grid_release,
-    hrw_noise_multiplier,
-    kernel_matrix,
-    online_exponential_release,
-    ou_conditional,
-)
-from mechanisms.hrw_erm import (
+from mechanisms.hrw.erm import (
     erm_kernel,
     erm_rkhs_distance,
     kernel_erm,
@@ -42,7 +34,7 @@ from mechanisms.hrw_erm import (
     kernel_svm,
     kernel_svm_sensitivity,
 )
-from mechanisms.hrw_kde import (
+from mechanisms.hrw.kde import (
     bandwidth_matrix,
     gaussian_bump_sobolev_inner,
     gaussian_kde,
@@ -52,6 +44,14 @@ from mechanisms.hrw_kde import (
     sobolev_kde_rkhs_distance,
     sobolev_kde_sensitivity,
     sobolev_kernel,
+)
+from mechanisms.hrw.release import (
+    OnlineExponentialRelease,
+    grid_release,
+    hrw_noise_multiplier,
+    kernel_matrix,
+    online_exponential_release,
+    ou_conditional,
 )
 
 HRW_NAMES = (
@@ -199,7 +199,7 @@ def test_gaussian_kde_bound_is_attained_by_distant_records():
     st.floats(0.05, 0.5),
 )
 def test_finite_point_norm_is_at_most_rkhs_norm(centres, weights, points, lengthscale):
-    """Oracle 7.5 (HRW Prop. 3.4): ||K_t^{-1/2} f(t)||_2 <= ||f||_H for f = sum_i a_i K_{p_i}."""
+    """Oracle (docs/oracles.md#oracle-hrw) (HRW Prop. 3.4): ||K_t^{-1/2} f(t)||_2 <= ||f||_H for f = sum_i a_i K_{p_i}."""
     a = weights[: len(centres)]
     for kernel in (sobolev_kernel(lengthscale), gaussian_kde_kernel(lengthscale, 1)):
         k_pp = kernel_matrix(kernel, centres)
@@ -256,7 +256,7 @@ def test_gaussian_bump_inner_product_matches_quadrature(mu, nu, h):
     assert float(gaussian_bump_sobolev_inner(mu, nu, h)) == pytest.approx(expected, rel=1e-9)
 
 
-def test_sobolev_bump_norm_constant_of_trap_23():
+def test_sobolev_bump_norm_constant():
     """sup_mu ||phi_mu||_H^2 h^2 <= 1/(2 pi) + 1/(8 sqrt pi) + 1/(4 sqrt pi) ~ 0.371 <= 1/sqrt(2 pi)."""
     mu = np.linspace(0, 1, 2001)
     corrected = 1 / (2 * math.pi) + 1 / (8 * math.sqrt(math.pi)) + 1 / (4 * math.sqrt(math.pi))
@@ -274,7 +274,7 @@ def test_sobolev_kde_sensitivity_bound(dim, h, data_strategy):
     assert distance <= sobolev_kde_sensitivity(len(data), h, dim) * (1 + 1e-12)
 
 
-# ----------------------------------------------- grid-restricted form (oracle 7.5)
+# ----------------------------------------------- grid-restricted form (docs/oracles.md#oracle-hrw)
 
 
 @pytest.fixture(scope="module")
@@ -378,7 +378,7 @@ NOISE_LAW_CASES = {
 
 @pytest.mark.parametrize("case", sorted(NOISE_LAW_CASES))
 def test_release_minus_summary_has_covariance_s_squared_k(case):
-    """Acceptance (trap 20): release - summary ~ N(0, (c Delta/eps)^2 K) on the grid.
+    """Acceptance (see docs/paper-errors.md#hrw-batch-covariance): release - summary ~ N(0, (c Delta/eps)^2 K) on the grid.
 
     Failure rate: TEST_FAILURE_RATE in total (Bonferroni over 1 + m chi-square checks).
     """

@@ -1,7 +1,7 @@
 r"""Differentially private ECDFs (Barczewski, Mawass & Ramon) and their post-processing.
 
-**Release (BMR Eq. 2, Theorem 3.1; digest §4.2).** On a public, fixed grid
-``tau_1 < ... < tau_N`` (never the data's min and max: trap 27) with
+**Release (BMR Eq. 2, Theorem 3.1; docs/papers/bmr.md#bmr-hierarchical-mechanism).** On a public, fixed grid
+``tau_1 < ... < tau_N`` (never the data's min and max: docs/paper-errors.md#bmr-data-dependent-grid) with
 ``L = ceil(log2 N)``, every node of a complete binary tree over ``2^L``
 leaves draws ``eta_v ~ Lap((L+1)/epsilon)`` on the **count** scale, and every
 CDF value receives the noise of all its ``L + 1`` ancestors:
@@ -10,31 +10,27 @@ CDF value receives the noise of all its ``L + 1`` ancestors:
            = F + A\eta/n .
 
 Scores are clamped to ``[tau_1, tau_N]`` first (a documented, claimed step:
-``F(tau_N) = 1``). Adjacency is replace-one with ``n`` public (trap 26).
+``F(tau_N) = 1``). Adjacency is replace-one with ``n`` public (see docs/paper-errors.md#bmr-error-units).
 
 **Why it is private, and how the claim is checked.** Replacing one record
 shifts ``nF`` by the indicator of an index interval. The privacy loss between
 neighbours is exactly ``min{||nu||_1 : A nu = n(F_D - F_D')} / b``
 (:mod:`dpaudit.noise.linear_laplace`); BMR's Lemma 1 bounds the minimum by
-``L + 1``, and the exact worst case over all intervals is ``L`` (trap 25,
+``L + 1``, and the exact worst case over all intervals is ``L`` (see docs/paper-errors.md#bmr-noise-scale,
 reproduced by :func:`bmr_worst_case_sensitivity` and the tests;
 :func:`bmr_exact_sensitivity` and :func:`bmr_roc_exact_sensitivity` give the
 worst case over the moves a replacement can really make, with a move that
 attains it, and :func:`bmr_exact_epsilon` the resulting tight epsilon of a
 built mechanism). The mechanism's
-``sensitivity_norm`` is that minimum (computed exactly by
+``difference_norm`` is that minimum (computed exactly by
 :func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`), in the ``l1``
 norm of node shifts, so ``mech.distance(D, D') <= claim.sensitivity = L + 1``
 is testable on any pair, and the release's marginal density is available
 (:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`, exact belief
 propagation on the tree) so audits can also evaluate privacy losses directly.
 
-**Post-processing (free).** :func:`smooth_ecdf` (Eq. 3, ``p = 1`` linear
-programme, ``p = 2`` quadratic programme, clamped to ``[0, 1]``),
-:func:`inverse_ecdf` (Algorithm 1 on the grid), :func:`roc_curve` and
-:func:`auc` from two private ECDFs (``bmr-roc``: ``epsilon/2`` each, sequential
-composition gives ``epsilon``, trap 28), and :func:`private_hosmer_lemeshow`
-(Algorithm 2 with the trap-29 corrections).
+Post-processing of released curves (smoothing, inverse ECDF, ROC/AUC,
+Hosmer–Lemeshow) lives in :mod:`mechanisms.ecdf.analysis`.
 
 **Calibration.** ``calibration="lemma"`` (default) is BMR's node scale
 ``(L+1)/epsilon``; ``calibration="exact"`` uses the exact worst case instead
@@ -52,15 +48,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
-import scipy.linalg
-import scipy.optimize
 
 import dpaudit
 from dpaudit.checks import check_choice, check_epsilon, is_concrete
 from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_matrix, ancestor_sensitivity
+from mechanisms.common import summary_release
 
 __all__ = [
-    "auc",
     "bmr_ecdf",
     "bmr_ecdf_mechanism",
     "bmr_exact_epsilon",
@@ -70,14 +64,12 @@ __all__ = [
     "bmr_roc_mechanism",
     "bmr_sensitivity",
     "bmr_worst_case_sensitivity",
+    "check_grid",
+    "check_labels",
+    "check_scores",
     "ecdf_counts",
-    "hosmer_lemeshow",
     "interval_shifts",
-    "inverse_ecdf",
-    "private_hosmer_lemeshow",
     "roc_counts",
-    "roc_curve",
-    "smooth_ecdf",
     "tree_depth",
 ]
 
@@ -98,7 +90,18 @@ def tree_depth(n_points: int) -> int:
     return math.ceil(math.log2(n_points)) if n_points > 1 else 0
 
 
-def _public_grid(grid) -> jax.Array:
+def check_grid(grid) -> jax.Array:
+    """Check a public evaluation grid: finite, 1-D, strictly increasing.
+
+    Args:
+        grid: the candidate grid.
+
+    Returns:
+        The grid as a float64 JAX array.
+
+    Raises:
+        ValueError: if it is empty, not 1-D, not finite or not strictly increasing.
+    """
     grid = jnp.asarray(grid, dtype=jnp.float64)
     if grid.ndim != 1 or grid.shape[0] == 0:
         raise ValueError(f"grid must be a non-empty 1-D array, got shape {grid.shape}.")
@@ -108,7 +111,19 @@ def _public_grid(grid) -> jax.Array:
     return grid
 
 
-def _scores(data, n: int | None = None) -> jax.Array:
+def check_scores(data, n: int | None = None) -> jax.Array:
+    """Check a dataset of scalar scores (one per record).
+
+    Args:
+        data: the scores.
+        n: the public number of records, or ``None`` to accept any.
+
+    Returns:
+        The scores as a float64 JAX array.
+
+    Raises:
+        ValueError: if not 1-D, of the wrong length, or (when concrete) not finite.
+    """
     scores = jnp.asarray(data, dtype=jnp.float64)
     if scores.ndim != 1:
         raise ValueError(f"scores must be a 1-D array of records, got shape {scores.shape}.")
@@ -129,8 +144,8 @@ def ecdf_counts(scores, grid) -> jax.Array:
         >>> ecdf_counts(jnp.array([-1.0, 0.2, 0.6, 5.0]), jnp.array([0.0, 0.5, 1.0])).tolist()
         [1.0, 2.0, 4.0]
     """
-    grid = _public_grid(grid)
-    x = jnp.clip(_scores(scores), grid[0], grid[-1])
+    grid = check_grid(grid)
+    x = jnp.clip(check_scores(scores), grid[0], grid[-1])
     return jnp.sum(x[:, None] <= grid[None, :], axis=0).astype(jnp.float64)
 
 
@@ -196,7 +211,7 @@ def bmr_exact_sensitivity(n_points: int) -> tuple[float, tuple[int, int]]:
     .. math::  \Delta^\ast = \max_{0 \le a < c \le N-1}\ \min\{\|\nu\|_1 : A\nu = 1_{[a, c-1]}\},
 
     computed exactly by :func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`.
-    For ``N = 2^L`` it equals ``L`` (digest trap 25), one less than BMR's
+    For ``N = 2^L`` it equals ``L`` (see docs/paper-errors.md#bmr-noise-scale), one less than BMR's
     Lemma 1 bound ``L + 1``; the privacy loss of ``bmr-ecdf`` is at most
     ``Delta* / b`` for node scale ``b``, with equality on the returned move.
 
@@ -232,7 +247,7 @@ def bmr_roc_exact_sensitivity(
     joint shift is the sum of the two rows' minima; this returns its maximum
     over all ``(a, y), (c, y')``. A label change moves both ECDFs, including
     their last values (the class sizes): that is why parallel composition does
-    not apply (trap 28).
+    not apply (see docs/paper-errors.md#bmr-roc-composition).
 
     Returns:
         ``(Delta*, ((a, y), (c, y')))``: the worst case and a move attaining it.
@@ -343,7 +358,7 @@ def bmr_ecdf_mechanism(
         scale = bmr_node_scale(epsilon, depth)
 
     def model(data):
-        values = bmr_ecdf(_scores(data, n), grid)
+        values = bmr_ecdf(check_scores(data, n), grid)
         numpyro.sample("release", AncestorLaplace(values, depth, scale, count_scale=n))
 
     return dpaudit.Mechanism(
@@ -356,8 +371,8 @@ def bmr_ecdf_mechanism(
             sensitivity=sensitivity,
             reference=_BMR + (_EXACT if calibration == "exact" else ""),
         ),
-        summary=lambda data: bmr_ecdf(_scores(data, n), grid),
-        sensitivity_norm=lambda h: ancestor_sensitivity(depth, _count_shift(h, n)),
+        summary=lambda data: bmr_ecdf(check_scores(data, n), grid),
+        difference_norm=lambda h: ancestor_sensitivity(depth, _count_shift(h, n)),
         params={
             "epsilon": epsilon,
             "n": n,
@@ -382,16 +397,28 @@ def bmr_ecdf_mechanism(
 def roc_counts(scores, labels, grid) -> jax.Array:
     """``(2, N)`` counts ``#{y = 1, c <= tau_i}`` (true positives) and ``#{y = 0, c <= tau_i}``.
 
-    BMR §4.5: **lower** scores mean "more likely positive". Labels must be 0 or 1.
+    BMR Sec. 5.1 (docs/papers/bmr.md#bmr-roc): **lower** scores mean "more likely positive". Labels must be 0 or 1.
     """
-    grid = _public_grid(grid)
-    x = jnp.clip(_scores(scores), grid[0], grid[-1])
-    y = _labels(labels, x.shape[0])
+    grid = check_grid(grid)
+    x = jnp.clip(check_scores(scores), grid[0], grid[-1])
+    y = check_labels(labels, x.shape[0])
     below = (x[:, None] <= grid[None, :]).astype(jnp.float64)
     return jnp.stack([y @ below, (1.0 - y) @ below])
 
 
-def _labels(labels, n: int) -> jax.Array:
+def check_labels(labels, n: int) -> jax.Array:
+    """Check binary labels, one per record.
+
+    Args:
+        labels: the labels.
+        n: the number of records.
+
+    Returns:
+        The labels as a float64 JAX array.
+
+    Raises:
+        ValueError: if the shape is not ``(n,)`` or (when concrete) a label is not 0 or 1.
+    """
     y = jnp.asarray(labels, dtype=jnp.float64)
     if y.shape != (n,):
         raise ValueError(f"labels must have one entry per record ({n}), got shape {y.shape}.")
@@ -413,7 +440,7 @@ def bmr_roc_mechanism(
 
     Data are ``(scores, labels)``. One replaced record can change its label and
     move both ECDFs, so parallel composition does not apply; sequential
-    composition of two ``epsilon/2`` releases gives ``epsilon`` (trap 28; BMR
+    composition of two ``epsilon/2`` releases gives ``epsilon`` (see docs/paper-errors.md#bmr-roc-composition; BMR
     print ``2 epsilon``). As one linear-Laplace release with node scale
     ``2(L+1)/epsilon`` its sensitivity is the sum of the two rows' node
     explanations, claimed ``<= 2(L+1)``. With ``calibration="exact"`` the node
@@ -432,31 +459,23 @@ def bmr_roc_mechanism(
 
     def summary(data):
         scores, labels = data
-        return roc_counts(_scores(scores, n), labels, grid) / n
-
-    def model(data):
-        numpyro.sample(
-            "release", AncestorLaplace(summary(data), depth, scale, count_scale=n).to_event(1)
-        )
+        return roc_counts(check_scores(scores, n), labels, grid) / n
 
     def norm(h):
         h = _count_shift(h, n)
         return ancestor_sensitivity(depth, h[..., 0, :]) + ancestor_sensitivity(depth, h[..., 1, :])
 
-    return dpaudit.Mechanism(
-        name="bmr-roc",
-        model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            adjacency="replace-one",
-            sensitivity_norm="l1",
-            sensitivity=sensitivity,
-            reference=_BMR
-            + "; §4.5 with sequential composition (trap 28)"
-            + (_EXACT if calibration == "exact" else ""),
-        ),
-        summary=summary,
-        sensitivity_norm=norm,
+    return summary_release(
+        "bmr-roc",
+        summary,
+        lambda loc: AncestorLaplace(loc, depth, scale, count_scale=n).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l1",
+        reference=_BMR
+        + "; §4.5 with sequential composition (trap 28)"
+        + (_EXACT if calibration == "exact" else ""),
+        difference_norm=norm,
         params={
             "epsilon": epsilon,
             "n": n,
@@ -470,271 +489,3 @@ def bmr_roc_mechanism(
         },
         description="True- and false-positive ECDFs (lower score = positive), BMR at epsilon/2 each.",
     )
-
-
-# ---------------------------------------------------------------- post-processing
-
-
-def _as_values(values) -> np.ndarray:
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 1 or v.size == 0:
-        raise ValueError(f"ECDF values must be a non-empty 1-D array, got shape {v.shape}.")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("ECDF values contain NaN or infinite entries.")
-    return v
-
-
-def _monotone_clamp(x: np.ndarray) -> np.ndarray:
-    # removes solver round-off (~1e-9): the output is exactly monotone and in [0, 1]
-    return np.clip(np.maximum.accumulate(x), 0.0, 1.0)
-
-
-def smooth_ecdf(noisy, *, p: int = 2, indices=None) -> np.ndarray:
-    r"""Monotone smoothing of a BMR release (Eq. 3), pure post-processing.
-
-    .. math::  \min_\nu \sum_{v} |\nu_v|^p \ \text{s.t.}\
-               \acute F_i = \hat F_i + (A\nu)_i\ (i\in B),\
-               \acute F_{\min B}\ge0,\ \acute F_{\max B}\le1,\
-               \acute F_{b_k}\le\acute F_{b_{k+1}},
-
-    with the corrections ``nu`` on the same tree as the noise (``A`` the
-    ancestor matrix) and only consecutive elements of ``B`` constrained
-    (trap 30). ``p = 1`` is a linear programme (``nu = nu+ - nu-``, HiGHS);
-    ``p = 2`` is a quadratic programme, solved in the values: the cheapest
-    ``nu`` reaching values ``x`` has ``||nu||^2 = (x - F)' (A_B A_B')^{-1} (x - F)``,
-    minimised over ``0 <= x_1 <= ... <= x_|B| <= 1``. With increments
-    ``x = cumsum(d)``, ``d >= 0``, this is a bounded least-squares problem
-    (exact active-set BVLS) plus the single constraint ``sum(d) <= 1``, whose
-    Lagrange multiplier is found by a safeguarded root search (SLSQP, used
-    before, stopped with "positive directional derivative" at the optimum on
-    about one release in five at ``N = 64``). Solver
-    round-off is removed by a final running maximum and clamp, so the output is
-    exactly monotone and in ``[0, 1]``, and it is a deterministic function of
-    ``noisy``.
-
-    Args:
-        noisy: ``(N,)`` released values ``F-hat``.
-        p: 1 or 2.
-        indices: the evaluation set ``B`` (increasing indices); all by default.
-
-    Returns:
-        ``(|B|,)`` smoothed values.
-
-    Raises:
-        ValueError: for bad input; RuntimeError if a solver fails.
-
-    Example:
-        >>> smooth_ecdf(np.array([0.1, 0.05, 0.6, 1.2]), p=1).round(6).tolist()
-        [0.0, 0.0, 0.4, 1.0]
-    """
-    values = _as_values(noisy)
-    if p not in (1, 2):
-        raise ValueError(f"p must be 1 or 2, got {p!r}.")
-    n_points = values.size
-    idx = np.arange(n_points) if indices is None else np.asarray(indices, dtype=int)
-    if idx.ndim != 1 or idx.size == 0 or np.any(np.diff(idx) <= 0):
-        raise ValueError("indices must be a non-empty increasing 1-D array of grid indices.")
-    if idx[0] < 0 or idx[-1] >= n_points:
-        raise ValueError(f"indices must lie in [0, {n_points - 1}].")
-    a = ancestor_matrix(tree_depth(n_points), n_points)[idx]
-    f = values[idx]
-    k = idx.size
-    # constraint rows G x <= h on the smoothed values x = f + a nu
-    diff = np.zeros((k + 1, k))
-    diff[0, 0] = -1.0  # -x_1 <= 0
-    diff[1, -1] = 1.0  # x_k <= 1
-    rows = np.arange(k - 1)
-    diff[2 + rows, rows] = 1.0  # x_j - x_j+1 <= 0
-    diff[2 + rows, rows + 1] = -1.0
-    bound = np.zeros(k + 1)
-    bound[1] = 1.0
-    if p == 1:
-        g = diff @ a
-        n_nodes = a.shape[1]
-        result = scipy.optimize.linprog(
-            np.ones(2 * n_nodes),
-            A_ub=np.hstack([g, -g]),
-            b_ub=bound - diff @ f,
-            bounds=(0, None),
-            method="highs",
-        )
-        if result.status != 0:
-            raise RuntimeError(f"HiGHS failed on the p = 1 smoothing LP: {result.message}")
-        smoothed = f + a @ (result.x[:n_nodes] - result.x[n_nodes:])
-    else:
-        smoothed = _smooth_least_squares(f, a)
-    return _monotone_clamp(smoothed)
-
-
-def _smooth_least_squares(f: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """The ``p = 2`` problem as bounded least squares in the increments (see smooth_ecdf)."""
-    k = f.size
-    cholesky = np.linalg.cholesky(a @ a.T)  # (x - f)' (A A')^-1 (x - f) = ||C^-1 (x - f)||^2
-    cumulative = np.tril(np.ones((k, k)))  # x = cumulative @ increments
-    design = scipy.linalg.solve_triangular(cholesky, cumulative, lower=True)
-    target = scipy.linalg.solve_triangular(cholesky, f, lower=True)
-    # mu 1'd added to the objective = shifting the target by mu * pull, with design' pull = 1
-    pull = np.linalg.solve(design.T, np.ones(k))
-
-    def increments(mu):
-        result = scipy.optimize.lsq_linear(
-            design, target - mu * pull, bounds=(0.0, np.inf), method="bvls", tol=1e-12
-        )
-        if result.status < 0:
-            raise RuntimeError(f"BVLS failed on the p = 2 smoothing problem: {result.message}")
-        return result.x
-
-    d = increments(0.0)
-    if d.sum() <= 1.0:
-        return cumulative @ d
-    # the multiplier of x_k <= 1: sum(d(mu)) is continuous, piecewise linear and
-    # non-increasing in mu; bracket it, then regula falsi (Illinois) with bisection fallback
-    lo, excess_lo = 0.0, d.sum() - 1.0
-    hi = 1.0
-    while (excess_hi := increments(hi).sum() - 1.0) > 0.0:
-        lo, excess_lo, hi = hi, excess_hi, 2.0 * hi
-        if hi > 1e12:
-            raise RuntimeError("the p = 2 smoothing problem did not bracket its multiplier.")
-    side = 0
-    for _ in range(200):
-        mid = hi - excess_hi * (hi - lo) / (excess_hi - excess_lo)
-        if not lo < mid < hi:
-            mid = 0.5 * (lo + hi)
-        d = increments(mid)
-        excess = d.sum() - 1.0
-        if abs(excess) <= 1e-13 or hi - lo <= 1e-15 * hi:
-            break
-        if excess > 0.0:
-            lo, excess_lo = mid, excess
-            excess_hi = excess_hi / 2.0 if side == 1 else excess_hi
-            side = 1
-        else:
-            hi, excess_hi = mid, excess
-            excess_lo = excess_lo / 2.0 if side == -1 else excess_lo
-            side = -1
-    return cumulative @ d
-
-
-def inverse_ecdf(values, grid, probabilities) -> jax.Array:
-    """Inverse ECDF on the grid (BMR Algorithm 1 with midpoints snapped to grid points).
-
-    Bisection over grid indices finds, for each ``p``, the smallest grid point
-    ``tau_i`` with ``F(tau_i) >= p`` (the last grid point when there is none),
-    so every answer is a grid point. Needs monotone values: smooth first.
-
-    Raises:
-        ValueError: if ``values`` is not non-decreasing or does not match the grid.
-
-    Example:
-        >>> inverse_ecdf([0.2, 0.5, 1.0], [1.0, 2.0, 3.0], [0.1, 0.5, 0.7]).tolist()
-        [1.0, 2.0, 3.0]
-    """
-    v = _as_values(values)
-    grid = _public_grid(grid)
-    if v.size != grid.shape[0]:
-        raise ValueError(f"values has {v.size} entries but the grid has {grid.shape[0]} points.")
-    if np.any(np.diff(v) < 0):
-        raise ValueError("inverse_ecdf needs non-decreasing values; apply smooth_ecdf first.")
-    # a binary search on the sorted values is exactly the bisection of Algorithm 1 on indices
-    index = jnp.searchsorted(jnp.asarray(v), jnp.asarray(probabilities, dtype=jnp.float64))
-    return grid[jnp.minimum(index, v.size - 1)]
-
-
-def roc_curve(tp_values, fp_values) -> tuple[np.ndarray, np.ndarray]:
-    """ROC points ``(FPR, TPR)`` from two monotone ECDFs (lower score = positive), from (0, 0).
-
-    ``TPR(t) = F_TP(t) / F_TP(tau_N)``, ``FPR(t) = F_FP(t) / F_FP(tau_N)``
-    (BMR §4.5); a curve whose last value is not positive is treated as 0.
-    """
-    tp, fp = _as_values(tp_values), _as_values(fp_values)
-    if tp.shape != fp.shape:
-        raise ValueError("the two ECDFs must be evaluated on the same grid.")
-
-    def rate(v):
-        return np.clip(v / v[-1], 0.0, 1.0) if v[-1] > 0 else np.zeros_like(v)
-
-    return np.concatenate([[0.0], rate(fp)]), np.concatenate([[0.0], rate(tp)])
-
-
-def auc(fpr, tpr) -> float:
-    """Area under the ROC polyline (trapezoid rule)."""
-    fpr, tpr = np.asarray(fpr, dtype=float), np.asarray(tpr, dtype=float)
-    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
-
-
-# ---------------------------------------------------------------- Hosmer–Lemeshow
-
-
-def hosmer_lemeshow(probabilities, labels, cut_points) -> tuple[float, np.ndarray]:
-    """Non-private Hosmer–Lemeshow statistic (BMR eq. 5) with half-open groups.
-
-    Group ``q`` holds the records with ``t_(q-1) < M(x) <= t_q`` (the first
-    also ``M(x) = t_0``), so a value on a cut point counts once (trap 29).
-
-    Args:
-        probabilities: ``(n,)`` predicted probabilities ``M(x)`` in ``[0, 1]``.
-        labels: ``(n,)`` labels in ``{0, 1}``.
-        cut_points: ``(Q + 1,)`` non-decreasing ``t_0 = 0 < ... < t_Q = 1``.
-
-    Returns:
-        ``H`` and the ``(4, Q)`` sums ``E1, E0, O1, O0``.
-    """
-    m = np.clip(np.asarray(probabilities, dtype=float), 0.0, 1.0)
-    y = np.asarray(_labels(labels, m.shape[0]))
-    sums = _group_sums(m, y, np.asarray(cut_points, dtype=float))
-    return _hl_statistic(sums), sums
-
-
-def _group_sums(m, y, cuts):
-    group = np.clip(np.searchsorted(cuts[1:-1], m, side="left"), 0, cuts.size - 2)
-    one_hot = np.eye(cuts.size - 1)[group]  # (n, Q)
-    return np.stack([m @ one_hot, (1 - m) @ one_hot, y @ one_hot, (1 - y) @ one_hot])
-
-
-def _hl_statistic(sums, floor: float = 1e-9) -> float:
-    expected = np.maximum(sums[:2], floor)
-    return float(np.sum((sums[2:] - expected) ** 2 / expected))
-
-
-def private_hosmer_lemeshow(
-    probabilities,
-    labels,
-    *,
-    epsilon: float,
-    key,
-    n_points: int = 64,
-    n_groups: int = 10,
-    expected_floor: float = 1.0,
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """Private Hosmer–Lemeshow statistic: BMR Algorithm 2 with the trap-29 corrections.
-
-    1. ``epsilon' = epsilon / (L + 9)``.
-    2. One BMR ECDF of ``M(x)`` on ``n_points`` grid points of ``[0, 1]`` with
-       node noise ``Lap(1/epsilon')`` (an ``(L+1) epsilon'``-DP release),
-       smoothed with ``p = 2``; cut points ``t_q = F^{-1}(q/Q)`` on the grid,
-       ``t_0 = 0``, ``t_Q = 1``.
-    3. Half-open groups; ``E1 = sum M``, ``E0 = sum (1 - M)``, ``O1 = sum Y``,
-       ``O0 = sum (1 - Y)`` per group, each plus ``Lap(1/epsilon')`` on the count
-       scale (``E0`` and ``O0`` use ``1 - M`` and ``1 - Y``). One replaced
-       record touches at most 2 groups, hence 8 sums: ``(L + 1 + 8) epsilon' = epsilon``.
-    4. Noisy expected counts are clamped below at ``expected_floor``
-       (post-processing) before ``H`` is formed.
-
-    Returns:
-        ``H``, the noisy ``(4, Q)`` sums, and the ``(Q + 1,)`` cut points.
-    """
-    check_epsilon(epsilon)
-    m = np.clip(np.asarray(_scores(probabilities)), 0.0, 1.0)
-    y = np.asarray(_labels(labels, m.shape[0]))
-    depth = tree_depth(n_points)
-    eps_prime = epsilon / (depth + 9)
-    grid = np.linspace(0.0, 1.0, n_points)
-    key_tree, key_sums = jax.random.split(key)
-    release = AncestorLaplace(bmr_ecdf(m, grid), depth, 1.0 / eps_prime, count_scale=m.shape[0])
-    smoothed = smooth_ecdf(np.asarray(release.sample(key_tree)), p=2)
-    inner = np.asarray(inverse_ecdf(smoothed, grid, np.arange(1, n_groups) / n_groups))
-    cuts = np.concatenate([[0.0], inner, [1.0]])
-    noise = np.asarray(jax.random.laplace(key_sums, (4, n_groups))) / eps_prime
-    sums = _group_sums(m, y, cuts) + noise
-    sums[:2] = np.maximum(sums[:2], expected_floor)
-    return _hl_statistic(sums), sums, cuts

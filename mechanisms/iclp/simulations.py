@@ -1,4 +1,4 @@
-r"""Data-generating settings of Lin & Reimherr's experiments (digest §1.10).
+r"""Data-generating settings of Lin & Reimherr's experiments (docs/papers/lr.md#lr-experiments).
 
 Everything here is *data*, not a mechanism: the audits and notebooks draw
 datasets from these settings and feed them to the catalogue. Nothing is
@@ -12,7 +12,7 @@ registered.
 * S-3: ``mu_0 = 0.2 (f_{0,0.03} + f_{0.2,0.05} + f_{0.5,0.05} - f_{0.75,0.03} + f_{1,0.03})``;
 * S-4: ``mu_0 = sum_{j<=25} R_j phi_j`` with ``R_j ~ U[-1, 1]`` i.i.d. and
   ``phi_j`` the eigenfunctions of the ICLP covariance (the paper writes
-  ``R_ij``, a typo for ``R_j``: trap 15),
+  ``R_ij``, a typo for ``R_j``: docs/paper-errors.md#lr-minor-typos),
 
 where ``f_{a,b}`` is the ``N(a, b^2)`` density, and errors ``e_i`` one of
 
@@ -43,7 +43,7 @@ where ``f_{a,b}`` is the ``N(a, b^2)`` density, and errors ``e_i`` one of
 ``0.6 N(0.3, 0.1; 0, 1) + 0.4 N(0.7, 0.1; 0, 1)`` (second argument the
 standard deviation, each component truncated to [0, 1]), and the 2-D
 mixture ``0.6 N((-3,-3), S) + 0.4 N((3,2), S)``, ``S = [[1, .5], [.5, 1]]``,
-truncated to ``[-5, 5]^2`` (the printed box is garbled; trap 14).
+truncated to ``[-5, 5]^2`` (the printed box is garbled; see docs/paper-errors.md#lr-experiment-reporting).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ import scipy.stats
 
 from dpaudit.spaces import Exponential, Gaussian, KarhunenLoeveBasis, uniform_grid
 from dpaudit.spaces.grids import Grid
-from mechanisms.iclp_mean import default_basis
+from mechanisms.iclp.mean import default_basis
 
 __all__ = [
     "ERRORS",
@@ -107,8 +107,8 @@ def _points(grid_or_points) -> np.ndarray:
 def iclp_basis(grid_size: int = 100, n_components: int | None = None) -> KarhunenLoeveBasis:
     """LR's ICLP covariance basis: Matérn ``nu = 3/2``, ``rho = 0.1`` on the midpoint grid.
 
-    ``lambda_j ~ j^(-4)`` (digest §1.10). Used for S-4 and the ``t5`` errors; the same
-    (cached) basis as :func:`mechanisms.iclp_mean.default_basis`.
+    ``lambda_j ~ j^(-4)`` (docs/papers/lr.md#lr-experiments). Used for S-4 and the ``t5`` errors; the same
+    (cached) basis as :func:`mechanisms.iclp.mean.default_basis`.
     """
     return default_basis(grid_size, n_components)
 

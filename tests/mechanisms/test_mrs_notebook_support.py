@@ -18,13 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpaudit.spaces import Matern, kl_basis, uniform_grid
-from mechanisms.mrs import (
+from mechanisms.mrs.mean import mrs_penalized_mean, mrs_shrinkage
+from mechanisms.mrs.simulation import (
     MRS_KERNELS,
     MRSSimulation,
     mrs_kernel,
-    mrs_penalized_mean,
     mrs_penalized_mean_risk,
-    mrs_shrinkage,
     mrs_simulation,
     mrs_simulation_curves,
     mrs_simulation_tau,

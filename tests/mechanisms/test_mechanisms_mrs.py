@@ -3,7 +3,7 @@
 Oracles: scipy.optimize for the penalised objective, scipy.stats for the
 Gaussian laws and densities, the exact Gaussian privacy profile
 (``gaussian_delta``) for the calibration, and hand computations of the
-digest's formulas (§2.4, oracle 7.4).
+formulas of docs/papers/mrs.md#mrs-penalized-mean and docs/oracles.md#oracle-mrs-sensitivity.
 """
 
 import math
@@ -22,7 +22,7 @@ import dpaudit
 from dpaudit.noise import GaussianProcessNoise, gaussian_delta
 from dpaudit.spaces import Matern, cameron_martin_norm, kl_basis, spectral_basis, uniform_grid
 from dpaudit.testing import L2Ball, SearchBudget, worst_neighbours
-from mechanisms.mrs import (
+from mechanisms.mrs.mean import (
     enforce_l2_bound,
     linear_functional_matrix,
     mrs_linear_functionals,
@@ -116,7 +116,7 @@ def test_shrinkage_factor_by_hand():
 
 
 @given(eta=st.floats(1.0, 50.0), phi=st.floats(1e-6, 10.0))
-def test_sup_inequality_oracle_7_4(eta, phi):
+def test_sup_inequality_of_theorem_4_1(eta, phi):
     """sup_x x^(2eta-1)/(x^eta+phi)^2 = phi^(-1/eta)(2eta-1)^(2-1/eta)/(4eta^2) at x^eta=(2eta-1)phi."""
     bound = (2 * eta - 1) ** (2 - 1 / eta) / (4 * eta**2 * phi ** (1 / eta))  # by hand
     assert math.isclose(mrs_sup_bound(eta, phi), bound, rel_tol=1e-13)
@@ -142,7 +142,7 @@ def test_theorem_4_1_constants():
     )
     constant = [(2 * e - 1) ** (2 - 1 / e) / e**2 for e in (1.0, 1.5, 3.0, 200.0)]
     assert constant[0] == 1.0 and np.all(np.diff(constant) > 0)
-    assert constant[-1] == pytest.approx(3.86, abs=0.01)  # digest §2.4
+    assert constant[-1] == pytest.approx(3.86, abs=0.01)  # docs/papers/mrs.md#mrs-penalized-mean
 
 
 @settings(max_examples=30)

@@ -1,11 +1,11 @@
 r"""Lin & Reimherr's ICLP-QR beyond the mean: KDE, kernel ridge regression, covariance, FoS regression.
 
-Digest §1.8 and traps 10–11, 13, 15; paper Sec. 4.3 (Thm 8 [16], Thm 9 [18])
-and App. C. Conventions as in :mod:`mechanisms.iclp_mean`: the ICLP covariance
+Mathematics: docs/papers/lr.md#lr-beyond-means; corrections: docs/paper-errors.md#lr-erm-squared-penalty, #lr-kde-sensitivity, #lr-discretization-scale and #lr-minor-typos; paper Sec. 4.3 (Thm 8 [16], Thm 9 [18])
+and App. C. Conventions as in :mod:`mechanisms.iclp.mean`: the ICLP covariance
 ``C`` (kernel ``K``) is a :class:`~dpaudit.spaces.KarhunenLoeveBasis`
 ``(lambda_j, phi_j)_{j<=K}`` on a grid of ``[0, 1]^d``, ICLP noise has
 coefficient ``j`` ``~ Laplace(Delta sqrt(lambda_j) / epsilon)``
-(``sigma = sqrt(2) Delta / epsilon``, trap 1), adjacency is replace-one with
+(``sigma = sqrt(2) Delta / epsilon``, see docs/paper-errors.md#lr-iclp-sigma-constant), adjacency is replace-one with
 ``n`` public.
 
 **Evaluating eigenfunctions off the grid (Nyström).** Data points ``x`` need
@@ -21,12 +21,12 @@ Registered mechanisms (pure epsilon-DP):
 
 * ``iclp-qr-kde`` — kernel density estimate with the operator power ``K^eta`` of
   the ICLP kernel as smoothing kernel; the bandwidth is put into the ICLP
-  kernel itself (``K = Gaussian(lengthscale=h)``; trap 11b) and ``K^eta`` is
+  kernel itself (``K = Gaussian(lengthscale=h)``; see docs/paper-errors.md#lr-kde-operator-power) and ``K^eta`` is
   computed by eigendecomposition, never as ``K(x, y)^eta``.
   ``hat f_D = (c / n) sum_i K^eta(., x_i)`` with the public normaliser
   ``c = 1 / int K^eta(x_0, y) dy`` (``x_0`` the grid point nearest the centre
   of the domain; the paper's ``1 / sqrt(det H)`` with ``int K^eta = 1``).
-  Sensitivity (Thm 8 [16] with trap 11a):
+  Sensitivity (Thm 8 [16] with the correction in docs/paper-errors.md#lr-kde-rkhs-constant):
   ``||hat f_D - hat f_D'||_{1,K} <= (c/n) ||K^eta_x - K^eta_x'||_{K^eta} sqrt(tr K^(eta-1))
   <= (2 c sqrt(M_K) / n) sqrt(tr K^(eta-1))``; the printed ``2 M_K`` holds only
   when ``M_K >= 1`` (:func:`kde_sensitivity_printed`). Released as grid values.
@@ -34,7 +34,7 @@ Registered mechanisms (pure epsilon-DP):
   single-record replacement, to see how much of that bound is attained.
 * ``iclp-qr-krr`` — kernel ridge regression (Thm 9 [18]):
   ``hat f = argmin_f (1/n) sum_i (y_i - f(x_i))^2 + psi ||f||^2_{C^eta}`` with the
-  **squared** penalty (trap 10), solved in the eigenbasis. The square loss is
+  **squared** penalty (see docs/paper-errors.md#lr-erm-squared-penalty), solved in the eigenbasis. The square loss is
   ``M``-admissible on the reachable range with ``M = 2B(1 + sqrt(kappa/psi))``
   (``|y| <= B``, ``psi ||hat f||^2 <= B^2``, ``|f(x)| <= sqrt(kappa) ||f||_{C^eta}``,
   ``kappa = sup_x C^eta(x, x)``), and
@@ -42,7 +42,7 @@ Registered mechanisms (pure epsilon-DP):
 * ``iclp-qr-covariance`` — the covariance function (App. C.1) smoothed by the
   tensor power: ``hat C_{jl} = (lambda_j lambda_l)^eta / ((lambda_j lambda_l)^eta + psi)
   <bar C, phi_j (x) phi_l>`` (the paper prints ``lambda_l^eta lambda_l^eta``;
-  trap 15) with tensor ICLP noise of eigenvalues ``lambda_j lambda_l``.
+  see docs/paper-errors.md#lr-minor-typos) with tensor ICLP noise of eigenvalues ``lambda_j lambda_l``.
   ``bar C = (1/n) sum_i (X_i - bar X)(X_i - bar X)`` moves by at most
   ``Delta_HS = (n - 1)(4 + sqrt 2) tau^2 / n^2`` in Hilbert–Schmidt norm (our
   derivation; see :func:`covariance_hs_sensitivity`), so the mean's two bounds
@@ -69,10 +69,9 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 
-from dpaudit import Claim, Mechanism, register
-from dpaudit.checks import check_finite, is_concrete
+from dpaudit import Mechanism, register
+from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
 from dpaudit.spaces import (
     Exponential,
@@ -82,21 +81,18 @@ from dpaudit.spaces import (
     Matern,
     one_c_norm,
 )
-from mechanisms.iclp_mean import (
+from mechanisms.common import summary_release
+from mechanisms.iclp.mean import (
     DEFAULT_KERNEL,
     OUT_OF_BOUND,
     QR_BOUNDS,
     REFERENCE,
     ROUNDING_SLACK,
-    _basis,
-    _beta,
-    _check_n,
-    _choice,
-    _count,
-    _eigenvalues,
-    _number,
-    _psi,
-    _qr_eta,
+    check_basis,
+    check_eigenvalues,
+    check_psi,
+    check_qr_eta,
+    check_records,
     default_basis,
     enforce_l2_bound,
     grid_one_c_norm,
@@ -105,9 +101,11 @@ from mechanisms.iclp_mean import (
     pss_eta,
     pss_qr_psi,
     qr_shrinkage,
+    resolve_beta,
 )
 
 __all__ = [
+    "centred_second_moment",
     "covariance_hs_sensitivity",
     "covariance_sensitivity",
     "eigenfunctions_at",
@@ -182,9 +180,9 @@ def _nystrom(kernel, x, grid_points, weights, eigenfunctions, eigenvalues):
 
 def power_kernel_diagonal_bound(eigenvalues, eta: float, sup_kernel: float) -> float:
     """``M_K = lambda_1^(eta-1) sup_x K(x, x) >= sup_x K^eta(x, x)`` for ``eta >= 1`` (rank-K Nyström)."""
-    lam = _eigenvalues(eigenvalues)
-    eta = _number("eta", eta, low=1.0, inclusive=True)
-    return float(lam[0] ** (eta - 1.0)) * _number("kernel_sup", sup_kernel)
+    lam = check_eigenvalues(eigenvalues)
+    eta = check_number("eta", eta, low=1.0, inclusive=True)
+    return float(lam[0] ** (eta - 1.0)) * check_number("kernel_sup", sup_kernel)
 
 
 def _domain_points(points, dim: int, out_of_bound: str) -> jax.Array:
@@ -211,14 +209,14 @@ def _domain_points(points, dim: int, out_of_bound: str) -> jax.Array:
 
 
 def pss_kde_bandwidth(n: int, dim: int = 1, *, scale: float = 1.0) -> float:
-    """Privacy-safe bandwidth ``h = scale n^(-1/(4+d))`` (LR Remark 3 [17], sign fixed by trap 11c).
+    """Privacy-safe bandwidth ``h = scale n^(-1/(4+d))`` (LR Remark 3 [17], sign fixed as in docs/paper-errors.md#lr-kde-bandwidth-sign).
 
     Example:
         >>> round(pss_kde_bandwidth(32, 1), 6)
         0.5
     """
-    n, dim = _count("n", n), _count("dim", dim)
-    return _number("scale", scale) * n ** (-1.0 / (4.0 + dim))
+    n, dim = check_count("n", n), check_count("dim", dim)
+    return check_number("scale", scale) * n ** (-1.0 / (4.0 + dim))
 
 
 def kde_basis(bandwidth: float, grid_size: int = 100, dim: int = 1, n_components=None):
@@ -227,7 +225,7 @@ def kde_basis(bandwidth: float, grid_size: int = 100, dim: int = 1, n_components
     Returns ``(kernel, basis)``; the basis keeps every eigenvalue above
     ``1e-10 lambda_1`` (or ``n_components``).
     """
-    h = _number("bandwidth", bandwidth)
+    h = check_number("bandwidth", bandwidth)
     kernel = Gaussian(lengthscale=h)
     return kernel, kernel_basis(kernel, grid_size, dim, n_components)
 
@@ -240,8 +238,8 @@ def kde_normaliser(basis: KarhunenLoeveBasis, eta: float) -> float:
     Raises:
         ValueError: if that integral is not positive.
     """
-    basis = _basis(basis)
-    eta = _number("eta", eta)
+    basis = check_basis(basis)
+    eta = check_number("eta", eta)
     points = np.asarray(basis.grid.points)
     centre = int(np.argmin(np.sum((points - 0.5) ** 2, axis=1)))
     phi = np.asarray(basis.eigenfunctions)
@@ -272,8 +270,8 @@ def kde_summary(points, kernel: Kernel, basis: KarhunenLoeveBasis, *, eta: float
     ICLP kernel with the bandwidth inside it, and ``c = kde_normaliser``.
     Points outside ``[0, 1]^d`` are not handled here (the mechanism rejects or clips).
     """
-    basis = _basis(basis)
-    eta = _number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
+    basis = check_basis(basis)
+    eta = check_number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
     x = _points(points, basis.grid.dim)
     return _kde_coefficients(x, kernel, basis, eta, kde_normaliser(basis, eta))
 
@@ -281,14 +279,14 @@ def kde_summary(points, kernel: Kernel, basis: KarhunenLoeveBasis, *, eta: float
 def kde_sensitivity(
     eigenvalues, *, n: int, eta: float, normaliser: float, sup_kernel: float = 1.0
 ) -> float:
-    r"""``1,K`` sensitivity of the ICLP-QR KDE: ``(2 c sqrt(M_K) / n) sqrt(tr K^(eta-1))`` (trap 11a).
+    r"""``1,K`` sensitivity of the ICLP-QR KDE: ``(2 c sqrt(M_K) / n) sqrt(tr K^(eta-1))`` (see docs/paper-errors.md#lr-kde-rkhs-constant).
 
     ``M_K = lambda_1^(eta-1) sup_x K(x, x)`` (:func:`power_kernel_diagonal_bound`).
     """
-    lam = _eigenvalues(eigenvalues)
-    n = _count("n", n)
-    eta = _number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
-    c = _number("normaliser", normaliser)
+    lam = check_eigenvalues(eigenvalues)
+    n = check_count("n", n)
+    eta = check_number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
+    c = check_number("normaliser", normaliser)
     m_k = power_kernel_diagonal_bound(lam, eta, sup_kernel)
     return 2.0 * c * math.sqrt(m_k) / n * math.sqrt(float(np.sum(lam ** (eta - 1.0))))
 
@@ -297,7 +295,7 @@ def kde_sensitivity_printed(
     eigenvalues, *, n: int, eta: float, normaliser: float, sup_kernel: float = 1.0
 ) -> float:
     """LR Thm 8 [16] as printed, ``(2 c M_K / n) sqrt(tr K^(eta-1))``: valid only when ``M_K >= 1``."""
-    lam = _eigenvalues(eigenvalues)
+    lam = check_eigenvalues(eigenvalues)
     m_k = power_kernel_diagonal_bound(lam, eta, sup_kernel)
     return kde_sensitivity(
         lam, n=n, eta=eta, normaliser=normaliser, sup_kernel=sup_kernel
@@ -321,13 +319,13 @@ def kde_replacement_distances(
     ``c = kde_normaliser(basis, eta)``. The largest entry over a dense set of
     candidates is the sensitivity *attained* on those candidates: a lower
     bound on ``sup_{D ~ D'}``, which :func:`kde_sensitivity` bounds from above
-    (LR Thm 8 [16] with trap 11a). The gap between the two is the noise the
+    (LR Thm 8 [16] with the correction in docs/paper-errors.md#lr-kde-rkhs-constant). The gap between the two is the noise the
     Cauchy–Schwarz step of Thm 8 costs.
 
     Args:
         points: ``(k,)`` or ``(k, d)`` records in ``[0, 1]^d`` (the replaced ones).
         others: ``(k',)`` or ``(k', d)`` replacements in ``[0, 1]^d``; default ``points``.
-        kernel: the ICLP kernel ``basis`` was built from (bandwidth inside, trap 11b).
+        kernel: the ICLP kernel ``basis`` was built from (bandwidth inside, see docs/paper-errors.md#lr-kde-operator-power).
         basis: its Karhunen–Loève basis on the grid.
         eta: operator power of the smoothing kernel, ``> 1``.
         n: number of records (public).
@@ -345,11 +343,11 @@ def kde_replacement_distances(
         >>> bool(d[0, 0] == 0.0 and d[0, 1] == d[1, 0] > 0)
         True
     """
-    basis = _basis(basis)
+    basis = check_basis(basis)
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a dpaudit.spaces.Kernel, got {type(kernel).__name__}.")
-    eta = _number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
-    n = _count("n", n)
+    eta = check_number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
+    n = check_count("n", n)
     dim = basis.grid.dim
     x = _domain_points(points, dim, "reject")
     y = x if others is None else _domain_points(others, dim, "reject")
@@ -379,7 +377,7 @@ def iclp_qr_kde(
     kernel_sup: float | None = None,
     out_of_bound: str = "reject",
 ) -> Mechanism:
-    r"""ICLP-QR kernel density estimate on ``[0, 1]^d`` (LR Thm 8 [16], traps 11a–c): pure epsilon-DP.
+    r"""ICLP-QR kernel density estimate on ``[0, 1]^d`` (LR Thm 8 [16], corrected as in docs/paper-errors.md#lr-kde-sensitivity): pure epsilon-DP.
 
     Releases the grid values of ``(c/n) sum_i K^eta(., x_i)`` plus ICLP noise
     with the ICLP kernel ``K = Gaussian(lengthscale=bandwidth)`` (or ``kernel``)
@@ -402,10 +400,10 @@ def iclp_qr_kde(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon = _count("n", n), _number("epsilon", epsilon)
-    dim, grid_size = _count("dim", dim), _count("grid_size", grid_size)
-    eta = _number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    n, epsilon = check_count("n", n), check_number("epsilon", epsilon)
+    dim, grid_size = check_count("dim", dim), check_count("grid_size", grid_size)
+    eta = check_number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     if kernel is None:
         bandwidth = pss_kde_bandwidth(n, dim) if bandwidth is None else bandwidth
         kernel, basis = kde_basis(bandwidth, grid_size, dim, n_components)
@@ -414,7 +412,9 @@ def iclp_qr_kde(
             raise TypeError(f"kernel must be a dpaudit.spaces.Kernel, got {type(kernel).__name__}.")
         basis = kernel_basis(kernel, grid_size, dim, n_components)
     sup_k = (
-        stationary_kernel_sup(kernel) if kernel_sup is None else _number("kernel_sup", kernel_sup)
+        stationary_kernel_sup(kernel)
+        if kernel_sup is None
+        else check_number("kernel_sup", kernel_sup)
     )
     normaliser = kde_normaliser(basis, eta)
     lam, phi = basis.eigenvalues, basis.eigenfunctions
@@ -424,28 +424,19 @@ def iclp_qr_kde(
 
     def summary(data):
         x = _domain_points(data, dim, out_of_bound)
-        _check_n(x.shape[0], n)
+        check_records(x.shape[0], n)
         return phi @ _kde_coefficients(x, kernel, basis, eta, normaliser)
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
-    return Mechanism(
-        name="iclp-qr-kde",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=(
-                f"{REFERENCE}, Thm 8 with the 2 sqrt(M_K) RKHS bound (trap 11a) and Thm 4, "
-                "sigma = sqrt(2) Delta/epsilon"
-            ),
-        ),
-        summary=summary,
-        sensitivity_norm=grid_one_c_norm(basis),
+    return summary_release(
+        "iclp-qr-kde",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, Thm 8 with the 2 sqrt(M_K) RKHS bound (trap 11a) and Thm 4, "
+        "sigma = sqrt(2) Delta/epsilon",
+        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -460,13 +451,11 @@ def iclp_qr_kde(
             "out_of_bound": out_of_bound,
             "sigma": sigma,
         },
-        description=(
-            f"ICLP-QR KDE of n = {n} points of [0, 1]^{dim} ({out_of_bound} outside): (c/n) sum_i "
-            f"K^eta(., x_i) with K = {kernel!r} (bandwidth inside the ICLP kernel), operator "
-            f"power eta = {eta:g} by eigendecomposition, c = {normaliser:.4g}; 1,K sensitivity "
-            f"{sensitivity:.4g} = 2 c sqrt(M_K) sqrt(tr K^(eta-1))/n; ICLP noise sigma = "
-            f"{sigma:.4g}; released as grid values (K = {basis.n_components} components)."
-        ),
+        description=f"ICLP-QR KDE of n = {n} points of [0, 1]^{dim} ({out_of_bound} outside): (c/n) sum_i "
+        f"K^eta(., x_i) with K = {kernel!r} (bandwidth inside the ICLP kernel), operator "
+        f"power eta = {eta:g} by eigendecomposition, c = {normaliser:.4g}; 1,K sensitivity "
+        f"{sensitivity:.4g} = 2 c sqrt(M_K) sqrt(tr K^(eta-1))/n; ICLP noise sigma = "
+        f"{sigma:.4g}; released as grid values (K = {basis.n_components} components).",
     )
 
 
@@ -474,14 +463,14 @@ def iclp_qr_kde(
 
 
 def krr_fit(points, responses, kernel: Kernel, basis: KarhunenLoeveBasis, *, psi, eta):
-    r"""Kernel ridge regression in the eigenbasis (LR eq. 11 with the squared penalty, trap 10).
+    r"""Kernel ridge regression in the eigenbasis (LR eq. 11 with the squared penalty, see docs/paper-errors.md#lr-erm-squared-penalty).
 
     ``theta = argmin (1/n) sum_i (y_i - sum_j theta_j phi_j(x_i))^2 + psi sum_j theta_j^2 / lambda_j^eta``,
     solved as ``theta = S (S Phi^T Phi S / n + psi I)^{-1} S Phi^T y / n`` with
     ``S = diag(lambda^(eta/2))`` (well conditioned). Returns ``(K,)`` coefficients.
     """
-    basis = _basis(basis)
-    psi, eta = _psi(psi), _number("eta", eta)
+    basis = check_basis(basis)
+    psi, eta = check_psi(psi), check_number("eta", eta)
     x = _points(points, basis.grid.dim)
     y = jnp.asarray(responses, dtype=jnp.float64)
     if y.shape != (x.shape[0],):
@@ -509,17 +498,17 @@ def krr_sensitivity(
 ) -> float:
     r"""``1,C`` sensitivity of kernel ridge regression: ``M sqrt(kappa tr C^(eta-1)) / (psi n)``.
 
-    LR Thm 9 [18] (squared penalty, trap 10) with ``kappa = lambda_1^(eta-1) sup K``
+    LR Thm 9 [18] (squared penalty, see docs/paper-errors.md#lr-erm-squared-penalty) with ``kappa = lambda_1^(eta-1) sup K``
     and the square loss's admissibility constant ``M = 2B(1 + sqrt(kappa/psi))``.
 
     Example:
         >>> round(krr_sensitivity([1.0], n=10, psi=1.0, eta=2.0, response_bound=1.0), 12)
         0.4
     """
-    lam = _eigenvalues(eigenvalues)
-    n, psi = _count("n", n), _psi(psi)
-    eta = _number("eta", eta, low=1.0, hint=" (tr C^(eta-1) must be finite)")
-    b = _number("response_bound", response_bound)
+    lam = check_eigenvalues(eigenvalues)
+    n, psi = check_count("n", n), check_psi(psi)
+    eta = check_number("eta", eta, low=1.0, hint=" (tr C^(eta-1) must be finite)")
+    b = check_number("response_bound", response_bound)
     kappa = power_kernel_diagonal_bound(lam, eta, sup_kernel)
     lipschitz = 2.0 * b * (1.0 + math.sqrt(kappa / psi))
     return lipschitz * math.sqrt(kappa * float(np.sum(lam ** (eta - 1.0)))) / (psi * n)
@@ -566,7 +555,7 @@ def iclp_qr_krr(
     kernel_sup: float | None = None,
     out_of_bound: str = "reject",
 ) -> Mechanism:
-    r"""ICLP-QR kernel ridge regression (LR Thm 9 [18], trap 10): pure epsilon-DP regression curve.
+    r"""ICLP-QR kernel ridge regression (LR Thm 9 [18], see docs/paper-errors.md#lr-erm-squared-penalty): pure epsilon-DP regression curve.
 
     Data ``(x, y)``: ``x`` of shape ``(n,)`` or ``(n, d)`` in ``[0, 1]^d`` and
     ``|y_i| <= response_bound``. Releases the grid values of the fit
@@ -587,23 +576,25 @@ def iclp_qr_krr(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon, psi = _count("n", n), _number("epsilon", epsilon), _psi(psi)
-    b = _number("response_bound", response_bound)
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    n, epsilon, psi = check_count("n", n), check_number("epsilon", epsilon), check_psi(psi)
+    b = check_number("response_bound", response_bound)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     kernel = DEFAULT_KERNEL if kernel is None else kernel
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a dpaudit.spaces.Kernel, got {type(kernel).__name__}.")
-    dim = _count("dim", dim)
+    dim = check_count("dim", dim)
     basis = kernel_basis(kernel, grid_size, dim, n_components)
-    beta = _beta(kernel_decay_rate(kernel, dim) if beta is None else beta, basis.eigenvalues)
-    eta = _number("eta", pss_eta(beta) if eta is None else eta)
+    beta = resolve_beta(kernel_decay_rate(kernel, dim) if beta is None else beta, basis.eigenvalues)
+    eta = check_number("eta", pss_eta(beta) if eta is None else eta)
     if eta <= 1.0 + 1.0 / beta:
         raise ValueError(
             f"ICLP-QR regression needs eta > 1 + 1/beta = {1.0 + 1.0 / beta:.4g} so that "
             f"tr(C^(eta-1)) is finite (LR Thm 9; beta = {beta:.4g}), got eta = {eta:g}."
         )
     sup_k = (
-        stationary_kernel_sup(kernel) if kernel_sup is None else _number("kernel_sup", kernel_sup)
+        stationary_kernel_sup(kernel)
+        if kernel_sup is None
+        else check_number("kernel_sup", kernel_sup)
     )
     lam = basis.eigenvalues
     sensitivity = krr_sensitivity(lam, n=n, psi=psi, eta=eta, response_bound=b, sup_kernel=sup_k)
@@ -612,28 +603,19 @@ def iclp_qr_krr(
 
     def summary(data):
         x, y = _regression_data(data, dim, b, out_of_bound)
-        _check_n(x.shape[0], n)
+        check_records(x.shape[0], n)
         return basis.eigenfunctions @ _krr_coefficients(x, y, kernel, basis, psi, eta)
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
-    return Mechanism(
-        name="iclp-qr-krr",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=(
-                f"{REFERENCE}, Thm 9 with the squared penalty (trap 10) and HRW's M-admissible "
-                "bound, square loss M = 2B(1 + sqrt(kappa/psi)); Thm 4, sigma = sqrt(2) Delta/eps"
-            ),
-        ),
-        summary=summary,
-        sensitivity_norm=grid_one_c_norm(basis),
+    return summary_release(
+        "iclp-qr-krr",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, Thm 9 with the squared penalty (trap 10) and HRW's M-admissible "
+        "bound, square loss M = 2B(1 + sqrt(kappa/psi)); Thm 4, sigma = sqrt(2) Delta/eps",
+        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -648,12 +630,10 @@ def iclp_qr_krr(
             "out_of_bound": out_of_bound,
             "sigma": sigma,
         },
-        description=(
-            f"ICLP-QR kernel ridge regression on n = {n} pairs (x in [0, 1]^{dim}, |y| <= {b:g}; "
-            f"{out_of_bound} outside): penalty psi ||f||^2_(C^eta), psi = {psi:g}, eta = "
-            f"{eta:.4g}, C = {kernel!r}; 1,C sensitivity {sensitivity:.4g}; ICLP noise sigma = "
-            f"{sigma:.4g}; released as grid values (K = {basis.n_components})."
-        ),
+        description=f"ICLP-QR kernel ridge regression on n = {n} pairs (x in [0, 1]^{dim}, |y| <= {b:g}; "
+        f"{out_of_bound} outside): penalty psi ||f||^2_(C^eta), psi = {psi:g}, eta = "
+        f"{eta:.4g}, C = {kernel!r}; 1,C sensitivity {sensitivity:.4g}; ICLP noise sigma = "
+        f"{sigma:.4g}; released as grid values (K = {basis.n_components}).",
     )
 
 
@@ -661,24 +641,32 @@ def iclp_qr_krr(
 
 
 @jax.jit
-def _centred_second_moment(coefficients: jax.Array) -> jax.Array:
+def centred_second_moment(coefficients: jax.Array) -> jax.Array:
+    """The empirical covariance (divisor ``n``) of coefficient vectors.
+
+    Args:
+        coefficients: ``(n, K)`` array, one coefficient vector per record.
+
+    Returns:
+        ``(K, K)`` array ``sum_i c_i c_i^T / n - mean mean^T``.
+    """
     mean = jnp.mean(coefficients, axis=0)
     return coefficients.T @ coefficients / coefficients.shape[0] - jnp.outer(mean, mean)
 
 
 @jax.jit
 def _covariance_core(curves, weights, eigenfunctions, shrinkage):
-    return shrinkage * _centred_second_moment((curves * weights) @ eigenfunctions)
+    return shrinkage * centred_second_moment((curves * weights) @ eigenfunctions)
 
 
 def qr_covariance(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax.Array:
-    r"""Tensor ICLP-QR covariance coefficients ``(K, K)`` (LR App. C.1, trap 15 fixed).
+    r"""Tensor ICLP-QR covariance coefficients ``(K, K)`` (LR App. C.1, typo fixed as in docs/paper-errors.md#lr-minor-typos).
 
     ``hat C_{jl} = (lambda_j lambda_l)^eta / ((lambda_j lambda_l)^eta + psi) <bar C, phi_j (x) phi_l>``
     with ``bar C = (1/n) sum_i (X_i - bar X) (x) (X_i - bar X)`` (projected on the basis).
     """
-    basis = _basis(basis)
-    psi, eta = _psi(psi), _number("eta", eta)
+    basis = check_basis(basis)
+    psi, eta = check_psi(psi), check_number("eta", eta)
     if np.ndim(curves) != 2 or np.shape(curves)[1] != basis.grid_size:
         raise ValueError(
             f"curves have shape {tuple(np.shape(curves))} but must be (n, {basis.grid_size}): one "
@@ -699,7 +687,7 @@ def covariance_hs_sensitivity(*, n: int, tau: float) -> float:
     ``||a a^T - b b^T||_HS <= sqrt 2 tau^2`` and ``||S (a-b)^T + (a-b) S^T||_HS <=
     2 ||S|| ||a - b|| <= 4 (n-1) tau^2``.
     """
-    n, tau = _count("n", n), _number("tau", tau)
+    n, tau = check_count("n", n), check_number("tau", tau)
     return (n - 1) * (4.0 + math.sqrt(2.0)) * tau**2 / n**2
 
 
@@ -711,9 +699,9 @@ def covariance_sensitivity(
     With ``W_{jl} = (lambda_j lambda_l)^(eta-1/2) / ((lambda_j lambda_l)^eta + psi)``:
     ``"printed"`` ``Delta_HS sum_{jl} W_{jl}``, ``"cauchy-schwarz"`` ``Delta_HS ||W||_F``.
     """
-    lam = _eigenvalues(eigenvalues)
-    psi, eta = _psi(psi), _number("eta", eta)
-    _choice("bound", bound, QR_BOUNDS)
+    lam = check_eigenvalues(eigenvalues)
+    psi, eta = check_psi(psi), check_number("eta", eta)
+    check_choice("bound", bound, QR_BOUNDS)
     lam2 = np.outer(lam, lam)
     w = lam2 ** (eta - 0.5) / (lam2**eta + psi)
     total = float(np.sum(w)) if bound == "printed" else float(np.sqrt(np.sum(w * w)))
@@ -751,17 +739,17 @@ def iclp_qr_covariance(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon = _count("n", n), _number("epsilon", epsilon)
-    tau = _number("tau", tau, hint=" (the public bound on ||X_i||_{L2})")
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
-    _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
+    n, epsilon = check_count("n", n), check_number("epsilon", epsilon)
+    tau = check_number("tau", tau, hint=" (the public bound on ||X_i||_{L2})")
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    check_choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
     if basis is None:
         basis = default_basis(100, 20)
         beta = kernel_decay_rate(DEFAULT_KERNEL) if beta is None else beta
-    basis = _basis(basis)
-    beta = _beta(beta, basis.eigenvalues)
-    eta = _qr_eta(pss_eta(beta) if eta is None else eta, beta)
-    psi = pss_qr_psi(n, epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
+    basis = check_basis(basis)
+    beta = resolve_beta(beta, basis.eigenvalues)
+    eta = check_qr_eta(pss_eta(beta) if eta is None else eta, beta)
+    psi = pss_qr_psi(n, epsilon, beta=beta, eta=eta) if psi is None else check_psi(psi)
     lam2 = jnp.outer(basis.eigenvalues, basis.eigenvalues)
     sensitivity = covariance_sensitivity(
         basis.eigenvalues, n=n, tau=tau, psi=psi, eta=eta, bound=sensitivity_bound
@@ -773,29 +761,20 @@ def iclp_qr_covariance(
 
     def summary(data):
         x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
-        _check_n(x.shape[0], n)
+        check_records(x.shape[0], n)
         return _covariance_core(x, weights, phi, shrinkage).reshape(-1)
 
-    def model(data):
-        numpyro.sample("release", ICLPNoise(flat_eigenvalues, sigma, loc=summary(data)))
-
     k = basis.n_components
-    return Mechanism(
-        name="iclp-qr-covariance",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=(
-                f"{REFERENCE}, App. C.1 (tensor ICLP-QR) with Thm 6's argument on "
-                f"Delta_HS = (n-1)(4+sqrt 2) tau^2/n^2 ({sensitivity_bound}); Thm 4"
-            ),
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: one_c_norm(h, flat_eigenvalues),
+    return summary_release(
+        "iclp-qr-covariance",
+        summary,
+        lambda loc: ICLPNoise(flat_eigenvalues, sigma, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, App. C.1 (tensor ICLP-QR) with Thm 6's argument on "
+        f"Delta_HS = (n-1)(4+sqrt 2) tau^2/n^2 ({sensitivity_bound}); Thm 4",
+        difference_norm=lambda h: one_c_norm(h, flat_eigenvalues),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -808,13 +787,11 @@ def iclp_qr_covariance(
             "out_of_bound": out_of_bound,
             "sigma": sigma,
         },
-        description=(
-            f"Tensor ICLP-QR covariance of n = {n} curves (||X_i|| <= tau = {tau:g}, "
-            f"{out_of_bound} above): coefficients of bar C shrunk by (lambda_j lambda_l)^eta/"
-            f"((lambda_j lambda_l)^eta + psi), eta = {eta:.4g}, psi = {psi:.4g}; 1,C(x)C "
-            f"sensitivity {sensitivity:.4g} ({sensitivity_bound}); tensor ICLP noise sigma = "
-            f"{sigma:.4g}; released as the {k} x {k} coefficient matrix, flattened."
-        ),
+        description=f"Tensor ICLP-QR covariance of n = {n} curves (||X_i|| <= tau = {tau:g}, "
+        f"{out_of_bound} above): coefficients of bar C shrunk by (lambda_j lambda_l)^eta/"
+        f"((lambda_j lambda_l)^eta + psi), eta = {eta:.4g}, psi = {psi:.4g}; 1,C(x)C "
+        f"sensitivity {sensitivity:.4g} ({sensitivity_bound}); tensor ICLP noise sigma = "
+        f"{sigma:.4g}; released as the {k} x {k} coefficient matrix, flattened.",
     )
 
 
@@ -827,8 +804,8 @@ def fos_summary(covariates, responses, basis: KarhunenLoeveBasis, *, psi: float,
     ``T1 = (1/n) sum_i X_i X_i^T`` (its ``p(p+1)/2`` upper-triangular entries,
     row-major) and the QR-smoothed ``T2_k = (1/n) sum_i X_ik Y_i``, ``(p, K)``.
     """
-    basis = _basis(basis)
-    psi, eta = _psi(psi), _number("eta", eta)
+    basis = check_basis(basis)
+    psi, eta = check_psi(psi), check_number("eta", eta)
     x = jnp.asarray(covariates, dtype=jnp.float64)
     y = jnp.asarray(responses, dtype=jnp.float64)
     if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0] or y.shape[1] != basis.grid_size:
@@ -866,11 +843,11 @@ def fos_sensitivities(
     <= (p + 1) xi^2 / 2``); ``Delta_2 = sqrt(p) xi`` times the mean's QR bound with
     ``tau`` (``sum_k |a_k| <= sqrt(p) xi``).
     """
-    lam = _eigenvalues(eigenvalues)
-    n, p = _count("n", n), _count("p", p)
-    xi = _number("covariate_bound", covariate_bound)
-    tau, psi, eta = _number("tau", tau), _psi(psi), _number("eta", eta)
-    _choice("bound", bound, QR_BOUNDS)
+    lam = check_eigenvalues(eigenvalues)
+    n, p = check_count("n", n), check_count("p", p)
+    xi = check_number("covariate_bound", covariate_bound)
+    tau, psi, eta = check_number("tau", tau), check_psi(psi), check_number("eta", eta)
+    check_choice("bound", bound, QR_BOUNDS)
     w = lam ** (eta - 0.5) / (lam**eta + psi)
     total = float(np.sum(w)) if bound == "printed" else float(np.sqrt(np.sum(w * w)))
     return (p + 1) * xi**2 / n, 2.0 * math.sqrt(p) * xi * tau / n * total
@@ -910,8 +887,8 @@ def fos_coefficient_functions(release, *, p: int, basis: KarhunenLoeveBasis) -> 
     ``tilde T1`` is rebuilt symmetric from its released upper triangle. It
     may be singular or indefinite at small ``n epsilon``; no correction is made.
     """
-    basis = _basis(basis)
-    p = _count("p", p)
+    basis = check_basis(basis)
+    p = check_count("p", p)
     release = jnp.asarray(release, dtype=jnp.float64)
     n_t1 = p * (p + 1) // 2
     if release.shape[-1] != n_t1 + p * basis.n_components:
@@ -958,7 +935,7 @@ def iclp_qr_fos_regression(
 
     Args:
         n, epsilon, tau, basis, beta, eta, sensitivity_bound, out_of_bound:
-            as :func:`~mechanisms.iclp_mean.iclp_qr_mean` (for ``T2``).
+            as :func:`~mechanisms.iclp.mean.iclp_qr_mean` (for ``T2``).
         psi: QR penalty of ``T2``; default :func:`pss_qr_psi` at the budget
             ``(1 - gamma) epsilon`` that ``T2`` receives.
         p: number of scalar covariates (include a constant 1 for an intercept).
@@ -968,23 +945,27 @@ def iclp_qr_fos_regression(
     Raises:
         ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, epsilon, p = _count("n", n), _number("epsilon", epsilon), _count("p", p)
-    tau = _number("tau", tau, hint=" (the public bound on ||Y_i||_{L2})")
-    xi = _number("covariate_bound", covariate_bound)
-    gamma = _number("gamma", gamma)
+    n, epsilon, p = check_count("n", n), check_number("epsilon", epsilon), check_count("p", p)
+    tau = check_number("tau", tau, hint=" (the public bound on ||Y_i||_{L2})")
+    xi = check_number("covariate_bound", covariate_bound)
+    gamma = check_number("gamma", gamma)
     if not gamma < 1:
         raise ValueError(
             f"gamma is the share of epsilon spent on T1 and must lie in (0, 1), got {gamma!r}."
         )
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
-    _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    check_choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
     if basis is None:
         basis = default_basis()
         beta = kernel_decay_rate(DEFAULT_KERNEL) if beta is None else beta
-    basis = _basis(basis)
-    beta = _beta(beta, basis.eigenvalues)
-    eta = _qr_eta(pss_eta(beta) if eta is None else eta, beta)
-    psi = pss_qr_psi(n, (1.0 - gamma) * epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
+    basis = check_basis(basis)
+    beta = resolve_beta(beta, basis.eigenvalues)
+    eta = check_qr_eta(pss_eta(beta) if eta is None else eta, beta)
+    psi = (
+        pss_qr_psi(n, (1.0 - gamma) * epsilon, beta=beta, eta=eta)
+        if psi is None
+        else check_psi(psi)
+    )
     lam = basis.eigenvalues
     delta_1, delta_2 = fos_sensitivities(
         lam, n=n, p=p, tau=tau, covariate_bound=xi, psi=psi, eta=eta, bound=sensitivity_bound
@@ -997,30 +978,21 @@ def iclp_qr_fos_regression(
 
     def summary(data):
         x, y = _fos_data(data, p, xi, basis, tau, out_of_bound)
-        _check_n(x.shape[0], n)
+        check_records(x.shape[0], n)
         t1, t2 = _fos_parts(x, y, basis.grid.weights, basis.eigenfunctions, shrinkage)
         return jnp.concatenate([t1, t2.reshape(-1)])
 
-    def model(data):
-        numpyro.sample("release", ICLPNoise(nu, sigma, loc=summary(data)))
-
-    return Mechanism(
-        name="iclp-qr-fos-regression",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=1.0,
-            reference=(
-                f"{REFERENCE}, App. C.2: gamma eps on T1 (Laplace, l1 sensitivity (p+1) xi^2/n), "
-                f"(1-gamma) eps on T2 (ICLP-QR, Thm 6 {sensitivity_bound} times sqrt(p) xi/tau), "
-                "sequential composition; unit 1,nu sensitivity of the joint ICLP"
-            ),
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: one_c_norm(h, nu),
+    return summary_release(
+        "iclp-qr-fos-regression",
+        summary,
+        lambda loc: ICLPNoise(nu, sigma, loc=loc),
+        epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, App. C.2: gamma eps on T1 (Laplace, l1 sensitivity (p+1) xi^2/n), "
+        f"(1-gamma) eps on T2 (ICLP-QR, Thm 6 {sensitivity_bound} times sqrt(p) xi/tau), "
+        "sequential composition; unit 1,nu sensitivity of the joint ICLP",
+        difference_norm=lambda h: one_c_norm(h, nu),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -1037,11 +1009,9 @@ def iclp_qr_fos_regression(
             "sensitivity_bound": sensitivity_bound,
             "out_of_bound": out_of_bound,
         },
-        description=(
-            f"Function-on-scalar regression, n = {n}, p = {p} (||X_i||_2 <= {xi:g}, ||Y_i|| <= "
-            f"{tau:g}; {out_of_bound} outside): T1 = X^T X/n with Laplace({delta_1 / (gamma * epsilon):.4g}) "
-            f"on its upper triangle (gamma = {gamma:g}), T2 = X^T Y/n smoothed by ICLP-QR (eta = "
-            f"{eta:.4g}, psi = {psi:.4g}) with ICLP noise at (1-gamma) eps, Delta_2 = "
-            f"{delta_2:.4g}; released as coefficients; beta = T1^-1 T2 is post-processing."
-        ),
+        description=f"Function-on-scalar regression, n = {n}, p = {p} (||X_i||_2 <= {xi:g}, ||Y_i|| <= "
+        f"{tau:g}; {out_of_bound} outside): T1 = X^T X/n with Laplace({delta_1 / (gamma * epsilon):.4g}) "
+        f"on its upper triangle (gamma = {gamma:g}), T2 = X^T Y/n smoothed by ICLP-QR (eta = "
+        f"{eta:.4g}, psi = {psi:.4g}) with ICLP noise at (1-gamma) eps, Delta_2 = "
+        f"{delta_2:.4g}; released as coefficients; beta = T1^-1 T2 is post-processing.",
     )

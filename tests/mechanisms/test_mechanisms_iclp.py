@@ -29,9 +29,8 @@ from dpaudit.spaces import (
     spectral_basis,
     uniform_grid,
 )
-from mechanisms import iclp_beyond as beyond
-from mechanisms import iclp_mean as mean
-from mechanisms import simulations as sim
+from mechanisms.iclp import beyond, mean
+from mechanisms.iclp import simulations as sim
 
 GRID = uniform_grid(40)
 BASIS = kl_basis(Matern(1.5, 0.1), GRID, n_components=12)
@@ -88,7 +87,7 @@ def _replace_first(rng, x, tau, style, basis=BASIS, weights=None):
 def test_closed_forms_equal_numerical_minimisers_of_the_penalised_objectives(
     seed, n, log_psi, eta, scale
 ):
-    """QR and AR (digest §1.7, oracle 7.3) minimise their objectives, to 1e-6 (scipy.optimize)."""
+    """QR and AR (docs/papers/lr.md#lr-mean, docs/oracles.md#oracle-penalized-closed-forms) minimise their objectives, to 1e-6 (scipy.optimize)."""
     rng = np.random.default_rng(seed)
     basis, psi = SMALL_BASIS, 10.0**log_psi
     phi, w, lam = (
@@ -130,7 +129,7 @@ def test_closed_forms_equal_numerical_minimisers_of_the_penalised_objectives(
 
 
 def test_soft_threshold_uses_the_sign_of_x_and_the_corrected_threshold():
-    """Trap 5: sgn(x)(|x| - psi/(2 lambda^(eta/2)))_+, threshold increasing in j."""
+    """ICLP-AR threshold and sign (docs/paper-errors.md#lr-ar-typos): sgn(x)(|x| - psi/(2 lambda^(eta/2)))_+, threshold increasing in j."""
     np.testing.assert_allclose(mean.soft_threshold([-3.0, -0.5, 0.5, 3.0], 1.0), [-2, 0, 0, 2])
     t = np.asarray(mean.ar_threshold(LAM, psi=0.1, eta=2.0))
     np.testing.assert_allclose(t, 0.1 / (2 * LAM))
@@ -153,7 +152,7 @@ def test_krr_fit_equals_a_least_squares_oracle():
 
 
 def test_kde_uses_the_operator_power_not_the_pointwise_power():
-    """Trap 11b: K^eta from the eigendecomposition of the weighted Gram matrix (numpy eigh oracle)."""
+    """The operator power K^eta (docs/paper-errors.md#lr-kde-operator-power): K^eta from the eigendecomposition of the weighted Gram matrix (numpy eigh oracle)."""
     kernel, basis = beyond.kde_basis(0.1, grid_size=40)
     eta = 1.5
     data = np.asarray(GRID.points[[3, 10, 10, 31], 0])  # points on the grid
@@ -256,7 +255,7 @@ def test_qr_and_frl_sensitivity_bounds_hold(seed, n, tau, log_psi, eta, style):
 def test_ar_sensitivity_bounds_hold_and_the_printed_one_when_eigenvalues_are_at_most_one(
     seed, n, tau, log_psi, eta, scale, style
 ):
-    """Trap 4: the lambda^(-1/2) bounds over j < J* always hold; the printed one needs lambda <= 1."""
+    """ICLP-AR weights lambda_j^(-1/2) (docs/paper-errors.md#lr-ar-sensitivity-weights): the lambda^(-1/2) bounds over j < J* always hold; the printed one needs lambda <= 1."""
     rng = np.random.default_rng(seed)
     basis = spectral_basis(LAM * scale, PHI, GRID)
     lam, psi = LAM * scale, 10.0**log_psi
@@ -282,7 +281,7 @@ def test_ar_sensitivity_bounds_hold_and_the_printed_one_when_eigenvalues_are_at_
 
 
 def test_printed_ar_bound_fails_when_an_eigenvalue_exceeds_one():
-    """Trap 4, explicit pair: lambda = (25, 9, 4, 1, 1/4), eta = 3, psi = 100, tau = 1 gives J* = 2.
+    """ICLP-AR weights lambda_j^(-1/2) (docs/paper-errors.md#lr-ar-sensitivity-weights), explicit pair: lambda = (25, 9, 4, 1, 1/4), eta = 3, psi = 100, tau = 1 gives J* = 2.
 
     X_1 = phi_1, X_1' = -phi_1 and every other curve phi_1: bar X_1 = 1 and (n-2)/n, both
     above the threshold 0.4, so ||Delta||_{1,C} = (2/n)/sqrt(25) = 0.4/n, while the printed
@@ -333,7 +332,7 @@ def test_covariance_sensitivity_bounds_hold(seed, n, tau, log_psi, eta, style):
     h = beyond.qr_covariance(x, BASIS, psi=psi, eta=eta) - beyond.qr_covariance(
         y, BASIS, psi=psi, eta=eta
     )
-    moment = beyond._centred_second_moment
+    moment = beyond.centred_second_moment
     hs = float(jnp.sqrt(jnp.sum((moment(BASIS.project(x)) - moment(BASIS.project(y))) ** 2)))
     assert hs <= beyond.covariance_hs_sensitivity(n=n, tau=tau) * (1 + RTOL)
     distance = float(one_c_norm(h.reshape(-1), np.outer(LAM, LAM).reshape(-1)))
@@ -354,7 +353,7 @@ KDE_KERNEL, KDE_BASIS = beyond.kde_basis(0.08, grid_size=40)
     x_old=st.floats(0.0, 1.0),
 )
 def test_kde_sensitivity_bound_holds(seed, n, eta, x_new, x_old):
-    """Thm 8 with 2 sqrt(M_K) (trap 11a); M_K = lambda_1^(eta-1) sup K bounds sup K^eta(x, x)."""
+    """Thm 8 with 2 sqrt(M_K) (see docs/paper-errors.md#lr-kde-rkhs-constant); M_K = lambda_1^(eta-1) sup K bounds sup K^eta(x, x)."""
     rng = np.random.default_rng(seed)
     points = rng.uniform(size=n)
     points[0] = x_old
@@ -451,7 +450,7 @@ def _qr_mechanism(**kw):
 
 
 def test_iclp_noise_law_per_coefficient():
-    """Oracle 7.1: release - summary, coefficient j ~ Laplace(Delta sqrt(lambda_j)/epsilon).
+    """Oracle (docs/oracles.md#oracle-iclp-coefficient-law): release - summary, coefficient j ~ Laplace(Delta sqrt(lambda_j)/epsilon).
 
     KS against scipy.stats.laplace per coefficient, and z-tests of the mean absolute deviation
     (Delta sqrt(lambda_j)/eps) and variance (2 Delta^2 lambda_j / eps^2); family-wise failure
@@ -472,7 +471,7 @@ def test_iclp_noise_law_per_coefficient():
     var = np.mean(z**2, axis=0) / (2 * scale**2)
     assert np.all(np.abs(mad - 1) < zcrit / math.sqrt(n_draws))
     assert np.all(np.abs(var - 1) < zcrit * math.sqrt(5 / n_draws))
-    # E||noise||^2 = 2 Delta^2 tr(C) / eps^2 (trap 2): ||noise||^2 = sum_j z_j^2 has variance
+    # E||noise||^2 = 2 Delta^2 tr(C) / eps^2 (see docs/paper-errors.md#lr-privacy-error-constant): ||noise||^2 = sum_j z_j^2 has variance
     # sum_j 20 b_j^4 (Laplace E z^4 = 24 b^4); z-test at TEST_FAILURE_RATE on its own.
     squared = np.sum(z**2, axis=1)
     expected = 2 * mech.claim.sensitivity**2 * LAM.sum() / mech.claim.epsilon**2
@@ -498,7 +497,7 @@ def test_frl_noise_law():
 
 
 def test_every_iclp_release_has_laplace_scales_delta_sqrt_lambda_over_epsilon():
-    """Trap 1 for each builder: b_j = Delta sqrt(lambda_j)/epsilon exactly (sigma = sqrt 2 Delta/eps)."""
+    """The sqrt(2) of LR Lemma 1 / Thm 4 (docs/paper-errors.md#lr-iclp-sigma-constant) for each builder: b_j = Delta sqrt(lambda_j)/epsilon exactly (sigma = sqrt 2 Delta/eps)."""
     rng = np.random.default_rng(2)
     curves = _random_dataset(rng, 20, 2.0)
     cases = [
@@ -518,13 +517,13 @@ def test_every_iclp_release_has_laplace_scales_delta_sqrt_lambda_over_epsilon():
 
 
 def _attaining_release(mech, data, data_prime, project):
-    """A release z with every coordinate beyond f_D on the far side from f_D' (oracle 7.2)."""
+    """A release z with every coordinate beyond f_D on the far side from f_D' (docs/oracles.md#oracle-iclp-privacy-loss)."""
     f, f_prime = (project(mech.summary(d)) for d in (data, data_prime))
     return f, f_prime, f + jnp.sign(f - f_prime) * (1.0 + jnp.abs(f - f_prime))
 
 
 def test_privacy_loss_from_log_prob_is_sqrt2_one_c_over_sigma_and_at_most_epsilon():
-    """Oracle 7.2: sup_z log p_D(z)/p_D'(z) = sqrt(2)||h||_{1,C}/sigma <= epsilon, attained.
+    """Oracle (docs/oracles.md#oracle-iclp-privacy-loss): sup_z log p_D(z)/p_D'(z) = sqrt(2)||h||_{1,C}/sigma <= epsilon, attained.
 
     With the Cauchy-Schwarz QR bound and the aligned pair the supremum is exactly epsilon.
     """
@@ -550,7 +549,7 @@ def test_privacy_loss_from_log_prob_is_sqrt2_one_c_over_sigma_and_at_most_epsilo
 
 
 def test_privacy_loss_bound_for_the_other_releases():
-    """Oracle 7.2 for AR, KDE, KRR, covariance and FoS: attained loss = eps ||h|| / Delta <= eps."""
+    """Oracle (docs/oracles.md#oracle-iclp-privacy-loss) for AR, KDE, KRR, covariance and FoS: attained loss = eps ||h|| / Delta <= eps."""
     rng = np.random.default_rng(6)
     curves = _random_dataset(rng, 10, 2.0)
     curves_prime = curves.copy()
@@ -604,7 +603,7 @@ def test_iclp_qr_beats_frl_on_s2_with_pss_tuning():
     """S-2, n = 500, epsilon = 1 (LR Fig. 2): E||release - mu_0||^2 of ICLP-QR < FRL's.
 
     For a dataset D, E||release - mu_0||^2 = ||f_D - mu_0||^2 + E||noise||^2 exactly, with
-    E||noise||^2 = 2 Delta^2 tr(C)/eps^2 (ICLP) and 2 M Delta^2/eps^2 (FRL) (trap 2), so only the
+    E||noise||^2 = 2 Delta^2 tr(C)/eps^2 (ICLP) and 2 M Delta^2/eps^2 (FRL) (see docs/paper-errors.md#lr-privacy-error-constant), so only the
     datasets are random (3 of them; the dataset-to-dataset spread of the bias is below 1%). FRL
     gets its best M in the PSS range (as in the paper) and its tighter bound; ICLP-QR uses PSS
     eta = 1.5, psi = 1/n and the Cauchy-Schwarz bound. The noise term's formula is checked by
@@ -714,7 +713,7 @@ def test_summaries_trace_under_jit_rejected_curves_become_nan_and_off_span_is_in
     data[0] *= 6.0 / math.sqrt(float(data[0] ** 2 @ W))
     assert np.all(np.isnan(np.asarray(summary(data))))
     rough = np.asarray(BASIS.residual(np.sign(np.asarray(GRID.points[:, 0]) - 0.5)))
-    assert float(mech.sensitivity_norm(rough)) == math.inf  # mutually singular releases
+    assert float(mech.difference_norm(rough)) == math.inf  # mutually singular releases
 
 
 def test_registered_builders_make_pure_replace_one_claims():

@@ -73,7 +73,7 @@ def test_not_dp_flaws_show_unbounded_losses(name):
 
 
 def test_classical_gaussian_at_epsilon_10_true_delta():
-    """Trap 16: true delta about 0.0245 at claimed (10, 0.01)."""
+    """The classical calibration needs epsilon <= 1 (docs/paper-errors.md#mrs-epsilon-at-most-one): true delta about 0.0245 at claimed (10, 0.01)."""
     mech = dpaudit.build("faulty/gaussian-classical-large-epsilon")
     assert mech.params["true_delta_at_claimed_epsilon"] == pytest.approx(0.0245, abs=5e-4)
     assert dpaudit.noise.gaussian_delta(mech.known_flaw.true_epsilon, mech.params["mu"]) <= 0.01

@@ -1,6 +1,6 @@
 r"""Lin & Reimherr's ICLP mechanisms for a mean function: ICLP-QR, ICLP-AR and FRL.
 
-Digest §1.2–1.7 and §1.9–1.10, traps 1–8 and 13, oracles 7.1–7.3. Paper:
+Mathematics: docs/papers/lr.md; corrections: docs/paper-errors.md (items 1–8 and 13); test oracles: docs/oracles.md. Paper:
 Lin & Reimherr, *Pure Differential Privacy for Functional Summaries via a
 Laplace-like Process* (arXiv v2; journal numbering in brackets).
 
@@ -8,7 +8,7 @@ Laplace-like Process* (arXiv v2; journal numbering in brackets).
 operator ``C`` is a :class:`~dpaudit.spaces.KarhunenLoeveBasis` with
 eigenpairs ``(lambda_j, phi_j)``, ``j = 1..K``, L2-normalised by the grid's
 quadrature (``lambda_k = mu_k / m``, ``phi_k = sqrt(m) v_k`` on the uniform
-midpoint grid, trap 13). By default it is LR's Matérn kernel ``nu = 3/2``,
+midpoint grid, see docs/paper-errors.md#lr-discretization-scale). By default it is LR's Matérn kernel ``nu = 3/2``,
 ``rho = 0.1`` (``lambda_j ~ j^(-4)``) on 100 midpoint points, all components.
 A dataset is ``n`` curves, an ``(n, m)`` array of grid values, with
 ``||X_i||_{L2} <= tau`` for a public ``tau`` (Assumption 1 [10]); a curve
@@ -22,35 +22,35 @@ of the mechanism). ``n`` is public (replace-one adjacency).
   ``hat mu_j = lambda_j^eta / (lambda_j^eta + psi) bar X_j``.
 * ICLP-AR: ``argmin_f (1/n) sum_i ||X_i - f||^2 + psi ||f||_{1,C^eta}``, i.e.
   soft-thresholding ``hat mu_j = sgn(bar X_j) (|bar X_j| - psi/(2 lambda_j^(eta/2)))_+``
-  (trap 5: ``sgn(x)``, and the threshold ``psi / (2 lambda_j^(eta/2))``).
+  (see docs/paper-errors.md#lr-ar-typos: ``sgn(x)``, and the threshold ``psi / (2 lambda_j^(eta/2))``).
 * FRL: ``hat mu_j = bar X_j`` for ``j <= M``.
 
 **Sensitivities** (every bound uses ``||(bar X - bar X')_j||_{l2} <= 2 tau / n``):
 
 * QR, ``1,C`` norm, with ``w_j = lambda_j^(eta-1/2) / (lambda_j^eta + psi)``:
   printed ``(2 tau/n) sum_j w_j`` (Thm 6 [12], used to reproduce the paper) or
-  ``(2 tau/n) (sum_j w_j^2)^(1/2)`` (Cauchy–Schwarz, trap 7), which is the exact
+  ``(2 tau/n) (sum_j w_j^2)^(1/2)`` (Cauchy–Schwarz, see docs/paper-errors.md#lr-loose-bounds), which is the exact
   supremum on a truncated basis (attained by ``X_1 = tau w/||w||``, ``X_1' = -X_1``).
   The series converges iff ``eta > 1/2 + 1/beta`` under eigenvalue decay
-  ``lambda_j ~ j^(-beta)`` (trap 6; the theorem states ``eta > 1 + 1/beta``).
+  ``lambda_j ~ j^(-beta)`` (see docs/paper-errors.md#lr-qr-eta-condition; the theorem states ``eta > 1 + 1/beta``).
 * AR, ``1,C`` norm: ``J* = min{j : tau <= psi / (2 lambda_j^(eta/2))}`` (Remark 2
   [13]); every coefficient ``j >= J*`` is exactly zero and soft-thresholding is
   1-Lipschitz, so ``Delta <= (2 tau/n) sum_{j<J*} lambda_j^(-1/2)`` ("corrected",
-  trap 4) or ``(2 tau/n) (sum_{j<J*} 1/lambda_j)^(1/2)`` (Cauchy–Schwarz). The
+  see docs/paper-errors.md#lr-ar-sensitivity-weights) or ``(2 tau/n) (sum_{j<J*} 1/lambda_j)^(1/2)`` (Cauchy–Schwarz). The
   printed ``(2 tau/n) sum_{j<=J*} lambda_j^(-eta/2)`` is kept as
   :func:`ar_mean_sensitivity_printed`; it bounds the truth only when every
   ``lambda_j <= 1`` and fails otherwise.
 * FRL, ``l1`` norm of the ``M`` coefficients: printed ``2 M tau / n`` or
-  Cauchy–Schwarz ``2 sqrt(M) tau / n`` (trap 7).
+  Cauchy–Schwarz ``2 sqrt(M) tau / n`` (see docs/paper-errors.md#lr-loose-bounds).
 
-**Noise** (Def. 2, Thm 4 [8], Alg. 1; trap 1). ICLP with unit-variance
+**Noise** (Def. 2, Thm 4 [8], Alg. 1; see docs/paper-errors.md#lr-iclp-sigma-constant). ICLP with unit-variance
 Laplace components and ``sigma = sqrt(2) Delta / epsilon``
 (:func:`dpaudit.noise.iclp_sigma`): coefficient ``j`` of the release is
 ``Laplace(hat mu_j, Delta sqrt(lambda_j) / epsilon)``, variance
 ``2 Delta^2 lambda_j / epsilon^2``; the privacy loss between neighbours is at
 most ``sqrt(2) ||h||_{1,C} / sigma <= epsilon``. FRL adds i.i.d.
 ``Laplace(Delta / epsilon)`` to each of its ``M`` coefficients. Expected
-squared L2 noise: ``2 Delta^2 tr(C) / epsilon^2`` (ICLP, trap 2) and
+squared L2 noise: ``2 Delta^2 tr(C) / epsilon^2`` (ICLP, see docs/paper-errors.md#lr-privacy-error-constant) and
 ``2 M Delta^2 / epsilon^2`` (FRL).
 
 **Privacy-safe selection** (PSS, Sec. 4.4, Cor. 1 [15]; data-free, constants 1
@@ -60,13 +60,8 @@ of the order of the statistical error); FRL ``M`` in
 ``[n^(1/(eta beta)), n^(1/3)]``; AR ``psi = (n epsilon)^(-2 eta beta/(3 eta beta + 4))``
 (our balance of Thm 7's AR terms; the paper gives no AR rule).
 
-**Private cross-validation** (PCV, MRS Sec. 5 as used by LR Sec. 6.1.1):
-:func:`private_cross_validation` scores each candidate ``psi`` (or FRL ``M``)
-by ``k``-fold cross-validation of the *private* release against the held-out
-curves, averaged over Monte Carlo draws of the noise. It reads the data, so a
-release tuned by PCV is **not** covered by the epsilon-DP claim (LR Sec. 4.4:
-CV and PCV "are not truly privacy-safe since the regularization parameters may
-contain information about the data"); PSS is the private alternative.
+Private cross-validation of ``psi`` (a tuning that reads the data) lives in
+:mod:`mechanisms.iclp.cross_validation`.
 
 **Worst-case neighbours.** :func:`qr_worst_case_record` and
 :func:`frl_worst_case_record` give the record ``X_1`` whose replacement by
@@ -82,17 +77,15 @@ Registered mechanisms (all pure epsilon-DP, replace-one):
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import numpyro.distributions as dist
 
-from dpaudit import Claim, Mechanism, register
+from dpaudit import Mechanism, register
 from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
 from dpaudit.spaces import (
@@ -104,20 +97,26 @@ from dpaudit.spaces import (
     uniform_grid,
 )
 from dpaudit.spaces.grids import Grid
+from mechanisms.common import summary_release
 
 __all__ = [
     "AR_BOUNDS",
     "DEFAULT_KERNEL",
     "OUT_OF_BOUND",
-    "PCV_METHODS",
     "QR_BOUNDS",
     "ROUNDING_SLACK",
-    "PrivateCrossValidation",
     "ar_active_components",
     "ar_mean",
     "ar_mean_sensitivity",
     "ar_mean_sensitivity_printed",
     "ar_threshold",
+    "check_ar_eta",
+    "check_basis",
+    "check_eigenvalues",
+    "check_frl_components",
+    "check_psi",
+    "check_qr_eta",
+    "check_records",
     "curve_norms",
     "default_basis",
     "enforce_l2_bound",
@@ -130,7 +129,6 @@ __all__ = [
     "iclp_qr_mean",
     "kernel_basis",
     "kernel_decay_rate",
-    "private_cross_validation",
     "pss_ar_psi",
     "pss_eta",
     "pss_frl_components",
@@ -141,16 +139,15 @@ __all__ = [
     "qr_shrinkage",
     "qr_weights",
     "qr_worst_case_record",
+    "resolve_beta",
     "soft_threshold",
     "spectral_decay_rate",
 ]
 
-#: Sensitivity bounds of ICLP-QR and FRL: the paper's and the Cauchy–Schwarz one (trap 7).
+#: Sensitivity bounds of ICLP-QR and FRL: the paper's and the Cauchy–Schwarz one (see docs/paper-errors.md#lr-loose-bounds).
 QR_BOUNDS = ("printed", "cauchy-schwarz")
-#: Valid sensitivity bounds of ICLP-AR (trap 4); the printed one is a separate function.
+#: Valid sensitivity bounds of ICLP-AR (see docs/paper-errors.md#lr-ar-sensitivity-weights); the printed one is a separate function.
 AR_BOUNDS = ("corrected", "cauchy-schwarz")
-#: Summaries that :func:`private_cross_validation` can tune.
-PCV_METHODS = ("iclp-qr", "iclp-ar", "frl")
 #: What to do with a record outside the public data bound.
 OUT_OF_BOUND = ("reject", "clip")
 #: Relative excess over ``tau`` read as floating-point rounding of a curve scaled to norm
@@ -165,12 +162,18 @@ _TINY = 1e-300
 # ------------------------------------------------------------------ validation
 
 
-_number = check_number
-_count = check_count
-_choice = check_choice
+def check_basis(basis) -> KarhunenLoeveBasis:
+    """Check that ``basis`` is a Karhunen–Loève basis.
 
+    Args:
+        basis: the candidate basis.
 
-def _basis(basis) -> KarhunenLoeveBasis:
+    Returns:
+        ``basis`` unchanged.
+
+    Raises:
+        TypeError: if it is not a :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
+    """
     if not isinstance(basis, KarhunenLoeveBasis):
         raise TypeError(
             "basis must be a dpaudit.spaces.KarhunenLoeveBasis (see dpaudit.spaces.kl_basis), "
@@ -179,7 +182,18 @@ def _basis(basis) -> KarhunenLoeveBasis:
     return basis
 
 
-def _eigenvalues(eigenvalues) -> np.ndarray:
+def check_eigenvalues(eigenvalues) -> np.ndarray:
+    """Check a covariance spectrum ``lambda_1 >= lambda_2 >= ... > 0``.
+
+    Args:
+        eigenvalues: a 1-D array of eigenvalues, or a basis (its eigenvalues are used).
+
+    Returns:
+        The eigenvalues as a float NumPy array.
+
+    Raises:
+        ValueError: if they are empty, not 1-D, not finite and > 0, or increasing.
+    """
     if isinstance(eigenvalues, KarhunenLoeveBasis):
         eigenvalues = eigenvalues.eigenvalues
     lam = np.asarray(eigenvalues, dtype=float)
@@ -190,11 +204,31 @@ def _eigenvalues(eigenvalues) -> np.ndarray:
     return lam
 
 
-def _psi(psi) -> float:
-    return _number("psi", psi, hint=" (the penalty weight)")
+def check_psi(psi) -> float:
+    """Check the penalty weight ``psi``.
+
+    Args:
+        psi: the candidate penalty weight.
+
+    Returns:
+        ``psi`` as a float.
+
+    Raises:
+        ValueError, TypeError: as :func:`dpaudit.checks.check_number`.
+    """
+    return check_number("psi", psi, hint=" (the penalty weight)")
 
 
-def _check_n(records: int, n: int) -> None:
+def check_records(records: int, n: int) -> None:
+    """Check that a dataset has the public number of records ``n``.
+
+    Args:
+        records: the number of records in the dataset.
+        n: the number the mechanism was built for.
+
+    Raises:
+        ValueError: if they differ (``n`` is public under replace-one adjacency).
+    """
     if records != n:
         raise ValueError(
             f"the dataset has {records} records but the mechanism was built for n = {n} "
@@ -202,8 +236,21 @@ def _check_n(records: int, n: int) -> None:
         )
 
 
-def _qr_eta(eta, beta) -> float:
-    eta = _number("eta", eta)
+def check_qr_eta(eta, beta) -> float:
+    """Check ICLP-QR's penalty power ``eta`` against the decay rate ``beta``.
+
+    Args:
+        eta: the penalty power.
+        beta: the eigenvalue decay rate ``lambda_j ~ j^(-beta)``.
+
+    Returns:
+        ``eta`` as a float.
+
+    Raises:
+        ValueError: unless ``eta > 1/2 + 1/beta`` (the sensitivity series converges).
+        TypeError: if ``eta`` is not a number.
+    """
+    eta = check_number("eta", eta)
     if eta <= 0.5 + 1.0 / beta:
         raise ValueError(
             f"ICLP-QR needs eta > 1/2 + 1/beta = {0.5 + 1.0 / beta:.4g} for its sensitivity series "
@@ -213,8 +260,19 @@ def _qr_eta(eta, beta) -> float:
     return eta
 
 
-def _ar_eta(eta) -> float:
-    return _number("eta", eta, low=1.0, inclusive=True, hint=" (ICLP-AR penalises with C^eta)")
+def check_ar_eta(eta) -> float:
+    """Check ICLP-AR's penalty power ``eta >= 1``.
+
+    Args:
+        eta: the penalty power.
+
+    Returns:
+        ``eta`` as a float.
+
+    Raises:
+        ValueError, TypeError: unless ``eta`` is a number >= 1.
+    """
+    return check_number("eta", eta, low=1.0, inclusive=True, hint=" (ICLP-AR penalises with C^eta)")
 
 
 # ------------------------------------------------------------------ data bound
@@ -234,11 +292,11 @@ def kernel_basis(kernel, grid_size: int = 100, dim: int = 1, n_components: int |
 
     A truncation reuses the cached full basis (the leading eigenpairs do not depend on ``K``).
     """
-    grid_size, dim = _count("grid_size", grid_size), _count("dim", dim)
+    grid_size, dim = check_count("grid_size", grid_size), check_count("dim", dim)
     if n_components is None:
         return kl_basis(kernel, uniform_grid(grid_size, dim))
     full = kernel_basis(kernel, grid_size, dim)
-    k = _count("n_components", n_components)
+    k = check_count("n_components", n_components)
     if k > full.n_components:
         raise ValueError(
             f"n_components = {k} exceeds the {full.n_components} usable eigenpairs of {kernel!r} "
@@ -273,8 +331,8 @@ def enforce_l2_bound(curves, grid: Grid, tau: float, out_of_bound: str = "reject
         >>> round(float(curve_norms(x, g)[0]), 12)
         1.0
     """
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
-    tau = _number("tau", tau)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    tau = check_number("tau", tau)
     m = grid.size
     if np.ndim(curves) != 2 or np.shape(curves)[1] != m:
         raise ValueError(
@@ -336,7 +394,7 @@ def grid_one_c_norm(basis: KarhunenLoeveBasis, power: float = 1.0, rtol: float =
     A difference of summaries outside ``span(phi_1..phi_K)`` would make the two
     releases mutually singular, so it must not be projected away.
     """
-    basis = _basis(basis)
+    basis = check_basis(basis)
     weights, phi, lam = basis.grid.weights, basis.eigenfunctions, basis.eigenvalues
     power, rtol = float(power), float(rtol)
 
@@ -375,7 +433,7 @@ def spectral_decay_rate(eigenvalues) -> float:
         >>> round(spectral_decay_rate(1.0 / np.arange(1, 41) ** 4), 6)
         4.0
     """
-    lam = _eigenvalues(eigenvalues)
+    lam = check_eigenvalues(eigenvalues)
     k = lam.size
     if k == 1:
         return math.inf
@@ -390,14 +448,14 @@ def kernel_decay_rate(kernel, dim: int = 1) -> float | None:
 
     Matérn ``nu`` (and the exponential kernel, ``nu = 1/2``, in ``d = 1``):
     ``lambda_j ~ j^(-(2 nu + d)/d)`` (Weyl asymptotics; ``2 nu + 1`` in ``d = 1``,
-    digest §1.10); Gaussian: faster than any power, ``inf``. ``None`` otherwise
+    docs/papers/lr.md#lr-experiments); Gaussian: faster than any power, ``inf``. ``None`` otherwise
     (fit the spectrum with :func:`spectral_decay_rate`).
 
     Example:
         >>> kernel_decay_rate(Matern(nu=1.5, lengthscale=0.1))
         4.0
     """
-    dim = _count("dim", dim)
+    dim = check_count("dim", dim)
     if isinstance(kernel, Matern):
         return (2.0 * float(kernel.nu) + dim) / dim
     if isinstance(kernel, Exponential) and dim == 1:
@@ -411,10 +469,22 @@ def _beta_value(beta) -> float:
     """A decay rate ``beta > 0``; ``inf`` (faster than any power, e.g. a Gaussian kernel) allowed."""
     if isinstance(beta, int | float | np.integer | np.floating) and beta == math.inf:
         return math.inf
-    return _number("beta", beta, hint=" (the eigenvalue decay rate; inf is allowed)")
+    return check_number("beta", beta, hint=" (the eigenvalue decay rate; inf is allowed)")
 
 
-def _beta(beta, eigenvalues) -> float:
+def resolve_beta(beta, eigenvalues) -> float:
+    """The eigenvalue decay rate: ``beta`` if given, else estimated from the spectrum.
+
+    Args:
+        beta: a decay rate > 0 (``inf`` allowed), or ``None``.
+        eigenvalues: the spectrum, for :func:`spectral_decay_rate` when ``beta`` is ``None``.
+
+    Returns:
+        The decay rate as a float.
+
+    Raises:
+        ValueError, TypeError: if ``beta`` is given and not a number > 0.
+    """
     return spectral_decay_rate(eigenvalues) if beta is None else _beta_value(beta)
 
 
@@ -444,9 +514,9 @@ def pss_qr_psi(n: int, epsilon: float, *, beta: float, eta: float) -> float:
         >>> pss_qr_psi(500, 1.0, beta=4.0, eta=1.5)
         0.002
     """
-    n = _count("n", n)
-    epsilon = _number("epsilon", epsilon)
-    beta, eta = _beta_value(beta), _number("eta", eta)
+    n = check_count("n", n)
+    epsilon = check_number("epsilon", epsilon)
+    beta, eta = _beta_value(beta), check_number("eta", eta)
     return float((n * epsilon**2) ** (-_ratio(beta, eta, 1.0, 2.0)))
 
 
@@ -458,9 +528,9 @@ def pss_ar_psi(n: int, epsilon: float, *, beta: float, eta: float) -> float:
     against the bias ``psi`` with ``J* ~ (2 tau / psi)^(2/(eta beta))``
     (``lambda_j ~ j^(-beta)``), constants 1 and ``tau = 1``.
     """
-    n = _count("n", n)
-    epsilon = _number("epsilon", epsilon)
-    beta, eta = _beta_value(beta), _number("eta", eta)
+    n = check_count("n", n)
+    epsilon = check_number("epsilon", epsilon)
+    beta, eta = _beta_value(beta), check_number("eta", eta)
     return float((n * epsilon) ** (-_ratio(beta, 2.0 * eta, 3.0 * eta, 4.0)))
 
 
@@ -473,8 +543,8 @@ def pss_frl_range(n: int, *, beta: float, eta: float) -> tuple[int, int]:
         >>> pss_frl_range(500, beta=4.0, eta=1.5)
         (3, 7)
     """
-    n = _count("n", n)
-    beta, eta = _beta_value(beta), _number("eta", eta)
+    n = check_count("n", n)
+    beta, eta = _beta_value(beta), check_number("eta", eta)
     low = max(1, math.ceil(n ** (1.0 / (eta * beta)) - 1e-12))
     high = max(low, math.floor(n ** (1.0 / 3.0) + 1e-12))
     return low, high
@@ -495,9 +565,9 @@ def pss_frl_components(
         3
     """
     low, high = pss_frl_range(n, beta=beta, eta=eta)
-    epsilon = _number("epsilon", epsilon)
+    epsilon = check_number("epsilon", epsilon)
     if max_components is not None:
-        cap = _count("max_components", max_components)
+        cap = check_count("max_components", max_components)
         low, high = min(low, cap), min(high, cap)
     m = np.arange(low, high + 1, dtype=float)
     bound = 8.0 * m**3 / (n * epsilon) ** 2 + m ** (-eta * _beta_value(beta))
@@ -542,8 +612,8 @@ def qr_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
         >>> [round(float(v), 6) for v in c / qr_shrinkage(b.eigenvalues, psi=1.0, eta=1.0)]
         [0.5, 0.5]
     """
-    basis = _basis(basis)
-    psi, eta = _psi(psi), _number("eta", eta)
+    basis = check_basis(basis)
+    psi, eta = check_psi(psi), check_number("eta", eta)
     x = _curves(curves, basis)
     mean = _mean_coefficients(x, basis.grid.weights, basis.eigenfunctions)
     return qr_shrinkage(basis.eigenvalues, psi=psi, eta=eta) * mean
@@ -552,7 +622,7 @@ def qr_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
 def qr_mean_sensitivity(
     eigenvalues, *, n: int, tau: float, psi: float, eta: float, bound: str = "printed"
 ) -> float:
-    r"""``1,C`` sensitivity bound of the ICLP-QR mean (LR Thm 6 [12], trap 7).
+    r"""``1,C`` sensitivity bound of the ICLP-QR mean (LR Thm 6 [12], see docs/paper-errors.md#lr-loose-bounds).
 
     With ``w_j = lambda_j^(eta-1/2) / (lambda_j^eta + psi)``:
 
@@ -567,10 +637,10 @@ def qr_mean_sensitivity(
         >>> qr_mean_sensitivity([1.0, 1.0], n=10, tau=1.0, psi=1.0, eta=1.0)  # 0.2 * (1/2 + 1/2)
         0.2
     """
-    lam = _eigenvalues(eigenvalues)
-    n, tau, psi = _count("n", n), _number("tau", tau), _psi(psi)
-    eta = _number("eta", eta)
-    _choice("bound", bound, QR_BOUNDS)
+    lam = check_eigenvalues(eigenvalues)
+    n, tau, psi = check_count("n", n), check_number("tau", tau), check_psi(psi)
+    eta = check_number("eta", eta)
+    check_choice("bound", bound, QR_BOUNDS)
     w = lam ** (eta - 0.5) / (lam**eta + psi)
     total = float(np.sum(w)) if bound == "printed" else float(np.sqrt(np.sum(w * w)))
     return 2.0 * tau / n * total
@@ -580,7 +650,7 @@ def qr_mean_sensitivity(
 
 
 def soft_threshold(x, threshold) -> jax.Array:
-    """``sgn(x) (|x| - threshold)_+`` (trap 5: the sign of ``x``, not of ``|x|``)."""
+    """``sgn(x) (|x| - threshold)_+`` (see docs/paper-errors.md#lr-ar-typos: the sign of ``x``, not of ``|x|``)."""
     x = jnp.asarray(x, dtype=jnp.float64)
     return jnp.sign(x) * jnp.maximum(jnp.abs(x) - threshold, 0.0)
 
@@ -593,12 +663,12 @@ def ar_threshold(eigenvalues, *, psi: float, eta: float) -> jax.Array:
 def ar_active_components(eigenvalues, *, tau: float, psi: float, eta: float) -> int:
     r"""``J* - 1``: the number of leading coefficients the AR summary can leave non-zero.
 
-    ``J* = min{j : tau <= psi / (2 lambda_j^(eta/2))}`` (Remark 2 [13], trap 5); as
+    ``J* = min{j : tau <= psi / (2 lambda_j^(eta/2))}`` (Remark 2 [13], see docs/paper-errors.md#lr-ar-typos); as
     ``|bar X_j| <= ||bar X|| <= tau`` every coefficient ``j >= J*`` is zero. On a
     truncated basis where no ``j <= K`` qualifies, ``J* = K + 1``.
     """
-    lam = _eigenvalues(eigenvalues)
-    tau, psi, eta = _number("tau", tau), _psi(psi), _ar_eta(eta)
+    lam = check_eigenvalues(eigenvalues)
+    tau, psi, eta = check_number("tau", tau), check_psi(psi), check_ar_eta(eta)
     return int(np.count_nonzero(psi / (2.0 * lam ** (0.5 * eta)) < tau))
 
 
@@ -616,8 +686,8 @@ def ar_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
         >>> round(float(c[0]), 12)
         0.75
     """
-    basis = _basis(basis)
-    psi, eta = _psi(psi), _ar_eta(eta)
+    basis = check_basis(basis)
+    psi, eta = check_psi(psi), check_ar_eta(eta)
     x = _curves(curves, basis)
     mean = _mean_coefficients(x, basis.grid.weights, basis.eigenfunctions)
     return soft_threshold(mean, ar_threshold(basis.eigenvalues, psi=psi, eta=eta))
@@ -626,7 +696,7 @@ def ar_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
 def ar_mean_sensitivity(
     eigenvalues, *, n: int, tau: float, psi: float, eta: float, bound: str = "corrected"
 ) -> float:
-    r"""Valid ``1,C`` sensitivity bound of the ICLP-AR mean (trap 4).
+    r"""Valid ``1,C`` sensitivity bound of the ICLP-AR mean (see docs/paper-errors.md#lr-ar-sensitivity-weights).
 
     * ``"corrected"``: ``(2 tau / n) sum_{j < J*} lambda_j^(-1/2)``;
     * ``"cauchy-schwarz"``: ``(2 tau / n) (sum_{j < J*} 1/lambda_j)^(1/2)``.
@@ -637,9 +707,14 @@ def ar_mean_sensitivity(
         ValueError: invalid inputs, or ``psi`` so large that ``J* = 1`` (the
             summary is identically zero and there is nothing to release).
     """
-    lam = _eigenvalues(eigenvalues)
-    n, tau, psi, eta = _count("n", n), _number("tau", tau), _psi(psi), _ar_eta(eta)
-    _choice("bound", bound, AR_BOUNDS)
+    lam = check_eigenvalues(eigenvalues)
+    n, tau, psi, eta = (
+        check_count("n", n),
+        check_number("tau", tau),
+        check_psi(psi),
+        check_ar_eta(eta),
+    )
+    check_choice("bound", bound, AR_BOUNDS)
     active = ar_active_components(lam, tau=tau, psi=psi, eta=eta)
     if active == 0:
         raise ValueError(
@@ -656,14 +731,19 @@ def ar_mean_sensitivity_printed(
 ) -> float:
     r"""The AR bound as printed in LR Thm 6 [12]: ``(2 tau / n) sum_{j=1}^{J*} lambda_j^(-eta/2)``.
 
-    Kept to reproduce the paper and to show trap 4: it weights by
+    Kept to reproduce the paper and to show the error documented in docs/paper-errors.md#lr-ar-sensitivity-weights: it weights by
     ``lambda_j^(-eta/2)`` where the ``1,C`` norm needs ``lambda_j^(-1/2)``, so it
     is an upper bound only when every ``lambda_j <= 1`` (for ``eta >= 1``) and can
     be exceeded by neighbouring datasets otherwise. Do not calibrate with it.
     ``J*`` is capped at ``K`` on a truncated basis.
     """
-    lam = _eigenvalues(eigenvalues)
-    n, tau, psi, eta = _count("n", n), _number("tau", tau), _psi(psi), _ar_eta(eta)
+    lam = check_eigenvalues(eigenvalues)
+    n, tau, psi, eta = (
+        check_count("n", n),
+        check_number("tau", tau),
+        check_psi(psi),
+        check_ar_eta(eta),
+    )
     j_star = min(ar_active_components(lam, tau=tau, psi=psi, eta=eta) + 1, lam.size)
     return 2.0 * tau / n * float(np.sum(lam[:j_star] ** (-0.5 * eta)))
 
@@ -677,15 +757,27 @@ def frl_mean(curves, basis: KarhunenLoeveBasis, *, n_components: int) -> jax.Arr
     Raises:
         ValueError: if ``M`` exceeds the basis size or the curves do not match the grid.
     """
-    basis = _basis(basis)
-    m = _frl_m(n_components, basis)
+    basis = check_basis(basis)
+    m = check_frl_components(n_components, basis)
     x = _curves(curves, basis)
     phi = jnp.asarray(np.asarray(basis.eigenfunctions)[:, :m])  # host slice: no compilation
     return _mean_coefficients(x, basis.grid.weights, phi)
 
 
-def _frl_m(n_components, basis: KarhunenLoeveBasis) -> int:
-    m = _count("n_components", n_components)
+def check_frl_components(n_components, basis: KarhunenLoeveBasis) -> int:
+    """Check FRL's number of kept coefficients ``M`` against the basis.
+
+    Args:
+        n_components: ``M``.
+        basis: the Karhunen–Loève basis the coefficients are taken in.
+
+    Returns:
+        ``M`` as an int.
+
+    Raises:
+        ValueError, TypeError: unless ``1 <= M <= basis.n_components``.
+    """
+    m = check_count("n_components", n_components)
     if m > basis.n_components:
         raise ValueError(
             f"FRL keeps n_components = {m} coefficients but the basis has only "
@@ -695,7 +787,7 @@ def _frl_m(n_components, basis: KarhunenLoeveBasis) -> int:
 
 
 def frl_mean_sensitivity(*, n: int, tau: float, n_components: int, bound: str = "printed") -> float:
-    r"""``l1`` sensitivity of the FRL coefficients (LR Thm 6 [12], trap 7).
+    r"""``l1`` sensitivity of the FRL coefficients (LR Thm 6 [12], see docs/paper-errors.md#lr-loose-bounds).
 
     ``"printed"``: ``2 M tau / n``; ``"cauchy-schwarz"``: ``2 sqrt(M) tau / n`` (exact).
 
@@ -703,8 +795,12 @@ def frl_mean_sensitivity(*, n: int, tau: float, n_components: int, bound: str = 
         >>> frl_mean_sensitivity(n=10, tau=1.0, n_components=4, bound="cauchy-schwarz")
         0.4
     """
-    n, tau, m = _count("n", n), _number("tau", tau), _count("n_components", n_components)
-    _choice("bound", bound, QR_BOUNDS)
+    n, tau, m = (
+        check_count("n", n),
+        check_number("tau", tau),
+        check_count("n_components", n_components),
+    )
+    check_choice("bound", bound, QR_BOUNDS)
     return 2.0 * tau / n * (m if bound == "printed" else math.sqrt(m))
 
 
@@ -722,7 +818,7 @@ def qr_worst_case_record(basis: KarhunenLoeveBasis, *, tau: float, psi: float, e
     ``||h||_{1,C} = (2 tau / n) sum_j w_j^2 / ||w|| = (2 tau / n) ||w||``:
 
     the Cauchy–Schwarz bound of :func:`qr_mean_sensitivity` (LR Thm 6 [12],
-    trap 7) is attained. Use ``(X_1, -X_1)`` as the replaced record of a
+    see docs/paper-errors.md#lr-loose-bounds) is attained. Use ``(X_1, -X_1)`` as the replaced record of a
     worst-case neighbouring pair in audits.
 
     Raises:
@@ -734,8 +830,8 @@ def qr_worst_case_record(basis: KarhunenLoeveBasis, *, tau: float, psi: float, e
         >>> round(float(curve_norms(x[None], b.grid)[0]), 9)
         2.0
     """
-    basis = _basis(basis)
-    tau, psi, eta = _number("tau", tau), _psi(psi), _number("eta", eta)
+    basis = check_basis(basis)
+    tau, psi, eta = check_number("tau", tau), check_psi(psi), check_number("eta", eta)
     w = np.asarray(qr_weights(basis.eigenvalues, psi=psi, eta=eta))
     return jnp.asarray(np.asarray(basis.eigenfunctions) @ (tau * w / np.linalg.norm(w)))
 
@@ -757,234 +853,22 @@ def frl_worst_case_record(basis: KarhunenLoeveBasis, *, tau: float, n_components
         >>> [round(float(c), 9) for c in frl_mean(x[None], b, n_components=4)]
         [0.5, 0.5, 0.5, 0.5]
     """
-    basis = _basis(basis)
-    tau, m = _number("tau", tau), _frl_m(n_components, basis)
+    basis = check_basis(basis)
+    tau, m = check_number("tau", tau), check_frl_components(n_components, basis)
     phi = np.asarray(basis.eigenfunctions)[:, :m]
     return jnp.asarray(phi.sum(axis=1) * (tau / math.sqrt(m)))
-
-
-# ------------------------------------------------------------------ private cross-validation
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class PrivateCrossValidation:
-    """Outcome of :func:`private_cross_validation` (read-only).
-
-    Attributes:
-        method: ``"iclp-qr"``, ``"iclp-ar"`` or ``"frl"``.
-        candidates: the tuning values tried (``psi``, or ``M`` for FRL), in the given order.
-        scores: ``(len(candidates),)`` PCV scores: the mean squared L2 distance between
-            the private estimate fitted without a fold and that fold's curves.
-        best: the candidate with the smallest score (the first one on ties).
-        folds: the number of folds.
-        draws: Monte Carlo releases per fold and candidate; ``None`` for the exact expectation.
-    """
-
-    method: str
-    candidates: tuple
-    scores: np.ndarray
-    best: float | int
-    folds: int
-    draws: int | None
-
-
-def _pcv_candidates(method, candidates, basis):
-    values = list(candidates) if np.ndim(candidates) == 1 else None
-    if not values:
-        raise ValueError(
-            "candidates must be a non-empty 1-D sequence of tuning values (psi > 0, or the "
-            "FRL truncation M)."
-        )
-    if method == "frl":
-        return tuple(_frl_m(m, basis) for m in values)
-    return tuple(_psi(p) for p in values)
-
-
-def _pcv_fit(method, mean_train, n_train, lam, value, *, epsilon, tau, eta, bound):
-    """Summary coefficients ``(K,)`` and Laplace noise scales ``(K,)`` of one fitted release."""
-    if method == "frl":
-        keep = np.arange(lam.size) < value
-        delta = frl_mean_sensitivity(n=n_train, tau=tau, n_components=value, bound=bound)
-        return np.where(keep, mean_train, 0.0), np.where(keep, delta / epsilon, 0.0)
-    if method == "iclp-qr":
-        summary = np.asarray(qr_shrinkage(lam, psi=value, eta=eta)) * mean_train
-        delta = qr_mean_sensitivity(lam, n=n_train, tau=tau, psi=value, eta=eta, bound=bound)
-    else:
-        summary = np.asarray(soft_threshold(mean_train, ar_threshold(lam, psi=value, eta=eta)))
-        if ar_active_components(lam, tau=tau, psi=value, eta=eta) == 0:
-            return summary, np.zeros_like(lam)  # identically zero: nothing is released
-        delta = ar_mean_sensitivity(lam, n=n_train, tau=tau, psi=value, eta=eta, bound=bound)
-    # ICLP coefficient j ~ Laplace(summary_j, Delta sqrt(lambda_j) / epsilon) (sigma = sqrt 2 Delta/eps)
-    return summary, delta * np.sqrt(lam) / epsilon
-
-
-@functools.partial(jax.jit, static_argnums=3)
-def _pcv_noise_term(key, offset, scales, draws):
-    """Monte Carlo mean over ``draws`` of ``2 <offset, xi> + ||xi||^2``, ``xi_j ~ Lap(scales_j)``."""
-    xi = scales[:, None, :] * jax.random.laplace(key, (scales.shape[0], draws, scales.shape[1]))
-    return jnp.mean(2.0 * jnp.sum(offset[:, None, :] * xi, axis=-1) + jnp.sum(xi * xi, axis=-1), 1)
-
-
-def private_cross_validation(
-    curves,
-    basis: KarhunenLoeveBasis,
-    *,
-    method: str,
-    candidates,
-    epsilon: float,
-    tau: float,
-    eta: float | None = None,
-    sensitivity_bound: str | None = None,
-    folds: int = 10,
-    draws: int | None = None,
-    key=None,
-    out_of_bound: str = "reject",
-) -> PrivateCrossValidation:
-    r"""Private cross-validation (PCV) of the tuning parameter of an LR mean release.
-
-    MRS Sec. 5's PCV, as LR Sec. 6.1.1 compares it with PSS (10 folds, ``psi`` in
-    ``[0.1 psi_PSS, 10 psi_PSS]``; FRL's admissible ``M`` widened by 3 on each
-    side). The records are split into ``folds`` consecutive blocks (shuffle them
-    first if their order carries information). For each block ``T`` and candidate
-    ``theta``, the mechanism of ``method`` is fitted to the other
-    ``n_T = n - |T|`` records, with its noise calibrated for ``n_T`` as the
-    builders do (ICLP: ``sigma = sqrt(2) Delta(n_T) / epsilon``; FRL:
-    ``Laplace(Delta(n_T) / epsilon)``), and scored against the held-out curves:
-
-    ``S_T(theta) = E_xi[(1/|T|) sum_{i in T} ||tilde mu_{-T}(theta) - X_i||^2_{L2}]``.
-
-    MRS estimate the expectation over the release noise ``xi`` with Monte Carlo
-    releases (1000 in their paper): pass ``draws`` and ``key``. With
-    ``draws=None`` it is computed exactly: the noise is centred and independent
-    of the data, so ``S_T = (1/|T|) sum_i ||hat mu_{-T} - X_i||^2 + E||xi||^2``
-    with ``E||xi||^2 = 2 Delta^2 tr(C) / epsilon^2`` (ICLP, trap 2) or
-    ``2 M Delta^2 / epsilon^2`` (FRL) on the truncated basis. The PCV score is
-    ``sum_T |T| S_T / n`` and the chosen value minimises it. L2 distances use the
-    grid quadrature; the part of a curve off the basis span counts in full.
-
-    **Privacy cost.** None is accounted, and none can be claimed: PCV reads
-    every curve (the held-out folds enter without noise), so the chosen ``psi``
-    or ``M`` is a function of the data and a release built with it is *not*
-    covered by the mechanism's epsilon-DP claim, which assumes public tuning
-    parameters. LR Sec. 4.4: CV and PCV "are not truly privacy-safe since the
-    regularization parameters may contain information about the data"; end-to-end
-    privacy needs PSS (:func:`pss_qr_psi`, :func:`pss_frl_components`), public
-    data, or extra budget spent on the selection. Use PCV as a benchmark.
-
-    Args:
-        curves: ``(n, m)`` grid values of the records (at least ``folds`` of them).
-        basis: the ICLP eigenbasis (the release's coordinates).
-        method: ``"iclp-qr"``, ``"iclp-ar"`` or ``"frl"``.
-        candidates: values of ``psi`` (> 0) for the ICLP summaries, of ``M`` for FRL.
-        epsilon: the privacy parameter of the release.
-        tau: public bound on ``||X_i||_{L2}``; curves above it are handled by ``out_of_bound``.
-        eta: the penalty power of ICLP-QR/AR (required there; not an FRL parameter).
-        sensitivity_bound: as the builders (default ``"printed"`` for QR and FRL,
-            ``"corrected"`` for AR).
-        folds: number of folds (``2 <= folds <= n``).
-        draws: Monte Carlo releases per fold and candidate; ``None``: exact expectation.
-        key: ``jax.random`` key of the Monte Carlo draws (only with ``draws``).
-        out_of_bound: ``"reject"`` or ``"clip"`` curves with norm above ``tau``.
-
-    Returns:
-        A :class:`PrivateCrossValidation`.
-
-    Raises:
-        ValueError / TypeError: one sentence naming the bad argument.
-
-    Example:
-        >>> import jax
-        >>> from mechanisms.simulations import generate_curves
-        >>> b = default_basis()
-        >>> x = generate_curves(jax.random.key(0), 200, "S-2").curves
-        >>> pcv = private_cross_validation(x, b, method="iclp-qr", candidates=[1e-3, 1e-2, 1e-1],
-        ...                                epsilon=1.0, tau=4.0, eta=1.5, out_of_bound="clip")
-        >>> pcv.best in pcv.candidates, pcv.scores.shape
-        (True, (3,))
-    """
-    _choice("method", method, PCV_METHODS)
-    basis = _basis(basis)
-    epsilon = _number("epsilon", epsilon)
-    tau = _number("tau", tau, hint=" (the public bound on ||X_i||_{L2})")
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
-    if method == "frl":
-        if eta is not None:
-            raise ValueError(
-                "eta is not a parameter of FRL (it keeps M raw coefficients); drop it."
-            )
-        bound = _choice("sensitivity_bound", sensitivity_bound or "printed", QR_BOUNDS)
-    else:
-        if eta is None:
-            raise ValueError(f"method {method!r} needs eta, the power of C in its penalty.")
-        eta = _ar_eta(eta) if method == "iclp-ar" else _number("eta", eta)
-        default = "corrected" if method == "iclp-ar" else "printed"
-        bounds = AR_BOUNDS if method == "iclp-ar" else QR_BOUNDS
-        bound = _choice("sensitivity_bound", sensitivity_bound or default, bounds)
-    values = _pcv_candidates(method, candidates, basis)
-    if draws is None:
-        if key is not None:
-            raise ValueError(
-                "key is used only for Monte Carlo scores: pass draws=... as well, or drop key "
-                "for the exact expectation."
-            )
-    else:
-        draws = _count("draws", draws)
-        if key is None:
-            raise ValueError("Monte Carlo PCV (draws=...) needs key=jax.random.key(seed).")
-    x = np.asarray(enforce_l2_bound(curves, basis.grid, tau, out_of_bound))
-    n = x.shape[0]
-    folds = _count("folds", folds)
-    if not 2 <= folds <= n:
-        raise ValueError(f"folds must lie between 2 and the number of curves n = {n}, got {folds}.")
-    lam = np.asarray(basis.eigenvalues)
-    weights, phi = np.asarray(basis.grid.weights), np.asarray(basis.eigenfunctions)
-    coefficients = (x * weights) @ phi
-    off_span = ((x - coefficients @ phi.T) ** 2) @ weights
-    totals = np.zeros(len(values))
-    for k, test in enumerate(np.array_split(np.arange(n), folds)):
-        train = np.ones(n, dtype=bool)
-        train[test] = False
-        mean_train = coefficients[train].mean(axis=0)
-        held_out = coefficients[test]
-        mean_test = held_out.mean(axis=0)
-        spread = float(np.mean(np.sum((held_out - mean_test) ** 2, axis=1) + off_span[test]))
-        fits = [
-            _pcv_fit(
-                method, mean_train, n - test.size, lam, v, epsilon=epsilon, tau=tau, eta=eta,
-                bound=bound,
-            )
-            for v in values
-        ]  # fmt: skip
-        summaries = np.stack([s for s, _ in fits])
-        scales = np.stack([b for _, b in fits])
-        offset = summaries - mean_test
-        if draws is None:
-            noise = np.sum(2.0 * scales**2, axis=1)
-        else:
-            fold_key = jax.random.fold_in(key, k)
-            noise = np.asarray(_pcv_noise_term(fold_key, offset, scales, draws))
-        totals += test.size * (np.sum(offset**2, axis=1) + spread + noise)
-    scores = totals / n
-    return PrivateCrossValidation(
-        method=method,
-        candidates=values,
-        scores=scores,
-        best=values[int(np.argmin(scores))],
-        folds=folds,
-        draws=draws,
-    )
 
 
 # ------------------------------------------------------------------ builders
 
 
 def _common(n, epsilon, tau, basis, out_of_bound, beta):
-    n = _count("n", n)
-    epsilon = _number("epsilon", epsilon)
-    tau = _number("tau", tau, hint=" (the public bound on ||X_i||_{L2})")
-    _choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    n = check_count("n", n)
+    epsilon = check_number("epsilon", epsilon)
+    tau = check_number("tau", tau, hint=" (the public bound on ||X_i||_{L2})")
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     default = basis is None
-    basis = default_basis() if default else _basis(basis)
+    basis = default_basis() if default else check_basis(basis)
     label = (
         "Matérn(nu=1.5, rho=0.1) on the 100-point midpoint grid"
         if default
@@ -992,12 +876,12 @@ def _common(n, epsilon, tau, basis, out_of_bound, beta):
     ) + f", K = {basis.n_components}"
     if beta is None and default:
         beta = kernel_decay_rate(DEFAULT_KERNEL)
-    return n, epsilon, tau, basis, label, _beta(beta, basis.eigenvalues)
+    return n, epsilon, tau, basis, label, resolve_beta(beta, basis.eigenvalues)
 
 
 def _prepared(data, basis, n, tau, out_of_bound):
     x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
-    _check_n(x.shape[0], n)
+    check_records(x.shape[0], n)
     return x
 
 
@@ -1040,10 +924,10 @@ def iclp_qr_mean(
         ValueError / TypeError: one sentence naming the bad argument.
     """
     n, epsilon, tau, basis, label, beta = _common(n, epsilon, tau, basis, out_of_bound, beta)
-    _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
+    check_choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
     eta = pss_eta(beta) if eta is None else eta
-    eta = _qr_eta(eta, beta)
-    psi = pss_qr_psi(n, epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
+    eta = check_qr_eta(eta, beta)
+    psi = pss_qr_psi(n, epsilon, beta=beta, eta=eta) if psi is None else check_psi(psi)
     lam = basis.eigenvalues
     sensitivity = qr_mean_sensitivity(lam, n=n, tau=tau, psi=psi, eta=eta, bound=sensitivity_bound)
     sigma = iclp_sigma(sensitivity, epsilon)
@@ -1056,23 +940,16 @@ def iclp_qr_mean(
         x = _prepared(data, basis, n, tau, out_of_bound)
         return _qr_values(x, weights, phi, shrinkage)
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
     which = "Thm 6 printed bound" if sensitivity_bound == "printed" else "Cauchy-Schwarz bound"
-    return Mechanism(
-        name="iclp-qr-mean",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=f"{REFERENCE}, Thm 6 ({which}) and Thm 4, sigma = sqrt(2) Delta/epsilon",
-        ),
-        summary=summary,
-        sensitivity_norm=grid_one_c_norm(basis),
+    return summary_release(
+        "iclp-qr-mean",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, Thm 6 ({which}) and Thm 4, sigma = sqrt(2) Delta/epsilon",
+        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -1085,12 +962,10 @@ def iclp_qr_mean(
             "sigma": sigma,
             "basis": label,
         },
-        description=(
-            f"ICLP-QR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
-            f"shrunk by lambda_j^eta/(lambda_j^eta + psi) with eta = {eta:.4g}, psi = {psi:.4g}; "
-            f"1,C sensitivity {sensitivity:.4g} ({which}); ICLP noise sigma = sqrt(2) Delta/eps "
-            f"= {sigma:.4g}; released as grid values ({label})."
-        ),
+        description=f"ICLP-QR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
+        f"shrunk by lambda_j^eta/(lambda_j^eta + psi) with eta = {eta:.4g}, psi = {psi:.4g}; "
+        f"1,C sensitivity {sensitivity:.4g} ({which}); ICLP noise sigma = sqrt(2) Delta/eps "
+        f"= {sigma:.4g}; released as grid values ({label}).",
     )
 
 
@@ -1107,7 +982,7 @@ def iclp_ar_mean(
     sensitivity_bound: str = "corrected",
     out_of_bound: str = "reject",
 ) -> Mechanism:
-    r"""ICLP-AR mean function (LR Sec. 4.2, Thm 6 [12] corrected by trap 4): pure epsilon-DP.
+    r"""ICLP-AR mean function (LR Sec. 4.2, Thm 6 [12] corrected as in docs/paper-errors.md#lr-ar-sensitivity-weights): pure epsilon-DP.
 
     Releases the grid values of ``sum_j (s_j(bar X_j) + xi_j) phi_j`` with
     ``s_j`` soft-thresholding at ``psi / (2 lambda_j^(eta/2))`` and ICLP noise
@@ -1126,9 +1001,9 @@ def iclp_ar_mean(
         ValueError / TypeError: one sentence naming the bad argument.
     """
     n, epsilon, tau, basis, label, beta = _common(n, epsilon, tau, basis, out_of_bound, beta)
-    _choice("sensitivity_bound", sensitivity_bound, AR_BOUNDS)
-    eta = _ar_eta(pss_eta(beta) if eta is None else eta)
-    psi = pss_ar_psi(n, epsilon, beta=beta, eta=eta) if psi is None else _psi(psi)
+    check_choice("sensitivity_bound", sensitivity_bound, AR_BOUNDS)
+    eta = check_ar_eta(pss_eta(beta) if eta is None else eta)
+    psi = pss_ar_psi(n, epsilon, beta=beta, eta=eta) if psi is None else check_psi(psi)
     lam = basis.eigenvalues
     sensitivity = ar_mean_sensitivity(lam, n=n, tau=tau, psi=psi, eta=eta, bound=sensitivity_bound)
     j_star = ar_active_components(lam, tau=tau, psi=psi, eta=eta) + 1
@@ -1142,25 +1017,16 @@ def iclp_ar_mean(
         x = _prepared(data, basis, n, tau, out_of_bound)
         return _ar_values(x, weights, phi, threshold)
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
-    return Mechanism(
-        name="iclp-ar-mean",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference=(
-                f"{REFERENCE}, Thm 6 with lambda_j^(-1/2) weights over j < J* (trap 4) and "
-                "Thm 4, sigma = sqrt(2) Delta/epsilon"
-            ),
-        ),
-        summary=summary,
-        sensitivity_norm=grid_one_c_norm(basis),
+    return summary_release(
+        "iclp-ar-mean",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="one-c",
+        reference=f"{REFERENCE}, Thm 6 with lambda_j^(-1/2) weights over j < J* (trap 4) and "
+        "Thm 4, sigma = sqrt(2) Delta/epsilon",
+        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -1174,12 +1040,10 @@ def iclp_ar_mean(
             "sigma": sigma,
             "basis": label,
         },
-        description=(
-            f"ICLP-AR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
-            f"soft-thresholded at psi/(2 lambda_j^(eta/2)) with eta = {eta:.4g}, psi = {psi:.4g} "
-            f"(J* = {j_star}); 1,C sensitivity {sensitivity:.4g} ({sensitivity_bound}); ICLP "
-            f"noise sigma = {sigma:.4g}; released as grid values ({label})."
-        ),
+        description=f"ICLP-AR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
+        f"soft-thresholded at psi/(2 lambda_j^(eta/2)) with eta = {eta:.4g}, psi = {psi:.4g} "
+        f"(J* = {j_star}); 1,C sensitivity {sensitivity:.4g} ({sensitivity_bound}); ICLP "
+        f"noise sigma = {sigma:.4g}; released as grid values ({label}).",
     )
 
 
@@ -1213,13 +1077,13 @@ def frl_mean_mechanism(
         ValueError / TypeError: one sentence naming the bad argument.
     """
     n, epsilon, tau, basis, label, beta = _common(n, epsilon, tau, basis, out_of_bound, beta)
-    _choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
+    check_choice("sensitivity_bound", sensitivity_bound, QR_BOUNDS)
     if n_components is None:
-        eta = pss_eta(beta) if eta is None else _number("eta", eta)
+        eta = pss_eta(beta) if eta is None else check_number("eta", eta)
         n_components = pss_frl_components(
             n, epsilon, beta=beta, eta=eta, max_components=basis.n_components
         )
-    m = _frl_m(n_components, basis)
+    m = check_frl_components(n_components, basis)
     sensitivity = frl_mean_sensitivity(n=n, tau=tau, n_components=m, bound=sensitivity_bound)
     scale = sensitivity / epsilon
 
@@ -1229,23 +1093,16 @@ def frl_mean_mechanism(
         x = _prepared(data, basis, n, tau, out_of_bound)
         return _mean_coefficients(x, weights, phi)
 
-    def model(data):
-        numpyro.sample("release", dist.Laplace(summary(data), scale).to_event(1))
-
     which = "printed 2 M tau/n" if sensitivity_bound == "printed" else "2 sqrt(M) tau/n"
-    return Mechanism(
-        name="frl-mean",
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=0.0,
-            adjacency="replace-one",
-            sensitivity_norm="l1",
-            sensitivity=sensitivity,
-            reference=f"{REFERENCE}, Thm 6 (FRL, {which}); Laplace mechanism",
-        ),
-        summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(jnp.asarray(h)), axis=-1),
+    return summary_release(
+        "frl-mean",
+        summary,
+        lambda loc: dist.Laplace(loc, scale).to_event(1),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="l1",
+        reference=f"{REFERENCE}, Thm 6 (FRL, {which}); Laplace mechanism",
+        difference_norm=lambda h: jnp.sum(jnp.abs(jnp.asarray(h)), axis=-1),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -1256,9 +1113,7 @@ def frl_mean_mechanism(
             "laplace_scale": scale,
             "basis": label,
         },
-        description=(
-            f"FRL mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above): the "
-            f"first M = {m} eigen-coefficients plus i.i.d. Laplace({scale:.4g}); l1 sensitivity "
-            f"{sensitivity:.4g} ({which}); released as coefficients ({label})."
-        ),
+        description=f"FRL mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above): the "
+        f"first M = {m} eigen-coefficients plus i.i.d. Laplace({scale:.4g}); l1 sensitivity "
+        f"{sensitivity:.4g} ({which}); released as coefficients ({label}).",
     )

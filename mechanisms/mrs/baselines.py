@@ -1,13 +1,13 @@
 r"""Two finite-dimensional baselines for functional mean releases.
 
-Both release a mean of ``n`` curves; LR (digest §1.10) and MRS compare their
+Both release a mean of ``n`` curves; LR (docs/papers/lr.md#lr-experiments) and MRS compare their
 function-space mechanisms against such releases. Replace-one adjacency.
 
 **Gaussian mechanism on basis coefficients** (``gaussian-kl-coefficients``).
 The summary is the vector of the first ``K`` Karhunen–Loève coefficients of the
 sample mean, ``f_D = (<bar X, phi_k>)_{k<=K}``. With ``||X_i||_{L2} <= tau``
 (public ``tau``; curves outside the ball are rejected or rescaled onto it, as in
-:func:`mechanisms.mrs.enforce_l2_bound`), Bessel's inequality gives the exact
+:func:`mechanisms.mrs.mean.enforce_l2_bound`), Bessel's inequality gives the exact
 ``l2`` sensitivity
 
 .. math::
@@ -17,7 +17,7 @@ sample mean, ``f_D = (<bar X, phi_k>)_{k<=K}``. With ``||X_i||_{L2} <= tau``
 attained by ``X_1 = tau phi_1``, ``X_1' = -tau phi_1``. The release is
 ``f_D + N(0, sigma^2 I_K)`` with ``sigma = c(delta) Delta / epsilon``,
 ``c(delta) = sqrt(2 log(2/delta))`` (Dwork & Roth 2014 Thm A.1 / HRW Prop. 2.4,
-``epsilon <= 1`` only, trap 16) or the analytic calibration (Balle & Wang 2018).
+``epsilon <= 1`` only, see docs/paper-errors.md#mrs-epsilon-at-most-one) or the analytic calibration (Balle & Wang 2018).
 
 **Bernstein mechanism** (``bernstein-mean``, ``bernstein-mean-2d``), after
 Aldà & Rubinstein (2017), "The Bernstein Mechanism: Function Release under
@@ -65,17 +65,14 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit.checks import check_finite, is_concrete
+from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.spaces import Grid, KarhunenLoeveBasis, Kernel, l2_norm, uniform_grid
-from mechanisms.mrs import (
+from mechanisms.mrs.mean import (
     CALIBRATIONS,
     OUT_OF_BOUND,
     ROUNDING_SLACK,
-    _check_basis,
-    _check_choice,
-    _check_count,
-    _check_n,
-    _check_number,
+    check_basis,
+    check_curve_count,
     default_basis,
     enforce_l2_bound,
     gaussian_sigma,
@@ -115,7 +112,7 @@ def gaussian_kl_coefficients(curves, basis: KarhunenLoeveBasis) -> jax.Array:
         >>> [round(float(c), 6) for c in gaussian_kl_coefficients(x, b)]
         [0.0, 2.0, 0.0]
     """
-    basis = _check_basis(basis)
+    basis = check_basis(basis)
     x = curves
     if len(np.shape(x)) != 2 or np.shape(x)[1] != basis.grid_size:
         raise ValueError(
@@ -133,8 +130,8 @@ def gaussian_kl_coefficients_sensitivity(n: int, tau: float) -> float:
         >>> gaussian_kl_coefficients_sensitivity(100, 1.0)
         0.02
     """
-    n = _check_count("n", n)
-    tau = _check_number("tau", tau, low=0.0, inclusive=False)
+    n = check_count("n", n)
+    tau = check_number("tau", tau, low=0.0, inclusive=False)
     return 2.0 * tau / n
 
 
@@ -168,20 +165,20 @@ def gaussian_kl_coefficients_mechanism(
         tau: public bound on every ``||X_i||_{L2}``.
         n_components: ``K``, the number of leading coefficients released.
         basis: the orthonormal eigenbasis (truncated to ``K``); by default
-            :func:`mechanisms.mrs.default_basis` of ``kernel`` and ``grid_size``.
+            :func:`mechanisms.mrs.mean.default_basis` of ``kernel`` and ``grid_size``.
         calibration: ``"classical"`` or ``"analytic"``.
         out_of_bound: ``"reject"`` or ``"clip"`` curves with ``||X_i|| > tau``.
 
     Raises:
         ValueError / TypeError: one sentence naming the bad parameter.
     """
-    n = _check_count("n", n)
-    epsilon = _check_number("epsilon", epsilon, low=0.0, inclusive=False)
-    tau = _check_number("tau", tau, low=0.0, inclusive=False)
-    _check_choice("calibration", calibration, CALIBRATIONS)
-    _check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
-    k = _check_count("n_components", n_components)
-    basis = default_basis(kernel, grid_size) if basis is None else _check_basis(basis)
+    n = check_count("n", n)
+    epsilon = check_number("epsilon", epsilon, low=0.0, inclusive=False)
+    tau = check_number("tau", tau, low=0.0, inclusive=False)
+    check_choice("calibration", calibration, CALIBRATIONS)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    k = check_count("n_components", n_components)
+    basis = default_basis(kernel, grid_size) if basis is None else check_basis(basis)
     basis = basis.truncate(k)
     sensitivity = gaussian_kl_coefficients_sensitivity(n, tau)
     sigma = gaussian_sigma(sensitivity, epsilon, delta, calibration)
@@ -190,7 +187,7 @@ def gaussian_kl_coefficients_mechanism(
 
     def summary(data):
         x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
-        _check_n(x, n)
+        check_curve_count(x, n)
         return scaled_mean_coefficients(x, 1.0, *arrays)
 
     def model(data):
@@ -213,7 +210,7 @@ def gaussian_kl_coefficients_mechanism(
             ),
         ),
         summary=summary,
-        sensitivity_norm=l2_norm,
+        difference_norm=l2_norm,
         params={
             "n": n,
             "epsilon": epsilon,
@@ -245,8 +242,8 @@ def bernstein_lattice(degree: int, dim: int = 1) -> np.ndarray:
         >>> bernstein_lattice(2, 2)[:4].tolist()
         [[0.0, 0.0], [0.0, 0.5], [0.0, 1.0], [0.5, 0.0]]
     """
-    k = _check_count("degree", degree)
-    d = _check_count("dim", dim)
+    k = check_count("degree", degree)
+    d = check_count("dim", dim)
     axis = np.arange(k + 1) / k
     return np.array(list(itertools.product(axis, repeat=d)), dtype=float).reshape(-1, d)
 
@@ -291,7 +288,7 @@ def lattice_interpolation_matrix(grid: Grid, degree: int) -> jax.Array:
     """
     if not isinstance(grid, Grid):
         raise TypeError(f"grid must be a dpaudit Grid (see uniform_grid), got {type(grid)}.")
-    k = _check_count("degree", degree)
+    k = check_count("degree", degree)
     targets = np.arange(k + 1) / k
     matrix = np.ones((1, 1))
     for axis in _tensor_axes(grid):
@@ -338,7 +335,7 @@ def bernstein_basis_matrix(points, degree: int) -> jax.Array:
     Raises:
         ValueError: for points outside ``[0, 1]^d`` or NaN.
     """
-    k = _check_count("degree", degree)
+    k = check_count("degree", degree)
     x, _ = _bernstein_points(points)
     return _bernstein_basis(x, k)
 
@@ -363,7 +360,7 @@ def bernstein_polynomial(coefficients, points, degree: int) -> jax.Array:
         >>> [round(float(v), 12) for v in bernstein_polynomial(c, jnp.array([0.1, 0.7]), 3)]
         [0.1, 0.7]
     """
-    k = _check_count("degree", degree)
+    k = check_count("degree", degree)
     x, d = _bernstein_points(points)
     shape = np.shape(coefficients)
     if len(shape) == 0 or shape[-1] != (k + 1) ** d:
@@ -388,7 +385,7 @@ def enforce_sup_bound(values, tau: float, out_of_bound: str = "reject") -> jax.A
     Raises:
         ValueError: on NaN/inf or (in "reject" mode) a value with ``|x| > tau``.
     """
-    _check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     xp = np if is_concrete(values) else jnp  # numpy for concrete data: nothing to compile
     x = xp.asarray(values, dtype=np.float64)
     check_finite("curves", x)
@@ -435,22 +432,22 @@ def bernstein_mean_sensitivity(n: int, tau: float, degree: int, dim: int = 1) ->
         >>> bernstein_mean_sensitivity(100, 1.0, 9)
         0.2
     """
-    n = _check_count("n", n)
-    tau = _check_number("tau", tau, low=0.0, inclusive=False)
-    k = _check_count("degree", degree)
-    d = _check_count("dim", dim)
+    n = check_count("n", n)
+    tau = check_number("tau", tau, low=0.0, inclusive=False)
+    k = check_count("degree", degree)
+    d = check_count("dim", dim)
     return 2.0 * tau * (k + 1) ** d / n
 
 
 def _bernstein_mechanism(name, n, epsilon, tau, degree, dim, grid, grid_size, out_of_bound):
-    n = _check_count("n", n)
-    epsilon = _check_number("epsilon", epsilon, low=0.0, inclusive=False)
-    tau = _check_number("tau", tau, low=0.0, inclusive=False)
-    k = _check_count("degree", degree)
-    dim = _check_count("dim", dim)
-    _check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    n = check_count("n", n)
+    epsilon = check_number("epsilon", epsilon, low=0.0, inclusive=False)
+    tau = check_number("tau", tau, low=0.0, inclusive=False)
+    k = check_count("degree", degree)
+    dim = check_count("dim", dim)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     if grid is None:
-        grid = uniform_grid(_check_count("grid_size", grid_size), dim)
+        grid = uniform_grid(check_count("grid_size", grid_size), dim)
     elif not isinstance(grid, Grid):
         raise TypeError(f"grid must be a dpaudit Grid (see uniform_grid), got {type(grid)}.")
     elif grid.dim != dim:
@@ -471,7 +468,7 @@ def _bernstein_mechanism(name, n, epsilon, tau, degree, dim, grid, grid_size, ou
                 "row of grid values per record."
             )
         x = enforce_sup_bound(data, tau, out_of_bound)
-        _check_n(x, n)
+        check_curve_count(x, n)
         return _interpolated_mean(x, interpolation)
 
     def model(data):
@@ -492,7 +489,7 @@ def _bernstein_mechanism(name, n, epsilon, tau, degree, dim, grid, grid_size, ou
             ),
         ),
         summary=summary,
-        sensitivity_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
+        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={
             "n": n,
             "epsilon": epsilon,

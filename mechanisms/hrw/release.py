@@ -1,7 +1,7 @@
 r"""Hall, Rinaldo & Wasserman (2013): Gaussian-process noise for functions — shared pieces.
 
-Digest §3 (HRW, "Differential Privacy for Functions and Functional Data"),
-traps 20–24, oracle 7.5. HRW write ``(alpha, beta)`` for ``(epsilon, delta)``;
+Mathematics: docs/papers/hrw.md (HRW, "Differential Privacy for Functions and Functional Data");
+corrections: docs/paper-errors.md#hrw-batch-covariance to #hrw-sigma-field; oracles: docs/oracles.md#oracle-hrw. HRW write ``(alpha, beta)`` for ``(epsilon, delta)``;
 this package writes ``(epsilon, delta)``. Adjacency is replace-one.
 
 **Mechanism (HRW Prop. 2.4, Prop. 3.3, Prop. 3.4, Cor. 3.5).** If every
@@ -14,20 +14,20 @@ summary ``f_D`` lies in the RKHS ``H`` of a kernel ``K`` and
 
 is ``(epsilon, delta)``-DP for ``epsilon <= 1`` on the cylinder sigma-field
 of ``R^T``. At finitely many points ``x_{1:m}`` the release is
-``N(f_D(x_{1:m}), s^2 K_{x_{1:m}})`` — the multiplier is **squared** (trap 20;
+``N(f_D(x_{1:m}), s^2 K_{x_{1:m}})`` — the multiplier is **squared** (see docs/paper-errors.md#hrw-batch-covariance;
 Sec. 5 of the paper prints ``(c Delta/alpha) K``, which is not DP). The proof
-(Prop. 3.4, oracle 7.5) is that for every finite point set
+(Prop. 3.4, docs/oracles.md#oracle-hrw) is that for every finite point set
 ``||K_{x_{1:m}}^{-1/2} f(x_{1:m})||_2 <= ||f||_H``, so the Mahalanobis
 sensitivity of every finite-dimensional marginal is at most ``Delta``.
 
 **Calibration.** ``calibration="classical"`` uses ``s = c(delta) Delta /
 epsilon`` (HRW eq. 6 / Prop. 2.4), which is proven for ``epsilon <= 1`` only
-(trap 22; it fails for large epsilon, trap 16) and is refused above;
+(see docs/paper-errors.md#hrw-c-beta; it fails for large epsilon, see docs/paper-errors.md#mrs-epsilon-at-most-one) and is refused above;
 ``calibration="analytic"`` uses the exact analytic Gaussian mechanism of Balle
 & Wang (2018, Thm 8), :func:`dpaudit.noise.analytic_gaussian_sigma`, valid for
 every epsilon and never larger than the classical multiplier.
 
-**Grid release (trap 24).** The catalogue releases the function at the points
+**Grid release (see docs/paper-errors.md#hrw-sigma-field).** The catalogue releases the function at the points
 of a public grid. That is a finite-dimensional *cylinder* event of HRW's
 sigma-field: the guarantee covers every event about these values (and, by
 Prop. 3.1–3.2, any countable set of evaluations), but not path events such as
@@ -43,7 +43,7 @@ HRW's batch release, so it is DP by post-processing, and its support does not
 depend on ``D``. The grid Cameron–Martin norm of ``P(f_D - f_D')`` is at most
 ``||K_grid^{-1/2}(f_D - f_D')(grid)||_2 <= ||f_D - f_D'||_H <= Delta``.
 
-**Online release (HRW Sec. 5, trap 21).** :class:`OnlineExponentialRelease`
+**Online release (HRW Sec. 5, see docs/paper-errors.md#hrw-online-formulas).** :class:`OnlineExponentialRelease`
 answers a stream of point queries for the exponential kernel
 ``K(x, y) = exp(-|x - y| / rho)`` in ``d = 1``, using the Markov property of
 the Ornstein–Uhlenbeck process: the conditional law at a new point depends on
@@ -53,8 +53,8 @@ Module contents: :func:`hrw_noise_multiplier`, :class:`GridRelease` /
 :func:`grid_release`, :func:`check_points`, :func:`kernel_matrix` (numpy Gram
 matrices for the solvers and exact norms), :func:`ou_conditional`,
 :class:`OnlineExponentialRelease`, :func:`online_exponential_release`. The
-mechanisms themselves live in :mod:`mechanisms.hrw_kde` (kernel density
-estimators) and :mod:`mechanisms.hrw_erm` (regularised ERM in an RKHS).
+mechanisms themselves live in :mod:`mechanisms.hrw.kde` (kernel density
+estimators) and :mod:`mechanisms.hrw.erm` (regularised ERM in an RKHS).
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def hrw_noise_multiplier(
     * ``"analytic"`` (Balle & Wang 2018, Thm 8): the smallest ``s`` with exact
       ``delta(epsilon) <= delta`` for Mahalanobis sensitivity ``Delta``.
 
-    The covariance of the release is ``s^2 K`` (trap 20: squared).
+    The covariance of the release is ``s^2 K`` (squared; see docs/paper-errors.md#hrw-batch-covariance).
 
     Args:
         sensitivity: RKHS sensitivity ``Delta`` (> 0).
@@ -348,7 +348,7 @@ def ou_conditional(x: float, left: float | None, right: float | None, lengthscal
 
     For ``K(x, y) = exp(-gamma |x - y|)``, ``gamma = 1/lengthscale``, the process
     is Markov, so given values at any set of points the law at ``x`` depends on
-    the nearest point on each side only (HRW Sec. 5, trap 21). With
+    the nearest point on each side only (HRW Sec. 5, see docs/paper-errors.md#hrw-online-formulas). With
     ``rho(a, b) = 2 sinh(gamma |a - b|)``:
 
     * one neighbour ``a`` (``x`` left or right of all queried points):
@@ -411,7 +411,7 @@ class OnlineExponentialRelease:
     in a sorted list: ``O(log i)`` comparisons per query (the list insertion is
     a ``memmove``; a balanced tree would make it ``O(log i)`` as well). The
     formulas are those of the unit-variance process ``xi = (tilde f_D - f_D)/s``
-    (trap 21): the answer is ``f_D(x_i) + s xi(x_i)`` with
+    (see docs/paper-errors.md#hrw-online-formulas): the answer is ``f_D(x_i) + s xi(x_i)`` with
     ``s = c(delta) Delta / epsilon`` (or the analytic multiplier). A repeated
     query returns the earlier answer. The joint law of all answers is the batch
     law ``N(f_D(x_{1:i}), s^2 K_{x_{1:i}})``, whatever the query order, so the
@@ -422,7 +422,7 @@ class OnlineExponentialRelease:
         summary_fn: ``f_D`` as a function of an array of points ``(k,)`` -> ``(k,)``.
         sensitivity: RKHS sensitivity ``Delta`` of ``f_D`` for the kernel
             ``exp(-|x - y|/lengthscale)`` on ``[0, 1]`` (e.g.
-            :func:`mechanisms.hrw_kde.sobolev_kde_sensitivity`).
+            :func:`mechanisms.hrw.kde.sobolev_kde_sensitivity`).
         epsilon, delta, calibration: as in :func:`hrw_noise_multiplier`.
         lengthscale: ``rho = 1/gamma`` of the kernel (HRW's Sobolev KDE uses ``h``).
         key: a ``jax.random`` key; query ``i`` uses ``fold_in(key, i)``.

@@ -57,7 +57,7 @@ with its optimality residual):
   is zero.
 
 Registered mechanisms (release ``f_D`` on a public grid plus GP noise with the
-learning kernel as covariance, see :mod:`mechanisms.hrw`):
+learning kernel as covariance, see :mod:`mechanisms.hrw.release`):
 
 * ``hrw-kernel-ridge`` — square loss, ``|y| <= B``.
 * ``hrw-kernel-logistic`` — logistic loss, ``y in {-1, +1}``.
@@ -77,7 +77,7 @@ import scipy.special
 
 from dpaudit import Claim, Mechanism, register
 from dpaudit.spaces import Exponential, Gaussian, Kernel
-from mechanisms.hrw import (
+from mechanisms.hrw.release import (
     check_calibration,
     check_count,
     check_points,
@@ -559,7 +559,7 @@ def _erm_mechanism(
             reference=claim_reference("Sec. 4.3 (M-admissible loss, Def. 4.1)", calibration),
         ),
         summary=summary,
-        sensitivity_norm=release.grid_rkhs_norm,
+        difference_norm=release.grid_rkhs_norm,
         params=params,
         description=(
             f"Regularised ERM with the {loss} loss (M = {m:.4g}) in the RKHS of the {kernel} "
@@ -612,7 +612,7 @@ def hrw_kernel_ridge(
         y_bound: public bound ``B`` on ``|y|``.
         kernel: ``"gaussian"`` or ``"exponential"`` (learning and noise kernel).
         lengthscale: its lengthscale.
-        dim, grid_size, calibration, rtol: as in :func:`mechanisms.hrw_kde.hrw_gaussian_kde`.
+        dim, grid_size, calibration, rtol: as in :func:`mechanisms.hrw.kde.hrw_gaussian_kde`.
     """
     return _erm_mechanism(
         name="hrw-kernel-ridge",

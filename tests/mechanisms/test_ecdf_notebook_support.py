@@ -2,7 +2,7 @@
 
 Oracles: HiGHS linear programmes (``linear_laplace_sensitivity``) over every
 replace-one move, the closed forms ``L`` (ECDF, ``N = 2^L``) and
-``2 ceil((L+1)/2)`` (ROC: a label flip shifts two suffixes, digest trap 25),
+``2 ceil((L+1)/2)`` (ROC: a label flip shifts two suffixes, see docs/paper-errors.md#bmr-noise-scale),
 and the release densities themselves (the privacy loss reaches the LP value).
 The least-squares smoothing is checked against scipy's SLSQP wherever SLSQP
 converges, and against feasible competitors. All checks are deterministic (no

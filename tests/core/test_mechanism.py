@@ -26,7 +26,7 @@ def laplace_mean(n=50, epsilon=1.0, bound=1.0):
         model=model,
         claim=Claim(epsilon=epsilon, sensitivity=bound / n, sensitivity_norm="l1"),
         summary=lambda data: jnp.mean(jnp.clip(data, 0.0, bound)),
-        sensitivity_norm=jnp.abs,
+        difference_norm=jnp.abs,
         params={"n": n, "epsilon": epsilon, "bound": bound},
     )
 
@@ -157,3 +157,31 @@ def test_registry_builds_and_refuses_duplicates():
             dpaudit.build("nope")
     finally:
         unregister("test-laplace-mean")
+
+
+def test_sensitivity_norm_is_a_deprecated_alias_of_difference_norm():
+    mech = laplace_mean()
+    assert mech.difference_norm is jnp.abs
+    with pytest.warns(DeprecationWarning, match="difference_norm"):
+        assert mech.sensitivity_norm is jnp.abs
+    with pytest.warns(DeprecationWarning, match="difference_norm"):
+        old = Mechanism(
+            name="old-keyword",
+            model=mech.model,
+            claim=mech.claim,
+            summary=mech.summary,
+            sensitivity_norm=jnp.abs,
+        )
+    assert old.difference_norm is jnp.abs
+    with pytest.raises(TypeError, match="not both"):
+        Mechanism(
+            name="both",
+            model=mech.model,
+            claim=mech.claim,
+            difference_norm=jnp.abs,
+            sensitivity_norm=jnp.abs,
+        )
+    replaced = dataclasses.replace(mech, name="renamed", difference_norm=jnp.square)
+    assert replaced.name == "renamed" and replaced.difference_norm is jnp.square
+    assert replaced.params == mech.params and replaced.claim is mech.claim
+    assert dataclasses.replace(mech) == mech

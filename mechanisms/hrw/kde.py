@@ -3,8 +3,8 @@ r"""Hall, Rinaldo & Wasserman (2013), Sec. 4.1–4.2: private kernel density est
 Data: ``n`` records in the unit cube ``[0, 1]^d`` (the domain ``T`` of the
 released density; records outside it are rejected), replace-one adjacency,
 ``n`` public. The release is the density on a public grid plus Gaussian-process
-noise with covariance ``s^2 K`` (see :mod:`mechanisms.hrw` for the batch
-release, the calibration and the cylinder sigma-field caveat, trap 24).
+noise with covariance ``s^2 K`` (see :mod:`mechanisms.hrw.release` for the batch
+release, the calibration and the cylinder sigma-field caveat, see docs/paper-errors.md#hrw-sigma-field).
 
 **Gaussian KDE (Sec. 4.1, 4.1.1).** With a fixed positive-definite bandwidth
 matrix ``H`` (``H = h^2 I`` isotropic, ``diag(h_j^2)`` per axis),
@@ -26,7 +26,7 @@ and the noise kernel is the *unnormalised* ``K(x, y) = exp{-(x-y)^T H^{-1}
 The bound is approached when the replaced record moves far away (``K(x_n,
 x_n') -> 0``).
 
-**Sobolev KDE (Sec. 4.2, eqs. 10–11, trap 23).** The same isotropic Gaussian
+**Sobolev KDE (Sec. 4.2, eqs. 10–11, see docs/paper-errors.md#hrw-sobolev-kde-constants).** The same isotropic Gaussian
 KDE, with noise kernel ``K(x, y) = exp(-gamma ||x - y||_1)``, ``gamma = 1/h``,
 whose RKHS on ``[0, 1]`` is ``H^1[0, 1]`` with norm
 
@@ -37,7 +37,7 @@ whose RKHS on ``[0, 1]`` is ``H^1[0, 1]`` with norm
 and in ``d`` dimensions the tensor product, where product functions have
 product norms (eq. 11). A 1-D Gaussian bump satisfies
 ``||phi_{mu,h}||_H^2 <= 1/(2 pi h^2) + 1/(8 sqrt(pi) h^2) + 1/(4 sqrt(pi) h^2)
-~ 0.371/h^2 <= 1/(sqrt(2 pi) h^2)`` (trap 23 corrects the paper's intermediate
+~ 0.371/h^2 <= 1/(sqrt(2 pi) h^2)`` (docs/paper-errors.md#hrw-sobolev-kde-constants corrects the paper's intermediate
 constants; the final bound stands), hence
 
 .. math::
@@ -62,13 +62,13 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import scipy.special
 
-from dpaudit import Claim, Mechanism, register
+from dpaudit import Mechanism, register
 from dpaudit.checks import check_finite
 from dpaudit.spaces import Exponential, Gaussian, Kernel
-from mechanisms.hrw import (
+from mechanisms.common import summary_release
+from mechanisms.hrw.release import (
     check_calibration,
     check_count,
     check_points,
@@ -158,7 +158,7 @@ class GaussianBandwidthKernel(Kernel):
         bandwidth_matrix(h, h.shape[0] if h.ndim == 2 else 1)  # validates
 
     def numpy_gram(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """The Gram matrix in numpy (see :func:`mechanisms.hrw.kernel_matrix`)."""
+        """The Gram matrix in numpy (see :func:`mechanisms.hrw.release.kernel_matrix`)."""
         whiten = np.linalg.inv(np.linalg.cholesky(np.asarray(self.matrix, dtype=np.float64))).T
         diff = (x @ whiten)[:, None, :] - (y @ whiten)[None, :, :]
         return np.exp(-0.5 * np.sum(diff * diff, axis=-1))
@@ -299,7 +299,7 @@ def sobolev_kernel(bandwidth: float) -> Exponential:
 def sobolev_kde_sensitivity(n: int, bandwidth: float, dim: int = 1) -> float:
     r"""``Delta = 2 / ((2 pi)^{d/4} n h^d)`` for the Gaussian KDE in the ``H^1`` tensor RKHS.
 
-    HRW Sec. 4.2 with ``gamma = 1/h`` (trap 23: the paper's intermediate
+    HRW Sec. 4.2 with ``gamma = 1/h`` (see docs/paper-errors.md#hrw-sobolev-kde-constants: the paper's intermediate
     constants are wrong, the final bound stands).
 
     Example:
@@ -398,22 +398,16 @@ def _kde_mechanism(
         records = check_points("KDE data", data, dim=dim, n=n)
         return release.project(gaussian_kde(records, grid.points, matrix))
 
-    def model(data):
-        numpyro.sample("release", release.distribution(summary(data)))
-
-    return Mechanism(
-        name=name,
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=delta,
-            adjacency="replace-one",
-            sensitivity_norm="rkhs",
-            sensitivity=sensitivity,
-            reference=claim_reference(section, calibration),
-        ),
-        summary=summary,
-        sensitivity_norm=release.grid_rkhs_norm,
+    return summary_release(
+        name,
+        summary,
+        lambda loc: release.distribution(loc),
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="rkhs",
+        reference=claim_reference(section, calibration),
+        delta=delta,
+        difference_norm=release.grid_rkhs_norm,
         params=params,
         description=description,
     )
@@ -590,7 +584,7 @@ def hrw_sobolev_kde(
     r"""Gaussian KDE released with Sobolev H^1 (exponential-kernel) GP noise (HRW Sec. 4.2).
 
     Noise kernel ``exp(-||x - y||_1 / h)`` (``gamma = 1/h``), RKHS sensitivity
-    ``Delta = 2 / ((2 pi)^{d/4} n h^d)`` (trap 23); the released curve is rough
+    ``Delta = 2 / ((2 pi)^{d/4} n h^d)`` (see docs/paper-errors.md#hrw-sobolev-kde-constants); the released curve is rough
     (OU paths). Arguments as in :func:`hrw_gaussian_kde`.
     """
     n, dim, grid_size, calibration = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration)

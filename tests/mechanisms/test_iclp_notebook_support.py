@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import dpaudit
 from dpaudit.spaces import Matern, kl_basis, uniform_grid
-from mechanisms import iclp_mean as mean
-from mechanisms import simulations as sim
+from mechanisms.iclp import cross_validation, mean
+from mechanisms.iclp import simulations as sim
 
 GRID = uniform_grid(40)
 BASIS = kl_basis(Matern(1.5, 0.1), GRID, n_components=12)
@@ -129,7 +129,7 @@ def _builder_score(method, x, value, *, epsilon, tau, eta, bound, folds):
 def test_exact_pcv_scores_match_the_builders(method, values, eta, bound):
     tau, epsilon, folds = 2.0, 1.5, 4
     x = _dataset(2, 41, tau)  # 41 records: unequal folds
-    pcv = mean.private_cross_validation(
+    pcv = cross_validation.private_cross_validation(
         x,
         BASIS,
         method=method,
@@ -155,11 +155,11 @@ def test_pcv_clips_records_above_tau_as_the_mechanism_does():
     clipped = np.asarray(mean.enforce_l2_bound(x, GRID, tau, "clip"))
     kwargs = {"method": "iclp-qr", "candidates": [0.01, 0.1], "epsilon": 1.0, "tau": tau}
     kwargs |= {"eta": 1.5, "folds": 3}
-    a = mean.private_cross_validation(x, BASIS, out_of_bound="clip", **kwargs)
-    b = mean.private_cross_validation(clipped, BASIS, **kwargs)
+    a = cross_validation.private_cross_validation(x, BASIS, out_of_bound="clip", **kwargs)
+    b = cross_validation.private_cross_validation(clipped, BASIS, **kwargs)
     np.testing.assert_allclose(a.scores, b.scores, rtol=1e-12)
     with pytest.raises(ValueError, match="tau"):
-        mean.private_cross_validation(x, BASIS, **kwargs)
+        cross_validation.private_cross_validation(x, BASIS, **kwargs)
 
 
 @settings(max_examples=10)
@@ -173,8 +173,8 @@ def test_more_privacy_never_selects_less_smoothing(seed, eps_small, ratio):
     x = _dataset(seed, 25, 1.0)
     grid = list(np.geomspace(1e-4, 1.0, 9))
     kwargs = {"method": "iclp-qr", "candidates": grid, "tau": 1.0, "eta": 1.5, "folds": 5}
-    noisy = mean.private_cross_validation(x, BASIS, epsilon=eps_small, **kwargs)
-    clean = mean.private_cross_validation(x, BASIS, epsilon=eps_small * ratio, **kwargs)
+    noisy = cross_validation.private_cross_validation(x, BASIS, epsilon=eps_small, **kwargs)
+    clean = cross_validation.private_cross_validation(x, BASIS, epsilon=eps_small * ratio, **kwargs)
     assert noisy.best >= clean.best
 
 
@@ -192,8 +192,10 @@ def test_monte_carlo_pcv_agrees_with_the_exact_expectation():
     x = _dataset(4, 50, tau)
     kwargs = {"method": "iclp-qr", "candidates": values, "epsilon": epsilon, "tau": tau}
     kwargs |= {"eta": eta, "folds": folds}
-    exact = mean.private_cross_validation(x, BASIS, **kwargs)
-    mc = mean.private_cross_validation(x, BASIS, draws=draws, key=jax.random.key(7), **kwargs)
+    exact = cross_validation.private_cross_validation(x, BASIS, **kwargs)
+    mc = cross_validation.private_cross_validation(
+        x, BASIS, draws=draws, key=jax.random.key(7), **kwargs
+    )
     assert mc.draws == draws
     coefficients = (x * W) @ PHI
     variance = np.zeros(len(values))
@@ -215,9 +217,15 @@ def test_monte_carlo_pcv_is_reproducible_and_frl_works():
     x = _dataset(5, 30, 1.0)
     # 3 candidates x 4000 draws x 12 components: the compiled shape of the test above
     kwargs = {"method": "frl", "candidates": [2, 5, 9], "epsilon": 1.0, "tau": 1.0, "folds": 3}
-    a = mean.private_cross_validation(x, BASIS, draws=4000, key=jax.random.key(1), **kwargs)
-    b = mean.private_cross_validation(x, BASIS, draws=4000, key=jax.random.key(1), **kwargs)
-    c = mean.private_cross_validation(x, BASIS, draws=4000, key=jax.random.key(2), **kwargs)
+    a = cross_validation.private_cross_validation(
+        x, BASIS, draws=4000, key=jax.random.key(1), **kwargs
+    )
+    b = cross_validation.private_cross_validation(
+        x, BASIS, draws=4000, key=jax.random.key(1), **kwargs
+    )
+    c = cross_validation.private_cross_validation(
+        x, BASIS, draws=4000, key=jax.random.key(2), **kwargs
+    )
     np.testing.assert_array_equal(a.scores, b.scores)
     assert np.all(a.scores != c.scores)
 
@@ -228,7 +236,7 @@ def test_pcv_on_a_simulated_setting_prefers_an_interior_psi():
     x = sim.generate_curves(jax.random.key(0), 300, "S-2").curves
     psi_pss = mean.pss_qr_psi(300, 1.0, beta=4.0, eta=1.5)
     grid = list(np.geomspace(1e-3, 1e3, 13) * psi_pss)
-    pcv = mean.private_cross_validation(
+    pcv = cross_validation.private_cross_validation(
         x,
         basis,
         method="iclp-qr",
@@ -273,7 +281,7 @@ def test_pcv_rejects_bad_input(kwargs, error, match):
     x = _dataset(6, 10, 1.0)
     base = {"method": "iclp-qr", "candidates": [0.1], "epsilon": 1.0, "tau": 1.0, "eta": 1.5}
     with pytest.raises(error, match=match):
-        mean.private_cross_validation(x, BASIS, **(base | kwargs))
+        cross_validation.private_cross_validation(x, BASIS, **(base | kwargs))
 
 
 def test_pcv_rejects_nan_curves_and_a_wrong_basis():
@@ -281,9 +289,9 @@ def test_pcv_rejects_nan_curves_and_a_wrong_basis():
     x[3, 5] = np.nan
     base = {"method": "iclp-qr", "candidates": [0.1], "epsilon": 1.0, "tau": 1.0, "eta": 1.5}
     with pytest.raises(ValueError, match="NaN"):
-        mean.private_cross_validation(x, BASIS, **base)
+        cross_validation.private_cross_validation(x, BASIS, **base)
     with pytest.raises(TypeError, match="KarhunenLoeveBasis"):
-        mean.private_cross_validation(_dataset(6, 10, 1.0), GRID, **base)
+        cross_validation.private_cross_validation(_dataset(6, 10, 1.0), GRID, **base)
 
 
 def test_worst_case_records_reject_bad_input():

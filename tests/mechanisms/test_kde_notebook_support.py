@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpaudit
-from mechanisms import iclp_beyond as beyond
+from mechanisms.iclp import beyond
 
 RTOL = 1e-9  # floating-point slack on "distance <= bound"
 KERNEL, BASIS = beyond.kde_basis(0.08, grid_size=40)

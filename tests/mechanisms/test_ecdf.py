@@ -53,7 +53,7 @@ def test_release_privacy_loss_is_bounded_by_L_over_L_plus_1_epsilon():
 
 
 def test_per_point_noise_variance_in_counts():
-    """Oracle 7.6 / trap 26: Var(n F-hat - n F) = 2 (L+1)^3 / epsilon^2 per grid point."""
+    """Per-point count variance (docs/oracles.md#oracle-bmr, docs/paper-errors.md#bmr-error-units): Var(n F-hat - n F) = 2 (L+1)^3 / epsilon^2 per grid point."""
     n, eps = 50, 2.0
     mech = dpaudit.build("bmr-ecdf", n=n, n_points=8, epsilon=eps)
     d = np.linspace(0, 1, n)

@@ -29,7 +29,7 @@ import dpaudit
 from dpaudit.blackbox import certified_epsilon
 from mechanisms.faulty.selection import NoisyMaxWithValue
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
 sm = importlib.import_module("statdp_mechanisms")

@@ -1,14 +1,14 @@
 r"""Mirshani–Reimherr–Slavković: Gaussian mechanisms for a penalised mean function.
 
-Digest §2 (MRS, "Formal privacy for functional data with Gaussian
-perturbations"), traps 16–19, oracle 7.4. Conventions of digest §0: the noise
+Mathematics: docs/papers/mrs.md (MRS, "Formal privacy for functional data with Gaussian
+perturbations"); corrections: docs/paper-errors.md#mrs-epsilon-at-most-one to #mrs-minor; oracles: docs/oracles.md#oracle-mrs-sensitivity. Conventions of docs/conventions.md: the noise
 is ``sigma Z`` with ``Z ~ N(0, C)`` a Gaussian process whose covariance
 operator ``C`` has eigenpairs ``(lambda_j, v_j)`` (a
 :class:`~dpaudit.spaces.KarhunenLoeveBasis`, L2-normalised by the grid's
 quadrature); adjacency is replace-one.
 
 **Data.** ``n`` curves on the basis grid, an ``(n, m)`` array of grid values,
-with ``||X_i||_{L2} <= tau`` for a *public* ``tau`` (trap 18: the paper's
+with ``||X_i||_{L2} <= tau`` for a *public* ``tau`` (see docs/paper-errors.md#mrs-data-dependent-inputs: the paper's
 simulation takes ``tau = max_i ||X_i||``, which is data-dependent and not
 covered by the guarantee). A curve with a larger norm is rejected
 (``out_of_bound="reject"``, the default) or rescaled onto the ball,
@@ -37,11 +37,11 @@ release below is exactly "summary plus the truncated noise".
 The first ("spectral") bound is attained by ``X_1 = tau v_j, X_1' = -tau v_j``
 at the maximising ``j``; the second ("closed-form") uses
 ``sup_{x>0} x^(2eta-1)/(x^eta+phi)^2 = phi^(-1/eta)(2eta-1)^(2-1/eta)/(4eta^2)``,
-attained at ``x^eta = (2eta-1) phi`` (oracle 7.4).
+attained at ``x^eta = (2eta-1) phi`` (docs/oracles.md#oracle-mrs-sensitivity).
 
 **Noise (MRS Thms 3.2, 3.3, 4.2).** ``sigma = c(delta) Delta / epsilon`` with
 ``c(delta) = sqrt(2 log(2/delta))`` (``calibration="classical"``, proven for
-``epsilon <= 1`` only, trap 16), or the exact analytic Gaussian calibration of
+``epsilon <= 1`` only, see docs/paper-errors.md#mrs-epsilon-at-most-one), or the exact analytic Gaussian calibration of
 Balle & Wang (``calibration="analytic"``, any epsilon). With the closed-form
 bound and the classical calibration this is Theorem 4.2's
 
@@ -50,7 +50,7 @@ bound and the classical calibration this is Theorem 4.2's
     \frac{\tau^2(2\eta-1)^{2-1/\eta}}{N^2\phi^{1/\eta}\eta^2},
 
 and the privacy error is ``E||tilde mu - hat mu||^2 = sigma^2 tr(C)``, of order
-``N^(-2+1/eta)`` when ``phi ~ 1/N`` (``o(1/N)`` only for ``eta > 1``; trap 17).
+``N^(-2+1/eta)`` when ``phi ~ 1/N`` (``o(1/N)`` only for ``eta > 1``; see docs/paper-errors.md#mrs-rate).
 
 Registered mechanisms:
 
@@ -62,20 +62,13 @@ Registered mechanisms:
   ``(<tilde mu, g_l>)_l`` (Thm 3.2), a multivariate normal with covariance
   ``sigma^2 G Lambda G^T``, ``G_lk = <g_l, v_k>``.
 
-**Simulation study (MRS Sec. 5, App. B; digest §2.5).** :func:`mrs_kernel`
-gives the kernels ``C1``–``C4`` of the appendix (eq. 6);
-:func:`mrs_simulation` fixes the data model of eq. (4),
-:func:`mrs_simulation_curves` draws from it, :func:`mrs_simulation_tau` is
-its exact public norm bound (replacing the paper's data-dependent
-``tau = max_i ||X_i||``, trap 18) and :func:`mrs_penalized_mean_risk` is the
-exact mean squared error of the (non-private) penalised mean under it.
+The simulation study of MRS Sec. 5 (data model, public norm bound, exact risk)
+lives in :mod:`mechanisms.mrs.simulation`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -92,8 +85,6 @@ from dpaudit.noise import (
     classical_gaussian_multiplier,
 )
 from dpaudit.spaces import (
-    Exponential,
-    Gaussian,
     KarhunenLoeveBasis,
     Kernel,
     Matern,
@@ -101,33 +92,29 @@ from dpaudit.spaces import (
     kl_basis,
     uniform_grid,
 )
+from mechanisms.common import summary_release
 
 __all__ = [
     "CALIBRATIONS",
-    "EIGENVECTOR_NORMS",
-    "MRS_KERNELS",
     "OUT_OF_BOUND",
     "ROUNDING_SLACK",
     "SENSITIVITY_BOUNDS",
-    "MRSSimulation",
+    "check_basis",
+    "check_curve_count",
+    "check_eta_phi",
     "default_basis",
     "enforce_l2_bound",
     "gaussian_sigma",
     "linear_functional_matrix",
-    "mrs_kernel",
     "mrs_linear_functionals",
     "mrs_linear_functionals_mechanism",
     "mrs_penalized_mean",
     "mrs_penalized_mean_coefficients",
     "mrs_penalized_mean_coefficients_mechanism",
     "mrs_penalized_mean_mechanism",
-    "mrs_penalized_mean_risk",
     "mrs_penalized_mean_sensitivity",
     "mrs_penalized_mean_sigma",
     "mrs_shrinkage",
-    "mrs_simulation",
-    "mrs_simulation_curves",
-    "mrs_simulation_tau",
     "mrs_sup_bound",
     "mrs_sup_function",
     "scaled_mean_coefficients",
@@ -156,24 +143,42 @@ _REFERENCE = "Mirshani, Reimherr & Slavkovic (2019)"
 # ------------------------------------------------------------------ validation
 
 
-_check_number = check_number
-_check_count = check_count
-_check_choice = check_choice
+def check_eta_phi(eta, phi) -> tuple[float, float]:
+    """Check MRS's penalty power ``eta >= 1`` and penalty weight ``phi > 0``.
 
+    Args:
+        eta: the penalty power.
+        phi: the penalty weight.
 
-def _check_eta_phi(eta, phi) -> tuple[float, float]:
-    eta = _check_number(
+    Returns:
+        ``(eta, phi)`` as floats.
+
+    Raises:
+        ValueError, TypeError: naming the bad argument.
+    """
+    eta = check_number(
         "eta",
         eta,
         low=1.0,
         inclusive=True,
         hint=" (MRS Theorem 4.1 penalises with C^eta, eta >= 1)",
     )
-    phi = _check_number("phi", phi, low=0.0, inclusive=False, hint=" (the penalty weight)")
+    phi = check_number("phi", phi, low=0.0, inclusive=False, hint=" (the penalty weight)")
     return eta, phi
 
 
-def _check_basis(basis) -> KarhunenLoeveBasis:
+def check_basis(basis) -> KarhunenLoeveBasis:
+    """Check that ``basis`` is a Karhunen–Loève basis.
+
+    Args:
+        basis: the candidate basis.
+
+    Returns:
+        ``basis`` unchanged.
+
+    Raises:
+        TypeError: if it is not a :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
+    """
     if not isinstance(basis, KarhunenLoeveBasis):
         raise TypeError(
             f"basis must be a dpaudit.spaces.KarhunenLoeveBasis (see kl_basis), got "
@@ -196,7 +201,7 @@ def default_basis(
             ``1e-10 lambda_1``, see :func:`dpaudit.spaces.kl_basis`).
     """
     kernel = Matern(1.5, _DEFAULT_RHO) if kernel is None else kernel
-    return kl_basis(kernel, uniform_grid(_check_count("grid_size", grid_size)), n_components)
+    return kl_basis(kernel, uniform_grid(check_count("grid_size", grid_size)), n_components)
 
 
 def enforce_l2_bound(curves, grid, tau: float, out_of_bound: str = "reject") -> jax.Array:
@@ -213,7 +218,7 @@ def enforce_l2_bound(curves, grid, tau: float, out_of_bound: str = "reject") -> 
         ValueError: on a shape that is not ``(n, grid.size)``, NaN/inf, or (in
             "reject" mode) a curve whose norm exceeds ``tau``.
     """
-    _check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     # Concrete data are checked in numpy: no JAX op is compiled per new data shape.
     xp = np if is_concrete(curves) else jnp
     x = xp.asarray(curves, dtype=np.float64)
@@ -241,7 +246,16 @@ def enforce_l2_bound(curves, grid, tau: float, out_of_bound: str = "reject") -> 
     return x * factor[:, None]
 
 
-def _check_n(curves: jax.Array, n: int) -> None:
+def check_curve_count(curves: jax.Array, n: int) -> None:
+    """Check that a dataset of curves has the public number of records ``n``.
+
+    Args:
+        curves: the curves, one per row.
+        n: the number the mechanism was built for.
+
+    Raises:
+        ValueError: if the row count differs (``n`` is public under replace-one adjacency).
+    """
     if curves.shape[0] != n:
         raise ValueError(
             f"the dataset has {curves.shape[0]} records but the mechanism was built for n = {n} "
@@ -293,8 +307,8 @@ def mrs_penalized_mean_coefficients(
         >>> [round(float(v), 4) for v in c / mrs_shrinkage(b.eigenvalues, 1.0, 1.0)]
         [0.5, -0.5]
     """
-    basis = _check_basis(basis)
-    eta, phi = _check_eta_phi(eta, phi)
+    basis = check_basis(basis)
+    eta, phi = check_eta_phi(eta, phi)
     if tau is None:
         x = curves
         if len(np.shape(x)) != 2 or np.shape(x)[1] != basis.grid_size:
@@ -304,7 +318,7 @@ def mrs_penalized_mean_coefficients(
             )
         check_finite("curves", x)
     else:
-        tau = _check_number("tau", tau, low=0.0, inclusive=False)
+        tau = check_number("tau", tau, low=0.0, inclusive=False)
         x = enforce_l2_bound(curves, basis.grid, tau, out_of_bound)
     shrinkage = mrs_shrinkage(basis.eigenvalues, eta, phi)
     return scaled_mean_coefficients(x, shrinkage, basis.grid.weights, basis.eigenfunctions)
@@ -358,13 +372,13 @@ def mrs_sup_function(x, eta: float, phi: float):
 def mrs_sup_bound(eta: float, phi: float) -> float:
     r"""``sup_{x > 0} x^(2eta-1)/(x^eta+phi)^2 = phi^(-1/eta) (2eta-1)^(2-1/eta) / (4 eta^2)``.
 
-    Attained at ``x = ((2 eta - 1) phi)^(1/eta)`` (MRS proof of Thm 4.1, oracle 7.4).
+    Attained at ``x = ((2 eta - 1) phi)^(1/eta)`` (MRS proof of Thm 4.1, docs/oracles.md#oracle-mrs-sensitivity).
 
     Example:
         >>> mrs_sup_bound(1.0, 0.25)  # 1 / (4 phi) at eta = 1
         1.0
     """
-    eta, phi = _check_eta_phi(eta, phi)
+    eta, phi = check_eta_phi(eta, phi)
     return phi ** (-1.0 / eta) * (2 * eta - 1) ** (2 - 1.0 / eta) / (4 * eta**2)
 
 
@@ -387,9 +401,9 @@ def mrs_penalized_mean_sensitivity(
         >>> mrs_penalized_mean_sensitivity(100, 1.0, 1.0, 0.01)  # tau / (n sqrt(phi))
         0.1
     """
-    n = _check_count("n", n)
-    tau = _check_number("tau", tau, low=0.0, inclusive=False)
-    eta, phi = _check_eta_phi(eta, phi)
+    n = check_count("n", n)
+    tau = check_number("tau", tau, low=0.0, inclusive=False)
+    eta, phi = check_eta_phi(eta, phi)
     if eigenvalues is None:
         sup = mrs_sup_bound(eta, phi)
     else:
@@ -406,10 +420,10 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, calibration
     Raises:
         ValueError: for ``calibration="classical"`` with ``epsilon > 1`` (the
             classical bound is proven only for ``epsilon <= 1`` and fails for
-            large epsilon, trap 16), or invalid inputs.
+            large epsilon, see docs/paper-errors.md#mrs-epsilon-at-most-one), or invalid inputs.
     """
-    _check_choice("calibration", calibration, CALIBRATIONS)
-    epsilon = _check_number("epsilon", epsilon, low=0.0, inclusive=False)
+    check_choice("calibration", calibration, CALIBRATIONS)
+    epsilon = check_number("epsilon", epsilon, low=0.0, inclusive=False)
     if calibration == "analytic":
         return analytic_gaussian_sigma(sensitivity, epsilon, delta)
     if epsilon > 1:
@@ -447,263 +461,6 @@ def mrs_penalized_mean_sigma(
     return gaussian_sigma(sensitivity, epsilon, delta, calibration)
 
 
-# ------------------------------------------------------------ simulation study
-
-#: The kernels of MRS App. eq. (6): C1 Gaussian, C2 Matérn 5/2, C3 Matérn 3/2, C4 exponential.
-MRS_KERNELS = ("C1", "C2", "C3", "C4")
-#: How the eigenvectors ``v_j`` of the simulation's eq. (4) are normalised on the grid.
-EIGENVECTOR_NORMS = ("euclidean", "l2")
-
-
-def mrs_kernel(name: str, rho: float) -> Kernel:
-    r"""Kernel ``C1``–``C4`` of MRS (App. eq. 6) with range parameter ``rho``.
-
-    * ``C1 = exp(-|t-s|^2 / rho)`` (Gaussian; no factor 2, trap 19), i.e.
-      :class:`~dpaudit.spaces.Gaussian` with lengthscale ``sqrt(rho / 2)``;
-    * ``C2 = (1 + sqrt5 r/rho + 5 r^2/(3 rho^2)) exp(-sqrt5 r/rho)`` (Matérn 5/2);
-    * ``C3 = (1 + sqrt3 r/rho) exp(-sqrt3 r/rho)`` (Matérn 3/2);
-    * ``C4 = exp(-r/rho)`` (exponential, Ornstein–Uhlenbeck),
-
-    with ``r = |t - s|``.
-
-    Raises:
-        ValueError: for an unknown name or ``rho <= 0``.
-
-    Example:
-        >>> round(float(mrs_kernel("C1", 0.5)([0.0], [1.0])[0, 0]), 6)  # exp(-1/0.5)
-        0.135335
-    """
-    _check_choice("name", name, MRS_KERNELS)
-    rho = _check_number("rho", rho, low=0.0, inclusive=False, hint=" (the kernel's range)")
-    if name == "C1":
-        return Gaussian(math.sqrt(rho / 2.0))
-    if name == "C2":
-        return Matern(2.5, rho)
-    if name == "C3":
-        return Matern(1.5, rho)
-    return Exponential(rho)
-
-
-@dataclasses.dataclass(frozen=True)
-class MRSSimulation:
-    r"""The data model of MRS Sec. 5, eq. (4): ``X_i = mu + sum_{j<=M} j^(-p/2) U_ij v_j``.
-
-    ``U_ij ~ U(-b, b)`` i.i.d. with ``b = score_bound``, and ``v_j = s phi_j``
-    with ``phi_j`` the L2-orthonormal eigenfunctions of ``basis`` and ``s`` the
-    ``eigenvector_scale`` (see :func:`mrs_simulation`). Build it with
-    :func:`mrs_simulation`.
-
-    Attributes:
-        basis: the data eigenbasis (its grid is the data grid).
-        mean: ``(m,)`` grid values of ``mu``.
-        p: smoothness exponent (> 1 for square-summable loadings).
-        score_bound: ``b``.
-        n_terms: ``M``, the number of terms.
-        eigenvector_scale: ``s``.
-    """
-
-    basis: KarhunenLoeveBasis
-    mean: np.ndarray
-    p: float
-    score_bound: float
-    n_terms: int
-    eigenvector_scale: float
-
-    @property
-    def loadings(self) -> np.ndarray:
-        """``a_j = s j^(-p/2)``, ``j = 1..M``: curve ``i`` is ``mu + sum_j a_j U_ij phi_j``."""
-        return self.eigenvector_scale * np.arange(1, self.n_terms + 1, dtype=float) ** (-self.p / 2)
-
-
-def mrs_simulation(
-    grid_size: int = 100,
-    *,
-    kernel: str = "C1",
-    rho: float = 0.001,
-    p: float = 4.0,
-    score_bound: float = 0.4,
-    mean: Callable | np.ndarray | None = None,
-    n_terms: int | None = None,
-    eigenvector_norm: str = "euclidean",
-) -> MRSSimulation:
-    r"""MRS's simulation setting (Sec. 5; digest §2.5), defaults as in the paper.
-
-    ``X_i(t) = mu(t) + sum_{j=1}^M j^(-p/2) U_ij v_j(t)``, ``U_ij ~ U(-0.4, 0.4)``,
-    ``v_j`` the eigenfunctions of ``C1`` with ``rho = 0.001`` on 100 equally
-    spaced points, ``p = 4``, ``mu(t) = 0.1 sin(pi t)``.
-
-    Where the paper is silent (documented choices):
-
-    * **Scale of v_j.** The paper computes the eigenvectors in R, whose
-      ``eigen()`` returns vectors of unit *Euclidean* norm on the grid; in L2
-      terms that is ``v_j = phi_j / sqrt(m)`` (``eigenvector_norm="euclidean"``,
-      the default). ``"l2"`` uses the L2-orthonormal ``phi_j`` (``sqrt(m)``
-      times rougher data).
-    * **M.** "The largest m with lambda_m numerically non-zero (about 50)":
-      by default every component :func:`dpaudit.spaces.kl_basis` keeps
-      (eigenvalues above ``1e-10 lambda_1``); the terms past 50 carry
-      less than ``1e-5`` of the variance for ``p = 4``.
-    * **Grid.** The midpoint grid of :func:`dpaudit.spaces.uniform_grid`.
-
-    Args:
-        grid_size: grid points ``m``.
-        kernel, rho: the data kernel (:func:`mrs_kernel`).
-        p: smoothness exponent, > 1.
-        score_bound: ``b`` of ``U(-b, b)``, > 0.
-        mean: ``mu`` as a vectorised callable of ``t`` or ``(m,)`` grid values
-            (default ``0.1 sin(pi t)``).
-        n_terms: ``M`` (default: all usable components).
-        eigenvector_norm: ``"euclidean"`` (R's convention, the paper's) or ``"l2"``.
-
-    Returns:
-        An :class:`MRSSimulation`.
-
-    Raises:
-        ValueError / TypeError: one sentence naming the bad argument.
-    """
-    grid_size = _check_count("grid_size", grid_size)
-    p = _check_number("p", p, low=1.0, hint=" (square-summable loadings j^(-p/2) need p > 1)")
-    score_bound = _check_number("score_bound", score_bound, low=0.0)
-    _check_choice("eigenvector_norm", eigenvector_norm, EIGENVECTOR_NORMS)
-    grid = uniform_grid(grid_size)
-    basis = kl_basis(mrs_kernel(kernel, rho), grid)
-    if n_terms is None:
-        n_terms = basis.n_components
-    n_terms = _check_count("n_terms", n_terms)
-    if n_terms > basis.n_components:
-        raise ValueError(
-            f"n_terms={n_terms} exceeds the {basis.n_components} usable eigenfunctions of "
-            f"{kernel} with rho={rho:g} on {grid_size} points; ask for fewer terms."
-        )
-    basis = basis.truncate(n_terms)
-    t = np.asarray(grid.points)[:, 0]
-    if mean is None:
-        values = 0.1 * np.sin(np.pi * t)
-    elif callable(mean):
-        values = np.asarray(mean(t), dtype=float)
-    else:
-        values = np.asarray(mean, dtype=float)
-    if values.shape != (grid_size,):
-        raise ValueError(
-            f"mean has shape {values.shape} but must be ({grid_size},): one value per grid point."
-        )
-    check_finite("mean", values)
-    scale = 1.0 / math.sqrt(grid_size) if eigenvector_norm == "euclidean" else 1.0
-    return MRSSimulation(basis, values, p, score_bound, n_terms, scale)
-
-
-def _check_simulation(simulation) -> MRSSimulation:
-    if not isinstance(simulation, MRSSimulation):
-        raise TypeError(
-            f"simulation must be an MRSSimulation (see mrs_simulation), got "
-            f"{type(simulation).__name__}."
-        )
-    return simulation
-
-
-def mrs_simulation_curves(simulation: MRSSimulation, key, n: int) -> jax.Array:
-    """``n`` curves of MRS eq. (4) on the simulation's grid; shape ``(n, m)``.
-
-    Args:
-        simulation: from :func:`mrs_simulation`.
-        key: a ``jax.random.key``.
-        n: number of curves.
-
-    Example:
-        >>> sim = mrs_simulation(20, n_terms=5)
-        >>> x = mrs_simulation_curves(sim, jax.random.key(0), 3)
-        >>> x.shape, bool(np.all(np.sqrt(np.mean(x**2, 1)) <= mrs_simulation_tau(sim)))
-        ((3, 20), True)
-    """
-    simulation = _check_simulation(simulation)
-    n = _check_count("n", n)
-    b = simulation.score_bound
-    scores = jax.random.uniform(key, (n, simulation.n_terms), jnp.float64, -b, b)
-    return _simulation_draw(
-        scores, jnp.asarray(simulation.loadings), simulation.basis.eigenfunctions,
-        jnp.asarray(simulation.mean),
-    )  # fmt: skip
-
-
-@jax.jit
-def _simulation_draw(scores, loadings, eigenfunctions, mean):
-    return mean + (scores * loadings) @ eigenfunctions.T
-
-
-def mrs_simulation_tau(simulation: MRSSimulation) -> float:
-    r"""The exact public bound ``sup ||X_i||_{L2}`` of the simulation's curves.
-
-    With ``mu_j = <mu, phi_j>`` and ``mu_perp`` the part of ``mu`` off the span
-    of ``phi_1..phi_M``, the coordinates of ``X_i`` are ``mu_j + a_j U_ij`` with
-    ``|U_ij| <= b``, so
-
-    .. math::
-        \sup\|X_i\|^2 = \|\mu_\perp\|^2 + \sum_{j\le M}(|\mu_j| + a_j b)^2 ,
-
-    attained at ``U_ij = b sgn(mu_j)``. It depends on the data model only, not
-    on the data, so it is a legitimate public ``tau`` (MRS take
-    ``tau = max_i ||X_i||`` from the sample, which the guarantee does not
-    cover; trap 18).
-    """
-    simulation = _check_simulation(simulation)
-    basis = simulation.basis
-    weights = np.asarray(basis.grid.weights)
-    mean = simulation.mean
-    coefficients = np.asarray(basis.project(mean))
-    residual = mean - coefficients @ np.asarray(basis.eigenfunctions).T
-    square = np.sum(weights * residual**2) + np.sum(
-        (np.abs(coefficients) + simulation.loadings * simulation.score_bound) ** 2
-    )
-    return float(math.sqrt(square))
-
-
-def mrs_penalized_mean_risk(
-    simulation: MRSSimulation, basis: KarhunenLoeveBasis, *, n: int, eta: float, phi: float
-) -> float:
-    r"""Exact ``E||hat mu - mu||^2_{L2}`` of the penalised mean of ``n`` simulated curves.
-
-    ``hat mu = A bar X`` with ``A h = sum_k s_k <h, e_k> e_k``, ``s_k =
-    lambda_k^eta / (lambda_k^eta + phi)`` and ``(lambda_k, e_k)`` the
-    eigenpairs of ``basis`` (the noise/penalty operator, which may differ from
-    the simulation's data basis ``phi_j``). Since ``E bar X = mu`` and the
-    scores have variance ``b^2 / 3``,
-
-    .. math::
-        E\|\hat\mu-\mu\|^2 = \|\mu - \textstyle\sum_k c_k e_k\|^2 + \sum_k (1-s_k)^2 c_k^2
-        + \frac{b^2}{3n}\sum_j a_j^2 \sum_k s_k^2 \langle\phi_j, e_k\rangle^2 ,
-
-    with ``c_k = <mu, e_k>`` (bias, then variance). Inner products are the
-    grid quadrature. The private release adds ``sigma^2 tr(C)`` (independent,
-    mean-zero noise), see :func:`mrs_penalized_mean_sigma`.
-
-    Raises:
-        ValueError: if ``basis`` lives on another grid, or for bad ``n``, ``eta``, ``phi``.
-    """
-    simulation = _check_simulation(simulation)
-    basis = _check_basis(basis)
-    n = _check_count("n", n)
-    eta, phi = _check_eta_phi(eta, phi)
-    data = simulation.basis
-    weights = np.asarray(data.grid.weights)
-    if basis.grid_size != data.grid_size or not np.allclose(
-        np.asarray(basis.grid.points), np.asarray(data.grid.points), rtol=0, atol=1e-12
-    ):
-        raise ValueError(
-            f"basis lives on a grid of {basis.grid_size} points but the simulation's grid has "
-            f"{data.grid_size}; build the basis on simulation.basis.grid."
-        )
-    e = np.asarray(basis.eigenfunctions)
-    s = np.asarray(mrs_shrinkage(basis.eigenvalues, eta, phi))
-    c = (simulation.mean * weights) @ e
-    off_span = simulation.mean - e @ c
-    bias = np.sum(weights * off_span**2) + np.sum((1.0 - s) ** 2 * c**2)
-    cross = e.T @ (weights[:, None] * np.asarray(data.eigenfunctions))  # <e_k, phi_j>, (K, M)
-    variance = (
-        simulation.score_bound**2 / (3.0 * n) * np.sum(simulation.loadings**2 * ((s**2) @ cross**2))
-    )
-    return float(bias + variance)
-
-
 # ------------------------------------------------------------ linear functionals
 
 
@@ -715,7 +472,7 @@ def linear_functional_matrix(functionals, basis: KarhunenLoeveBasis) -> jax.Arra
     Raises:
         ValueError: if ``functionals`` is not ``(p, m)`` or holds NaN/inf.
     """
-    basis = _check_basis(basis)
+    basis = check_basis(basis)
     g = jnp.asarray(functionals, dtype=jnp.float64)
     if g.ndim != 2 or g.shape[1] != basis.grid_size or g.shape[0] == 0:
         raise ValueError(
@@ -760,17 +517,17 @@ def _penalized_setup(
     calibration,
     out_of_bound,
 ):
-    n = _check_count("n", n)
-    epsilon = _check_number("epsilon", epsilon, low=0.0, inclusive=False)
-    tau = _check_number("tau", tau, low=0.0, inclusive=False)
-    eta, phi = _check_eta_phi(eta, phi)
-    _check_choice("sensitivity_bound", sensitivity_bound, SENSITIVITY_BOUNDS)
-    _check_choice("calibration", calibration, CALIBRATIONS)
-    _check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
+    n = check_count("n", n)
+    epsilon = check_number("epsilon", epsilon, low=0.0, inclusive=False)
+    tau = check_number("tau", tau, low=0.0, inclusive=False)
+    eta, phi = check_eta_phi(eta, phi)
+    check_choice("sensitivity_bound", sensitivity_bound, SENSITIVITY_BOUNDS)
+    check_choice("calibration", calibration, CALIBRATIONS)
+    check_choice("out_of_bound", out_of_bound, OUT_OF_BOUND)
     if basis is None:
         basis = default_basis(kernel, grid_size, n_components)
     else:
-        basis = _check_basis(basis)
+        basis = check_basis(basis)
         if n_components is not None:
             basis = basis.truncate(n_components)
     eigenvalues = basis.eigenvalues if sensitivity_bound == "spectral" else None
@@ -782,12 +539,12 @@ def _penalized_setup(
 
     def coefficients(data):
         x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
-        _check_n(x, n)
+        check_curve_count(x, n)
         return scaled_mean_coefficients(x, *arrays)
 
     def grid_values(data):
         x = enforce_l2_bound(data, basis.grid, tau, out_of_bound)
-        _check_n(x, n)
+        check_curve_count(x, n)
         return _scaled_mean_grid_values(x, *arrays)
 
     params = {
@@ -894,27 +651,20 @@ def mrs_penalized_mean_mechanism(
     noise = GaussianProcessNoise(basis.eigenvalues, sigma)
     summary = summaries["grid"]
 
-    def model(data):
-        numpyro.sample("release", GridNoise(noise, basis, loc=summary(data)))
-
-    return Mechanism(
-        name="mrs-penalized-mean",
-        model=model,
-        claim=Claim(
-            epsilon=params["epsilon"],
-            delta=delta,
-            sensitivity_norm="cameron-martin",
-            sensitivity=sensitivity,
-            reference=f"{_REFERENCE}, Thm 3.3 with {how}",
-        ),
-        summary=summary,
-        sensitivity_norm=_grid_cm_norm(basis),
+    return summary_release(
+        "mrs-penalized-mean",
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        epsilon=params["epsilon"],
+        sensitivity=sensitivity,
+        sensitivity_norm="cameron-martin",
+        reference=f"{_REFERENCE}, Thm 3.3 with {how}",
+        delta=delta,
+        difference_norm=_grid_cm_norm(basis),
         params=params,
-        description=(
-            "Penalised mean function (penalty phi ||m||^2 in the Cameron-Martin norm of C^eta) of "
-            "curves bounded in L2 by tau, released on the grid with Gaussian-process noise "
-            "sigma Z, Z ~ GP(0, C) (MRS Thm 3.3, 4.1, 4.2)."
-        ),
+        description="Penalised mean function (penalty phi ||m||^2 in the Cameron-Martin norm of C^eta) of "
+        "curves bounded in L2 by tau, released on the grid with Gaussian-process noise "
+        "sigma Z, Z ~ GP(0, C) (MRS Thm 3.3, 4.1, 4.2).",
     )
 
 
@@ -961,26 +711,19 @@ def mrs_penalized_mean_coefficients_mechanism(
     eigenvalues = basis.eigenvalues
     coefficients = summaries["coefficients"]
 
-    def model(data):
-        numpyro.sample("release", GaussianProcessNoise(eigenvalues, sigma, loc=coefficients(data)))
-
-    return Mechanism(
-        name="mrs-penalized-mean-coefficients",
-        model=model,
-        claim=Claim(
-            epsilon=params["epsilon"],
-            delta=delta,
-            sensitivity_norm="cameron-martin",
-            sensitivity=sensitivity,
-            reference=f"{_REFERENCE}, Thm 3.3 / Cor. 3.1 with {how}",
-        ),
-        summary=coefficients,
-        sensitivity_norm=lambda h: cameron_martin_norm(h, eigenvalues),
+    return summary_release(
+        "mrs-penalized-mean-coefficients",
+        coefficients,
+        lambda loc: GaussianProcessNoise(eigenvalues, sigma, loc=loc),
+        epsilon=params["epsilon"],
+        sensitivity=sensitivity,
+        sensitivity_norm="cameron-martin",
+        reference=f"{_REFERENCE}, Thm 3.3 / Cor. 3.1 with {how}",
+        delta=delta,
+        difference_norm=lambda h: cameron_martin_norm(h, eigenvalues),
         params=params,
-        description=(
-            "Eigen-coefficients of the MRS penalised mean with independent N(0, sigma^2 lambda_j) "
-            "noise: the coefficient view of the whole-function Gaussian-process release."
-        ),
+        description="Eigen-coefficients of the MRS penalised mean with independent N(0, sigma^2 lambda_j) "
+        "noise: the coefficient view of the whole-function Gaussian-process release.",
     )
 
 
@@ -1086,7 +829,7 @@ def mrs_linear_functionals_mechanism(
             reference=f"{_REFERENCE}, Thm 3.2 with {how}",
         ),
         summary=summary,
-        sensitivity_norm=mahalanobis,
+        difference_norm=mahalanobis,
         params={**params, "n_functionals": int(g.shape[0])},
         description=(
             "Linear functionals <tilde mu, g_l> of the MRS Gaussian-process release of the "

@@ -21,7 +21,7 @@ import dpaudit
 from dpaudit.noise import gaussian_delta
 from dpaudit.spaces import Matern, custom_grid, kl_basis, uniform_grid
 from dpaudit.testing import Box, L2Ball, SearchBudget, worst_neighbours
-from mechanisms.baselines import (
+from mechanisms.mrs.baselines import (
     bernstein_basis_matrix,
     bernstein_lattice,
     bernstein_mean,
