@@ -509,7 +509,7 @@ def gaussian_mean_classical(
         low,
         high,
         dim,
-        "HRW Prop. 2.4 / MRS Thm 3.2 (epsilon <= 1; digest trap 16)",
+        "HRW Prop. 2.4 / MRS Thm 3.2 (epsilon <= 1; docs/paper-errors.md#mrs-epsilon-at-most-one)",
     )
 
 

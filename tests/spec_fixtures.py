@@ -12,7 +12,7 @@ def build(n=20, epsilon=1.0, scale_factor=1.0):
     return Mechanism("user-mean", model,
                      Claim(epsilon=epsilon, sensitivity=1 / n, sensitivity_norm="l1"),
                      summary=lambda d: jnp.mean(jnp.clip(d[:, 0], 0.0, 1.0)),
-                     sensitivity_norm=jnp.abs, params={"n": n})
+                     difference_norm=jnp.abs, params={"n": n})
 
 MECHANISM = build()
 """

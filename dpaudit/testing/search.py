@@ -133,14 +133,14 @@ def sensitivity_target(target, norm=None, bound=None, *, adjacency=None) -> Sens
     if isinstance(target, SensitivityTarget):
         return target
     if isinstance(target, Mechanism):
-        if target.summary is None or target.sensitivity_norm is None:
+        if target.summary is None or target.difference_norm is None:
             raise ValueError(
-                f"mechanism {target.name!r} declares no summary/sensitivity_norm, so its "
+                f"mechanism {target.name!r} declares no summary/difference_norm, so its "
                 "sensitivity cannot be searched."
             )
         return SensitivityTarget(
             summary=target.summary,
-            norm=norm if norm is not None else target.sensitivity_norm,
+            norm=norm if norm is not None else target.difference_norm,
             bound=bound if bound is not None else target.claim.sensitivity,
             adjacency=adjacency_of(adjacency if adjacency is not None else target.claim),
             name=target.name,

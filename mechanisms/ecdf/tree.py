@@ -73,8 +73,8 @@ __all__ = [
     "tree_depth",
 ]
 
-_BMR = "Barczewski, Mawass & Ramon, Thm 3.1 and Lemma 1 (digest §4.2, trap 25)"
-_EXACT = "; node scale from the exact worst-case node explanation (linear programme, trap 25)"
+_BMR = "Barczewski, Mawass & Ramon, Thm 3.1 and Lemma 1 (Sec. 4.2; docs/paper-errors.md#bmr-noise-scale)"
+_EXACT = "; node scale from the exact worst-case node explanation (linear programme, docs/paper-errors.md#bmr-noise-scale)"
 CALIBRATIONS = ("lemma", "exact")
 
 
@@ -473,7 +473,7 @@ def bmr_roc_mechanism(
         sensitivity=sensitivity,
         sensitivity_norm="l1",
         reference=_BMR
-        + "; §4.5 with sequential composition (trap 28)"
+        + "; Sec. 4.5 with sequential composition (docs/paper-errors.md#bmr-roc-composition)"
         + (_EXACT if calibration == "exact" else ""),
         difference_norm=norm,
         params={

@@ -85,7 +85,7 @@ def gaussian_classical_large_epsilon(
             reason=(
                 "the classical calibration c(delta) = sqrt(2 log(2/delta)) is proven only for "
                 f"epsilon <= 1; at epsilon = {epsilon} the exact delta is {true_delta:.4g} "
-                "(Balle & Wang profile; digest trap 16)."
+                "(Balle & Wang profile; docs/paper-errors.md#mrs-epsilon-at-most-one)."
             ),
             true_epsilon=gaussian_true_epsilon(mu, delta),
             true_delta=delta,

@@ -75,7 +75,7 @@ def textbook_tree_replace_one(
             reason=(
                 "one record touches L+1 nodes, so L+1 is the node-count l1 sensitivity under "
                 "add/remove; a replacement moves a record between two root-to-leaf paths that "
-                "differ in up to 2L nodes (digest trap 25), so Lap(2L/epsilon) is needed."
+                "differ in up to 2L nodes (docs/paper-errors.md#bmr-noise-scale), so Lap(2L/epsilon) is needed."
             ),
             true_epsilon=2 * depth * epsilon / (depth + 1),
             visible_on="a record moved from the first grid cell to the last (paths share only the root).",
@@ -161,7 +161,7 @@ def ecdf_data_dependent_grid(epsilon: float = 1.0, n: int = 100, n_points: int =
             reason=(
                 "the grid end points are the data's min and max; publishing the ECDF as a "
                 "function publishes them, so neighbours with another extreme record give "
-                "mutually singular releases (digest trap 27)."
+                "mutually singular releases (docs/paper-errors.md#bmr-data-dependent-grid)."
             ),
             true_epsilon=math.inf,
             visible_on="a pair that changes the largest (or smallest) score.",

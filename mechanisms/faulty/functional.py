@@ -63,7 +63,7 @@ def iclp_unscaled_sigma(
         known_flaw=dpaudit.KnownFlaw(
             reason=(
                 "with unit-variance Laplace components the privacy loss is sqrt(2) ||h||_{1,C} / "
-                "sigma, so sigma = Delta/epsilon gives sqrt(2) epsilon (digest trap 1)."
+                "sigma, so sigma = Delta/epsilon gives sqrt(2) epsilon (docs/paper-errors.md#lr-iclp-sigma-constant)."
             ),
             true_epsilon=math.sqrt(2.0) * epsilon,
             visible_on="records at +-tau sqrt(lambda_1) phi_1 (the 1,C bound is attained).",
@@ -133,7 +133,7 @@ def iclp_raw_eigenpairs(
             reason=(
                 "tau bounds the L2 norm but the sensitivity uses the raw Gram eigenvalues "
                 "mu_k = m lambda_k, which understates the 1,C sensitivity by sqrt(m); the true "
-                f"epsilon is sqrt(m) epsilon with m = {grid_size} grid points (digest trap 13)."
+                f"epsilon is sqrt(m) epsilon with m = {grid_size} grid points (docs/paper-errors.md#lr-discretization-scale)."
             ),
             true_epsilon=math.sqrt(grid_size) * epsilon,
             visible_on="records at +-tau g with g's coefficients proportional to lambda_k^(-1/2).",
@@ -216,7 +216,7 @@ def hrw_unsquared_covariance(
             reason=(
                 "the covariance multiplier c Delta/epsilon is not squared, so the noise standard "
                 f"deviation is sqrt({multiplier:.3g}) instead of {multiplier:.3g}; the release is a "
-                f"Gaussian mechanism with Delta/sigma = {mu:.3g} (digest trap 20)."
+                f"Gaussian mechanism with Delta/sigma = {mu:.3g} (docs/paper-errors.md#hrw-batch-covariance)."
             ),
             true_epsilon=gaussian_true_epsilon(mu, delta),
             true_delta=delta,

@@ -592,7 +592,7 @@ def hrw_sobolev_kde(
     sensitivity = sobolev_kde_sensitivity(n, h, dim)
     return _kde_mechanism(
         name="hrw-sobolev-kde",
-        section="Sec. 4.2 (eqs. 10-11; constants per digest trap 23)",
+        section="Sec. 4.2 (eqs. 10-11; constants per docs/paper-errors.md#hrw-sobolev-kde-constants)",
         kernel=sobolev_kernel(h),
         sensitivity=sensitivity,
         matrix=bandwidth_matrix(h, dim),

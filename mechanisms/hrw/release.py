@@ -228,7 +228,7 @@ def check_calibration(calibration: str) -> str:
 
 def claim_reference(section: str, calibration: str) -> str:
     """The reference string of a claim: HRW's section plus the calibration theorem."""
-    base = f"{HRW_REFERENCE}, {section}, with Cor. 3.5 and Prop. 2.4 (covariance (c Delta/eps)^2 K, trap 20)"
+    base = f"{HRW_REFERENCE}, {section}, with Cor. 3.5 and Prop. 2.4 (covariance (c Delta/eps)^2 K, docs/paper-errors.md#hrw-batch-covariance)"
     if calibration == "analytic":
         return f"{base}; noise calibrated by {ANALYTIC_REFERENCE}"
     return base

@@ -434,7 +434,7 @@ def iclp_qr_kde(
         epsilon=epsilon,
         sensitivity=sensitivity,
         sensitivity_norm="one-c",
-        reference=f"{REFERENCE}, Thm 8 with the 2 sqrt(M_K) RKHS bound (trap 11a) and Thm 4, "
+        reference=f"{REFERENCE}, Thm 8 with the 2 sqrt(M_K) RKHS bound (docs/paper-errors.md#lr-kde-rkhs-constant) and Thm 4, "
         "sigma = sqrt(2) Delta/epsilon",
         difference_norm=grid_one_c_norm(basis),
         params={
@@ -613,7 +613,7 @@ def iclp_qr_krr(
         epsilon=epsilon,
         sensitivity=sensitivity,
         sensitivity_norm="one-c",
-        reference=f"{REFERENCE}, Thm 9 with the squared penalty (trap 10) and HRW's M-admissible "
+        reference=f"{REFERENCE}, Thm 9 with the squared penalty (docs/paper-errors.md#lr-erm-squared-penalty) and HRW's M-admissible "
         "bound, square loss M = 2B(1 + sqrt(kappa/psi)); Thm 4, sigma = sqrt(2) Delta/eps",
         difference_norm=grid_one_c_norm(basis),
         params={

@@ -254,7 +254,7 @@ def check_qr_eta(eta, beta) -> float:
     if eta <= 0.5 + 1.0 / beta:
         raise ValueError(
             f"ICLP-QR needs eta > 1/2 + 1/beta = {0.5 + 1.0 / beta:.4g} for its sensitivity series "
-            f"sum_j lambda_j^(eta-1/2)/(lambda_j^eta + psi) to converge (LR Thm 6, trap 6; beta = "
+            f"sum_j lambda_j^(eta-1/2)/(lambda_j^eta + psi) to converge (LR Thm 6, docs/paper-errors.md#lr-qr-eta-condition; beta = "
             f"{beta:.4g} is the eigenvalue decay rate), got eta = {eta:g}."
         )
     return eta
@@ -1024,7 +1024,7 @@ def iclp_ar_mean(
         epsilon=epsilon,
         sensitivity=sensitivity,
         sensitivity_norm="one-c",
-        reference=f"{REFERENCE}, Thm 6 with lambda_j^(-1/2) weights over j < J* (trap 4) and "
+        reference=f"{REFERENCE}, Thm 6 with lambda_j^(-1/2) weights over j < J* (docs/paper-errors.md#lr-ar-sensitivity-weights) and "
         "Thm 4, sigma = sqrt(2) Delta/epsilon",
         difference_norm=grid_one_c_norm(basis),
         params={

@@ -429,7 +429,7 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, calibration
     if epsilon > 1:
         raise ValueError(
             f"the classical calibration sigma = sqrt(2 log(2/delta)) Delta / epsilon is proven "
-            f"only for epsilon <= 1 (MRS Thm 3.2, trap 16), got epsilon = {epsilon:g}; use "
+            f"only for epsilon <= 1 (MRS Thm 3.2, docs/paper-errors.md#mrs-epsilon-at-most-one), got epsilon = {epsilon:g}; use "
             "calibration='analytic'."
         )
     return classical_gaussian_multiplier(delta) * float(sensitivity) / epsilon

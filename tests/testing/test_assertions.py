@@ -221,7 +221,7 @@ def laplace_mean(scale_factor=1.0, n=N, epsilon=1.0):
         model=model,
         claim=Claim(epsilon=epsilon, sensitivity=1.0 / n, sensitivity_norm="l1"),
         summary=summary,
-        sensitivity_norm=jnp.abs,
+        difference_norm=jnp.abs,
         params={"record_space": Box(0.0, 1.0)},
     )
 
@@ -337,7 +337,7 @@ def dogfood_space(mech):
 
 
 def skip_unless_searchable(mech):
-    if mech.summary is None or mech.sensitivity_norm is None or mech.claim.sensitivity is None:
+    if mech.summary is None or mech.difference_norm is None or mech.claim.sensitivity is None:
         pytest.skip(f"{mech.name} declares no summary/sensitivity norm to check")
     space = dogfood_space(mech)
     if space is None:

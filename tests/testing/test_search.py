@@ -232,7 +232,7 @@ def test_a_mechanism_is_searched_with_its_claim():
         model=model,
         claim=Claim(epsilon=1.0, sensitivity=0.5 / n, sensitivity_norm="l1"),
         summary=lambda x: jnp.mean(jnp.clip(x, 0.0, 1.0)),
-        sensitivity_norm=jnp.abs,
+        difference_norm=jnp.abs,
         params={"record_space": Box(0.0, 1.0)},
     )
     worst = worst_neighbours(mech, n=n, budget=SearchBudget(restarts=4, steps=40, candidates=64))

@@ -89,7 +89,7 @@ def iclp_mean(epsilon=1.0, *, scale=SQRT2):
         model,
         Claim(epsilon, sensitivity=DELTA_ONE_C, sensitivity_norm="one-c", reference="LR Thm 4"),
         summary=lambda d: BASIS.reconstruct(_summary_coefficients(d)),
-        sensitivity_norm=lambda h: one_c_norm(BASIS.project(h), BASIS.eigenvalues),
+        difference_norm=lambda h: one_c_norm(BASIS.project(h), BASIS.eigenvalues),
     )
 
 
@@ -117,7 +117,7 @@ def gp_mean(epsilon=1.0, delta=1e-3, *, calibration="analytic", pure=False):
         model,
         claim,
         summary=lambda d: BASIS.reconstruct(_summary_coefficients(d)),
-        sensitivity_norm=lambda h: cameron_martin_norm(BASIS.project(h), BASIS.eigenvalues),
+        difference_norm=lambda h: cameron_martin_norm(BASIS.project(h), BASIS.eigenvalues),
     )
 
 
