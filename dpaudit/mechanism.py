@@ -332,10 +332,19 @@ class Mechanism:
             The numpyro distribution at the ``release_site`` sample site.
 
         Raises:
-            ValueError: if the model has no sample site named ``release_site``.
+            ValueError: if the model has no sample site named ``release_site``,
+                or samples a random site besides it (see below).
             TypeError: if that site's distribution has no usable ``log_prob``.
+
+        A random site other than the release would be ignored by every audit:
+        two independent epsilon-DP draws of the same sum, one released at
+        ``"release"`` and one elsewhere, are 2 epsilon-DP together, yet the
+        release site alone passes an epsilon claim exactly. Until whole-trace
+        auditing exists, such a model is refused. Observed sites (``obs=``)
+        are data, not randomness, and stay allowed.
         """
         trace = handlers.trace(handlers.seed(self.model, rng_seed=0)).get_trace(data)
+        _refuse_other_random_sites(self.name, self.release_site, trace)
         site = trace.get(self.release_site)
         if site is None or site["type"] != "sample":
             sites = sorted(k for k, v in trace.items() if v["type"] == "sample")
@@ -405,3 +414,20 @@ class Mechanism:
                 "sensitivity cannot be measured."
             )
         return self.difference_norm(self.summary(data) - self.summary(data_prime))
+
+
+def _refuse_other_random_sites(name: str, release_site: str, trace) -> None:
+    """Raise ``ValueError`` naming the first unobserved sample site besides the release."""
+    others = [
+        key
+        for key, site in trace.items()
+        if site["type"] == "sample" and key != release_site and not site.get("is_observed")
+    ]
+    if others:
+        raise ValueError(
+            f"mechanism {name!r} draws the random site {others[0]!r} besides its release site "
+            f"{release_site!r}, and an audit of {release_site!r} alone would ignore it (a false "
+            "pass when both are released); release one site whose distribution is the whole "
+            f"release (e.g. stack the draws into one distribution), or observe {others[0]!r} "
+            "with obs= if it is data."
+        )
