@@ -1,4 +1,6 @@
-"""Texts shared by the CLI, spec and black-box tests: a user's mechanism file, a sampler file, specs."""
+"""Texts and a writer shared by the CLI, spec and black-box tests: a user's mechanism file, a sampler file, specs."""
+
+import textwrap
 
 USER = """
 import jax.numpy as jnp, numpyro, numpyro.distributions as dist
@@ -62,3 +64,19 @@ params = {{ n = 20 }}
 samples = 20000
 select_samples = 4000
 """
+
+
+def write_spec(folder, text, name="spec.toml"):
+    """Write a spec text (dedented) into `folder`.
+
+    Args:
+        folder: the pathlib.Path of the folder to write into.
+        text: the spec's TOML text, possibly indented as a test's literal.
+        name: the file's name.
+
+    Returns:
+        The pathlib.Path of the written file.
+    """
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path

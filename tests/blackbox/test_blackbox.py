@@ -381,8 +381,8 @@ FAST_DETECTION = [
 ]
 
 
-@pytest.mark.parametrize(("name", "statistic", "samples"), FAST_DETECTION)
-def test_faulty_mechanisms_are_flagged_from_samples(name, statistic, samples):
+def _audit_faulty_as_sampler(name, statistic, samples):
+    """The faulty mechanism `name` audited as a plain sampler on its example pair at seed 0."""
     mech, pair = _faulty(name)
     res = blackbox_audit(
         as_sampler(mech),
@@ -394,6 +394,12 @@ def test_faulty_mechanisms_are_flagged_from_samples(name, statistic, samples):
         seed=0,
         progress=False,
     )
+    return mech, res
+
+
+@pytest.mark.parametrize(("name", "statistic", "samples"), FAST_DETECTION)
+def test_faulty_mechanisms_are_flagged_from_samples(name, statistic, samples):
+    mech, res = _audit_faulty_as_sampler(name, statistic, samples)
     assert res.verdict == "violation"
     assert res.epsilon_lower > mech.claim.epsilon
     assert res.confidence == 0.95 and res.samples == samples
@@ -435,18 +441,7 @@ def test_slow_detection_table_covers_the_faulty_catalogue():
     sorted(SLOW_DETECTION),
 )
 def test_whole_faulty_catalogue_is_flagged_as_plain_samplers(name):
-    statistic, samples = SLOW_DETECTION[name]
-    mech, pair = _faulty(name)
-    res = blackbox_audit(
-        as_sampler(mech),
-        *pair,
-        mech.claim,
-        statistic=statistic,
-        reference=mech if statistic == "model" else None,
-        samples=samples,
-        seed=0,
-        progress=False,
-    )
+    _, res = _audit_faulty_as_sampler(name, *SLOW_DETECTION[name])
     assert res.verdict == "violation", (name, res.epsilon_lower)
 
 
@@ -468,45 +463,8 @@ CLAIM = dpaudit.Claim(epsilon=1.0)
         (lambda: blackbox_audit(_ok_sampler, D0, D1), ValueError, "claim is required"),
         (lambda: blackbox_audit(_ok_sampler, D0, D1, 1.0), TypeError, "claim must be"),
         (lambda: blackbox_audit(_ok_sampler, D0, None, CLAIM), ValueError, "neighbouring pair"),
-        (
-            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, pairs=[(D0, D1)]),
-            ValueError,
-            "not both",
-        ),
         (lambda: blackbox_audit(_ok_sampler, claim=CLAIM, pairs=[]), ValueError, "non-empty"),
         (lambda: blackbox_audit(_ok_sampler, claim=CLAIM, pairs=[D0]), ValueError, "non-empty"),
-        (
-            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, statistic="svm"),
-            ValueError,
-            "statistic",
-        ),
-        (
-            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, objective="renyi"),
-            ValueError,
-            "objective",
-        ),
-        (
-            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, classifier_options={"depth": 3}),
-            ValueError,
-            "unknown classifier_options",
-        ),
-        (
-            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, statistic="model"),
-            ValueError,
-            "needs",
-        ),
-        (
-            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, reference="laplace"),
-            TypeError,
-            "reference must be",
-        ),
-        (lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, features=3), TypeError, "features"),
-        (lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, samples=0), ValueError, "samples"),
-        (
-            lambda: blackbox_audit(_ok_sampler, D0, D1, CLAIM, confidence=1.5),
-            ValueError,
-            "confidence",
-        ),
         (
             lambda: blackbox_audit(_ok_sampler, D0, np.ones(3), CLAIM),
             ValueError,
@@ -523,6 +481,26 @@ CLAIM = dpaudit.Claim(epsilon=1.0)
 def test_bad_arguments_are_refused_with_one_sentence(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# Options refused on an otherwise valid call: (keyword arguments, error, message).
+BAD_OPTIONS = [
+    ({"pairs": [(D0, D1)]}, ValueError, "not both"),
+    ({"statistic": "svm"}, ValueError, "statistic"),
+    ({"objective": "renyi"}, ValueError, "objective"),
+    ({"classifier_options": {"depth": 3}}, ValueError, "unknown classifier_options"),
+    ({"statistic": "model"}, ValueError, "needs"),
+    ({"reference": "laplace"}, TypeError, "reference must be"),
+    ({"features": 3}, TypeError, "features"),
+    ({"samples": 0}, ValueError, "samples"),
+    ({"confidence": 1.5}, ValueError, "confidence"),
+]
+
+
+@pytest.mark.parametrize(("options", "error", "match"), BAD_OPTIONS)
+def test_bad_options_are_refused_with_one_sentence(options, error, match):
+    with pytest.raises(error, match=match):
+        blackbox_audit(_ok_sampler, D0, D1, CLAIM, **options)
 
 
 @pytest.mark.parametrize(

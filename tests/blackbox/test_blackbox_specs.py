@@ -13,7 +13,6 @@ import json
 import math
 import pathlib
 import re
-import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +21,7 @@ import pytest
 import scipy.stats
 from conftest import TEST_FAILURE_RATE
 from spec_fixtures import BLACK_BOX_SPEC as SPEC
-from spec_fixtures import SAMPLER
+from spec_fixtures import SAMPLER, write_spec
 from spec_fixtures import USER as WHITE_USER
 from spec_fixtures import WHITE_BOX_SPEC as WHITE_SPEC
 
@@ -52,17 +51,11 @@ def folder(tmp_path):
     return folder
 
 
-def write(folder, text, name="spec.toml"):
-    path = folder / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
 # ----------------------------------------------------------------------- loading
 
 
 def test_a_sampler_spec_loads_and_resolves(folder):
-    spec = load_spec(write(folder, SPEC.format(expected='expected = "violation"', scale=0.5)))
+    spec = load_spec(write_spec(folder, SPEC.format(expected='expected = "violation"', scale=0.5)))
     assert spec.kind == "black-box" and spec.expected == "violation"
     assert spec.samples == 20000 and spec.select_samples == 4000
     bb = spec.blackbox
@@ -82,13 +75,13 @@ def test_a_sampler_spec_loads_and_resolves(folder):
 
 def test_auto_method_and_the_mechanism_table_as_reference(folder):
     text = SPEC.format(expected="", scale=1.0).replace('method = "logistic"\n', "")
-    assert load_spec(write(folder, text)).blackbox.method == "logistic"  # no reference
+    assert load_spec(write_spec(folder, text)).blackbox.method == "logistic"  # no reference
     with_ref = text.replace("[claim]", 'reference = "laplace-mean"\n[claim]')
-    bb = load_spec(write(folder, with_ref)).blackbox
+    bb = load_spec(write_spec(folder, with_ref)).blackbox
     assert bb.method == "model" and bb.reference == "laplace-mean"
     assert not bb.reference_in_mechanism
     declared = '[mechanism]\nname = "laplace-mean"\nparams = { n = 20 }\n' + text
-    spec = load_spec(write(folder, declared))
+    spec = load_spec(write_spec(folder, declared))
     assert spec.blackbox.method == "model" and spec.blackbox.reference_in_mechanism
     assert spec.mechanism == "laplace-mean" and dict(spec.params) == {"n": 20}
     target = resolve_blackbox(spec)
@@ -168,7 +161,7 @@ def test_invalid_blackbox_fields_name_the_file_and_field(folder, tables, field):
     if rest:
         text += "[budget]" + rest + "\n"
     with pytest.raises(SpecError) as err:
-        load_spec(write(folder, text))
+        load_spec(write_spec(folder, text))
     message = str(err.value)
     assert f": {field}" in message and "\n" not in message and str(folder) in message, message
 
@@ -178,7 +171,7 @@ def test_select_samples_of_the_model_method_may_be_small(folder):
         '[blackbox]\nsampler = "sampler.py:laplace_mean"\nreference = "laplace-mean"\n'
         "[claim]\nepsilon = 1\n[data]\ngenerator = 'points'\n[budget]\nselect_samples = 1\n"
     )
-    assert load_spec(write(folder, text)).select_samples == 1
+    assert load_spec(write_spec(folder, text)).select_samples == 1
 
 
 # ------------------------------------------------------------------ features
@@ -219,7 +212,7 @@ def test_kl_features_need_a_functional_release(folder):
         'reference_params = { n = 20, dim = 1 }\nmethod = "logistic"\nfeatures = "kl"\n'
         "[claim]\nepsilon = 1\n[data]\ngenerator = 'points'\n"
     )
-    spec = load_spec(write(folder, text))
+    spec = load_spec(write_spec(folder, text))
     target = resolve_blackbox(spec)
     d, _ = load_pair(spec, target.public)
     with pytest.raises(SpecError, match=r"blackbox\.features: 'kl' needs a functional release"):
@@ -231,9 +224,9 @@ def test_kl_features_need_a_functional_release(folder):
 
 def test_run_writes_black_and_white_records_in_one_report(folder, tmp_path):
     (folder / "user.py").write_text(WHITE_USER)
-    write(folder, WHITE_SPEC.format(expected='expected = "pass"', scale=1.0), "white.toml")
-    write(folder, SPEC.format(expected='expected = "violation"', scale=0.5), "broken.toml")
-    write(folder, SPEC.format(expected='expected = "inconclusive"', scale=1.0), "correct.toml")
+    write_spec(folder, WHITE_SPEC.format(expected='expected = "pass"', scale=1.0), "white.toml")
+    write_spec(folder, SPEC.format(expected='expected = "violation"', scale=0.5), "broken.toml")
+    write_spec(folder, SPEC.format(expected='expected = "inconclusive"', scale=1.0), "correct.toml")
     reports = tmp_path / "reports"
     assert main(["run", str(folder), "--report", str(reports)]) == 0
     document = json.loads((reports / "results.json").read_text())
@@ -268,16 +261,16 @@ def test_run_writes_black_and_white_records_in_one_report(folder, tmp_path):
 
 
 def test_unexpected_violations_and_missed_expectations_exit_1(folder, capsys):
-    path = write(folder, SPEC.format(expected="", scale=0.5))
+    path = write_spec(folder, SPEC.format(expected="", scale=0.5))
     assert main(["run", str(path)]) == 1
     assert "1 audit(s) failed" in capsys.readouterr().err
-    path = write(folder, SPEC.format(expected='expected = "violation"', scale=1.0))
+    path = write_spec(folder, SPEC.format(expected='expected = "violation"', scale=1.0))
     assert main(["run", str(path)]) == 1  # the correct sampler is not caught
     assert main(["run", str(path), "--strict"]) == 1
 
 
 def test_overrides_apply_to_black_box_specs(folder, tmp_path):
-    path = write(folder, SPEC.format(expected="", scale=1.0))
+    path = write_spec(folder, SPEC.format(expected="", scale=1.0))
     out = tmp_path / "r.json"
     assert main(["run", str(path), "--samples", "3000", "--seed", "7", "--json", str(out)]) == 0
     (record,) = json.loads(out.read_text())["audits"]
@@ -300,7 +293,7 @@ def test_invalid_black_box_input_exits_2_and_writes_nothing(
     text = SPEC.format(expected="", scale=0.5)
     if "two_arguments" in new:
         text = text.replace("params = { scale_factor = 0.5 }\n", "")
-    path = write(folder, text.replace(old, new, 1))
+    path = write_spec(folder, text.replace(old, new, 1))
     reports = tmp_path / "reports"
     assert main(["run", str(folder), "--report", str(reports)]) == 2
     err = capsys.readouterr().err.strip()
@@ -310,9 +303,9 @@ def test_invalid_black_box_input_exits_2_and_writes_nothing(
 
 
 def test_a_crashing_sampler_stops_the_run_and_writes_nothing(folder, tmp_path, capsys):
-    write(folder, SPEC.format(expected="", scale=1.0), "a.toml")
+    write_spec(folder, SPEC.format(expected="", scale=1.0), "a.toml")
     text = SPEC.format(expected="", scale=1.0).replace("laplace_mean", "crashing")
-    write(folder, text.replace("params = { scale_factor = 1.0 }\n", ""), "b.toml")
+    write_spec(folder, text.replace("params = { scale_factor = 1.0 }\n", ""), "b.toml")
     reports = tmp_path / "reports"
     assert main(["run", str(folder), "--report", str(reports)]) == 2
     err = capsys.readouterr().err
@@ -321,14 +314,14 @@ def test_a_crashing_sampler_stops_the_run_and_writes_nothing(folder, tmp_path, c
 
 
 def test_check_validates_specs_without_running(folder, capsys):
-    write(folder, SPEC.format(expected='expected = "violation"', scale=0.5))
+    write_spec(folder, SPEC.format(expected='expected = "violation"', scale=0.5))
     assert main(["check", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "spec: black-box — sampler sampler.py:laplace_mean; method logistic on values" in out
     assert "1 spec(s) valid (0 white-box, 1 black-box)." in out
     assert main(["check", str(folder), "--epsilon", "1"]) == 2
     assert "validates specs" in capsys.readouterr().err
-    write(folder, SPEC.format(expected='expected = "pass"', scale=0.5))
+    write_spec(folder, SPEC.format(expected='expected = "pass"', scale=0.5))
     assert main(["check", str(folder / "spec.toml")]) == 2
     assert "spec.toml: expected: must be one of" in capsys.readouterr().err
 
@@ -351,8 +344,8 @@ def test_check_a_plain_sampler_once(folder, tmp_path, capsys):
 
 def test_info_shows_the_kind_of_each_spec(folder, capsys):
     (folder / "user.py").write_text(WHITE_USER)
-    write(folder, WHITE_SPEC.format(expected='expected = "pass"', scale=1.0), "white.toml")
-    write(folder, SPEC.format(expected="", scale=1.0), "black.toml")
+    write_spec(folder, WHITE_SPEC.format(expected='expected = "pass"', scale=1.0), "white.toml")
+    write_spec(folder, SPEC.format(expected="", scale=1.0), "black.toml")
     assert main(["info", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "x64 on" in out
@@ -369,7 +362,7 @@ def testscore_histogram_with_infinite_scores_and_no_warnings(folder):
 
     d, d_prime = np.zeros((20, 1)), np.zeros((20, 1))
     d_prime[0] = 1.0
-    spec = load_spec(write(folder, SPEC.format(expected="", scale=1.0)))
+    spec = load_spec(write_spec(folder, SPEC.format(expected="", scale=1.0)))
     result = blackbox_audit(
         resolve_blackbox(spec).sampler,
         d,

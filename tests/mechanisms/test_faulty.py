@@ -32,6 +32,14 @@ def test_known_flaw_is_machine_readable_and_pair_is_adjacent(name):
     dpaudit.check_adjacent(d, d_prime, mech.claim.adjacency)
 
 
+def _example_pair_losses(name, seed):
+    """The faulty mechanism `name`, its example pair and the privacy losses of 500 of its releases on D."""
+    mech = dpaudit.build(name)
+    d, d_prime = example_pair(name)
+    x = mech.sample(d, jax.random.key(seed), 500)
+    return mech, d, d_prime, mech.release_log_prob(d, x) - mech.release_log_prob(d_prime, x)
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -44,10 +52,7 @@ def test_known_flaw_is_machine_readable_and_pair_is_adjacent(name):
 )
 def test_finite_true_epsilon_is_reached_on_the_example_pair(name):
     """Pure-DP flaws: the largest privacy loss seen on the pair equals the stated true epsilon."""
-    mech = dpaudit.build(name)
-    d, d_prime = example_pair(name)
-    x = mech.sample(d, jax.random.key(0), 500)
-    loss = mech.release_log_prob(d, x) - mech.release_log_prob(d_prime, x)
+    mech, d, d_prime, loss = _example_pair_losses(name, seed=0)
     assert float(jnp.max(loss)) == pytest.approx(mech.known_flaw.true_epsilon, rel=1e-6)
     assert float(mech.distance(d, d_prime)) > mech.claim.sensitivity or name.endswith(
         ("sigma", "value", "epsilon")
@@ -64,10 +69,8 @@ def test_finite_true_epsilon_is_reached_on_the_example_pair(name):
     ],
 )
 def test_not_dp_flaws_show_unbounded_losses(name):
-    mech = dpaudit.build(name)
-    d, d_prime = example_pair(name)
-    x = mech.sample(d, jax.random.key(1), 500)
-    loss = np.asarray(mech.release_log_prob(d, x) - mech.release_log_prob(d_prime, x))
+    mech, _, _, loss = _example_pair_losses(name, seed=1)
+    loss = np.asarray(loss)
     assert mech.known_flaw.true_epsilon == math.inf
     assert loss.max() > 3 * mech.claim.epsilon
 

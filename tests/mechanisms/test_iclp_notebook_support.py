@@ -54,18 +54,10 @@ def _dataset(seed, n, tau, *, off_span=True):
     bound=st.sampled_from(mean.QR_BOUNDS),
 )
 def test_qr_worst_case_record_attains_cauchy_schwarz_bound(psi, eta, tau, n, bound):
-    mech = dpaudit.build(
-        "iclp-qr-mean",
-        n=n,
-        epsilon=1.0,
-        tau=tau,
-        psi=psi,
-        eta=eta,
-        basis=BASIS,
-        beta=BETA,
-        sensitivity_bound=bound,
-    )
-    record = np.asarray(mean.qr_worst_case_record(BASIS, tau=tau, psi=psi, eta=eta))
+    qr_params = {"tau": tau, "psi": psi, "eta": eta}
+    build_options = {"epsilon": 1.0, "basis": BASIS, "beta": BETA, "sensitivity_bound": bound}
+    mech = dpaudit.build("iclp-qr-mean", n=n, **qr_params, **build_options)
+    record = np.asarray(mean.qr_worst_case_record(BASIS, **qr_params))
     assert math.isclose(math.sqrt(record**2 @ W), tau, rel_tol=1e-12)
     d = np.array(_dataset(1, n, tau))
     d[0] = record

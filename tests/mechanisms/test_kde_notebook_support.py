@@ -9,6 +9,7 @@ check is deterministic.
 
 import numpy as np
 import pytest
+from curve_test_support import KDE_ETA, SEED, UNIT_POINT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,13 +41,7 @@ def test_replacement_distances_match_numpy_eigh_at_grid_points():
 
 
 @settings(max_examples=20)
-@given(
-    seed=st.integers(0, 2**31),
-    n=st.sampled_from([1, 5, 40]),
-    eta=st.floats(1.01, 2.0),
-    x_old=st.floats(0.0, 1.0),
-    x_new=st.floats(0.0, 1.0),
-)
+@given(seed=SEED, n=st.sampled_from([1, 5, 40]), eta=KDE_ETA, x_old=UNIT_POINT, x_new=UNIT_POINT)
 def test_replacement_distance_is_the_mechanism_distance_and_below_the_bound(
     seed, n, eta, x_old, x_new
 ):

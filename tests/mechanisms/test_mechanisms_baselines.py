@@ -14,6 +14,12 @@ import pytest
 import scipy.interpolate
 import scipy.stats
 from conftest import TEST_FAILURE_RATE
+from curve_test_support import (
+    PAIR_KINDS,
+    assert_summary_refuses_malformed,
+    neighbour_draws,
+    replace_first_record,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,29 +76,17 @@ def test_gaussian_summary_is_the_projection_of_the_sample_mean():
 
 
 @settings(max_examples=30)
-@given(
-    seed=st.integers(0, 2**31 - 1),
-    n=st.sampled_from([1, N]),
-    tau=st.floats(0.1, 10.0),
-    k=st.sampled_from([1, 10]),
-    kind=st.sampled_from(["random", "negated", "eigenfunction", "huge-clipped"]),
-)
+@given(**neighbour_draws([1, N], k=st.sampled_from([1, 10]), kind=PAIR_KINDS))
 def test_gaussian_l2_sensitivity_holds_and_is_attained(seed, n, tau, k, kind):
     rng = np.random.default_rng(seed)
-    data = l2_curves(rng, n, tau)
-    prime = data.copy()
-    out_of_bound = "reject"
-    if kind == "random":
-        prime[0] = l2_curves(rng, 1, tau)[0]
-    elif kind == "negated":
-        prime[0] = -data[0]
-    elif kind == "eigenfunction":  # tau phi_j against -tau phi_j attains 2 tau / n
+    data, prime = replace_first_record(l2_curves, rng, n, tau, kind)
+    out_of_bound = "clip" if kind == "huge-clipped" else "reject"
+    if kind == "eigenfunction":  # tau phi_j against -tau phi_j attains 2 tau / n
         data[0] = tau * np.asarray(BASIS.eigenfunctions[:, rng.integers(k)])
         prime[0] = -data[0]
-    else:
+    elif kind == "huge-clipped":
         data[0] = 1e4 * tau * np.asarray(BASIS.eigenfunctions[:, 0])
         prime[0] = 1e4 * tau * rng.normal(size=GRID.size)
-        out_of_bound = "clip"
     mech = gaussian_kl_coefficients_mechanism(
         n, 1.0, 0.1, tau, n_components=k, basis=BASIS, out_of_bound=out_of_bound
     )
@@ -229,25 +223,21 @@ def test_bernstein_approximation_error_of_the_noiseless_mean():
 
 @settings(max_examples=30)
 @given(
-    seed=st.integers(0, 2**31 - 1),
-    n=st.sampled_from([1, N]),
-    tau=st.floats(0.1, 10.0),
-    degree=st.sampled_from([1, 7, 20]),
-    kind=st.sampled_from(["random", "constant", "huge-clipped"]),
+    **neighbour_draws(
+        [1, N],
+        degree=st.sampled_from([1, 7, 20]),
+        kind=st.sampled_from(["random", "constant", "huge-clipped"]),
+    )
 )
 def test_bernstein_l1_sensitivity_holds_and_is_attained(seed, n, tau, degree, kind):
     rng = np.random.default_rng(seed)
-    data = sup_curves(rng, n, tau)
-    prime = data.copy()
-    out_of_bound = "reject"
-    if kind == "random":
-        prime[0] = sup_curves(rng, 1, tau)[0]
-    elif kind == "constant":  # X_1 = tau, X_1' = -tau attains 2 tau (k+1) / n
+    data, prime = replace_first_record(sup_curves, rng, n, tau, kind)
+    out_of_bound = "clip" if kind == "huge-clipped" else "reject"
+    if kind == "constant":  # X_1 = tau, X_1' = -tau attains 2 tau (k+1) / n
         data[0], prime[0] = tau, -tau
-    else:
+    elif kind == "huge-clipped":
         data[0] = 1e3 * tau * rng.normal(size=GRID.size)
         prime[0] = -data[0]
-        out_of_bound = "clip"
     mech = bernstein_mean_mechanism(
         n, 1.0, tau, degree=degree, grid=GRID, out_of_bound=out_of_bound
     )
@@ -319,12 +309,7 @@ def test_bernstein_bad_inputs():
     with pytest.raises(ValueError, match=r"value 1.25, outside \[-tau, tau\] with tau = 1"):
         mech.summary(bad)
     np.testing.assert_array_equal(enforce_sup_bound(bad, 1.0, "clip")[3, 7], 1.0)
-    with pytest.raises(ValueError, match=r"must be \(n, 40\)"):
-        mech.summary(data[:, :39])
-    with pytest.raises(ValueError, match="built for n = 12"):
-        mech.summary(data[:3])
-    with pytest.raises(ValueError, match="NaN"):
-        mech.summary(np.where(data > 0.9, np.nan, data))
+    assert_summary_refuses_malformed(mech, data, columns=39, rows=3, nan_above=0.9)
     with pytest.raises(ValueError, match="degree must be a positive integer"):
         bernstein_mean_mechanism(N, 1.0, 1.0, degree=0)
     with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):

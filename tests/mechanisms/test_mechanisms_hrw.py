@@ -7,6 +7,7 @@ solutions), Gaussian conditioning with numpy (online sampler), chi-square and
 normal quantiles at TEST_FAILURE_RATE with Bonferroni corrections (noise laws).
 """
 
+import functools
 import math
 
 import jax
@@ -277,42 +278,37 @@ def test_sobolev_kde_sensitivity_bound(dim, h, data_strategy):
 # ----------------------------------------------- grid-restricted form (docs/oracles.md#oracle-hrw)
 
 
+# name -> (catalogue entry, build options, dimension); the exact RKHS distance uses the same
+# bandwidth (the anisotropic entry's default is FULL_H).
+KDE_CASES = {
+    "gaussian-1d": ("hrw-gaussian-kde", {"bandwidth": 0.1, "grid_size": 10}, 1),
+    "gaussian-2d": ("hrw-gaussian-kde", {"bandwidth": 0.15, "dim": 2, "grid_size": 4}, 2),
+    "diagonal-H-2d": ("hrw-gaussian-kde-anisotropic", {"bandwidth": (0.1, 0.2), "grid_size": 4}, 2),
+    "full-H-2d": ("hrw-gaussian-kde-anisotropic", {"grid_size": 4}, 2),
+    "sobolev-1d": ("hrw-sobolev-kde", {"bandwidth": 0.1, "grid_size": 10}, 1),
+    "sobolev-2d": ("hrw-sobolev-kde", {"bandwidth": 0.2, "dim": 2, "grid_size": 4}, 2),
+}
+
+
 @pytest.fixture(scope="module")
 def kde_mechanisms():
     n = 8
     return {
-        "gaussian-1d": (
-            dpaudit.build("hrw-gaussian-kde", n=n, bandwidth=0.1, grid_size=10),
-            lambda d, p: gaussian_kde_rkhs_distance(d, p, 0.1, 1),
-        ),
-        "gaussian-2d": (
-            dpaudit.build("hrw-gaussian-kde", n=n, bandwidth=0.15, dim=2, grid_size=4),
-            lambda d, p: gaussian_kde_rkhs_distance(d, p, 0.15, 2),
-        ),
-        "diagonal-H-2d": (
-            dpaudit.build("hrw-gaussian-kde-anisotropic", n=n, bandwidth=(0.1, 0.2), grid_size=4),
-            lambda d, p: gaussian_kde_rkhs_distance(d, p, (0.1, 0.2), 2),
-        ),
-        "full-H-2d": (
-            dpaudit.build("hrw-gaussian-kde-anisotropic", n=n, grid_size=4),
-            lambda d, p: gaussian_kde_rkhs_distance(d, p, FULL_H, 2),
-        ),
-        "sobolev-1d": (
-            dpaudit.build("hrw-sobolev-kde", n=n, bandwidth=0.1, grid_size=10),
-            lambda d, p: sobolev_kde_rkhs_distance(d, p, 0.1, 1),
-        ),
-        "sobolev-2d": (
-            dpaudit.build("hrw-sobolev-kde", n=n, bandwidth=0.2, dim=2, grid_size=4),
-            lambda d, p: sobolev_kde_rkhs_distance(d, p, 0.2, 2),
-        ),
+        which: (
+            dpaudit.build(entry, n=n, **options),
+            functools.partial(
+                sobolev_kde_rkhs_distance if "sobolev" in entry else gaussian_kde_rkhs_distance,
+                bandwidth=options.get("bandwidth", FULL_H),
+                dim=dim,
+            ),
+        )
+        for which, (entry, options, dim) in KDE_CASES.items()
     }
 
 
 @settings(max_examples=20)
 @given(
-    st.sampled_from(
-        ["gaussian-1d", "gaussian-2d", "diagonal-H-2d", "full-H-2d", "sobolev-1d", "sobolev-2d"]
-    ),
+    st.sampled_from(list(KDE_CASES)),
     st.data(),
 )
 def test_grid_norm_at_most_rkhs_norm_at_most_bound(kde_mechanisms, which, data_strategy):

@@ -16,19 +16,13 @@ import scipy.integrate
 import scipy.optimize
 import scipy.stats
 from conftest import TEST_FAILURE_RATE
+from curve_test_support import KDE_ETA, REPLACEMENT_STYLE, SEED, UNIT_POINT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpaudit
 from dpaudit.noise import one_c_log_rn
-from dpaudit.spaces import (
-    BrownianMotion,
-    Matern,
-    kl_basis,
-    one_c_norm,
-    spectral_basis,
-    uniform_grid,
-)
+from dpaudit.spaces import Matern, kl_basis, one_c_norm, spectral_basis, uniform_grid
 from mechanisms.iclp import beyond, mean
 from mechanisms.iclp import simulations as sim
 
@@ -78,7 +72,7 @@ def _replace_first(rng, x, tau, style, basis=BASIS, weights=None):
 
 @settings(max_examples=12)
 @given(
-    seed=st.integers(0, 2**31),
+    seed=SEED,
     n=st.sampled_from([1, 4]),
     log_psi=st.floats(-3, 0),
     eta=st.floats(1.0, 3.0),
@@ -197,19 +191,25 @@ def test_covariance_and_fos_summaries_match_direct_grid_computations():
 # ------------------------------------------------------------------ sensitivity bounds
 
 
+def _sensitivity_draws(n_values, *, tau_max, log_psi, eta, **more):
+    """Draws of a sensitivity test: seed, n, tau in [0.2, tau_max], log10 psi, eta, `more`, style."""
+    return {
+        "seed": SEED,
+        "n": st.sampled_from(n_values),
+        "tau": st.floats(0.2, tau_max),
+        "log_psi": st.floats(*log_psi),
+        "eta": st.floats(*eta),
+        **more,
+        "style": REPLACEMENT_STYLE,
+    }
+
+
 def _one_c(h):
     return float(one_c_norm(h, LAM))
 
 
 @settings(max_examples=30)
-@given(
-    seed=st.integers(0, 2**31),
-    n=st.sampled_from([2, 9, 30]),
-    tau=st.floats(0.2, 5.0),
-    log_psi=st.floats(-4, 0),
-    eta=st.floats(0.8, 3.0),
-    style=st.sampled_from(["random", "antipodal", "aligned"]),
-)
+@given(**_sensitivity_draws([2, 9, 30], tau_max=5.0, log_psi=(-4, 0), eta=(0.8, 3.0)))
 def test_qr_and_frl_sensitivity_bounds_hold(seed, n, tau, log_psi, eta, style):
     """||f_D - f_D'||_{1,C} <= both QR bounds; FRL l1 <= both; Cauchy-Schwarz is attained."""
     rng = np.random.default_rng(seed)
@@ -244,13 +244,13 @@ def test_qr_and_frl_sensitivity_bounds_hold(seed, n, tau, log_psi, eta, style):
 
 @settings(max_examples=30)
 @given(
-    seed=st.integers(0, 2**31),
-    n=st.sampled_from([2, 9, 40]),
-    tau=st.floats(0.2, 5.0),
-    log_psi=st.floats(-3, 0.5),
-    eta=st.floats(1.0, 3.0),
-    scale=st.sampled_from([1.0, 1.0, 30.0]),
-    style=st.sampled_from(["random", "antipodal", "aligned"]),
+    **_sensitivity_draws(
+        [2, 9, 40],
+        tau_max=5.0,
+        log_psi=(-3, 0.5),
+        eta=(1.0, 3.0),
+        scale=st.sampled_from([1.0, 1.0, 30.0]),
+    )
 )
 def test_ar_sensitivity_bounds_hold_and_the_printed_one_when_eigenvalues_are_at_most_one(
     seed, n, tau, log_psi, eta, scale, style
@@ -310,14 +310,7 @@ def test_printed_ar_bound_fails_when_an_eigenvalue_exceeds_one():
 
 
 @settings(max_examples=25)
-@given(
-    seed=st.integers(0, 2**31),
-    n=st.sampled_from([2, 9, 30]),
-    tau=st.floats(0.2, 3.0),
-    log_psi=st.floats(-3, 0),
-    eta=st.floats(0.8, 2.5),
-    style=st.sampled_from(["random", "antipodal", "aligned"]),
-)
+@given(**_sensitivity_draws([2, 9, 30], tau_max=3.0, log_psi=(-3, 0), eta=(0.8, 2.5)))
 def test_covariance_sensitivity_bounds_hold(seed, n, tau, log_psi, eta, style):
     rng = np.random.default_rng(seed)
     psi = 10.0**log_psi
@@ -345,13 +338,7 @@ KDE_KERNEL, KDE_BASIS = beyond.kde_basis(0.08, grid_size=40)
 
 
 @settings(max_examples=25)
-@given(
-    seed=st.integers(0, 2**31),
-    n=st.sampled_from([1, 7, 50]),
-    eta=st.floats(1.01, 2.0),
-    x_new=st.floats(0.0, 1.0),
-    x_old=st.floats(0.0, 1.0),
-)
+@given(seed=SEED, n=st.sampled_from([1, 7, 50]), eta=KDE_ETA, x_new=UNIT_POINT, x_old=UNIT_POINT)
 def test_kde_sensitivity_bound_holds(seed, n, eta, x_new, x_old):
     """Thm 8 with 2 sqrt(M_K) (see docs/paper-errors.md#lr-kde-rkhs-constant); M_K = lambda_1^(eta-1) sup K bounds sup K^eta(x, x)."""
     rng = np.random.default_rng(seed)
@@ -375,15 +362,15 @@ def test_kde_sensitivity_bound_holds(seed, n, eta, x_new, x_old):
 
 @settings(max_examples=15)
 @given(
-    seed=st.integers(0, 2**31),
+    seed=SEED,
     n=st.sampled_from([3, 12]),
-    log_psi=st.floats(-2.5, 0),
+    psi=st.floats(-2.5, 0).map(lambda log_psi: 10.0**log_psi),
     bound=st.floats(0.2, 3.0),
     adversarial=st.booleans(),
 )
-def test_krr_sensitivity_bound_holds(seed, n, log_psi, bound, adversarial):
+def test_krr_sensitivity_bound_holds(seed, n, psi, bound, adversarial):
     rng = np.random.default_rng(seed)
-    kernel, psi, eta = Matern(1.5, 0.1), 10.0**log_psi, 1.6
+    kernel, eta = Matern(1.5, 0.1), 1.6
     x, y = rng.uniform(size=n), rng.uniform(-bound, bound, size=n)
     x2, y2 = x.copy(), y.copy()
     if adversarial:  # every response at +B, the replaced one flips to -B at the same point
@@ -407,7 +394,7 @@ def test_krr_sensitivity_bound_holds(seed, n, log_psi, bound, adversarial):
 
 @settings(max_examples=12)
 @given(
-    seed=st.integers(0, 2**31),
+    seed=SEED,
     n=st.just(12),
     p=st.sampled_from([1, 3]),
     aligned=st.booleans(),
@@ -827,7 +814,9 @@ def test_clip_rescales_and_reject_refuses_curves_beyond_tau():
             "eta > 1 \\+ 1/beta",
         ),
         (
-            lambda: beyond.iclp_qr_krr(10, 1.0, 0.1, grid_size=20, kernel=BrownianMotion()),
+            lambda: beyond.iclp_qr_krr(
+                10, 1.0, 0.1, grid_size=20, kernel=dpaudit.spaces.BrownianMotion()
+            ),
             ValueError,
             "kernel_sup",
         ),

@@ -15,6 +15,12 @@ import pytest
 import scipy.optimize
 import scipy.stats
 from conftest import TEST_FAILURE_RATE
+from curve_test_support import (
+    PAIR_KINDS,
+    assert_summary_refuses_malformed,
+    neighbour_draws,
+    replace_first_record,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,31 +153,20 @@ def test_theorem_4_1_constants():
 
 @settings(max_examples=30)
 @given(
-    seed=st.integers(0, 2**31 - 1),
-    n=st.sampled_from([1, N]),
-    tau=st.floats(0.1, 10.0),
-    eta=st.floats(1.0, 4.0),
-    phi=st.floats(1e-5, 1.0),
-    kind=st.sampled_from(["random", "negated", "eigenfunction", "huge-clipped"]),
+    **neighbour_draws([1, N], eta=st.floats(1.0, 4.0), phi=st.floats(1e-5, 1.0), kind=PAIR_KINDS)
 )
 def test_sensitivity_bound_holds_on_neighbours(seed, n, tau, eta, phi, kind):
     """||f_D - f_D'||_C <= Delta (spectral and closed-form bounds) on random and adversarial pairs."""
     rng = np.random.default_rng(seed)
-    data = random_curves(rng, n, tau)
-    prime = data.copy()
-    out_of_bound = "reject"
-    if kind == "random":
-        prime[0] = random_curves(rng, 1, tau)[0]
-    elif kind == "negated":
-        prime[0] = -data[0]
-    elif kind == "eigenfunction":  # the maximiser of Thm 4.1's first bound, +-tau v_j
+    data, prime = replace_first_record(random_curves, rng, n, tau, kind)
+    out_of_bound = "clip" if kind == "huge-clipped" else "reject"
+    if kind == "eigenfunction":  # the maximiser of Thm 4.1's first bound, +-tau v_j
         j = int(np.argmax(mrs_sup_function(np.asarray(BASIS.eigenvalues), eta, phi)))
         data[0] = tau * unit(np.asarray(BASIS.eigenfunctions[:, j]))
         prime[0] = -data[0]
-    else:  # records far outside the ball, rescaled onto it by the claimed clipping step
+    elif kind == "huge-clipped":  # records far outside the ball, rescaled onto it by clipping
         data[0] = 1e3 * tau * unit(np.asarray(BASIS.eigenfunctions[:, 0]))
         prime[0] = -1e3 * tau * unit(rng.normal(size=GRID.size))
-        out_of_bound = "clip"
     dpaudit.check_adjacent(data, prime)
     bounds = {}
     for bound in ("spectral", "closed-form"):
@@ -417,12 +412,7 @@ def test_bad_inputs_get_one_clear_sentence():
     too_long[3] *= 3.0 / np.sqrt(np.sum(np.asarray(GRID.weights) * too_long[3] ** 2))
     with pytest.raises(ValueError, match=r"curve 3 has L2 norm 3 > tau = 1"):
         mech.summary(too_long)
-    with pytest.raises(ValueError, match=r"must be \(n, 40\)"):
-        mech.summary(data[:, :30])
-    with pytest.raises(ValueError, match="built for n = 12"):
-        mech.summary(data[:4])
-    with pytest.raises(ValueError, match="NaN"):
-        mech.summary(np.where(data > 0.5, np.nan, data))
+    assert_summary_refuses_malformed(mech, data, columns=30, rows=4, nan_above=0.5)
     with pytest.raises(ValueError, match=r"epsilon <= 1.*calibration='analytic'"):
         mrs_penalized_mean_mechanism(N, 2.0, 0.1, 1.0, basis=BASIS)
     for eta in (0.0, -1.0, 0.5):

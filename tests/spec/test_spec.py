@@ -1,10 +1,10 @@
 """Audit specs: validation with one clear line, user mechanisms from files, dataset generators."""
 
-import textwrap
 
 import jax
 import numpy as np
 import pytest
+from spec_fixtures import write_spec
 
 import dpaudit
 from dpaudit.datasets import generate, generators
@@ -51,14 +51,8 @@ def folder(tmp_path):
     return tmp_path
 
 
-def write(folder, text, name="spec.toml"):
-    path = folder / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
 def test_user_mechanism_from_a_file(folder):
-    spec = load_spec(write(folder, GOOD.format(epsilon=1.0)))
+    spec = load_spec(write_spec(folder, GOOD.format(epsilon=1.0)))
     assert spec.name == "spec" and spec.samples == 1000 and spec.expected == "pass"
     assert spec.claim.epsilon == 1.0 and spec.claim.delta == 0.0
     mech = resolve_mechanism(spec)
@@ -99,19 +93,19 @@ def test_user_mechanism_from_a_file(folder):
 )  # fmt: skip
 def test_invalid_specs_name_the_field(folder, text, field):
     with pytest.raises(SpecError) as err:
-        load_spec(write(folder, text))
+        load_spec(write_spec(folder, text))
     message = str(err.value)
     assert field in message and "\n" not in message and str(folder) in message
 
 
 def test_callable_with_the_wrong_signature(folder):
     text = GOOD.format(epsilon=1.0).replace("user.py:build", "user.py:not_a_builder")
-    spec = load_spec(write(folder, text))
+    spec = load_spec(write_spec(folder, text))
     with pytest.raises(SpecError, match=r"mechanism\.params: the builder does not accept"):
         resolve_mechanism(spec)
     text = GOOD.format(epsilon=1.0).replace("user.py:build", "user.py:nothing_here")
     with pytest.raises(SpecError, match="defines no 'nothing_here'"):
-        resolve_mechanism(load_spec(write(folder, text)))
+        resolve_mechanism(load_spec(write_spec(folder, text)))
 
 
 def test_data_files(folder):
@@ -122,7 +116,7 @@ def test_data_files(folder):
     text = GOOD.format(epsilon=1.0).replace(
         'generator = "points"', 'files = ["d.npy", "d_prime.npy"]'
     )
-    spec = load_spec(write(folder, text))
+    spec = load_spec(write_spec(folder, text))
     _, dp = load_pair(spec, resolve_mechanism(spec))
     np.testing.assert_array_equal(dp, d_prime)
 
@@ -130,8 +124,8 @@ def test_data_files(folder):
 def test_find_specs(folder):
     with pytest.raises(SpecError, match=r"no \*\.toml audit specs"):
         find_specs(folder)
-    write(folder, GOOD.format(epsilon=1.0), "a.toml")
-    write(folder, GOOD.format(epsilon=2.0), "b.toml")
+    write_spec(folder, GOOD.format(epsilon=1.0), "a.toml")
+    write_spec(folder, GOOD.format(epsilon=2.0), "b.toml")
     assert [p.name for p in find_specs(folder)] == ["a.toml", "b.toml"]
     with pytest.raises(SpecError, match="no such file or folder"):
         find_specs(folder / "nope")

@@ -229,9 +229,8 @@ def test_raw_mean_of_rough_curves_with_rbf_noise():
 def test_pure_iclp_claim_on_a_gaussian_only_pair_is_incompatible():
     """h = c j^-2 with lambda_j = j^-2: ||h||_C converges, ||h||_{1,C} = c sum 1/j diverges.
     At K = 64 the 1,C norm is finite and the noise covers it, but no sigma works as K grows."""
-    k = 64
-    lam = np.arange(1, k + 1.0) ** -2.0
-    h = 0.05 * np.arange(1, k + 1.0) ** -2.0
+    lam = np.arange(1, 64 + 1.0) ** -2.0  # K = 64 components
+    h = 0.05 * lam  # c j^-2 with c = 0.05
     sigma = 1.5 * math.sqrt(2) * float(one_c_norm(jnp.asarray(h), jnp.asarray(lam)))
 
     def model(data):
