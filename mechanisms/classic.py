@@ -39,14 +39,13 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
 from dpaudit.noise import analytic_gaussian_sigma, classical_gaussian_sigma
-from mechanisms.common import summary_release
+from mechanisms.common import gaussian_release, laplace_release, summary_release
 
 __all__ = [
     "DiscreteLaplace",
@@ -444,15 +443,13 @@ def laplace_mean(
     def summary(data):
         return clipped_mean(_records(data, n, dim), low, high)
 
-    return summary_release(
+    return laplace_release(
         "laplace-mean",
         summary,
-        lambda loc: dist.Laplace(loc, scale).to_event(1),
+        scale,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="l1",
         reference="Dwork & Roth 2014, Thm 3.6",
-        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "low": low, "high": high, "dim": dim, "scale": scale},
         description="Mean of records clipped to [low, high]^d plus Laplace noise (l1 sensitivity).",
     )
@@ -464,16 +461,14 @@ def _gaussian_mean(name, sigma, epsilon, delta, n, low, high, dim, reference):
     def summary(data):
         return clipped_mean(_records(data, n, dim), low, high)
 
-    return summary_release(
+    return gaussian_release(
         name,
         summary,
-        lambda loc: dist.Normal(loc, sigma).to_event(1),
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="l2",
         reference=reference,
         delta=delta,
-        difference_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
         params={
             "epsilon": epsilon,
             "delta": delta,

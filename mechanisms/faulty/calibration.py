@@ -13,7 +13,7 @@ import scipy.optimize
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon
 from dpaudit.noise import classical_gaussian_multiplier, gaussian_delta
-from mechanisms.common import summary_release
+from mechanisms.common import gaussian_release, laplace_release, summary_release
 from mechanisms.faulty import register_pair
 
 
@@ -63,16 +63,14 @@ def gaussian_classical_large_epsilon(
     true_delta = float(gaussian_delta(epsilon, mu))
     summary = _mean_parts(n, low, high)
 
-    return summary_release(
+    return gaussian_release(
         "faulty/gaussian-classical-large-epsilon",
         summary,
-        lambda loc: dist.Normal(loc, sigma).to_event(1),
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="l2",
         reference="HRW Prop. 2.4 / MRS Thm 3.2 applied outside epsilon <= 1",
         delta=delta,
-        difference_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
         params={
             "epsilon": epsilon,
             "delta": delta,
@@ -152,16 +150,14 @@ def histogram_scale_epsilon(epsilon: float = 0.5, n_bins: int = 4) -> dpaudit.Me
             raise ValueError("histogram records must be a 1-D array of categories.")
         return jnp.sum(x.astype(jnp.int64)[:, None] == jnp.arange(n_bins), axis=0).astype(float)
 
-    return summary_release(
+    return laplace_release(
         "faulty/histogram-scale-epsilon",
         summary,
-        lambda loc: dist.Laplace(loc, epsilon).to_event(1),
+        epsilon,  # the flaw: the Laplace scale should be 1/epsilon
         epsilon=epsilon,
         sensitivity=1.0,
-        sensitivity_norm="l1",
         reference="Dwork & Roth 2014, Thm 3.6 (misapplied scale)",
         adjacency="add-remove",
-        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n_bins": n_bins, "scale": epsilon},
         known_flaw=dpaudit.KnownFlaw(
             reason=(

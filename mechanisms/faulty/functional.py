@@ -12,9 +12,9 @@ import numpyro.distributions as dist
 
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon
-from dpaudit.noise import GaussianProcessNoise, GridNoise, ICLPNoise, classical_gaussian_multiplier
+from dpaudit.noise import GaussianProcessNoise, GridNoise, classical_gaussian_multiplier
 from dpaudit.spaces import Gaussian, Matern, kl_basis, l2_norm, one_c_norm, uniform_grid
-from mechanisms.common import summary_release
+from mechanisms.common import iclp_release, summary_release
 from mechanisms.faulty import register_pair
 from mechanisms.faulty.calibration import gaussian_true_epsilon
 
@@ -50,15 +50,14 @@ def iclp_unscaled_sigma(
         c = basis.project(_curves(data, n, grid_size))
         return jnp.mean(_clip_to(c, one_c_norm(c, lam), tau), axis=0)
 
-    return summary_release(
+    return iclp_release(
         "faulty/iclp-unscaled-sigma",
         summary,
-        lambda loc: ICLPNoise(lam, sigma, loc=loc),
+        lam,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference="Lin & Reimherr Thm 4 as printed (sigma = Delta/epsilon)",
-        difference_norm=lambda h: one_c_norm(h, lam),
         params={"epsilon": epsilon, "n": n, "tau": tau, "sigma": sigma, "eigenvalues": lam},
         known_flaw=dpaudit.KnownFlaw(
             reason=(
@@ -111,15 +110,14 @@ def iclp_raw_eigenpairs(
         clipped = _clip_to(coefficients, l2_norm(coefficients), tau)
         return jnp.mean(clipped, axis=0) * math.sqrt(grid_size)  # raw: v_k' x = sqrt(m) <x, phi_k>
 
-    return summary_release(
+    return iclp_release(
         "faulty/iclp-raw-eigenpairs",
         summary,
-        lambda loc: ICLPNoise(raw_eigenvalues, sigma, loc=loc),
+        raw_eigenvalues,
+        sigma,
         epsilon=epsilon,
         sensitivity=wrong_sensitivity,
-        sensitivity_norm="one-c",
         reference="Lin & Reimherr Alg. 1 without the quadrature normalisation",
-        difference_norm=lambda h: one_c_norm(h, raw_eigenvalues),
         params={
             "epsilon": epsilon,
             "n": n,

@@ -72,16 +72,15 @@ import numpy as np
 
 from dpaudit import Mechanism, register
 from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
-from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
+from dpaudit.noise import iclp_sigma
 from dpaudit.spaces import (
     Exponential,
     Gaussian,
     KarhunenLoeveBasis,
     Kernel,
     Matern,
-    one_c_norm,
 )
-from mechanisms.common import summary_release
+from mechanisms.common import iclp_release
 from mechanisms.iclp.mean import (
     DEFAULT_KERNEL,
     OUT_OF_BOUND,
@@ -95,7 +94,7 @@ from mechanisms.iclp.mean import (
     check_records,
     default_basis,
     enforce_l2_bound,
-    grid_one_c_norm,
+    iclp_grid_release,
     kernel_basis,
     kernel_decay_rate,
     pss_eta,
@@ -420,23 +419,21 @@ def iclp_qr_kde(
     lam, phi = basis.eigenvalues, basis.eigenfunctions
     sensitivity = kde_sensitivity(lam, n=n, eta=eta, normaliser=normaliser, sup_kernel=sup_k)
     sigma = iclp_sigma(sensitivity, epsilon)
-    noise = ICLPNoise(lam, sigma)
 
     def summary(data):
         x = _domain_points(data, dim, out_of_bound)
         check_records(x.shape[0], n)
         return phi @ _kde_coefficients(x, kernel, basis, eta, normaliser)
 
-    return summary_release(
+    return iclp_grid_release(
         "iclp-qr-kde",
         summary,
-        lambda loc: GridNoise(noise, basis, loc=loc),
+        basis,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, Thm 8 with the 2 sqrt(M_K) RKHS bound (docs/paper-errors.md#lr-kde-rkhs-constant) and Thm 4, "
         "sigma = sqrt(2) Delta/epsilon",
-        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -449,7 +446,6 @@ def iclp_qr_kde(
             "kernel_sup": sup_k,
             "normaliser": normaliser,
             "out_of_bound": out_of_bound,
-            "sigma": sigma,
         },
         description=f"ICLP-QR KDE of n = {n} points of [0, 1]^{dim} ({out_of_bound} outside): (c/n) sum_i "
         f"K^eta(., x_i) with K = {kernel!r} (bandwidth inside the ICLP kernel), operator "
@@ -599,23 +595,21 @@ def iclp_qr_krr(
     lam = basis.eigenvalues
     sensitivity = krr_sensitivity(lam, n=n, psi=psi, eta=eta, response_bound=b, sup_kernel=sup_k)
     sigma = iclp_sigma(sensitivity, epsilon)
-    noise = ICLPNoise(lam, sigma)
 
     def summary(data):
         x, y = _regression_data(data, dim, b, out_of_bound)
         check_records(x.shape[0], n)
         return basis.eigenfunctions @ _krr_coefficients(x, y, kernel, basis, psi, eta)
 
-    return summary_release(
+    return iclp_grid_release(
         "iclp-qr-krr",
         summary,
-        lambda loc: GridNoise(noise, basis, loc=loc),
+        basis,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, Thm 9 with the squared penalty (docs/paper-errors.md#lr-erm-squared-penalty) and HRW's M-admissible "
         "bound, square loss M = 2B(1 + sqrt(kappa/psi)); Thm 4, sigma = sqrt(2) Delta/eps",
-        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -628,7 +622,6 @@ def iclp_qr_krr(
             "grid_size": basis.grid_size,
             "n_components": basis.n_components,
             "out_of_bound": out_of_bound,
-            "sigma": sigma,
         },
         description=f"ICLP-QR kernel ridge regression on n = {n} pairs (x in [0, 1]^{dim}, |y| <= {b:g}; "
         f"{out_of_bound} outside): penalty psi ||f||^2_(C^eta), psi = {psi:g}, eta = "
@@ -765,16 +758,15 @@ def iclp_qr_covariance(
         return _covariance_core(x, weights, phi, shrinkage).reshape(-1)
 
     k = basis.n_components
-    return summary_release(
+    return iclp_release(
         "iclp-qr-covariance",
         summary,
-        lambda loc: ICLPNoise(flat_eigenvalues, sigma, loc=loc),
+        flat_eigenvalues,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, App. C.1 (tensor ICLP-QR) with Thm 6's argument on "
         f"Delta_HS = (n-1)(4+sqrt 2) tau^2/n^2 ({sensitivity_bound}); Thm 4",
-        difference_norm=lambda h: one_c_norm(h, flat_eigenvalues),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -982,17 +974,16 @@ def iclp_qr_fos_regression(
         t1, t2 = _fos_parts(x, y, basis.grid.weights, basis.eigenfunctions, shrinkage)
         return jnp.concatenate([t1, t2.reshape(-1)])
 
-    return summary_release(
+    return iclp_release(
         "iclp-qr-fos-regression",
         summary,
-        lambda loc: ICLPNoise(nu, sigma, loc=loc),
+        nu,
+        sigma,
         epsilon=epsilon,
         sensitivity=1.0,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, App. C.2: gamma eps on T1 (Laplace, l1 sensitivity (p+1) xi^2/n), "
         f"(1-gamma) eps on T2 (ICLP-QR, Thm 6 {sensitivity_bound} times sqrt(p) xi/tau), "
         "sequential composition; unit 1,nu sensitivity of the joint ICLP",
-        difference_norm=lambda h: one_c_norm(h, nu),
         params={
             "n": n,
             "epsilon": epsilon,

@@ -83,7 +83,6 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 
 from dpaudit import Mechanism, register
 from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
@@ -97,7 +96,7 @@ from dpaudit.spaces import (
     uniform_grid,
 )
 from dpaudit.spaces.grids import Grid
-from mechanisms.common import summary_release
+from mechanisms.common import laplace_release, summary_release
 
 __all__ = [
     "AR_BOUNDS",
@@ -126,6 +125,7 @@ __all__ = [
     "frl_worst_case_record",
     "grid_one_c_norm",
     "iclp_ar_mean",
+    "iclp_grid_release",
     "iclp_qr_mean",
     "kernel_basis",
     "kernel_decay_rate",
@@ -414,6 +414,42 @@ def _grid_one_c(h, weights, eigenfunctions, eigenvalues, power, rtol):
 
     value = jnp.sum(jnp.abs(coefficients) / eigenvalues ** (0.5 * power), axis=-1)
     return jnp.where(size(residual) <= rtol * (size(h) + _TINY), value, jnp.inf)
+
+
+def iclp_grid_release(
+    name: str, summary, basis: KarhunenLoeveBasis, sigma: float, **fields
+) -> Mechanism:
+    """An ICLP release of grid values on ``basis`` (LR Alg. 1), claimed in the ``1,C`` norm.
+
+    The release is ``summary(data)`` plus ``sum_j sigma sqrt(lambda_j / 2) Z_j phi_j``
+    on the grid (``Z_j`` unit-variance Laplace) and the public parameters gain
+    ``"sigma"``; differences of summaries are measured by :func:`grid_one_c_norm`.
+
+    Args:
+        name: the catalogue name.
+        summary: ``summary(data)``, grid values ``(m,)`` in the span of the basis.
+        basis: the ICLP eigenbasis.
+        sigma: the ICLP ``sigma`` (``sqrt(2) Delta / epsilon``, :func:`dpaudit.noise.iclp_sigma`).
+        **fields: the other keywords of :func:`mechanisms.common.summary_release`
+            (``epsilon``, ``sensitivity``, ``reference``, ``params``, ``description``).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`.
+
+    Raises:
+        ValueError, TypeError: as :func:`mechanisms.common.summary_release`.
+    """
+    noise = ICLPNoise(basis.eigenvalues, sigma)
+    params = {**fields.pop("params", {}), "sigma": sigma}
+    return summary_release(
+        name,
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        sensitivity_norm="one-c",
+        difference_norm=grid_one_c_norm(basis),
+        params=params,
+        **fields,
+    )
 
 
 # ------------------------------------------------------------------ spectrum and PSS
@@ -932,7 +968,6 @@ def iclp_qr_mean(
     sensitivity = qr_mean_sensitivity(lam, n=n, tau=tau, psi=psi, eta=eta, bound=sensitivity_bound)
     sigma = iclp_sigma(sensitivity, epsilon)
     shrinkage = qr_shrinkage(lam, psi=psi, eta=eta)
-    noise = ICLPNoise(lam, sigma)
 
     weights, phi = basis.grid.weights, basis.eigenfunctions
 
@@ -941,15 +976,14 @@ def iclp_qr_mean(
         return _qr_values(x, weights, phi, shrinkage)
 
     which = "Thm 6 printed bound" if sensitivity_bound == "printed" else "Cauchy-Schwarz bound"
-    return summary_release(
+    return iclp_grid_release(
         "iclp-qr-mean",
         summary,
-        lambda loc: GridNoise(noise, basis, loc=loc),
+        basis,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, Thm 6 ({which}) and Thm 4, sigma = sqrt(2) Delta/epsilon",
-        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -959,7 +993,6 @@ def iclp_qr_mean(
             "beta": beta,
             "sensitivity_bound": sensitivity_bound,
             "out_of_bound": out_of_bound,
-            "sigma": sigma,
             "basis": label,
         },
         description=f"ICLP-QR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
@@ -1009,7 +1042,6 @@ def iclp_ar_mean(
     j_star = ar_active_components(lam, tau=tau, psi=psi, eta=eta) + 1
     sigma = iclp_sigma(sensitivity, epsilon)
     threshold = ar_threshold(lam, psi=psi, eta=eta)
-    noise = ICLPNoise(lam, sigma)
 
     weights, phi = basis.grid.weights, basis.eigenfunctions
 
@@ -1017,16 +1049,15 @@ def iclp_ar_mean(
         x = _prepared(data, basis, n, tau, out_of_bound)
         return _ar_values(x, weights, phi, threshold)
 
-    return summary_release(
+    return iclp_grid_release(
         "iclp-ar-mean",
         summary,
-        lambda loc: GridNoise(noise, basis, loc=loc),
+        basis,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, Thm 6 with lambda_j^(-1/2) weights over j < J* (docs/paper-errors.md#lr-ar-sensitivity-weights) and "
         "Thm 4, sigma = sqrt(2) Delta/epsilon",
-        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -1037,7 +1068,6 @@ def iclp_ar_mean(
             "j_star": j_star,
             "sensitivity_bound": sensitivity_bound,
             "out_of_bound": out_of_bound,
-            "sigma": sigma,
             "basis": label,
         },
         description=f"ICLP-AR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
@@ -1094,15 +1124,13 @@ def frl_mean_mechanism(
         return _mean_coefficients(x, weights, phi)
 
     which = "printed 2 M tau/n" if sensitivity_bound == "printed" else "2 sqrt(M) tau/n"
-    return summary_release(
+    return laplace_release(
         "frl-mean",
         summary,
-        lambda loc: dist.Laplace(loc, scale).to_event(1),
+        scale,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="l1",
         reference=f"{REFERENCE}, Thm 6 (FRL, {which}); Laplace mechanism",
-        difference_norm=lambda h: jnp.sum(jnp.abs(jnp.asarray(h)), axis=-1),
         params={
             "n": n,
             "epsilon": epsilon,
