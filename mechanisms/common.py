@@ -24,7 +24,21 @@ from dpaudit import Claim, KnownFlaw, Mechanism
 from dpaudit.noise import ICLPNoise
 from dpaudit.spaces import one_c_norm
 
-__all__ = ["gaussian_release", "iclp_release", "laplace_release", "summary_release"]
+__all__ = [
+    "OUT_OF_BOUND",
+    "ROUNDING_SLACK",
+    "gaussian_release",
+    "iclp_release",
+    "laplace_release",
+    "summary_release",
+]
+
+#: What a builder does with a record outside its public data bound: refuse it or
+#: map it into the bound (a claimed step of the mechanism).
+OUT_OF_BOUND = ("reject", "clip")
+#: Relative excess over a norm bound read as floating-point rounding of a record
+#: scaled to that norm: such a record is rescaled onto the ball, never used above it.
+ROUNDING_SLACK = 1e-9
 
 
 def summary_release(
@@ -105,6 +119,21 @@ def _l2_norm(h) -> jax.Array:
     return jnp.sqrt(jnp.sum(h * h, axis=-1))
 
 
+# the norm each i.i.d. vector noise is calibrated in: Laplace to l1, Gaussian to l2
+_VECTOR_NOISES = {"l1": (dist.Laplace, _l1_norm), "l2": (dist.Normal, _l2_norm)}
+
+
+def _vector_release(name, summary, scale, norm: str, fields) -> Mechanism:
+    family, difference_norm = _VECTOR_NOISES[norm]
+
+    def noise(loc):
+        return family(loc, scale).to_event(1)
+
+    return summary_release(
+        name, summary, noise, sensitivity_norm=norm, difference_norm=difference_norm, **fields
+    )
+
+
 def laplace_release(
     name: str, summary: Callable[[Any], jax.Array], scale, **fields: Any
 ) -> Mechanism:
@@ -123,14 +152,7 @@ def laplace_release(
     Raises:
         ValueError, TypeError: as :func:`summary_release`.
     """
-    return summary_release(
-        name,
-        summary,
-        lambda loc: dist.Laplace(loc, scale).to_event(1),
-        sensitivity_norm="l1",
-        difference_norm=_l1_norm,
-        **fields,
-    )
+    return _vector_release(name, summary, scale, "l1", fields)
 
 
 def gaussian_release(
@@ -139,25 +161,14 @@ def gaussian_release(
     """The Gaussian mechanism: ``summary(data)`` plus i.i.d. ``N(0, sigma^2)``, ``l2`` claim.
 
     Args:
-        name: the mechanism's name.
-        summary: ``summary(data)``, a vector summary ``(k,)``.
+        name, summary, **fields: as :func:`laplace_release`.
         sigma: the noise standard deviation of every coordinate.
-        **fields: the other keywords of :func:`summary_release`.
 
     Returns:
-        The :class:`~dpaudit.Mechanism`, its claim in the ``l2`` norm.
-
-    Raises:
-        ValueError, TypeError: as :func:`summary_release`.
+        The :class:`~dpaudit.Mechanism`, its claim in the ``l2`` norm (``Raises:`` as
+        :func:`summary_release`).
     """
-    return summary_release(
-        name,
-        summary,
-        lambda loc: dist.Normal(loc, sigma).to_event(1),
-        sensitivity_norm="l2",
-        difference_norm=_l2_norm,
-        **fields,
-    )
+    return _vector_release(name, summary, sigma, "l2", fields)
 
 
 def iclp_release(

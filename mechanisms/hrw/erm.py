@@ -614,21 +614,9 @@ def hrw_kernel_ridge(
         lengthscale: its lengthscale.
         dim, grid_size, calibration, rtol: as in :func:`mechanisms.hrw.kde.hrw_gaussian_kde`.
     """
-    return _erm_mechanism(
-        name="hrw-kernel-ridge",
-        loss="square",
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        regularization=regularization,
-        kernel=kernel,
-        lengthscale=lengthscale,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-        y_bound=check_positive_number("y_bound", y_bound),
-    )
+    y_bound = check_positive_number("y_bound", y_bound)
+    # locals() here is exactly the keyword arguments, passed on unchanged
+    return _erm_mechanism(name="hrw-kernel-ridge", loss="square", **locals())
 
 
 @register("hrw-kernel-logistic", example=_ERM_EXAMPLE)
@@ -650,20 +638,8 @@ def hrw_kernel_logistic(
     Labels in ``{-1, +1}``, covariates in ``[0, 1]^d`` (rejected otherwise);
     ``Delta = 1 / (lambda n)``. Arguments as in :func:`hrw_kernel_ridge`.
     """
-    return _erm_mechanism(
-        name="hrw-kernel-logistic",
-        loss="logistic",
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        regularization=regularization,
-        kernel=kernel,
-        lengthscale=lengthscale,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-    )
+    # locals() here is exactly the keyword arguments, passed on unchanged
+    return _erm_mechanism(name="hrw-kernel-logistic", loss="logistic", **locals())
 
 
 @register("hrw-kernel-svm", example=_ERM_EXAMPLE)
@@ -687,17 +663,5 @@ def hrw_kernel_svm(
     bounded support vector and one label flips. Arguments as in
     :func:`hrw_kernel_ridge`.
     """
-    return _erm_mechanism(
-        name="hrw-kernel-svm",
-        loss="hinge",
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        regularization=regularization,
-        kernel=kernel,
-        lengthscale=lengthscale,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-    )
+    # locals() here is exactly the keyword arguments, passed on unchanged
+    return _erm_mechanism(name="hrw-kernel-svm", loss="hinge", **locals())

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -373,54 +374,75 @@ def sobolev_kde_rkhs_distance(data, data_prime, bandwidth: float, dim: int = 1) 
 # --------------------------------------------------------------------- builders
 
 
+class _KdeSetting(NamedTuple):
+    """The checked arguments every HRW KDE builder shares."""
+
+    epsilon: float
+    delta: float
+    n: int
+    dim: int
+    grid_size: int
+    calibration: str
+    rtol: float | None
+
+    def params(self, bandwidth) -> dict:
+        """The public parameters of the release, ``bandwidth`` as given to the builder."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "n": self.n,
+            "bandwidth": bandwidth,
+            "dim": self.dim,
+            "grid_size": self.grid_size,
+            "calibration": self.calibration,
+        }
+
+
 def _kde_mechanism(
+    setting: _KdeSetting,
     *,
     name: str,
     section: str,
     kernel: Kernel,
     sensitivity: float,
     matrix: np.ndarray,
-    epsilon: float,
-    delta: float,
-    n: int,
-    dim: int,
-    grid_size: int,
-    calibration: str,
-    rtol: float | None,
-    params: dict,
+    bandwidth,
     description: str,
 ) -> Mechanism:
-    grid = unit_cube_grid(grid_size, dim)
-    sigma = hrw_noise_multiplier(sensitivity, epsilon, delta, calibration)
-    release = grid_release(kernel, grid, sigma, rtol=rtol)
+    grid = unit_cube_grid(setting.grid_size, setting.dim)
+    sigma = hrw_noise_multiplier(sensitivity, setting.epsilon, setting.delta, setting.calibration)
+    release = grid_release(kernel, grid, sigma, rtol=setting.rtol)
 
     def summary(data):
-        records = check_points("KDE data", data, dim=dim, n=n)
+        records = check_points("KDE data", data, dim=setting.dim, n=setting.n)
         return release.project(gaussian_kde(records, grid.points, matrix))
 
     return summary_release(
         name,
         summary,
         lambda loc: release.distribution(loc),
-        epsilon=epsilon,
+        epsilon=setting.epsilon,
         sensitivity=sensitivity,
         sensitivity_norm="rkhs",
-        reference=claim_reference(section, calibration),
-        delta=delta,
+        reference=claim_reference(section, setting.calibration),
+        delta=setting.delta,
         difference_norm=release.grid_rkhs_norm,
-        params=params,
+        params=setting.params(bandwidth),
         description=description,
     )
 
 
-def _kde_arguments(epsilon, delta, n, dim, grid_size, calibration):
+def _kde_arguments(epsilon, delta, n, dim, grid_size, calibration, rtol) -> _KdeSetting:
     check_positive_number("epsilon", epsilon)
     check_positive_number("delta", delta)
-    return (
+    return _KdeSetting(
+        epsilon,
+        delta,
         check_count("n", n),
         check_count("dim", dim),
         check_count("grid_size", grid_size),
         check_calibration(calibration),
+        rtol,
     )
 
 
@@ -466,31 +488,18 @@ def hrw_gaussian_kde(
         ValueError / TypeError: invalid parameters; ``epsilon > 1`` with the
             classical calibration.
     """
-    n, dim, grid_size, calibration = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration)
+    setting = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     h = check_positive_number("bandwidth", bandwidth)
     sensitivity = gaussian_kde_sensitivity(n, h, dim)
     return _kde_mechanism(
+        setting,
         name="hrw-gaussian-kde",
         section="Sec. 4.1",
         kernel=gaussian_kde_kernel(h, dim),
         sensitivity=sensitivity,
         matrix=bandwidth_matrix(h, dim),
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-        params={
-            "epsilon": epsilon,
-            "delta": delta,
-            "n": n,
-            "bandwidth": h,
-            "dim": dim,
-            "grid_size": grid_size,
-            "calibration": calibration,
-        },
+        bandwidth=h,
         description=(
             f"Gaussian kernel density estimate (bandwidth h={h:g}) of n={n} records in "
             f"[0,1]^{dim}, released on a {grid_size}^{dim} grid with Gaussian-process noise "
@@ -529,7 +538,8 @@ def hrw_gaussian_kde_anisotropic(
     ``exp{-(x-y)^T H^{-1} (x-y)/2}``, ``Delta = sqrt(2)/(n (2 pi)^{d/2} |H|^{1/2})``.
     Other arguments as in :func:`hrw_gaussian_kde`.
     """
-    n, dim, grid_size, calibration = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration)
+    setting = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     matrix = bandwidth_matrix(bandwidth, dim)
     if np.ndim(bandwidth) == 0:
         raise ValueError(
@@ -538,27 +548,13 @@ def hrw_gaussian_kde_anisotropic(
         )
     sensitivity = gaussian_kde_sensitivity(n, matrix, dim)
     return _kde_mechanism(
+        setting,
         name="hrw-gaussian-kde-anisotropic",
         section="Sec. 4.1.1",
         kernel=gaussian_kde_kernel(matrix, dim),
         sensitivity=sensitivity,
         matrix=matrix,
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-        params={
-            "epsilon": epsilon,
-            "delta": delta,
-            "n": n,
-            "bandwidth": np.asarray(bandwidth, dtype=float).tolist(),
-            "dim": dim,
-            "grid_size": grid_size,
-            "calibration": calibration,
-        },
+        bandwidth=np.asarray(bandwidth, dtype=float).tolist(),
         description=(
             f"Gaussian kernel density estimate with fixed bandwidth matrix H (|H| = "
             f"{np.linalg.det(matrix):.3g}) of n={n} records in [0,1]^{dim}, released on a "
@@ -587,31 +583,18 @@ def hrw_sobolev_kde(
     ``Delta = 2 / ((2 pi)^{d/4} n h^d)`` (see docs/paper-errors.md#hrw-sobolev-kde-constants); the released curve is rough
     (OU paths). Arguments as in :func:`hrw_gaussian_kde`.
     """
-    n, dim, grid_size, calibration = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration)
+    setting = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     h = check_positive_number("bandwidth", bandwidth)
     sensitivity = sobolev_kde_sensitivity(n, h, dim)
     return _kde_mechanism(
+        setting,
         name="hrw-sobolev-kde",
         section="Sec. 4.2 (eqs. 10-11; constants per docs/paper-errors.md#hrw-sobolev-kde-constants)",
         kernel=sobolev_kernel(h),
         sensitivity=sensitivity,
         matrix=bandwidth_matrix(h, dim),
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-        params={
-            "epsilon": epsilon,
-            "delta": delta,
-            "n": n,
-            "bandwidth": h,
-            "dim": dim,
-            "grid_size": grid_size,
-            "calibration": calibration,
-        },
+        bandwidth=h,
         description=(
             f"Gaussian kernel density estimate (h={h:g}) of n={n} records in [0,1]^{dim}, "
             f"released on a {grid_size}^{dim} grid with Gaussian-process noise of covariance "

@@ -96,7 +96,7 @@ from dpaudit.spaces import (
     uniform_grid,
 )
 from dpaudit.spaces.grids import Grid
-from mechanisms.common import laplace_release, summary_release
+from mechanisms.common import OUT_OF_BOUND, ROUNDING_SLACK, laplace_release, summary_release
 
 __all__ = [
     "AR_BOUNDS",
@@ -148,11 +148,6 @@ __all__ = [
 QR_BOUNDS = ("printed", "cauchy-schwarz")
 #: Valid sensitivity bounds of ICLP-AR (see docs/paper-errors.md#lr-ar-sensitivity-weights); the printed one is a separate function.
 AR_BOUNDS = ("corrected", "cauchy-schwarz")
-#: What to do with a record outside the public data bound.
-OUT_OF_BOUND = ("reject", "clip")
-#: Relative excess over ``tau`` read as floating-point rounding of a curve scaled to norm
-#: ``tau``: such a curve is rescaled onto the ball, never used above it.
-ROUNDING_SLACK = 1e-9
 REFERENCE = "Lin & Reimherr 2024 (arXiv v2)"
 #: LR's ICLP covariance kernel (Sec. 6): Matérn nu = 3/2, rho = 0.1, unit variance.
 DEFAULT_KERNEL = Matern(nu=1.5, lengthscale=0.1)

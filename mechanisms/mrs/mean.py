@@ -92,7 +92,7 @@ from dpaudit.spaces import (
     kl_basis,
     uniform_grid,
 )
-from mechanisms.common import summary_release
+from mechanisms.common import OUT_OF_BOUND, ROUNDING_SLACK, summary_release
 
 __all__ = [
     "CALIBRATIONS",
@@ -123,14 +123,8 @@ __all__ = [
 #: Noise calibrations: ``classical`` ``c(delta) Delta / epsilon`` (epsilon <= 1 only)
 #: and ``analytic`` (Balle & Wang 2018, exact for every epsilon).
 CALIBRATIONS = ("classical", "analytic")
-#: What to do with a record outside the public data bound.
-OUT_OF_BOUND = ("reject", "clip")
 #: Sensitivity bounds of MRS Theorem 4.1.
 SENSITIVITY_BOUNDS = ("closed-form", "spectral")
-#: Records whose norm exceeds ``tau`` by at most this relative amount are
-#: floating-point rounding of a curve scaled to norm ``tau``: in "reject" mode
-#: they are rescaled onto the ball rather than refused (never used above it).
-ROUNDING_SLACK = 1e-9
 #: MRS's kernel C3 (Matérn 3/2, ``(1 + sqrt(3)|t-s|/rho) exp(-sqrt(3)|t-s|/rho)``) at
 #: its PCV optimum rho = 0.25 (with phi = 0.005, MRS Table 2). Its eigenvalues decay
 #: like j^-4, so on a 100-point grid all 100 components are usable and the CM
@@ -503,6 +497,7 @@ def mrs_linear_functionals(
 
 
 def _penalized_setup(
+    *,
     n,
     epsilon,
     delta,
@@ -633,21 +628,8 @@ def mrs_penalized_mean_mechanism(
     Raises:
         ValueError / TypeError: one sentence naming the bad parameter.
     """
-    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(
-        n,
-        epsilon,
-        delta,
-        tau,
-        eta,
-        phi,
-        basis,
-        kernel,
-        grid_size,
-        n_components,
-        sensitivity_bound,
-        calibration,
-        out_of_bound,
-    )
+    # locals() here is exactly the keyword arguments of the builder
+    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(**locals())
     noise = GaussianProcessNoise(basis.eigenvalues, sigma)
     summary = summaries["grid"]
 
@@ -693,21 +675,8 @@ def mrs_penalized_mean_coefficients_mechanism(
     :func:`mrs_penalized_mean_mechanism`; the summary is ``(hat mu_j)_j`` and the
     sensitivity norm is ``||h||_C = (sum_j h_j^2 / lambda_j)^(1/2)``.
     """
-    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(
-        n,
-        epsilon,
-        delta,
-        tau,
-        eta,
-        phi,
-        basis,
-        kernel,
-        grid_size,
-        n_components,
-        sensitivity_bound,
-        calibration,
-        out_of_bound,
-    )
+    # locals() here is exactly the keyword arguments of the builder
+    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(**locals())
     eigenvalues = basis.eigenvalues
     coefficients = summaries["coefficients"]
 
@@ -773,19 +742,19 @@ def mrs_linear_functionals_mechanism(
             ones (on the span of the basis), and the errors of the other builders.
     """
     basis, sensitivity, sigma, summaries, params, how = _penalized_setup(
-        n,
-        epsilon,
-        delta,
-        tau,
-        eta,
-        phi,
-        basis,
-        kernel,
-        grid_size,
-        n_components,
-        sensitivity_bound,
-        calibration,
-        out_of_bound,
+        n=n,
+        epsilon=epsilon,
+        delta=delta,
+        tau=tau,
+        eta=eta,
+        phi=phi,
+        basis=basis,
+        kernel=kernel,
+        grid_size=grid_size,
+        n_components=n_components,
+        sensitivity_bound=sensitivity_bound,
+        calibration=calibration,
+        out_of_bound=out_of_bound,
     )
     if functionals is None:
         functionals = _default_functionals(basis.grid)
