@@ -22,11 +22,12 @@ from numpyro.distributions import Distribution
 
 from dpaudit import Claim, KnownFlaw, Mechanism
 from dpaudit.noise import ICLPNoise
-from dpaudit.spaces import one_c_norm
+from dpaudit.spaces import KarhunenLoeveBasis, one_c_norm
 
 __all__ = [
     "OUT_OF_BOUND",
     "ROUNDING_SLACK",
+    "check_basis",
     "gaussian_release",
     "iclp_release",
     "laplace_release",
@@ -200,3 +201,23 @@ def iclp_release(
         difference_norm=lambda h: one_c_norm(h, eigenvalues),
         **fields,
     )
+
+
+def check_basis(basis) -> KarhunenLoeveBasis:
+    """Check that ``basis`` is a Karhunen–Loève basis.
+
+    Args:
+        basis: the candidate basis.
+
+    Returns:
+        ``basis`` unchanged.
+
+    Raises:
+        TypeError: if it is not a :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
+    """
+    if not isinstance(basis, KarhunenLoeveBasis):
+        raise TypeError(
+            "basis must be a dpaudit.spaces.KarhunenLoeveBasis (see dpaudit.spaces.kl_basis), "
+            f"got {type(basis).__name__}."
+        )
+    return basis

@@ -43,6 +43,7 @@ Registered: ``bmr-ecdf`` and ``bmr-roc``.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -312,14 +313,46 @@ def _count_shift(h, n: int) -> np.ndarray:
     return np.round(n * np.asarray(h, dtype=float), 9)
 
 
-def _check_builder(epsilon, n, low, high, n_points):
+class _TreeSetting(NamedTuple):
+    """A BMR builder's checked grid, tree depth, claimed sensitivity, node scale and params."""
+
+    grid: jax.Array
+    depth: int
+    sensitivity: float
+    scale: float
+    params: dict
+
+
+def _tree_setting(arguments, exact, lemma) -> _TreeSetting:
+    """``arguments`` are the builder's ``(epsilon, n, low, high, n_points, calibration)``;
+    ``exact(n_points)[0]`` is the exact worst case; ``lemma(depth)`` the (sensitivity,
+    node scale) of BMR's lemma calibration."""
+    epsilon, n, low, high, n_points, calibration = arguments
     check_epsilon(epsilon)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer (public dataset size), got {n!r}.")
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ValueError(f"the public score range needs finite low < high, got [{low}, {high}].")
     depth = tree_depth(n_points)
-    return jnp.linspace(float(low), float(high), int(n_points)), depth
+    grid = jnp.linspace(float(low), float(high), int(n_points))
+    check_choice("calibration", calibration, CALIBRATIONS)
+    if calibration == "exact":
+        sensitivity = exact(n_points)[0]
+        scale = sensitivity / float(epsilon)
+    else:
+        sensitivity, scale = lemma(depth)
+    params = {
+        "epsilon": epsilon,
+        "n": n,
+        "low": low,
+        "high": high,
+        "n_points": n_points,
+        "calibration": calibration,
+        "depth": depth,
+        "grid": np.asarray(grid),
+        "node_scale": scale,
+    }
+    return _TreeSetting(grid, depth, sensitivity, scale, params)
 
 
 @dpaudit.register("bmr-ecdf", example={"epsilon": 1.0, "n": 40, "n_points": 8})
@@ -348,14 +381,13 @@ def bmr_ecdf_mechanism(
         The mechanism; its release is ``(N,)`` noisy CDF values with the
         :class:`~dpaudit.noise.linear_laplace.AncestorLaplace` density.
     """
-    grid, depth = _check_builder(epsilon, n, low, high, n_points)
-    check_choice("calibration", calibration, CALIBRATIONS)
-    if calibration == "exact":
-        sensitivity = bmr_exact_sensitivity(n_points)[0]
-        scale = sensitivity / float(epsilon)
-    else:
-        sensitivity = bmr_sensitivity(depth)
-        scale = bmr_node_scale(epsilon, depth)
+
+    def lemma(depth):  # BMR Thm 3.1: sensitivity L + 1, node scale (L + 1)/epsilon
+        return bmr_sensitivity(depth), bmr_node_scale(epsilon, depth)
+
+    grid, depth, sensitivity, scale, params = _tree_setting(
+        (epsilon, n, low, high, n_points, calibration), bmr_exact_sensitivity, lemma
+    )
 
     def model(data):
         values = bmr_ecdf(check_scores(data, n), grid)
@@ -373,18 +405,7 @@ def bmr_ecdf_mechanism(
         ),
         summary=lambda data: bmr_ecdf(check_scores(data, n), grid),
         difference_norm=lambda h: ancestor_sensitivity(depth, _count_shift(h, n)),
-        params={
-            "epsilon": epsilon,
-            "n": n,
-            "low": low,
-            "high": high,
-            "n_points": n_points,
-            "calibration": calibration,
-            "depth": depth,
-            "grid": np.asarray(grid),
-            "node_scale": scale,
-            "noise_matrix": ancestor_matrix(depth, n_points),
-        },
+        params={**params, "noise_matrix": ancestor_matrix(depth, n_points)},
         description=(
             f"ECDF on a public grid; node noise Lap({scale:g}) on counts ({calibration} "
             "calibration), each CDF value receives all its ancestors' noise (BMR Eq. 2). "
@@ -448,14 +469,13 @@ def bmr_roc_mechanism(
     (:func:`bmr_roc_exact_sensitivity`). Post-process with :func:`smooth_ecdf`,
     :func:`roc_curve`, :func:`auc`.
     """
-    grid, depth = _check_builder(epsilon, n, low, high, n_points)
-    check_choice("calibration", calibration, CALIBRATIONS)
-    if calibration == "exact":
-        sensitivity = bmr_roc_exact_sensitivity(n_points)[0]
-        scale = sensitivity / float(epsilon)
-    else:
-        sensitivity = 2.0 * bmr_sensitivity(depth)
-        scale = bmr_node_scale(epsilon / 2.0, depth)
+
+    def lemma(depth):  # two releases at epsilon/2 each: twice BMR's L + 1
+        return 2.0 * bmr_sensitivity(depth), bmr_node_scale(epsilon / 2.0, depth)
+
+    grid, depth, sensitivity, scale, params = _tree_setting(
+        (epsilon, n, low, high, n_points, calibration), bmr_roc_exact_sensitivity, lemma
+    )
 
     def summary(data):
         scores, labels = data
@@ -476,16 +496,6 @@ def bmr_roc_mechanism(
         + "; Sec. 4.5 with sequential composition (docs/paper-errors.md#bmr-roc-composition)"
         + (_EXACT if calibration == "exact" else ""),
         difference_norm=norm,
-        params={
-            "epsilon": epsilon,
-            "n": n,
-            "low": low,
-            "high": high,
-            "n_points": n_points,
-            "calibration": calibration,
-            "depth": depth,
-            "grid": np.asarray(grid),
-            "node_scale": scale,
-        },
+        params=params,
         description="True- and false-positive ECDFs (lower score = positive), BMR at epsilon/2 each.",
     )

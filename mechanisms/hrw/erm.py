@@ -70,23 +70,19 @@ import dataclasses
 import math
 
 import numpy as np
-import numpyro
 import scipy.linalg
 import scipy.optimize
 import scipy.special
 
-from dpaudit import Claim, Mechanism, register
+from dpaudit import Mechanism, register
 from dpaudit.spaces import Exponential, Gaussian, Kernel
 from mechanisms.hrw.release import (
-    check_calibration,
     check_count,
     check_points,
     check_positive_number,
-    claim_reference,
-    grid_release,
-    hrw_noise_multiplier,
+    hrw_grid_mechanism,
+    hrw_setting,
     kernel_matrix,
-    unit_cube_grid,
 )
 
 __all__ = [
@@ -506,21 +502,15 @@ def _erm_mechanism(
     rtol: float | None,
     y_bound: float | None = None,
 ) -> Mechanism:
-    check_positive_number("epsilon", epsilon)
-    check_positive_number("delta", delta)
-    n = check_count("n", n)
-    dim = check_count("dim", dim)
-    grid_size = check_count("grid_size", grid_size)
-    calibration = check_calibration(calibration)
+    setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     lam = check_positive_number("regularization", regularization)
     k = erm_kernel(kernel, lengthscale)
     kernel_sup = 1.0  # both kernels have unit variance
     m = loss_lipschitz_constant(loss, lam, y_bound=y_bound, kernel_sup=kernel_sup)
     sensitivity = erm_sensitivity(m, lam, n, kernel_sup)
-    grid = unit_cube_grid(grid_size, dim)
-    sigma = hrw_noise_multiplier(sensitivity, epsilon, delta, calibration)
-    release = grid_release(k, grid, sigma, rtol=rtol)
-    grid_points = np.asarray(grid.points)
+    release = setting.grid_release(k, sensitivity)
+    grid_points = np.asarray(release.grid.points)
 
     def fit(data) -> ERMSolution:
         x, y = _split_data(data, dim, n)
@@ -529,37 +519,23 @@ def _erm_mechanism(
     def summary(data):
         return release.project(fit(data)(grid_points))
 
-    def model(data):
-        numpyro.sample("release", release.distribution(summary(data)))
-
     params = {
-        "epsilon": epsilon,
-        "delta": delta,
-        "n": n,
+        **setting.params(),
         "regularization": lam,
         "kernel": kernel,
         "lengthscale": float(lengthscale),
-        "dim": dim,
-        "grid_size": grid_size,
-        "calibration": calibration,
     }
     label_text = "labels in {-1,+1}"
     if y_bound is not None:
         params["y_bound"] = float(y_bound)
         label_text = f"|y| <= {y_bound:g}"
-    mech = Mechanism(
-        name=name,
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=delta,
-            adjacency="replace-one",
-            sensitivity_norm="rkhs",
-            sensitivity=sensitivity,
-            reference=claim_reference("Sec. 4.3 (M-admissible loss, Def. 4.1)", calibration),
-        ),
-        summary=summary,
-        difference_norm=release.grid_rkhs_norm,
+    return hrw_grid_mechanism(
+        name,
+        summary,
+        release,
+        setting,
+        sensitivity=sensitivity,
+        section="Sec. 4.3 (M-admissible loss, Def. 4.1)",
         params=params,
         description=(
             f"Regularised ERM with the {loss} loss (M = {m:.4g}) in the RKHS of the {kernel} "
@@ -569,7 +545,6 @@ def _erm_mechanism(
             f"M sqrt(sup K)/(lambda n) = {sensitivity:.4g}."
         ),
     )
-    return mech
 
 
 _ERM_EXAMPLE = {

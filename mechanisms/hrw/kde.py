@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -68,17 +67,14 @@ import scipy.special
 from dpaudit import Mechanism, register
 from dpaudit.checks import check_finite
 from dpaudit.spaces import Exponential, Gaussian, Kernel
-from mechanisms.common import summary_release
 from mechanisms.hrw.release import (
-    check_calibration,
+    HRWSetting,
     check_count,
     check_points,
     check_positive_number,
-    claim_reference,
-    grid_release,
-    hrw_noise_multiplier,
+    hrw_grid_mechanism,
+    hrw_setting,
     kernel_matrix,
-    unit_cube_grid,
 )
 
 __all__ = [
@@ -374,32 +370,8 @@ def sobolev_kde_rkhs_distance(data, data_prime, bandwidth: float, dim: int = 1) 
 # --------------------------------------------------------------------- builders
 
 
-class _KdeSetting(NamedTuple):
-    """The checked arguments every HRW KDE builder shares."""
-
-    epsilon: float
-    delta: float
-    n: int
-    dim: int
-    grid_size: int
-    calibration: str
-    rtol: float | None
-
-    def params(self, bandwidth) -> dict:
-        """The public parameters of the release, ``bandwidth`` as given to the builder."""
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "n": self.n,
-            "bandwidth": bandwidth,
-            "dim": self.dim,
-            "grid_size": self.grid_size,
-            "calibration": self.calibration,
-        }
-
-
 def _kde_mechanism(
-    setting: _KdeSetting,
+    setting: HRWSetting,
     *,
     name: str,
     section: str,
@@ -409,40 +381,22 @@ def _kde_mechanism(
     bandwidth,
     description: str,
 ) -> Mechanism:
-    grid = unit_cube_grid(setting.grid_size, setting.dim)
-    sigma = hrw_noise_multiplier(sensitivity, setting.epsilon, setting.delta, setting.calibration)
-    release = grid_release(kernel, grid, sigma, rtol=setting.rtol)
+    release = setting.grid_release(kernel, sensitivity)
+    grid_points = release.grid.points
 
     def summary(data):
         records = check_points("KDE data", data, dim=setting.dim, n=setting.n)
-        return release.project(gaussian_kde(records, grid.points, matrix))
+        return release.project(gaussian_kde(records, grid_points, matrix))
 
-    return summary_release(
+    return hrw_grid_mechanism(
         name,
         summary,
-        lambda loc: release.distribution(loc),
-        epsilon=setting.epsilon,
+        release,
+        setting,
         sensitivity=sensitivity,
-        sensitivity_norm="rkhs",
-        reference=claim_reference(section, setting.calibration),
-        delta=setting.delta,
-        difference_norm=release.grid_rkhs_norm,
-        params=setting.params(bandwidth),
+        section=section,
+        params={**setting.params(), "bandwidth": bandwidth},
         description=description,
-    )
-
-
-def _kde_arguments(epsilon, delta, n, dim, grid_size, calibration, rtol) -> _KdeSetting:
-    check_positive_number("epsilon", epsilon)
-    check_positive_number("delta", delta)
-    return _KdeSetting(
-        epsilon,
-        delta,
-        check_count("n", n),
-        check_count("dim", dim),
-        check_count("grid_size", grid_size),
-        check_calibration(calibration),
-        rtol,
     )
 
 
@@ -488,7 +442,7 @@ def hrw_gaussian_kde(
         ValueError / TypeError: invalid parameters; ``epsilon > 1`` with the
             classical calibration.
     """
-    setting = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
     n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     h = check_positive_number("bandwidth", bandwidth)
     sensitivity = gaussian_kde_sensitivity(n, h, dim)
@@ -538,7 +492,7 @@ def hrw_gaussian_kde_anisotropic(
     ``exp{-(x-y)^T H^{-1} (x-y)/2}``, ``Delta = sqrt(2)/(n (2 pi)^{d/2} |H|^{1/2})``.
     Other arguments as in :func:`hrw_gaussian_kde`.
     """
-    setting = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
     n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     matrix = bandwidth_matrix(bandwidth, dim)
     if np.ndim(bandwidth) == 0:
@@ -583,7 +537,7 @@ def hrw_sobolev_kde(
     ``Delta = 2 / ((2 pi)^{d/4} n h^d)`` (see docs/paper-errors.md#hrw-sobolev-kde-constants); the released curve is rough
     (OU paths). Arguments as in :func:`hrw_gaussian_kde`.
     """
-    setting = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
     n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     h = check_positive_number("bandwidth", bandwidth)
     sensitivity = sobolev_kde_sensitivity(n, h, dim)

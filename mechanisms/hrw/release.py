@@ -63,11 +63,13 @@ import bisect
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpaudit import Mechanism
 from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
 from dpaudit.noise import (
     GaussianProcessNoise,
@@ -85,16 +87,20 @@ from dpaudit.spaces import (
     kl_basis,
     uniform_grid,
 )
+from mechanisms.common import summary_release
 
 __all__ = [
     "CALIBRATIONS",
     "GridRelease",
+    "HRWSetting",
     "OnlineExponentialRelease",
     "check_count",
     "check_points",
     "check_positive_number",
     "grid_release",
+    "hrw_grid_mechanism",
     "hrw_noise_multiplier",
+    "hrw_setting",
     "kernel_matrix",
     "online_exponential_release",
     "ou_conditional",
@@ -338,6 +344,125 @@ def grid_release(kernel: Kernel, grid: Grid, sigma: float, *, rtol: float | None
     check_positive("sigma", sigma)
     basis = kl_basis(kernel, grid, rtol=rtol)
     return GridRelease(kernel=kernel, grid=grid, basis=basis, sigma=float(sigma))
+
+
+# -------------------------------------------------------------- the builders' shared steps
+
+
+class HRWSetting(NamedTuple):
+    """The checked arguments every HRW grid builder shares (:func:`hrw_setting`).
+
+    Attributes:
+        epsilon, delta: the claim.
+        n: the public number of records.
+        dim: the dimension of the domain ``[0, 1]^dim``.
+        grid_size: grid points per axis.
+        calibration: ``"classical"`` or ``"analytic"``.
+        rtol: eigenvalue cut-off of the KL basis (``None``: the default).
+    """
+
+    epsilon: float
+    delta: float
+    n: int
+    dim: int
+    grid_size: int
+    calibration: str
+    rtol: float | None
+
+    def params(self) -> dict:
+        """The public parameters every HRW grid release records.
+
+        Returns:
+            ``{"epsilon", "delta", "n", "dim", "grid_size", "calibration"}`` with their values.
+        """
+        names = ("epsilon", "delta", "n", "dim", "grid_size", "calibration")
+        return {name: getattr(self, name) for name in names}
+
+    def grid_release(self, kernel: Kernel, sensitivity: float) -> GridRelease:
+        """The calibrated :class:`GridRelease` of ``kernel`` on the setting's unit-cube grid.
+
+        Args:
+            kernel: the noise kernel (the RKHS of the claim).
+            sensitivity: the RKHS sensitivity ``Delta`` the noise is calibrated to.
+
+        Returns:
+            The release with multiplier :func:`hrw_noise_multiplier` of ``Delta``.
+
+        Raises:
+            ValueError: as :func:`hrw_noise_multiplier` and :func:`grid_release`.
+        """
+        grid = unit_cube_grid(self.grid_size, self.dim)
+        sigma = hrw_noise_multiplier(sensitivity, self.epsilon, self.delta, self.calibration)
+        return grid_release(kernel, grid, sigma, rtol=self.rtol)
+
+
+def hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol) -> HRWSetting:
+    """Check the arguments every HRW grid builder shares.
+
+    Args:
+        epsilon, delta, n, dim, grid_size, calibration, rtol: as the fields of :class:`HRWSetting`.
+
+    Returns:
+        The checked :class:`HRWSetting`.
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
+    check_positive_number("epsilon", epsilon)
+    check_positive_number("delta", delta)
+    return HRWSetting(
+        epsilon,
+        delta,
+        check_count("n", n),
+        check_count("dim", dim),
+        check_count("grid_size", grid_size),
+        check_calibration(calibration),
+        rtol,
+    )
+
+
+def hrw_grid_mechanism(
+    name: str,
+    summary: Callable,
+    release: GridRelease,
+    setting: HRWSetting,
+    *,
+    sensitivity: float,
+    section: str,
+    params: dict,
+    description: str,
+) -> Mechanism:
+    """The mechanism releasing ``summary(data)`` through ``release``, claimed in the RKHS norm.
+
+    Args:
+        name: the catalogue name.
+        summary: ``summary(data)``, grid values already projected by ``release.project``.
+        release: the calibrated :class:`GridRelease`.
+        setting: the builder's :class:`HRWSetting` (epsilon, delta and calibration of the claim).
+        sensitivity: the RKHS sensitivity ``Delta``.
+        section: the HRW section the guarantee rests on (see :func:`claim_reference`).
+        params: the public parameters.
+        description: one paragraph for reports and ``dpaudit list``.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (replace-one adjacency).
+
+    Raises:
+        ValueError, TypeError: as :func:`mechanisms.common.summary_release`.
+    """
+    return summary_release(
+        name,
+        summary,
+        release.distribution,
+        epsilon=setting.epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="rkhs",
+        reference=claim_reference(section, setting.calibration),
+        delta=setting.delta,
+        difference_norm=release.grid_rkhs_norm,
+        params=params,
+        description=description,
+    )
 
 
 # -------------------------------------------------------------- online release

@@ -96,7 +96,13 @@ from dpaudit.spaces import (
     uniform_grid,
 )
 from dpaudit.spaces.grids import Grid
-from mechanisms.common import OUT_OF_BOUND, ROUNDING_SLACK, laplace_release, summary_release
+from mechanisms.common import (
+    OUT_OF_BOUND,
+    ROUNDING_SLACK,
+    check_basis,
+    laplace_release,
+    summary_release,
+)
 
 __all__ = [
     "AR_BOUNDS",
@@ -155,26 +161,6 @@ _TINY = 1e-300
 
 
 # ------------------------------------------------------------------ validation
-
-
-def check_basis(basis) -> KarhunenLoeveBasis:
-    """Check that ``basis`` is a Karhunen–Loève basis.
-
-    Args:
-        basis: the candidate basis.
-
-    Returns:
-        ``basis`` unchanged.
-
-    Raises:
-        TypeError: if it is not a :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
-    """
-    if not isinstance(basis, KarhunenLoeveBasis):
-        raise TypeError(
-            "basis must be a dpaudit.spaces.KarhunenLoeveBasis (see dpaudit.spaces.kl_basis), "
-            f"got {type(basis).__name__}."
-        )
-    return basis
 
 
 def check_eigenvalues(eigenvalues) -> np.ndarray:

@@ -92,7 +92,7 @@ from dpaudit.spaces import (
     kl_basis,
     uniform_grid,
 )
-from mechanisms.common import OUT_OF_BOUND, ROUNDING_SLACK, summary_release
+from mechanisms.common import OUT_OF_BOUND, ROUNDING_SLACK, check_basis, summary_release
 
 __all__ = [
     "CALIBRATIONS",
@@ -159,26 +159,6 @@ def check_eta_phi(eta, phi) -> tuple[float, float]:
     )
     phi = check_number("phi", phi, low=0.0, inclusive=False, hint=" (the penalty weight)")
     return eta, phi
-
-
-def check_basis(basis) -> KarhunenLoeveBasis:
-    """Check that ``basis`` is a Karhunen–Loève basis.
-
-    Args:
-        basis: the candidate basis.
-
-    Returns:
-        ``basis`` unchanged.
-
-    Raises:
-        TypeError: if it is not a :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
-    """
-    if not isinstance(basis, KarhunenLoeveBasis):
-        raise TypeError(
-            f"basis must be a dpaudit.spaces.KarhunenLoeveBasis (see kl_basis), got "
-            f"{type(basis).__name__}."
-        )
-    return basis
 
 
 def default_basis(
