@@ -435,7 +435,20 @@ def _log_interval(lo, hi, b):
 def laplace_mean(
     epsilon: float = 1.0, n: int = 100, low: float = 0.0, high: float = 1.0, dim: int = 1
 ) -> dpaudit.Mechanism:
-    """Laplace mechanism: clipped mean plus Lap(d (high-low) / (n epsilon)) per coordinate."""
+    """Laplace mechanism: clipped mean plus Lap(d (high-low) / (n epsilon)) per coordinate.
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of records.
+        low, high: the public range every record coordinate is clipped to.
+        dim: the dimension ``d`` of a record.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     _check_common(epsilon, n, low, high)
     sensitivity = laplace_mean_sensitivity(dim, low, high, n)
     scale = sensitivity / epsilon
@@ -491,7 +504,20 @@ def gaussian_mean_classical(
     high: float = 1.0,
     dim: int = 1,
 ) -> dpaudit.Mechanism:
-    """Gaussian mechanism, sigma = sqrt(2 log(2/delta)) Delta_2 / epsilon (epsilon <= 1 only)."""
+    """Gaussian mechanism, sigma = sqrt(2 log(2/delta)) Delta_2 / epsilon (epsilon <= 1 only).
+
+    Args:
+        epsilon, delta: the claim (``epsilon <= 1`` for this calibration).
+        n: the public number of records.
+        low, high: the public range every record coordinate is clipped to.
+        dim: the dimension ``d`` of a record.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     _check_common(epsilon, n, low, high)
     check_delta(delta)
     sigma = classical_gaussian_sigma(gaussian_mean_sensitivity(dim, low, high, n), epsilon, delta)
@@ -517,7 +543,17 @@ def gaussian_mean_analytic(
     high: float = 1.0,
     dim: int = 1,
 ) -> dpaudit.Mechanism:
-    """Gaussian mechanism with the analytic calibration of Balle & Wang (any epsilon)."""
+    """Gaussian mechanism with the analytic calibration of Balle & Wang (any epsilon).
+
+    Args:
+        epsilon, delta, n, low, high, dim: as :func:`gaussian_mean_classical` (any epsilon).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     _check_common(epsilon, n, low, high)
     check_delta(delta)
     sigma = analytic_gaussian_sigma(gaussian_mean_sensitivity(dim, low, high, n), epsilon, delta)
@@ -536,7 +572,18 @@ def gaussian_mean_analytic(
 
 @dpaudit.register("geometric-count", example={"epsilon": 1.0, "n": 30})
 def geometric_count(epsilon: float = 1.0, n: int = 100) -> dpaudit.Mechanism:
-    """Count of ones in binary records plus two-sided geometric noise (pure epsilon-DP)."""
+    """Count of ones in binary records plus two-sided geometric noise (pure epsilon-DP).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of binary records.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     _check_common(epsilon, n)
 
     def summary(data):
@@ -586,19 +633,55 @@ def _noisy_max(noise: str, epsilon: float, n: int, n_bins: int, reference: str):
 
 @dpaudit.register("report-noisy-max-laplace", example={"epsilon": 1.0, "n": 20, "n_bins": 3})
 def report_noisy_max_laplace(epsilon: float = 1.0, n: int = 100, n_bins: int = 4):
-    """Report noisy max: argmax of histogram counts plus Lap(2/epsilon)."""
+    """Report noisy max: argmax of histogram counts plus Lap(2/epsilon).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of records (categories ``0..n_bins-1``).
+        n_bins: the number of histogram bins (candidates).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     return _noisy_max("laplace", epsilon, n, n_bins, "Dwork & Roth 2014, Claim 3.9 (Delta = 1)")
 
 
 @dpaudit.register("report-noisy-max-exponential", example={"epsilon": 1.0, "n": 20, "n_bins": 3})
 def report_noisy_max_exponential(epsilon: float = 1.0, n: int = 100, n_bins: int = 4):
-    """Report noisy max with Exp(2/epsilon) noise (= permute-and-flip)."""
+    """Report noisy max with Exp(2/epsilon) noise (= permute-and-flip).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of records (categories ``0..n_bins-1``).
+        n_bins: the number of histogram bins (candidates).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     return _noisy_max("exponential", epsilon, n, n_bins, "Ding et al. 2021; McKenna & Sheldon 2020")
 
 
 @dpaudit.register("report-noisy-max-gumbel", example={"epsilon": 1.0, "n": 20, "n_bins": 3})
 def report_noisy_max_gumbel(epsilon: float = 1.0, n: int = 100, n_bins: int = 4):
-    """Report noisy max with Gumbel(2/epsilon) noise (= exponential mechanism, exp(eps u / 2))."""
+    """Report noisy max with Gumbel(2/epsilon) noise (= exponential mechanism, exp(eps u / 2)).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of records (categories ``0..n_bins-1``).
+        n_bins: the number of histogram bins (candidates).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     return _noisy_max("gumbel", epsilon, n, n_bins, "McSherry & Talwar 2007; Dwork & Roth Thm 3.10")
 
 
@@ -676,7 +759,20 @@ _SVT_EXAMPLE = {"epsilon": 1.0, "n": 12, "thresholds": (4.0, 4.0, 4.0), "cutoff"
 
 @dpaudit.register("svt", example=_SVT_EXAMPLE)
 def svt(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int = 1):
-    """Sparse vector technique, Lyu et al. Alg. 1: rho ~ Lap(2/eps), nu_i ~ Lap(4c/eps)."""
+    """Sparse vector technique, Lyu et al. Alg. 1: rho ~ Lap(2/eps), nu_i ~ Lap(4c/eps).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of records.
+        thresholds: one public threshold per query (the number of queries).
+        cutoff: the number ``c`` of positive answers before the mechanism stops.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "svt",
@@ -693,7 +789,17 @@ def svt(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int 
 
 @dpaudit.register("svt-dwork-roth", example=_SVT_EXAMPLE)
 def svt_dwork_roth(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int = 1):
-    """SVT as in Dwork & Roth (Lyu Alg. 2): rho ~ Lap(2c/eps) redrawn after each positive."""
+    """SVT as in Dwork & Roth (Lyu Alg. 2): rho ~ Lap(2c/eps) redrawn after each positive.
+
+    Args:
+        epsilon, n, thresholds, cutoff: as :func:`svt`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "svt-dwork-roth",

@@ -468,6 +468,15 @@ def bmr_roc_mechanism(
     scale is ``Delta*/epsilon`` with ``Delta*`` the exact joint worst case
     (:func:`bmr_roc_exact_sensitivity`). Post-process with :func:`smooth_ecdf`,
     :func:`roc_curve`, :func:`auc`.
+
+    Args:
+        epsilon, n, low, high, n_points, calibration: as :func:`bmr_ecdf_mechanism`.
+
+    Returns:
+        The mechanism; its release is ``(2, N)`` noisy true- and false-positive ECDF values.
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
 
     def lemma(depth):  # two releases at epsilon/2 each: twice BMR's L + 1

@@ -54,7 +54,16 @@ def _mean_parts(n, low, high):
 def gaussian_classical_large_epsilon(
     epsilon: float = 10.0, delta: float = 0.01, n: int = 100, low: float = 0.0, high: float = 1.0
 ) -> dpaudit.Mechanism:
-    """Gaussian mean with sigma = c(delta) Delta / epsilon used beyond epsilon <= 1 (see docs/paper-errors.md#mrs-epsilon-at-most-one)."""
+    """Gaussian mean with sigma = c(delta) Delta / epsilon used beyond epsilon <= 1 (see docs/paper-errors.md#mrs-epsilon-at-most-one).
+
+    Args:
+        epsilon, delta: the claim (the calibration is proven only for ``epsilon <= 1``).
+        n: the public number of scalar records.
+        low, high: the public clipping range.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     check_delta(delta)
     sensitivity = (high - low) / n
@@ -104,7 +113,15 @@ def _gaussian_pair():
 def gaussian_pure_claim(
     epsilon: float = 1.0, n: int = 100, low: float = 0.0, high: float = 1.0
 ) -> dpaudit.Mechanism:
-    """Gaussian noise N(0, (Delta/epsilon)^2) on a mean, claimed pure epsilon-DP."""
+    """Gaussian noise N(0, (Delta/epsilon)^2) on a mean, claimed pure epsilon-DP.
+
+    Args:
+        epsilon: the claimed (pure) epsilon.
+        n, low, high: as :func:`gaussian_classical_large_epsilon`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     sensitivity = (high - low) / n
     sigma = sensitivity / epsilon
@@ -141,7 +158,15 @@ def _gaussian_pure_pair():
     "faulty/histogram-scale-epsilon", example={"epsilon": 0.5, "n_bins": 4}, faulty=True
 )
 def histogram_scale_epsilon(epsilon: float = 0.5, n_bins: int = 4) -> dpaudit.Mechanism:
-    """Noisy histogram (add/remove) with Laplace scale epsilon instead of 1/epsilon."""
+    """Noisy histogram (add/remove) with Laplace scale epsilon instead of 1/epsilon.
+
+    Args:
+        epsilon: the claimed epsilon (also, wrongly, the Laplace scale).
+        n_bins: the number of histogram bins.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
 
     def summary(data):

@@ -48,7 +48,17 @@ def node_counts(scores, grid) -> jnp.ndarray:
 def textbook_tree_replace_one(
     epsilon: float = 1.0, n: int = 100, low: float = 0.0, high: float = 1.0, n_points: int = 8
 ) -> dpaudit.Mechanism:
-    """Textbook binary mechanism: noisy node counts with Lap((L+1)/eps), claimed under replace-one."""
+    """Textbook binary mechanism: noisy node counts with Lap((L+1)/eps), claimed under replace-one.
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of scalar records.
+        low, high: the public score range.
+        n_points: the grid size ``N`` (tree depth ``ceil(log2 N)``).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     depth = _depth(n_points)
     grid = jnp.linspace(low, high, n_points)
@@ -122,7 +132,16 @@ class PublishedGridECDF(Distribution):
     "faulty/ecdf-data-dependent-grid", example={"epsilon": 1.0, "n": 20, "n_points": 4}, faulty=True
 )
 def ecdf_data_dependent_grid(epsilon: float = 1.0, n: int = 100, n_points: int = 8):
-    """BMR ECDF whose grid runs from the data's min to its max (BMR Sec. 3.1 as printed; see docs/paper-errors.md#bmr-data-dependent-grid)."""
+    """BMR ECDF whose grid runs from the data's min to its max (BMR Sec. 3.1 as printed; see docs/paper-errors.md#bmr-data-dependent-grid).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of scalar records.
+        n_points: the grid size ``N``.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     depth = _depth(n_points)
     scale = (depth + 1) / epsilon

@@ -39,7 +39,18 @@ _FUNCTIONAL_EXAMPLE = {"epsilon": 1.0, "n": 5, "grid_size": 20, "n_components": 
 def iclp_unscaled_sigma(
     epsilon: float = 1.0, n: int = 50, tau: float = 1.0, grid_size: int = 50, n_components: int = 8
 ):
-    """ICLP mean release with sigma = Delta/epsilon instead of sqrt(2) Delta/epsilon (see docs/paper-errors.md#lr-iclp-sigma-constant)."""
+    """ICLP mean release with sigma = Delta/epsilon instead of sqrt(2) Delta/epsilon (see docs/paper-errors.md#lr-iclp-sigma-constant).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of curves.
+        tau: the public bound on each record's ``1,C`` norm (records are clipped to it).
+        grid_size: the number of grid points of a curve.
+        n_components: the KL components kept.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     basis = kl_basis(Matern(1.5, 0.2), uniform_grid(grid_size), n_components=n_components)
     lam = basis.eigenvalues
@@ -96,6 +107,13 @@ def iclp_raw_eigenpairs(
     computes it with the raw ``mu_k = m lambda_k`` and releases raw coefficients
     ``v_k' x = sqrt(m) <x, phi_k>`` with ICLP noise on ``mu_k``: the noise is
     ``sqrt(m)`` times too small relative to the data.
+
+    Args:
+        epsilon, n, grid_size, n_components: as :func:`iclp_unscaled_sigma`.
+        tau: the public bound on each curve's L2 norm (records are clipped to it).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
     """
     check_epsilon(epsilon)
     basis = kl_basis(Matern(1.5, 0.2), uniform_grid(grid_size), n_components=n_components)
@@ -174,7 +192,17 @@ def hrw_unsquared_covariance(
     bandwidth: float = 0.05,
     grid_size: int = 21,
 ):
-    """HRW batch release N(f_D, (c Delta/eps) K) with the multiplier not squared (see docs/paper-errors.md#hrw-batch-covariance)."""
+    """HRW batch release N(f_D, (c Delta/eps) K) with the multiplier not squared (see docs/paper-errors.md#hrw-batch-covariance).
+
+    Args:
+        epsilon, delta: the claim.
+        n: the public number of scalar records (clipped to ``[0, 1]``).
+        bandwidth: the Gaussian KDE bandwidth ``h``.
+        grid_size: the number of grid points.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     check_delta(delta)
     if epsilon > 1:
@@ -237,7 +265,18 @@ def rough_mean_smooth_noise(
     grid_size: int = 50,
     n_components: int = 4,
 ):
-    """Raw sample mean of rough curves released with RBF Gaussian-process noise (incompatible)."""
+    """Raw sample mean of rough curves released with RBF Gaussian-process noise (incompatible).
+
+    Args:
+        epsilon, delta: the claim.
+        n: the public number of curves.
+        tau: the public L2 bound of a curve.
+        grid_size: the number of grid points of a curve.
+        n_components: the KL components of the noise kept.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     check_delta(delta)
     if epsilon > 1:

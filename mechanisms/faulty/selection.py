@@ -56,7 +56,15 @@ class NoisyMaxWithValue(Distribution):
     faulty=True,
 )
 def noisy_max_with_value(epsilon: float = 1.0, thresholds=(0.25, 0.5, 0.75)):
-    """Report noisy max on monotone counting queries (Lap(1/eps), add/remove) that also returns the max."""
+    """Report noisy max on monotone counting queries (Lap(1/eps), add/remove) that also returns the max.
+
+    Args:
+        epsilon: the claimed epsilon.
+        thresholds: one monotone counting query per threshold (``#{x_i >= t}``).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     t = np.asarray(thresholds, dtype=float)
     k = t.size
@@ -113,7 +121,14 @@ def _svt_pair():
 
 @dpaudit.register("faulty/svt-lyu-alg3", example=_SVT_FLAW_EXAMPLE | {"cutoff": 1}, faulty=True)
 def svt_lyu_alg3(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int = 1):
-    """SVT that outputs the noisy query answer of positives (Lyu et al. Alg. 3, Roth's notes)."""
+    """SVT that outputs the noisy query answer of positives (Lyu et al. Alg. 3, Roth's notes).
+
+    Args:
+        epsilon, n, thresholds, cutoff: as :func:`mechanisms.classic.svt`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "faulty/svt-lyu-alg3",
@@ -140,7 +155,14 @@ def svt_lyu_alg3(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cut
 
 @dpaudit.register("faulty/svt-lyu-alg4", example=_SVT_FLAW_EXAMPLE | {"cutoff": 2}, faulty=True)
 def svt_lyu_alg4(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int = 2):
-    """SVT with eps1 = eps/4 and query noise Lap(4/(3 eps)) not scaled by c (Lee & Clifton)."""
+    """SVT with eps1 = eps/4 and query noise Lap(4/(3 eps)) not scaled by c (Lee & Clifton).
+
+    Args:
+        epsilon, n, thresholds, cutoff: as :func:`mechanisms.classic.svt`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "faulty/svt-lyu-alg4",
@@ -171,7 +193,14 @@ def svt_lyu_alg4(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cut
     faulty=True,
 )
 def svt_lyu_alg5(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4):
-    """SVT without query noise and without cutoff (Stoddard et al.; Lyu et al. Alg. 5)."""
+    """SVT without query noise and without cutoff (Stoddard et al.; Lyu et al. Alg. 5).
+
+    Args:
+        epsilon, n, thresholds: as :func:`mechanisms.classic.svt` (there is no cutoff).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "faulty/svt-lyu-alg5",
@@ -197,7 +226,14 @@ def svt_lyu_alg5(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4):
 
 @dpaudit.register("faulty/svt-lyu-alg6", example=_SVT_FLAW_EXAMPLE, faulty=True)
 def svt_lyu_alg6(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4):
-    """SVT with query noise Lap(2/eps) and no cutoff (Chen et al.; Lyu et al. Alg. 6)."""
+    """SVT with query noise Lap(2/eps) and no cutoff (Chen et al.; Lyu et al. Alg. 6).
+
+    Args:
+        epsilon, n, thresholds: as :func:`mechanisms.classic.svt` (there is no cutoff).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "faulty/svt-lyu-alg6",

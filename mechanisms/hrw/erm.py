@@ -612,6 +612,16 @@ def hrw_kernel_logistic(
 
     Labels in ``{-1, +1}``, covariates in ``[0, 1]^d`` (rejected otherwise);
     ``Delta = 1 / (lambda n)``. Arguments as in :func:`hrw_kernel_ridge`.
+
+    Args:
+        epsilon, delta, n, regularization, kernel, lengthscale, dim, grid_size, calibration,
+            rtol: as :func:`hrw_kernel_ridge`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
     # locals() here is exactly the keyword arguments, passed on unchanged
     return _erm_mechanism(name="hrw-kernel-logistic", loss="logistic", **locals())
@@ -637,6 +647,16 @@ def hrw_kernel_svm(
     otherwise); ``Delta = 1 / (lambda n)``, attained when every record is a
     bounded support vector and one label flips. Arguments as in
     :func:`hrw_kernel_ridge`.
+
+    Args:
+        epsilon, delta, n, regularization, kernel, lengthscale, dim, grid_size, calibration,
+            rtol: as :func:`hrw_kernel_ridge`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
     # locals() here is exactly the keyword arguments, passed on unchanged
     return _erm_mechanism(name="hrw-kernel-svm", loss="hinge", **locals())

@@ -491,6 +491,16 @@ def hrw_gaussian_kde_anisotropic(
     symmetric positive-definite ``d x d`` matrix ``H``. Noise kernel
     ``exp{-(x-y)^T H^{-1} (x-y)/2}``, ``Delta = sqrt(2)/(n (2 pi)^{d/2} |H|^{1/2})``.
     Other arguments as in :func:`hrw_gaussian_kde`.
+
+    Args:
+        bandwidth: ``d`` per-axis bandwidths or a ``d x d`` bandwidth matrix ``H``.
+        epsilon, delta, n, dim, grid_size, calibration, rtol: as :func:`hrw_gaussian_kde`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: invalid parameters, including a scalar ``bandwidth``.
     """
     setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
     n, dim, grid_size = setting.n, setting.dim, setting.grid_size
@@ -536,6 +546,16 @@ def hrw_sobolev_kde(
     Noise kernel ``exp(-||x - y||_1 / h)`` (``gamma = 1/h``), RKHS sensitivity
     ``Delta = 2 / ((2 pi)^{d/4} n h^d)`` (see docs/paper-errors.md#hrw-sobolev-kde-constants); the released curve is rough
     (OU paths). Arguments as in :func:`hrw_gaussian_kde`.
+
+    Args:
+        epsilon, delta, n, bandwidth, dim, grid_size, calibration, rtol: as
+            :func:`hrw_gaussian_kde` (``bandwidth`` also sets ``gamma = 1/h``).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
     setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
     n, dim, grid_size = setting.n, setting.dim, setting.grid_size

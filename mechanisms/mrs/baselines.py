@@ -566,6 +566,18 @@ def bernstein_mean_2d_mechanism(
     experiment used ``k`` in {5, 10}): ``(k+1)^2`` lattice values read from a
     tensor grid by bilinear interpolation, ``Laplace(2 tau (k+1)^2 / (n epsilon))``
     noise on each. Data are ``(n, m)`` values on the grid (lexicographic order).
+
+    Args:
+        n, epsilon, tau, out_of_bound: as :func:`bernstein_mean_mechanism`.
+        degree: the lattice degree ``k`` per axis (``(k+1)^2`` lattice values).
+        grid: the tensor grid of the data (default ``grid_size x grid_size`` midpoints).
+        grid_size: points per axis of the default grid.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
     return _bernstein_mechanism(
         "bernstein-mean-2d", n, epsilon, tau, degree, 2, grid, grid_size, out_of_bound

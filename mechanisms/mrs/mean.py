@@ -654,6 +654,17 @@ def mrs_penalized_mean_coefficients_mechanism(
     measurable post-processing, MRS Cor. 3.1). Arguments as for
     :func:`mrs_penalized_mean_mechanism`; the summary is ``(hat mu_j)_j`` and the
     sensitivity norm is ``||h||_C = (sum_j h_j^2 / lambda_j)^(1/2)``.
+
+    Args:
+        n, epsilon, delta, tau, eta, phi, basis, kernel, grid_size, n_components,
+            sensitivity_bound, calibration, out_of_bound: as
+            :func:`mrs_penalized_mean_mechanism`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
     # locals() here is exactly the keyword arguments of the builder
     basis, sensitivity, sigma, summaries, params, how = _penalized_setup(**locals())
