@@ -79,22 +79,55 @@ def _records(data, n: int, dim: int | None = None) -> jax.Array:
 
 
 def clipped_mean(data, low: float, high: float) -> jax.Array:
-    """Coordinatewise mean of the records clipped to ``[low, high]`` (the claimed clipping step)."""
+    """Coordinatewise mean of the records clipped to ``[low, high]`` (the claimed clipping step).
+
+    Args:
+        data: ``(n, d)`` records.
+        low, high: the public clipping range.
+
+    Returns:
+        ``(d,)`` the mean of the clipped records.
+    """
     return jnp.mean(jnp.clip(jnp.asarray(data, dtype=jnp.float64), low, high), axis=0)
 
 
 def laplace_mean_sensitivity(dim: int, low: float, high: float, n: int) -> float:
-    """l1 sensitivity ``d (high - low) / n`` of :func:`clipped_mean` under replace-one."""
+    """l1 sensitivity ``d (high - low) / n`` of :func:`clipped_mean` under replace-one.
+
+    Args:
+        dim: the dimension ``d`` of a record.
+        low, high: the public clipping range.
+        n: the public number of records.
+
+    Returns:
+        ``Delta``.
+    """
     return dim * (high - low) / n
 
 
 def gaussian_mean_sensitivity(dim: int, low: float, high: float, n: int) -> float:
-    """l2 sensitivity ``sqrt(d) (high - low) / n`` of :func:`clipped_mean` under replace-one."""
+    """l2 sensitivity ``sqrt(d) (high - low) / n`` of :func:`clipped_mean` under replace-one.
+
+    Args:
+        dim: the dimension ``d`` of a record.
+        low, high: the public clipping range.
+        n: the public number of records.
+
+    Returns:
+        ``Delta``.
+    """
     return math.sqrt(dim) * (high - low) / n
 
 
 def histogram_counts(data, n_bins: int) -> jax.Array:
     """Counts of the categories ``0 .. n_bins - 1`` (each record is one category).
+
+    Args:
+        data: ``(n,)`` categories.
+        n_bins: the number of categories.
+
+    Returns:
+        ``(n_bins,)`` float counts.
 
     Raises:
         ValueError: if a record is not an integer category in range.
@@ -172,6 +205,15 @@ class DiscreteLaplace(Distribution):
         super().__init__(batch_shape=jnp.shape(self.loc), validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
+        """Draw releases.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: the leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
         shape = sample_shape + self.batch_shape
         p = -jnp.expm1(-self.a)
         k1, k2 = jax.random.split(key)
@@ -180,6 +222,14 @@ class DiscreteLaplace(Distribution):
         return self.loc + (g1 - g2).astype(jnp.float64)
 
     def log_prob(self, value):
+        """The log density (mass) of releases.
+
+        Args:
+            value: releases of the event shape (with any leading shape).
+
+        Returns:
+            The log density (mass) of each release.
+        """
         on_lattice = jnp.round(value - self.loc) == value - self.loc
         log_p = jnp.log(jnp.tanh(self.a / 2.0)) - self.a * jnp.abs(value - self.loc)
         return jnp.where(on_lattice, log_p, -jnp.inf)
@@ -246,6 +296,15 @@ class NoisyArgmax(Distribution):
         return _log_trapezoid(integrand, (x[-1] - x[0]) / (n_grid - 1))
 
     def sample(self, key, sample_shape=()):
+        """Draw releases.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: the leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
         shape = sample_shape + self.loc.shape
         if self.noise == "laplace":
             z = jax.random.laplace(key, shape)
@@ -256,6 +315,14 @@ class NoisyArgmax(Distribution):
         return jnp.argmax(self.loc + self.scale * z, axis=-1)
 
     def log_prob(self, value):
+        """The log density (mass) of releases.
+
+        Args:
+            value: releases of the event shape (with any leading shape).
+
+        Returns:
+            The log density (mass) of each release.
+        """
         index = jnp.asarray(value).astype(jnp.int64)
         inside = (index >= 0) & (index < self.loc.shape[0]) & (jnp.asarray(value) == index)
         return jnp.where(
@@ -330,6 +397,15 @@ class SparseVector(Distribution):
         super().__init__(batch_shape=(), event_shape=event, validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
+        """Draw releases.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: the leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
         keys = jax.random.split(key, math.prod(sample_shape) or 1)
         draws = jax.vmap(self._sample_one)(keys)
         return draws.reshape(sample_shape + self.event_shape)
@@ -357,6 +433,14 @@ class SparseVector(Distribution):
         return jnp.stack([codes, values]) if self.release_values else codes
 
     def log_prob(self, value):
+        """The log density (mass) of releases.
+
+        Args:
+            value: releases of the event shape (with any leading shape).
+
+        Returns:
+            The log density (mass) of each release.
+        """
         value = jnp.asarray(value, dtype=jnp.float64)
         batch = value.shape[: value.ndim - len(self.event_shape)]
         flat = value.reshape((-1, *self.event_shape))
@@ -690,6 +774,14 @@ def svt_queries(data, n: int, n_queries: int) -> jax.Array:
 
     Data are ``(n, k)`` in ``{0, 1}``; a replaced record moves every count by at
     most 1, in either direction (``Delta = 1``).
+
+    Args:
+        data: ``(n, k)`` yes/no answers, one row per record.
+        n: the public number of records.
+        n_queries: ``k``.
+
+    Returns:
+        ``(k,)`` counts.
     """
     x = _records(data, n, n_queries)
     if is_concrete(x) and not np.all(np.isin(np.asarray(x), (0.0, 1.0))):
@@ -712,7 +804,25 @@ def sparse_vector_mechanism(
     known_flaw: dpaudit.KnownFlaw | None = None,
     description: str = "",
 ) -> dpaudit.Mechanism:
-    """An SVT run on counting queries against public thresholds (shared by the faulty variants)."""
+    """An SVT run on counting queries against public thresholds (shared by the faulty variants).
+
+    Args:
+        name: the catalogue name.
+        epsilon: the claimed epsilon.
+        n: the public number of records.
+        thresholds: one public threshold per query.
+        cutoff: the positives before stopping (``None``: never stops).
+        threshold_scale: the Laplace scale of the threshold noise.
+        query_scale: the Laplace scale of each query's noise (0: none).
+        resample: redraw the threshold noise after each positive.
+        release_values: release the noisy answer of each positive too.
+        reference: the source of the claim.
+        known_flaw: the true guarantee, for the faulty variants.
+        description: one paragraph for reports.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`.
+    """
     _check_common(epsilon, n)
     thresholds = np.asarray(thresholds, dtype=float)
     if thresholds.ndim != 1 or thresholds.size < 1 or not np.all(np.isfinite(thresholds)):

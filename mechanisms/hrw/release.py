@@ -119,7 +119,18 @@ ANALYTIC_REFERENCE = "Balle & Wang 2018, Thm 8 (analytic Gaussian calibration)"
 
 
 def check_positive_number(name: str, value) -> float:
-    """``float(value)`` if it is a finite real number > 0, else one clear error."""
+    """``float(value)`` if it is a finite real number > 0, else one clear error.
+
+    Args:
+        name: the argument's name, for the message.
+        value: the value.
+
+    Returns:
+        ``float(value)``.
+
+    Raises:
+        ValueError / TypeError: not a finite real number > 0.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
     value = float(value)
@@ -129,7 +140,19 @@ def check_positive_number(name: str, value) -> float:
 
 
 def check_count(name: str, value, *, minimum: int = 1) -> int:
-    """``int(value)`` if it is an integer ``>= minimum``, else one clear error."""
+    """``int(value)`` if it is an integer ``>= minimum``, else one clear error.
+
+    Args:
+        name: the argument's name, for the message.
+        value: the value.
+        minimum: the smallest allowed value.
+
+    Returns:
+        ``int(value)``.
+
+    Raises:
+        ValueError / TypeError: not an integer ``>= minimum``.
+    """
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}.")
     if value < minimum:
@@ -188,6 +211,14 @@ def kernel_matrix(kernel: Kernel, x, y=None) -> np.ndarray:
     method) are evaluated in numpy: the ERM solvers and exact RKHS norms run
     on concrete data of ever-changing size, where eager JAX would compile
     every operation again for every new shape. Other kernels go through JAX.
+
+    Args:
+        kernel: the kernel.
+        x: ``(m, d)`` points.
+        y: ``(k, d)`` points (default ``x``).
+
+    Returns:
+        ``(m, k)`` numpy array.
     """
     x = np.asarray(x, dtype=np.float64)
     x = x[:, None] if x.ndim == 1 else x
@@ -217,6 +248,13 @@ def kernel_matrix(kernel: Kernel, x, y=None) -> np.ndarray:
 def unit_cube_grid(grid_size: int, dim: int) -> Grid:
     """The public midpoint grid with ``grid_size`` points per axis on ``[0, 1]^dim``.
 
+    Args:
+        grid_size: points per axis.
+        dim: the dimension.
+
+    Returns:
+        The :class:`~dpaudit.spaces.Grid`.
+
     Raises:
         ValueError / TypeError: for a non-integer or non-positive size or dimension.
     """
@@ -226,14 +264,32 @@ def unit_cube_grid(grid_size: int, dim: int) -> Grid:
 
 
 def check_calibration(calibration: str) -> str:
-    """Return ``calibration`` if it is one of :data:`CALIBRATIONS`."""
+    """Return ``calibration`` if it is one of :data:`CALIBRATIONS`.
+
+    Args:
+        calibration: the requested calibration.
+
+    Returns:
+        ``calibration``.
+
+    Raises:
+        ValueError: not one of :data:`CALIBRATIONS`.
+    """
     if calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}.")
     return calibration
 
 
 def claim_reference(section: str, calibration: str) -> str:
-    """The reference string of a claim: HRW's section plus the calibration theorem."""
+    """The reference string of a claim: HRW's section plus the calibration theorem.
+
+    Args:
+        section: the HRW section the guarantee rests on.
+        calibration: ``"classical"`` or ``"analytic"``.
+
+    Returns:
+        The reference string.
+    """
     base = f"{HRW_REFERENCE}, {section}, with Cor. 3.5 and Prop. 2.4 (covariance (c Delta/eps)^2 K, docs/paper-errors.md#hrw-batch-covariance)"
     if calibration == "analytic":
         return f"{base}; noise calibrated by {ANALYTIC_REFERENCE}"
@@ -314,11 +370,25 @@ class GridRelease:
         return GaussianProcessNoise(self.basis.eigenvalues, self.sigma)
 
     def project(self, values) -> jax.Array:
-        """``P f``: grid values ``(..., m)`` projected onto the span of the retained eigenfunctions."""
+        """``P f``: grid values ``(..., m)`` projected onto the span of the retained eigenfunctions.
+
+        Args:
+            values: grid values ``(..., m)``.
+
+        Returns:
+            The projected values, same shape.
+        """
         return self.basis.reconstruct(self.basis.project(values))
 
     def distribution(self, loc) -> GridNoise:
-        """The release law ``GridNoise`` centred at the (projected) summary ``loc``."""
+        """The release law ``GridNoise`` centred at the (projected) summary ``loc``.
+
+        Args:
+            loc: the projected summary ``(m,)``.
+
+        Returns:
+            The :class:`~dpaudit.noise.GridNoise`.
+        """
         return GridNoise(self.noise, self.basis, loc=loc)
 
     def grid_rkhs_norm(self, difference) -> jax.Array:
@@ -327,6 +397,12 @@ class GridRelease:
         With all components retained this is ``(h^T K_grid^{-1} h)^(1/2)``, the
         restriction of the RKHS norm to the grid (HRW Prop. 3.4), so it is at
         most ``||h||_H``.
+
+        Args:
+            difference: grid values ``(..., m)``, a difference of summaries.
+
+        Returns:
+            The norms ``(...)``.
         """
         return cameron_martin_norm(self.basis.project(difference), self.basis.eigenvalues)
 
@@ -337,6 +413,15 @@ class GridRelease:
 
 def grid_release(kernel: Kernel, grid: Grid, sigma: float, *, rtol: float | None = None):
     """Build the :class:`GridRelease` of kernel ``kernel`` on ``grid`` with multiplier ``sigma``.
+
+    Args:
+        kernel: the noise kernel.
+        grid: the public grid.
+        sigma: the multiplier ``s`` (covariance ``s^2 K``).
+        rtol: eigenvalue cut-off of the KL basis.
+
+    Returns:
+        The :class:`GridRelease`.
 
     Raises:
         ValueError: a non-positive ``sigma`` or a kernel matrix that is not a covariance.
@@ -588,14 +673,28 @@ class OnlineExponentialRelease:
         return tuple(self._points)
 
     def noise_at(self, x: float) -> np.ndarray:
-        """The unit-process value ``xi(x)`` already drawn at a queried point ``x``."""
+        """The unit-process value ``xi(x)`` already drawn at a queried point ``x``.
+
+        Args:
+            x: a point already queried.
+
+        Returns:
+            ``xi(x)``.
+        """
         i = bisect.bisect_left(self._points, float(x))
         if i == len(self._points) or self._points[i] != float(x):
             raise ValueError(f"{x} has not been queried.")
         return self._noise[i]
 
     def query(self, x: float) -> np.ndarray:
-        """The release ``f_D(x) + s xi(x)`` at one point ``x`` in ``[0, 1]``."""
+        """The release ``f_D(x) + s xi(x)`` at one point ``x`` in ``[0, 1]``.
+
+        Args:
+            x: the point.
+
+        Returns:
+            The released value (with ``sample_shape`` leading axes).
+        """
         x = float(x)
         if not (math.isfinite(x) and 0.0 <= x <= 1.0):
             raise ValueError(
@@ -638,6 +737,13 @@ def online_exponential_release(
     sample_shape: tuple[int, ...] = (),
 ) -> np.ndarray:
     """Answer the queries ``points`` in the given order with :class:`OnlineExponentialRelease`.
+
+    Args:
+        summary_fn: ``f_D`` as a function of a point.
+        points: the query points in ``[0, 1]``, in order.
+        sensitivity, epsilon, delta, lengthscale, calibration: as :class:`OnlineExponentialRelease`.
+        key: a JAX PRNG key.
+        sample_shape: independent runs to draw.
 
     Returns:
         An array ``sample_shape + (k,)`` of answers, one per query.
