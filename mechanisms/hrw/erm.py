@@ -118,6 +118,13 @@ def erm_kernel(kernel: str = "gaussian", lengthscale: float = 0.2) -> Kernel:
     """The learning (and noise) kernel: ``"gaussian"`` ``exp(-||x-y||^2/(2 rho^2))`` or
     ``"exponential"`` ``exp(-||x-y||_1 / rho)``, both with ``sup_x K(x, x) = 1``.
 
+    Args:
+        kernel: ``"gaussian"`` or ``"exponential"``.
+        lengthscale: ``rho`` > 0.
+
+    Returns:
+        The :class:`~dpaudit.spaces.Kernel`.
+
     Raises:
         ValueError: an unknown kernel name or a non-positive lengthscale.
     """
@@ -156,6 +163,15 @@ def loss_lipschitz_constant(
     hinge and logistic: ``M = 1`` (labels in ``{-1, +1}``); square:
     ``M = 2 B (1 + sqrt(kappa / lambda))`` for ``|y| <= B``.
 
+    Args:
+        loss: one of :data:`LOSSES`.
+        regularization: ``lambda`` > 0.
+        y_bound: the public bound ``B`` on ``|y|`` (square loss only).
+        kernel_sup: ``kappa = sup_x K(x, x)``.
+
+    Returns:
+        ``M``.
+
     Raises:
         ValueError: unknown loss, or a square loss without ``y_bound``.
     """
@@ -173,6 +189,15 @@ def loss_lipschitz_constant(
 def erm_sensitivity(lipschitz: float, regularization: float, n: int, kernel_sup: float = 1.0):
     r"""``Delta = M sqrt(kappa) / (lambda n)`` (HRW Sec. 4.3).
 
+    Args:
+        lipschitz: the admissibility constant ``M``.
+        regularization: ``lambda`` > 0.
+        n: the public number of records.
+        kernel_sup: ``kappa = sup_x K(x, x)``.
+
+    Returns:
+        ``Delta``.
+
     Example:
         >>> erm_sensitivity(1.0, 0.1, 50)
         0.2
@@ -184,19 +209,47 @@ def erm_sensitivity(lipschitz: float, regularization: float, n: int, kernel_sup:
 
 
 def kernel_svm_sensitivity(n: int, regularization: float, kernel_sup: float = 1.0) -> float:
-    """``Delta = sqrt(kappa) / (lambda n)`` for the hinge loss (``M = 1``)."""
+    """``Delta = sqrt(kappa) / (lambda n)`` for the hinge loss (``M = 1``).
+
+    Args:
+        n: the public number of records.
+        regularization: ``lambda`` > 0.
+        kernel_sup: ``kappa = sup_x K(x, x)``.
+
+    Returns:
+        ``Delta``.
+    """
     return erm_sensitivity(1.0, regularization, n, kernel_sup)
 
 
 def kernel_logistic_sensitivity(n: int, regularization: float, kernel_sup: float = 1.0) -> float:
-    """``Delta = sqrt(kappa) / (lambda n)`` for the logistic loss (``M = 1``)."""
+    """``Delta = sqrt(kappa) / (lambda n)`` for the logistic loss (``M = 1``).
+
+    Args:
+        n: the public number of records.
+        regularization: ``lambda`` > 0.
+        kernel_sup: ``kappa = sup_x K(x, x)``.
+
+    Returns:
+        ``Delta``.
+    """
     return erm_sensitivity(1.0, regularization, n, kernel_sup)
 
 
 def kernel_ridge_sensitivity(
     n: int, regularization: float, y_bound: float, kernel_sup: float = 1.0
 ) -> float:
-    """``Delta = 2 B (1 + sqrt(kappa/lambda)) sqrt(kappa) / (lambda n)`` for the square loss."""
+    """``Delta = 2 B (1 + sqrt(kappa/lambda)) sqrt(kappa) / (lambda n)`` for the square loss.
+
+    Args:
+        n: the public number of records.
+        regularization: ``lambda`` > 0.
+        kernel_sup: ``kappa = sup_x K(x, x)``.
+        y_bound: the public bound ``B`` on ``|y|``.
+
+    Returns:
+        ``Delta``.
+    """
     m = loss_lipschitz_constant("square", regularization, y_bound=y_bound, kernel_sup=kernel_sup)
     return erm_sensitivity(m, regularization, n, kernel_sup)
 
@@ -227,7 +280,14 @@ class ERMSolution:
     dual: np.ndarray | None = None
 
     def __call__(self, x) -> np.ndarray:
-        """``f(x) = sum_i alpha_i K(x_i, x)`` at points ``(m,)`` or ``(m, d)``."""
+        """``f(x) = sum_i alpha_i K(x_i, x)`` at points ``(m,)`` or ``(m, d)``.
+
+        Args:
+            x: points ``(m,)`` or ``(m, d)``.
+
+        Returns:
+            ``(m,)`` values.
+        """
         return kernel_matrix(self.kernel, x, self.points) @ self.coefficients
 
     @property
@@ -455,19 +515,50 @@ def kernel_erm(
 
 
 def kernel_ridge(x, y, *, kernel: Kernel, regularization: float, y_bound=None) -> ERMSolution:
-    """Kernel ridge regression: ``alpha = (K + lambda n I)^{-1} y`` (square loss)."""
+    """Kernel ridge regression: ``alpha = (K + lambda n I)^{-1} y`` (square loss).
+
+    Args:
+        x: ``(n, d)`` covariates.
+        y: ``(n,)`` responses.
+        kernel: the learning kernel.
+        regularization: ``lambda`` > 0.
+        y_bound: optional public bound ``B`` on ``|y|``, checked on the responses.
+
+    Returns:
+        The :class:`ERMSolution`.
+    """
     return kernel_erm(
         x, y, loss="square", kernel=kernel, regularization=regularization, y_bound=y_bound
     )
 
 
 def kernel_logistic(x, y, *, kernel: Kernel, regularization: float) -> ERMSolution:
-    """Kernel logistic regression (Newton in the RKHS), labels in ``{-1, +1}``."""
+    """Kernel logistic regression (Newton in the RKHS), labels in ``{-1, +1}``.
+
+    Args:
+        x: ``(n, d)`` covariates.
+        y: ``(n,)`` labels in ``{-1, +1}``.
+        kernel: the learning kernel.
+        regularization: ``lambda`` > 0.
+
+    Returns:
+        The :class:`ERMSolution`.
+    """
     return kernel_erm(x, y, loss="logistic", kernel=kernel, regularization=regularization)
 
 
 def kernel_svm(x, y, *, kernel: Kernel, regularization: float) -> ERMSolution:
-    """Soft-margin kernel SVM without intercept (hinge loss, dual QP), labels in ``{-1, +1}``."""
+    """Soft-margin kernel SVM without intercept (hinge loss, dual QP), labels in ``{-1, +1}``.
+
+    Args:
+        x: ``(n, d)`` covariates.
+        y: ``(n,)`` labels in ``{-1, +1}``.
+        kernel: the learning kernel.
+        regularization: ``lambda`` > 0.
+
+    Returns:
+        The :class:`ERMSolution` (with its dual variables).
+    """
     return kernel_erm(x, y, loss="hinge", kernel=kernel, regularization=regularization)
 
 
@@ -476,6 +567,13 @@ def erm_rkhs_distance(solution: ERMSolution, other: ERMSolution) -> float:
 
     ``||sum_i a_i K_{x_i} - sum_j b_j K_{x'_j}||_H^2 = (a, -b)^T K (a, -b)`` on
     the stacked points.
+
+    Args:
+        solution: one solution.
+        other: the other, with the same kernel.
+
+    Returns:
+        ``||f - f'||_H``.
     """
     points = np.concatenate([solution.points, other.points])
     coefficients = np.concatenate([solution.coefficients, -other.coefficients])

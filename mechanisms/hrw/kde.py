@@ -155,7 +155,15 @@ class GaussianBandwidthKernel(Kernel):
         bandwidth_matrix(h, h.shape[0] if h.ndim == 2 else 1)  # validates
 
     def numpy_gram(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """The Gram matrix in numpy (see :func:`mechanisms.hrw.release.kernel_matrix`)."""
+        """The Gram matrix in numpy (see :func:`mechanisms.hrw.release.kernel_matrix`).
+
+        Args:
+            x: ``(m, d)`` points.
+            y: ``(k, d)`` points.
+
+        Returns:
+            ``(m, k)`` Gram matrix.
+        """
         whiten = np.linalg.inv(np.linalg.cholesky(np.asarray(self.matrix, dtype=np.float64))).T
         diff = (x @ whiten)[:, None, :] - (y @ whiten)[None, :, :]
         return np.exp(-0.5 * np.sum(diff * diff, axis=-1))
@@ -178,6 +186,13 @@ def gaussian_kde_kernel(bandwidth, dim: int) -> Kernel:
 
     A diagonal ``H`` gives :class:`dpaudit.spaces.Gaussian` (per-axis
     lengthscales ``sqrt(H_jj)``); a full ``H`` gives :class:`GaussianBandwidthKernel`.
+
+    Args:
+        bandwidth: a scalar ``h``, ``d`` per-axis bandwidths or a ``d x d`` matrix ``H``.
+        dim: the dimension ``d``.
+
+    Returns:
+        The kernel.
     """
     h = bandwidth_matrix(bandwidth, dim)
     if _is_diagonal(h):
@@ -241,6 +256,14 @@ def gaussian_kde_sensitivity(n: int, bandwidth, dim: int = 1) -> float:
     Isotropic: ``sqrt(2) / (n (2 pi h^2)^{d/2})``; the norm is that of the
     unnormalised kernel ``exp{-(x-y)^T H^{-1} (x-y)/2}``.
 
+    Args:
+        n: the public number of records.
+        bandwidth: as :func:`gaussian_kde_kernel`.
+        dim: the dimension ``d``.
+
+    Returns:
+        ``Delta``.
+
     Raises:
         ValueError / TypeError: a non-integer or non-positive ``n``, an invalid bandwidth.
 
@@ -272,6 +295,14 @@ def gaussian_kde_rkhs_distance(data, data_prime, bandwidth, dim: int = 1) -> flo
     |H|^{1/2})``, summed over the records that differ, so
     ``||f_D - f_D'||_H^2 = c^2 a^T K a`` with ``a = (1, ..., 1, -1, ..., -1)``
     on the points ``(x_i, x_i')`` (reproducing property).
+
+    Args:
+        data, data_prime: ``(n,)`` or ``(n, d)`` neighbouring datasets.
+        bandwidth: as :func:`gaussian_kde_kernel`.
+        dim: the dimension ``d``.
+
+    Returns:
+        The distance.
     """
     a, b, n = _differing_records(data, data_prime, dim)
     if a.shape[0] == 0:
@@ -289,7 +320,14 @@ def gaussian_kde_rkhs_distance(data, data_prime, bandwidth, dim: int = 1) -> flo
 
 
 def sobolev_kernel(bandwidth: float) -> Exponential:
-    """The Sobolev noise kernel ``exp(-||x - y||_1 / h)`` (``gamma = 1/h``, HRW Sec. 4.2)."""
+    """The Sobolev noise kernel ``exp(-||x - y||_1 / h)`` (``gamma = 1/h``, HRW Sec. 4.2).
+
+    Args:
+        bandwidth: ``h`` > 0.
+
+    Returns:
+        The exponential kernel.
+    """
     return Exponential(lengthscale=check_positive_number("bandwidth", bandwidth), norm="l1")
 
 
@@ -298,6 +336,14 @@ def sobolev_kde_sensitivity(n: int, bandwidth: float, dim: int = 1) -> float:
 
     HRW Sec. 4.2 with ``gamma = 1/h`` (see docs/paper-errors.md#hrw-sobolev-kde-constants: the paper's intermediate
     constants are wrong, the final bound stands).
+
+    Args:
+        n: the public number of records.
+        bandwidth: ``h`` > 0.
+        dim: the dimension ``d``.
+
+    Returns:
+        ``Delta``.
 
     Example:
         >>> round(sobolev_kde_sensitivity(100, 0.1), 6)  # 2 / ((2 pi)^(1/4) 100 0.1)
@@ -355,6 +401,14 @@ def sobolev_kde_rkhs_distance(data, data_prime, bandwidth: float, dim: int = 1) 
     ``<phi_p, phi_q>_H = prod_j <phi_{p_j}, phi_{q_j}>_{H^1}`` (eq. 11) and the
     squared norm is ``n^{-2} a^T G a`` with the Gram matrix ``G`` of these inner
     products and ``a = (1, ..., 1, -1, ..., -1)``.
+
+    Args:
+        data, data_prime: ``(n,)`` or ``(n, d)`` neighbouring datasets.
+        bandwidth: ``h`` > 0.
+        dim: the dimension ``d``.
+
+    Returns:
+        The distance.
     """
     a, b, n = _differing_records(data, data_prime, dim)
     if a.shape[0] == 0:
