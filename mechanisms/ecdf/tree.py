@@ -83,7 +83,14 @@ CALIBRATIONS = ("lemma", "exact")
 
 
 def tree_depth(n_points: int) -> int:
-    """``L = ceil(log2 N)``: depth of the tree over ``N`` grid points (0 for ``N = 1``)."""
+    """``L = ceil(log2 N)``: depth of the tree over ``N`` grid points (0 for ``N = 1``).
+
+    Args:
+        n_points: ``N`` >= 1.
+
+    Returns:
+        ``L``.
+    """
     if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)):
         raise TypeError(f"n_points must be an integer, got {type(n_points).__name__}.")
     if not 1 <= n_points <= 2**20:
@@ -141,6 +148,13 @@ def check_scores(data, n: int | None = None) -> jax.Array:
 def ecdf_counts(scores, grid) -> jax.Array:
     """``n F(tau_i) = #{k : clamp(x_k) <= tau_i}`` with scores clamped to ``[tau_1, tau_N]``.
 
+    Args:
+        scores: ``(n,)`` scores.
+        grid: ``(N,)`` increasing grid.
+
+    Returns:
+        ``(N,)`` counts.
+
     Example:
         >>> ecdf_counts(jnp.array([-1.0, 0.2, 0.6, 5.0]), jnp.array([0.0, 0.5, 1.0])).tolist()
         [1.0, 2.0, 4.0]
@@ -151,19 +165,42 @@ def ecdf_counts(scores, grid) -> jax.Array:
 
 
 def bmr_ecdf(scores, grid) -> jax.Array:
-    """The ECDF ``F(tau_i)`` on the grid (clamped scores), BMR Def. 3."""
+    """The ECDF ``F(tau_i)`` on the grid (clamped scores), BMR Def. 3.
+
+    Args:
+        scores: ``(n,)`` scores.
+        grid: ``(N,)`` increasing grid.
+
+    Returns:
+        ``(N,)`` ECDF values.
+    """
     counts = ecdf_counts(scores, grid)
     return counts / jnp.shape(scores)[0]
 
 
 def bmr_node_scale(epsilon: float, depth: int) -> float:
-    """Node Laplace scale ``(L+1)/epsilon`` on the count scale (BMR Thm 3.1)."""
+    """Node Laplace scale ``(L+1)/epsilon`` on the count scale (BMR Thm 3.1).
+
+    Args:
+        epsilon: the privacy parameter.
+        depth: the tree depth ``L``.
+
+    Returns:
+        The scale.
+    """
     check_epsilon(epsilon)
     return (depth + 1) / float(epsilon)
 
 
 def bmr_sensitivity(depth: int) -> float:
-    """The claimed bound ``L + 1`` on the node explanation (Lemma 1; used to calibrate)."""
+    """The claimed bound ``L + 1`` on the node explanation (Lemma 1; used to calibrate).
+
+    Args:
+        depth: the tree depth ``L``.
+
+    Returns:
+        ``L + 1``.
+    """
     return float(depth + 1)
 
 
@@ -174,6 +211,12 @@ def interval_shifts(n_points: int) -> np.ndarray:
     changes ``n F`` by ``+-1_[a, b]``: these are all the count shifts of
     replace-one neighbours (``F(tau_N) = n`` never moves, so the intervals that
     contain ``N`` are conservative extras).
+
+    Args:
+        n_points: ``N``.
+
+    Returns:
+        ``(N (N+1) / 2, N)`` indicators.
     """
     a, b = np.triu_indices(n_points)
     idx = np.arange(n_points)
@@ -186,6 +229,13 @@ def bmr_worst_case_sensitivity(depth: int, n_points: int | None = None) -> float
     Computed with the exact tree dynamic programme
     (:func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`) over every
     interval of the ``n_points <= 2^L`` released leaves (all ``2^L`` by default).
+
+    Args:
+        depth: the tree depth ``L``.
+        n_points: ``N`` (default ``2^L``).
+
+    Returns:
+        The exact worst case.
     """
     m = 2**depth if n_points is None else int(n_points)
     return float(np.max(ancestor_sensitivity(depth, interval_shifts(m))))
@@ -250,6 +300,9 @@ def bmr_roc_exact_sensitivity(
     their last values (the class sizes): that is why parallel composition does
     not apply (see docs/paper-errors.md#bmr-roc-composition).
 
+    Args:
+        n_points: ``N``.
+
     Returns:
         ``(Delta*, ((a, y), (c, y')))``: the worst case and a move attaining it.
 
@@ -285,6 +338,12 @@ def bmr_exact_epsilon(mechanism: dpaudit.Mechanism) -> float:
     epsilon holds. With the default calibration this is ``L/(L+1)`` times the
     claimed epsilon (``N = 2^L``), with ``calibration="exact"`` it is the
     claimed epsilon.
+
+    Args:
+        mechanism: a mechanism built by ``bmr-ecdf`` or ``bmr-roc``.
+
+    Returns:
+        The tight epsilon.
 
     Raises:
         TypeError: if ``mechanism`` is not a :class:`dpaudit.Mechanism`.
@@ -419,6 +478,14 @@ def roc_counts(scores, labels, grid) -> jax.Array:
     """``(2, N)`` counts ``#{y = 1, c <= tau_i}`` (true positives) and ``#{y = 0, c <= tau_i}``.
 
     BMR Sec. 5.1 (docs/papers/bmr.md#bmr-roc): **lower** scores mean "more likely positive". Labels must be 0 or 1.
+
+    Args:
+        scores: ``(n,)`` scores.
+        labels: ``(n,)`` labels, 0 or 1.
+        grid: ``(N,)`` increasing grid.
+
+    Returns:
+        ``(2, N)`` counts.
     """
     grid = check_grid(grid)
     x = jnp.clip(check_scores(scores), grid[0], grid[-1])
