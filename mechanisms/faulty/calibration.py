@@ -22,6 +22,13 @@ def gaussian_true_epsilon(mu: float, delta: float) -> float:
 
     ``mu = Delta / sigma``; Balle & Wang's profile is decreasing in epsilon, so
     the root is bracketed and rounded up.
+
+    Args:
+        mu: ``Delta / sigma``.
+        delta: the target delta.
+
+    Returns:
+        The epsilon (0 when ``delta`` already holds at 0).
     """
 
     def excess(eps):

@@ -27,6 +27,13 @@ def node_counts(scores, grid) -> jnp.ndarray:
 
     Leaf ``i`` counts the clamped scores in ``(tau_(i-1), tau_i]`` (``tau_0 = -inf``);
     padded leaves are empty.
+
+    Args:
+        scores: ``(n,)`` scores.
+        grid: ``(N,)`` increasing grid.
+
+    Returns:
+        The node counts, ``(2^(L+1) - 1,)``.
     """
     grid = jnp.asarray(grid, dtype=jnp.float64)
     x = jnp.clip(jnp.asarray(scores, dtype=jnp.float64), grid[0], grid[-1])
@@ -120,10 +127,27 @@ class PublishedGridECDF(Distribution):
         super().__init__(batch_shape=(), event_shape=(m + 2,), validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
+        """Draw releases.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: the leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
         v = self.values.sample(key, sample_shape)
         return jnp.concatenate([v, jnp.broadcast_to(self.ends, (*sample_shape, 2))], axis=-1)
 
     def log_prob(self, value):
+        """The log density (mass) of releases.
+
+        Args:
+            value: releases of the event shape (with any leading shape).
+
+        Returns:
+            The log density (mass) of each release.
+        """
         same = jnp.all(value[..., -2:] == self.ends, axis=-1)
         return jnp.where(same, self.values.log_prob(value[..., :-2]), -jnp.inf)
 

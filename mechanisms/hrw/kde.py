@@ -169,6 +169,15 @@ class GaussianBandwidthKernel(Kernel):
         return np.exp(-0.5 * np.sum(diff * diff, axis=-1))
 
     def gram(self, x, y):
+        """The Gram matrix in JAX (traceable).
+
+        Args:
+            x: ``(m, d)`` points.
+            y: ``(k, d)`` points.
+
+        Returns:
+            ``(m, k)`` Gram matrix.
+        """
         h = np.asarray(self.matrix, dtype=np.float64)
         if x.shape[1] != h.shape[0]:
             raise ValueError(
