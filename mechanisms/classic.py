@@ -592,9 +592,7 @@ def gaussian_mean_classical(
 
     Args:
         epsilon, delta: the claim (``epsilon <= 1`` for this calibration).
-        n: the public number of records.
-        low, high: the public range every record coordinate is clipped to.
-        dim: the dimension ``d`` of a record.
+        n, low, high, dim: as :func:`laplace_mean`.
 
     Returns:
         The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
@@ -738,15 +736,10 @@ def report_noisy_max_exponential(epsilon: float = 1.0, n: int = 100, n_bins: int
     """Report noisy max with Exp(2/epsilon) noise (= permute-and-flip).
 
     Args:
-        epsilon: the claimed epsilon.
-        n: the public number of records (categories ``0..n_bins-1``).
-        n_bins: the number of histogram bins (candidates).
+        epsilon, n, n_bins: as :func:`report_noisy_max_laplace`.
 
     Returns:
-        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
-
-    Raises:
-        ValueError / TypeError: one sentence naming the bad argument.
+        The :class:`~dpaudit.Mechanism`; it raises as :func:`report_noisy_max_laplace`.
     """
     return _noisy_max("exponential", epsilon, n, n_bins, "Ding et al. 2021; McKenna & Sheldon 2020")
 
@@ -756,15 +749,10 @@ def report_noisy_max_gumbel(epsilon: float = 1.0, n: int = 100, n_bins: int = 4)
     """Report noisy max with Gumbel(2/epsilon) noise (= exponential mechanism, exp(eps u / 2)).
 
     Args:
-        epsilon: the claimed epsilon.
-        n: the public number of records (categories ``0..n_bins-1``).
-        n_bins: the number of histogram bins (candidates).
+        epsilon, n, n_bins: as :func:`report_noisy_max_laplace`.
 
     Returns:
-        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
-
-    Raises:
-        ValueError / TypeError: one sentence naming the bad argument.
+        The :class:`~dpaudit.Mechanism`; it raises as :func:`report_noisy_max_laplace`.
     """
     return _noisy_max("gumbel", epsilon, n, n_bins, "McSherry & Talwar 2007; Dwork & Roth Thm 3.10")
 

@@ -226,9 +226,7 @@ def kernel_logistic_sensitivity(n: int, regularization: float, kernel_sup: float
     """``Delta = sqrt(kappa) / (lambda n)`` for the logistic loss (``M = 1``).
 
     Args:
-        n: the public number of records.
-        regularization: ``lambda`` > 0.
-        kernel_sup: ``kappa = sup_x K(x, x)``.
+        n, regularization, kernel_sup: as :func:`kernel_svm_sensitivity`.
 
     Returns:
         ``Delta``.
@@ -751,10 +749,7 @@ def hrw_kernel_svm(
             rtol: as :func:`hrw_kernel_ridge`.
 
     Returns:
-        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
-
-    Raises:
-        ValueError / TypeError: one sentence naming the bad argument.
+        The :class:`~dpaudit.Mechanism`; it raises as :func:`hrw_kernel_ridge`.
     """
     # locals() here is exactly the keyword arguments, passed on unchanged
     return _erm_mechanism(name="hrw-kernel-svm", loss="hinge", **locals())

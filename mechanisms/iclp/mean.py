@@ -706,9 +706,7 @@ def qr_weights(eigenvalues, *, psi: float, eta: float) -> jax.Array:
     """``w_j = lambda_j^(eta - 1/2) / (lambda_j^eta + psi)``: the QR shrinkage in the 1,C norm.
 
     Args:
-        eigenvalues: the ``lambda_j`` of the ICLP covariance, ``(K,)``.
-        psi: the penalty weight (> 0).
-        eta: the power of ``C`` in the penalty.
+        eigenvalues, psi, eta: as :func:`qr_shrinkage`.
 
     Returns:
         ``w``, the shape of ``eigenvalues``.
@@ -806,9 +804,7 @@ def ar_threshold(eigenvalues, *, psi: float, eta: float) -> jax.Array:
     """ICLP-AR thresholds ``psi / (2 lambda_j^(eta/2))``, non-decreasing in ``j``.
 
     Args:
-        eigenvalues: the ``lambda_j`` of the ICLP covariance, ``(K,)``.
-        psi: the penalty weight (> 0).
-        eta: the power of ``C`` in the penalty.
+        eigenvalues, psi, eta: as :func:`qr_shrinkage`.
 
     Returns:
         The thresholds, the shape of ``eigenvalues``.

@@ -189,10 +189,8 @@ def enforce_l2_bound(curves, grid, tau: float, out_of_bound: str = "reject") -> 
     release density is NaN rather than silently wrong.
 
     Args:
-        curves: ``(n, m)`` grid values, one row per record.
-        grid: the grid of the curves.
-        tau: the public bound on ``||X_i||_{L2}``.
-        out_of_bound: ``"reject"`` or ``"clip"``.
+        curves, grid, tau, out_of_bound: the ``(n, m)`` curves, their grid, the
+            public L2 bound and ``"reject"`` or ``"clip"``.
 
     Returns:
         The curves, rescaled onto the ball where needed.
