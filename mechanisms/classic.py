@@ -109,9 +109,7 @@ def gaussian_mean_sensitivity(dim: int, low: float, high: float, n: int) -> floa
     """l2 sensitivity ``sqrt(d) (high - low) / n`` of :func:`clipped_mean` under replace-one.
 
     Args:
-        dim: the dimension ``d`` of a record.
-        low, high: the public clipping range.
-        n: the public number of records.
+        dim, low, high, n: as :func:`laplace_mean_sensitivity`.
 
     Returns:
         ``Delta``.

@@ -549,10 +549,7 @@ def kernel_svm(x, y, *, kernel: Kernel, regularization: float) -> ERMSolution:
     """Soft-margin kernel SVM without intercept (hinge loss, dual QP), labels in ``{-1, +1}``.
 
     Args:
-        x: ``(n, d)`` covariates.
-        y: ``(n,)`` labels in ``{-1, +1}``.
-        kernel: the learning kernel.
-        regularization: ``lambda`` > 0.
+        x, y, kernel, regularization: as :func:`kernel_logistic`.
 
     Returns:
         The :class:`ERMSolution` (with its dual variables).
