@@ -203,14 +203,10 @@ class DiscreteLaplace(Distribution):
         super().__init__(batch_shape=jnp.shape(self.loc), validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
-        """Draw releases.
+        """Draws of the DiscreteLaplace release.
 
         Args:
-            key: a JAX PRNG key.
-            sample_shape: the leading shape of the draws.
-
-        Returns:
-            Draws of shape ``sample_shape + batch_shape + event_shape``.
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
         """
         shape = sample_shape + self.batch_shape
         p = -jnp.expm1(-self.a)
@@ -220,13 +216,10 @@ class DiscreteLaplace(Distribution):
         return self.loc + (g1 - g2).astype(jnp.float64)
 
     def log_prob(self, value):
-        """The log density (mass) of releases.
+        """Log density (mass) of DiscreteLaplace releases.
 
         Args:
-            value: releases of the event shape (with any leading shape).
-
-        Returns:
-            The log density (mass) of each release.
+            value: releases, with any leading shape.
         """
         on_lattice = jnp.round(value - self.loc) == value - self.loc
         log_p = jnp.log(jnp.tanh(self.a / 2.0)) - self.a * jnp.abs(value - self.loc)
@@ -294,14 +287,10 @@ class NoisyArgmax(Distribution):
         return _log_trapezoid(integrand, (x[-1] - x[0]) / (n_grid - 1))
 
     def sample(self, key, sample_shape=()):
-        """Draw releases.
+        """Draws of the NoisyArgmax release.
 
         Args:
-            key: a JAX PRNG key.
-            sample_shape: the leading shape of the draws.
-
-        Returns:
-            Draws of shape ``sample_shape + batch_shape + event_shape``.
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
         """
         shape = sample_shape + self.loc.shape
         if self.noise == "laplace":
@@ -313,13 +302,10 @@ class NoisyArgmax(Distribution):
         return jnp.argmax(self.loc + self.scale * z, axis=-1)
 
     def log_prob(self, value):
-        """The log density (mass) of releases.
+        """Log density (mass) of NoisyArgmax releases.
 
         Args:
-            value: releases of the event shape (with any leading shape).
-
-        Returns:
-            The log density (mass) of each release.
+            value: releases, with any leading shape.
         """
         index = jnp.asarray(value).astype(jnp.int64)
         inside = (index >= 0) & (index < self.loc.shape[0]) & (jnp.asarray(value) == index)
@@ -395,14 +381,10 @@ class SparseVector(Distribution):
         super().__init__(batch_shape=(), event_shape=event, validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
-        """Draw releases.
+        """Draws of the SparseVector release.
 
         Args:
-            key: a JAX PRNG key.
-            sample_shape: the leading shape of the draws.
-
-        Returns:
-            Draws of shape ``sample_shape + batch_shape + event_shape``.
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
         """
         keys = jax.random.split(key, math.prod(sample_shape) or 1)
         draws = jax.vmap(self._sample_one)(keys)
@@ -431,13 +413,10 @@ class SparseVector(Distribution):
         return jnp.stack([codes, values]) if self.release_values else codes
 
     def log_prob(self, value):
-        """The log density (mass) of releases.
+        """Log density (mass) of SparseVector releases.
 
         Args:
-            value: releases of the event shape (with any leading shape).
-
-        Returns:
-            The log density (mass) of each release.
+            value: releases, with any leading shape.
         """
         value = jnp.asarray(value, dtype=jnp.float64)
         batch = value.shape[: value.ndim - len(self.event_shape)]

@@ -127,26 +127,19 @@ class PublishedGridECDF(Distribution):
         super().__init__(batch_shape=(), event_shape=(m + 2,), validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
-        """Draw releases.
+        """Draws of the PublishedGridECDF release.
 
         Args:
-            key: a JAX PRNG key.
-            sample_shape: the leading shape of the draws.
-
-        Returns:
-            Draws of shape ``sample_shape + batch_shape + event_shape``.
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
         """
         v = self.values.sample(key, sample_shape)
         return jnp.concatenate([v, jnp.broadcast_to(self.ends, (*sample_shape, 2))], axis=-1)
 
     def log_prob(self, value):
-        """The log density (mass) of releases.
+        """Log density (mass) of PublishedGridECDF releases.
 
         Args:
-            value: releases of the event shape (with any leading shape).
-
-        Returns:
-            The log density (mass) of each release.
+            value: releases, with any leading shape.
         """
         same = jnp.all(value[..., -2:] == self.ends, axis=-1)
         return jnp.where(same, self.values.log_prob(value[..., :-2]), -jnp.inf)

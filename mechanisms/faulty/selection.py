@@ -34,27 +34,20 @@ class NoisyMaxWithValue(Distribution):
         super().__init__(batch_shape=(), event_shape=(2,), validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
-        """Draw releases.
+        """Draws of the NoisyMaxWithValue release.
 
         Args:
-            key: a JAX PRNG key.
-            sample_shape: the leading shape of the draws.
-
-        Returns:
-            Draws of shape ``sample_shape + batch_shape + event_shape``.
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
         """
         noisy = self.loc + self.scale * jax.random.laplace(key, (*sample_shape, *self.loc.shape))
         index = jnp.argmax(noisy, axis=-1).astype(jnp.float64)
         return jnp.stack([index, jnp.max(noisy, axis=-1)], axis=-1)
 
     def log_prob(self, value):
-        """The log density (mass) of releases.
+        """Log density (mass) of NoisyMaxWithValue releases.
 
         Args:
-            value: releases of the event shape (with any leading shape).
-
-        Returns:
-            The log density (mass) of each release.
+            value: releases, with any leading shape.
         """
         index, v = value[..., 0], value[..., 1]
         k = self.loc.shape[0]
