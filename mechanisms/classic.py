@@ -39,14 +39,13 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
 from dpaudit.noise import analytic_gaussian_sigma, classical_gaussian_sigma
-from mechanisms.common import summary_release
+from mechanisms.common import gaussian_release, laplace_release, summary_release
 
 __all__ = [
     "DiscreteLaplace",
@@ -80,22 +79,53 @@ def _records(data, n: int, dim: int | None = None) -> jax.Array:
 
 
 def clipped_mean(data, low: float, high: float) -> jax.Array:
-    """Coordinatewise mean of the records clipped to ``[low, high]`` (the claimed clipping step)."""
+    """Coordinatewise mean of the records clipped to ``[low, high]`` (the claimed clipping step).
+
+    Args:
+        data: ``(n, d)`` records.
+        low, high: the public clipping range.
+
+    Returns:
+        ``(d,)`` the mean of the clipped records.
+    """
     return jnp.mean(jnp.clip(jnp.asarray(data, dtype=jnp.float64), low, high), axis=0)
 
 
 def laplace_mean_sensitivity(dim: int, low: float, high: float, n: int) -> float:
-    """l1 sensitivity ``d (high - low) / n`` of :func:`clipped_mean` under replace-one."""
+    """l1 sensitivity ``d (high - low) / n`` of :func:`clipped_mean` under replace-one.
+
+    Args:
+        dim: the dimension ``d`` of a record.
+        low, high: the public clipping range.
+        n: the public number of records.
+
+    Returns:
+        ``Delta``.
+    """
     return dim * (high - low) / n
 
 
 def gaussian_mean_sensitivity(dim: int, low: float, high: float, n: int) -> float:
-    """l2 sensitivity ``sqrt(d) (high - low) / n`` of :func:`clipped_mean` under replace-one."""
+    """l2 sensitivity ``sqrt(d) (high - low) / n`` of :func:`clipped_mean` under replace-one.
+
+    Args:
+        dim, low, high, n: as :func:`laplace_mean_sensitivity`.
+
+    Returns:
+        ``Delta``.
+    """
     return math.sqrt(dim) * (high - low) / n
 
 
 def histogram_counts(data, n_bins: int) -> jax.Array:
     """Counts of the categories ``0 .. n_bins - 1`` (each record is one category).
+
+    Args:
+        data: ``(n,)`` categories.
+        n_bins: the number of categories.
+
+    Returns:
+        ``(n_bins,)`` float counts.
 
     Raises:
         ValueError: if a record is not an integer category in range.
@@ -173,6 +203,11 @@ class DiscreteLaplace(Distribution):
         super().__init__(batch_shape=jnp.shape(self.loc), validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
+        """Draws of the DiscreteLaplace release.
+
+        Args:
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
+        """
         shape = sample_shape + self.batch_shape
         p = -jnp.expm1(-self.a)
         k1, k2 = jax.random.split(key)
@@ -181,6 +216,11 @@ class DiscreteLaplace(Distribution):
         return self.loc + (g1 - g2).astype(jnp.float64)
 
     def log_prob(self, value):
+        """Log density (mass) of DiscreteLaplace releases.
+
+        Args:
+            value: releases, with any leading shape.
+        """
         on_lattice = jnp.round(value - self.loc) == value - self.loc
         log_p = jnp.log(jnp.tanh(self.a / 2.0)) - self.a * jnp.abs(value - self.loc)
         return jnp.where(on_lattice, log_p, -jnp.inf)
@@ -247,6 +287,11 @@ class NoisyArgmax(Distribution):
         return _log_trapezoid(integrand, (x[-1] - x[0]) / (n_grid - 1))
 
     def sample(self, key, sample_shape=()):
+        """Draws of the NoisyArgmax release.
+
+        Args:
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
+        """
         shape = sample_shape + self.loc.shape
         if self.noise == "laplace":
             z = jax.random.laplace(key, shape)
@@ -257,6 +302,11 @@ class NoisyArgmax(Distribution):
         return jnp.argmax(self.loc + self.scale * z, axis=-1)
 
     def log_prob(self, value):
+        """Log density (mass) of NoisyArgmax releases.
+
+        Args:
+            value: releases, with any leading shape.
+        """
         index = jnp.asarray(value).astype(jnp.int64)
         inside = (index >= 0) & (index < self.loc.shape[0]) & (jnp.asarray(value) == index)
         return jnp.where(
@@ -331,6 +381,11 @@ class SparseVector(Distribution):
         super().__init__(batch_shape=(), event_shape=event, validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
+        """Draws of the SparseVector release.
+
+        Args:
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
+        """
         keys = jax.random.split(key, math.prod(sample_shape) or 1)
         draws = jax.vmap(self._sample_one)(keys)
         return draws.reshape(sample_shape + self.event_shape)
@@ -358,6 +413,11 @@ class SparseVector(Distribution):
         return jnp.stack([codes, values]) if self.release_values else codes
 
     def log_prob(self, value):
+        """Log density (mass) of SparseVector releases.
+
+        Args:
+            value: releases, with any leading shape.
+        """
         value = jnp.asarray(value, dtype=jnp.float64)
         batch = value.shape[: value.ndim - len(self.event_shape)]
         flat = value.reshape((-1, *self.event_shape))
@@ -436,7 +496,20 @@ def _log_interval(lo, hi, b):
 def laplace_mean(
     epsilon: float = 1.0, n: int = 100, low: float = 0.0, high: float = 1.0, dim: int = 1
 ) -> dpaudit.Mechanism:
-    """Laplace mechanism: clipped mean plus Lap(d (high-low) / (n epsilon)) per coordinate."""
+    """Laplace mechanism: clipped mean plus Lap(d (high-low) / (n epsilon)) per coordinate.
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of records.
+        low, high: the public range every record coordinate is clipped to.
+        dim: the dimension ``d`` of a record.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     _check_common(epsilon, n, low, high)
     sensitivity = laplace_mean_sensitivity(dim, low, high, n)
     scale = sensitivity / epsilon
@@ -444,15 +517,13 @@ def laplace_mean(
     def summary(data):
         return clipped_mean(_records(data, n, dim), low, high)
 
-    return summary_release(
+    return laplace_release(
         "laplace-mean",
         summary,
-        lambda loc: dist.Laplace(loc, scale).to_event(1),
+        scale,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="l1",
         reference="Dwork & Roth 2014, Thm 3.6",
-        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n": n, "low": low, "high": high, "dim": dim, "scale": scale},
         description="Mean of records clipped to [low, high]^d plus Laplace noise (l1 sensitivity).",
     )
@@ -464,16 +535,14 @@ def _gaussian_mean(name, sigma, epsilon, delta, n, low, high, dim, reference):
     def summary(data):
         return clipped_mean(_records(data, n, dim), low, high)
 
-    return summary_release(
+    return gaussian_release(
         name,
         summary,
-        lambda loc: dist.Normal(loc, sigma).to_event(1),
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="l2",
         reference=reference,
         delta=delta,
-        difference_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
         params={
             "epsilon": epsilon,
             "delta": delta,
@@ -496,7 +565,18 @@ def gaussian_mean_classical(
     high: float = 1.0,
     dim: int = 1,
 ) -> dpaudit.Mechanism:
-    """Gaussian mechanism, sigma = sqrt(2 log(2/delta)) Delta_2 / epsilon (epsilon <= 1 only)."""
+    """Gaussian mechanism, sigma = sqrt(2 log(2/delta)) Delta_2 / epsilon (epsilon <= 1 only).
+
+    Args:
+        epsilon, delta: the claim (``epsilon <= 1`` for this calibration).
+        n, low, high, dim: as :func:`laplace_mean`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     _check_common(epsilon, n, low, high)
     check_delta(delta)
     sigma = classical_gaussian_sigma(gaussian_mean_sensitivity(dim, low, high, n), epsilon, delta)
@@ -522,7 +602,17 @@ def gaussian_mean_analytic(
     high: float = 1.0,
     dim: int = 1,
 ) -> dpaudit.Mechanism:
-    """Gaussian mechanism with the analytic calibration of Balle & Wang (any epsilon)."""
+    """Gaussian mechanism with the analytic calibration of Balle & Wang (any epsilon).
+
+    Args:
+        epsilon, delta, n, low, high, dim: as :func:`gaussian_mean_classical` (any epsilon).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     _check_common(epsilon, n, low, high)
     check_delta(delta)
     sigma = analytic_gaussian_sigma(gaussian_mean_sensitivity(dim, low, high, n), epsilon, delta)
@@ -541,7 +631,18 @@ def gaussian_mean_analytic(
 
 @dpaudit.register("geometric-count", example={"epsilon": 1.0, "n": 30})
 def geometric_count(epsilon: float = 1.0, n: int = 100) -> dpaudit.Mechanism:
-    """Count of ones in binary records plus two-sided geometric noise (pure epsilon-DP)."""
+    """Count of ones in binary records plus two-sided geometric noise (pure epsilon-DP).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of binary records.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     _check_common(epsilon, n)
 
     def summary(data):
@@ -591,19 +692,45 @@ def _noisy_max(noise: str, epsilon: float, n: int, n_bins: int, reference: str):
 
 @dpaudit.register("report-noisy-max-laplace", example={"epsilon": 1.0, "n": 20, "n_bins": 3})
 def report_noisy_max_laplace(epsilon: float = 1.0, n: int = 100, n_bins: int = 4):
-    """Report noisy max: argmax of histogram counts plus Lap(2/epsilon)."""
+    """Report noisy max: argmax of histogram counts plus Lap(2/epsilon).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of records (categories ``0..n_bins-1``).
+        n_bins: the number of histogram bins (candidates).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     return _noisy_max("laplace", epsilon, n, n_bins, "Dwork & Roth 2014, Claim 3.9 (Delta = 1)")
 
 
 @dpaudit.register("report-noisy-max-exponential", example={"epsilon": 1.0, "n": 20, "n_bins": 3})
 def report_noisy_max_exponential(epsilon: float = 1.0, n: int = 100, n_bins: int = 4):
-    """Report noisy max with Exp(2/epsilon) noise (= permute-and-flip)."""
+    """Report noisy max with Exp(2/epsilon) noise (= permute-and-flip).
+
+    Args:
+        epsilon, n, n_bins: as :func:`report_noisy_max_laplace`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`; it raises as :func:`report_noisy_max_laplace`.
+    """
     return _noisy_max("exponential", epsilon, n, n_bins, "Ding et al. 2021; McKenna & Sheldon 2020")
 
 
 @dpaudit.register("report-noisy-max-gumbel", example={"epsilon": 1.0, "n": 20, "n_bins": 3})
 def report_noisy_max_gumbel(epsilon: float = 1.0, n: int = 100, n_bins: int = 4):
-    """Report noisy max with Gumbel(2/epsilon) noise (= exponential mechanism, exp(eps u / 2))."""
+    """Report noisy max with Gumbel(2/epsilon) noise (= exponential mechanism, exp(eps u / 2)).
+
+    Args:
+        epsilon, n, n_bins: as :func:`report_noisy_max_laplace`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`; it raises as :func:`report_noisy_max_laplace`.
+    """
     return _noisy_max("gumbel", epsilon, n, n_bins, "McSherry & Talwar 2007; Dwork & Roth Thm 3.10")
 
 
@@ -612,6 +739,14 @@ def svt_queries(data, n: int, n_queries: int) -> jax.Array:
 
     Data are ``(n, k)`` in ``{0, 1}``; a replaced record moves every count by at
     most 1, in either direction (``Delta = 1``).
+
+    Args:
+        data: ``(n, k)`` yes/no answers, one row per record.
+        n: the public number of records.
+        n_queries: ``k``.
+
+    Returns:
+        ``(k,)`` counts.
     """
     x = _records(data, n, n_queries)
     if is_concrete(x) and not np.all(np.isin(np.asarray(x), (0.0, 1.0))):
@@ -634,7 +769,25 @@ def sparse_vector_mechanism(
     known_flaw: dpaudit.KnownFlaw | None = None,
     description: str = "",
 ) -> dpaudit.Mechanism:
-    """An SVT run on counting queries against public thresholds (shared by the faulty variants)."""
+    """An SVT run on counting queries against public thresholds (shared by the faulty variants).
+
+    Args:
+        name: the catalogue name.
+        epsilon: the claimed epsilon.
+        n: the public number of records.
+        thresholds: one public threshold per query.
+        cutoff: the positives before stopping (``None``: never stops).
+        threshold_scale: the Laplace scale of the threshold noise.
+        query_scale: the Laplace scale of each query's noise (0: none).
+        resample: redraw the threshold noise after each positive.
+        release_values: release the noisy answer of each positive too.
+        reference: the source of the claim.
+        known_flaw: the true guarantee, for the faulty variants.
+        description: one paragraph for reports.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`.
+    """
     _check_common(epsilon, n)
     thresholds = np.asarray(thresholds, dtype=float)
     if thresholds.ndim != 1 or thresholds.size < 1 or not np.all(np.isfinite(thresholds)):
@@ -681,7 +834,20 @@ _SVT_EXAMPLE = {"epsilon": 1.0, "n": 12, "thresholds": (4.0, 4.0, 4.0), "cutoff"
 
 @dpaudit.register("svt", example=_SVT_EXAMPLE)
 def svt(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int = 1):
-    """Sparse vector technique, Lyu et al. Alg. 1: rho ~ Lap(2/eps), nu_i ~ Lap(4c/eps)."""
+    """Sparse vector technique, Lyu et al. Alg. 1: rho ~ Lap(2/eps), nu_i ~ Lap(4c/eps).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of records.
+        thresholds: one public threshold per query (the number of queries).
+        cutoff: the number ``c`` of positive answers before the mechanism stops.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "svt",
@@ -698,7 +864,17 @@ def svt(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int 
 
 @dpaudit.register("svt-dwork-roth", example=_SVT_EXAMPLE)
 def svt_dwork_roth(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int = 1):
-    """SVT as in Dwork & Roth (Lyu Alg. 2): rho ~ Lap(2c/eps) redrawn after each positive."""
+    """SVT as in Dwork & Roth (Lyu Alg. 2): rho ~ Lap(2c/eps) redrawn after each positive.
+
+    Args:
+        epsilon, n, thresholds, cutoff: as :func:`svt`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "svt-dwork-roth",

@@ -4,7 +4,9 @@ Most builders end the same way: a summary ``f_D`` of the data is computed, a
 noise distribution centred at it is sampled at the ``"release"`` site, and the
 :class:`~dpaudit.Mechanism` record states the claim, the summary, the norm of
 a difference of summaries, the public parameters and a description.
-:func:`summary_release` is that tail, written once.
+:func:`summary_release` is that tail, written once; :func:`laplace_release`,
+:func:`gaussian_release` and :func:`iclp_release` are its three most common
+noises with the norm that goes with each.
 """
 
 from __future__ import annotations
@@ -13,12 +15,31 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpyro
+import numpyro.distributions as dist
 from numpyro.distributions import Distribution
 
 from dpaudit import Claim, KnownFlaw, Mechanism
+from dpaudit.noise import ICLPNoise
+from dpaudit.spaces import KarhunenLoeveBasis, one_c_norm
 
-__all__ = ["summary_release"]
+__all__ = [
+    "OUT_OF_BOUND",
+    "ROUNDING_SLACK",
+    "check_basis",
+    "gaussian_release",
+    "iclp_release",
+    "laplace_release",
+    "summary_release",
+]
+
+#: What a builder does with a record outside its public data bound: refuse it or
+#: map it into the bound (a claimed step of the mechanism).
+OUT_OF_BOUND = ("reject", "clip")
+#: Relative excess over a norm bound read as floating-point rounding of a record
+#: scaled to that norm: such a record is rescaled onto the ball, never used above it.
+ROUNDING_SLACK = 1e-9
 
 
 def summary_release(
@@ -89,3 +110,114 @@ def summary_release(
         description=description,
         known_flaw=known_flaw,
     )
+
+
+def _l1_norm(h) -> jax.Array:
+    return jnp.sum(jnp.abs(h), axis=-1)
+
+
+def _l2_norm(h) -> jax.Array:
+    return jnp.sqrt(jnp.sum(h * h, axis=-1))
+
+
+# the norm each i.i.d. vector noise is calibrated in: Laplace to l1, Gaussian to l2
+_VECTOR_NOISES = {"l1": (dist.Laplace, _l1_norm), "l2": (dist.Normal, _l2_norm)}
+
+
+def _vector_release(name, summary, scale, norm: str, fields) -> Mechanism:
+    family, difference_norm = _VECTOR_NOISES[norm]
+
+    def noise(loc):
+        return family(loc, scale).to_event(1)
+
+    return summary_release(
+        name, summary, noise, sensitivity_norm=norm, difference_norm=difference_norm, **fields
+    )
+
+
+def laplace_release(
+    name: str, summary: Callable[[Any], jax.Array], scale, **fields: Any
+) -> Mechanism:
+    """The Laplace mechanism: ``summary(data)`` plus i.i.d. ``Laplace(scale)``, ``l1`` claim.
+
+    Args:
+        name: the mechanism's name.
+        summary: ``summary(data)``, a vector summary ``(k,)``.
+        scale: the Laplace scale of every coordinate (``Delta_1 / epsilon`` when calibrated).
+        **fields: the other keywords of :func:`summary_release` (``epsilon``,
+            ``sensitivity``, ``reference``, ``params``, ...).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its claim in the ``l1`` norm.
+
+    Raises:
+        ValueError, TypeError: as :func:`summary_release`.
+    """
+    return _vector_release(name, summary, scale, "l1", fields)
+
+
+def gaussian_release(
+    name: str, summary: Callable[[Any], jax.Array], sigma, **fields: Any
+) -> Mechanism:
+    """The Gaussian mechanism: ``summary(data)`` plus i.i.d. ``N(0, sigma^2)``, ``l2`` claim.
+
+    Args:
+        name, summary, **fields: as :func:`laplace_release`.
+        sigma: the noise standard deviation of every coordinate.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its claim in the ``l2`` norm (``Raises:`` as
+        :func:`summary_release`).
+    """
+    return _vector_release(name, summary, sigma, "l2", fields)
+
+
+def iclp_release(
+    name: str, summary: Callable[[Any], jax.Array], eigenvalues, sigma, **fields: Any
+) -> Mechanism:
+    """An ICLP release of coefficients (LR Def. 2, Thm 4), claimed in the ``1,C`` norm.
+
+    Coordinate ``j`` of the release is ``summary(data)_j`` plus
+    ``sigma sqrt(lambda_j / 2)`` times a unit-variance Laplace variable.
+
+    Args:
+        name: the mechanism's name.
+        summary: ``summary(data)``, the coefficients ``(K,)``.
+        eigenvalues: ``(K,)`` the ``lambda_j`` of the ICLP covariance.
+        sigma: the ICLP ``sigma`` (``sqrt(2) Delta / epsilon`` when calibrated).
+        **fields: the other keywords of :func:`summary_release`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its claim in the ``1,C`` norm of ``eigenvalues``.
+
+    Raises:
+        ValueError, TypeError: as :func:`summary_release`.
+    """
+    return summary_release(
+        name,
+        summary,
+        lambda loc: ICLPNoise(eigenvalues, sigma, loc=loc),
+        sensitivity_norm="one-c",
+        difference_norm=lambda h: one_c_norm(h, eigenvalues),
+        **fields,
+    )
+
+
+def check_basis(basis) -> KarhunenLoeveBasis:
+    """Check that ``basis`` is a Karhunen–Loève basis.
+
+    Args:
+        basis: the candidate basis.
+
+    Returns:
+        ``basis`` unchanged.
+
+    Raises:
+        TypeError: if it is not a :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
+    """
+    if not isinstance(basis, KarhunenLoeveBasis):
+        raise TypeError(
+            "basis must be a dpaudit.spaces.KarhunenLoeveBasis (see dpaudit.spaces.kl_basis), "
+            f"got {type(basis).__name__}."
+        )
+    return basis

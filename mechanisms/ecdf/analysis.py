@@ -180,6 +180,14 @@ def inverse_ecdf(values, grid, probabilities) -> jax.Array:
     ``tau_i`` with ``F(tau_i) >= p`` (the last grid point when there is none),
     so every answer is a grid point. Needs monotone values: smooth first.
 
+    Args:
+        values: ``(N,)`` (noisy) ECDF values on the grid.
+        grid: ``(N,)`` increasing grid.
+        probabilities: the levels to invert.
+
+    Returns:
+        The grid points, the shape of ``probabilities``.
+
     Raises:
         ValueError: if ``values`` is not non-decreasing or does not match the grid.
 
@@ -203,6 +211,13 @@ def roc_curve(tp_values, fp_values) -> tuple[np.ndarray, np.ndarray]:
 
     ``TPR(t) = F_TP(t) / F_TP(tau_N)``, ``FPR(t) = F_FP(t) / F_FP(tau_N)``
     (BMR Sec. 5.1 (docs/papers/bmr.md#bmr-roc)); a curve whose last value is not positive is treated as 0.
+
+    Args:
+        tp_values: ``(N,)`` true-positive ECDF values.
+        fp_values: ``(N,)`` false-positive ECDF values.
+
+    Returns:
+        ``(fpr, tpr)`` arrays starting at ``(0, 0)``.
     """
     tp, fp = _as_values(tp_values), _as_values(fp_values)
     if tp.shape != fp.shape:
@@ -215,7 +230,15 @@ def roc_curve(tp_values, fp_values) -> tuple[np.ndarray, np.ndarray]:
 
 
 def auc(fpr, tpr) -> float:
-    """Area under the ROC polyline (trapezoid rule)."""
+    """Area under the ROC polyline (trapezoid rule).
+
+    Args:
+        fpr: false-positive rates, increasing.
+        tpr: the matching true-positive rates.
+
+    Returns:
+        The area.
+    """
     fpr, tpr = np.asarray(fpr, dtype=float), np.asarray(tpr, dtype=float)
     return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
 
@@ -277,6 +300,15 @@ def private_hosmer_lemeshow(
        record touches at most 2 groups, hence 8 sums: ``(L + 1 + 8) epsilon' = epsilon``.
     4. Noisy expected counts are clamped below at ``expected_floor``
        (post-processing) before ``H`` is formed.
+
+    Args:
+        probabilities: ``(n,)`` predicted probabilities.
+        labels: ``(n,)`` outcomes, 0 or 1.
+        epsilon: the privacy budget.
+        key: a JAX PRNG key.
+        n_points: the grid size of the ECDF release.
+        n_groups: the number of risk groups.
+        expected_floor: the smallest expected count a group may have.
 
     Returns:
         ``H``, the noisy ``(4, Q)`` sums, and the ``(Q + 1,)`` cut points.

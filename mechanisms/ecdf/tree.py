@@ -43,6 +43,7 @@ Registered: ``bmr-ecdf`` and ``bmr-roc``.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -82,7 +83,14 @@ CALIBRATIONS = ("lemma", "exact")
 
 
 def tree_depth(n_points: int) -> int:
-    """``L = ceil(log2 N)``: depth of the tree over ``N`` grid points (0 for ``N = 1``)."""
+    """``L = ceil(log2 N)``: depth of the tree over ``N`` grid points (0 for ``N = 1``).
+
+    Args:
+        n_points: ``N`` >= 1.
+
+    Returns:
+        ``L``.
+    """
     if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)):
         raise TypeError(f"n_points must be an integer, got {type(n_points).__name__}.")
     if not 1 <= n_points <= 2**20:
@@ -140,6 +148,13 @@ def check_scores(data, n: int | None = None) -> jax.Array:
 def ecdf_counts(scores, grid) -> jax.Array:
     """``n F(tau_i) = #{k : clamp(x_k) <= tau_i}`` with scores clamped to ``[tau_1, tau_N]``.
 
+    Args:
+        scores: ``(n,)`` scores.
+        grid: ``(N,)`` increasing grid.
+
+    Returns:
+        ``(N,)`` counts.
+
     Example:
         >>> ecdf_counts(jnp.array([-1.0, 0.2, 0.6, 5.0]), jnp.array([0.0, 0.5, 1.0])).tolist()
         [1.0, 2.0, 4.0]
@@ -150,19 +165,42 @@ def ecdf_counts(scores, grid) -> jax.Array:
 
 
 def bmr_ecdf(scores, grid) -> jax.Array:
-    """The ECDF ``F(tau_i)`` on the grid (clamped scores), BMR Def. 3."""
+    """The ECDF ``F(tau_i)`` on the grid (clamped scores), BMR Def. 3.
+
+    Args:
+        scores: ``(n,)`` scores.
+        grid: ``(N,)`` increasing grid.
+
+    Returns:
+        ``(N,)`` ECDF values.
+    """
     counts = ecdf_counts(scores, grid)
     return counts / jnp.shape(scores)[0]
 
 
 def bmr_node_scale(epsilon: float, depth: int) -> float:
-    """Node Laplace scale ``(L+1)/epsilon`` on the count scale (BMR Thm 3.1)."""
+    """Node Laplace scale ``(L+1)/epsilon`` on the count scale (BMR Thm 3.1).
+
+    Args:
+        epsilon: the privacy parameter.
+        depth: the tree depth ``L``.
+
+    Returns:
+        The scale.
+    """
     check_epsilon(epsilon)
     return (depth + 1) / float(epsilon)
 
 
 def bmr_sensitivity(depth: int) -> float:
-    """The claimed bound ``L + 1`` on the node explanation (Lemma 1; used to calibrate)."""
+    """The claimed bound ``L + 1`` on the node explanation (Lemma 1; used to calibrate).
+
+    Args:
+        depth: the tree depth ``L``.
+
+    Returns:
+        ``L + 1``.
+    """
     return float(depth + 1)
 
 
@@ -173,6 +211,12 @@ def interval_shifts(n_points: int) -> np.ndarray:
     changes ``n F`` by ``+-1_[a, b]``: these are all the count shifts of
     replace-one neighbours (``F(tau_N) = n`` never moves, so the intervals that
     contain ``N`` are conservative extras).
+
+    Args:
+        n_points: ``N``.
+
+    Returns:
+        ``(N (N+1) / 2, N)`` indicators.
     """
     a, b = np.triu_indices(n_points)
     idx = np.arange(n_points)
@@ -185,6 +229,13 @@ def bmr_worst_case_sensitivity(depth: int, n_points: int | None = None) -> float
     Computed with the exact tree dynamic programme
     (:func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`) over every
     interval of the ``n_points <= 2^L`` released leaves (all ``2^L`` by default).
+
+    Args:
+        depth: the tree depth ``L``.
+        n_points: ``N`` (default ``2^L``).
+
+    Returns:
+        The exact worst case.
     """
     m = 2**depth if n_points is None else int(n_points)
     return float(np.max(ancestor_sensitivity(depth, interval_shifts(m))))
@@ -249,6 +300,9 @@ def bmr_roc_exact_sensitivity(
     their last values (the class sizes): that is why parallel composition does
     not apply (see docs/paper-errors.md#bmr-roc-composition).
 
+    Args:
+        n_points: ``N``.
+
     Returns:
         ``(Delta*, ((a, y), (c, y')))``: the worst case and a move attaining it.
 
@@ -285,6 +339,12 @@ def bmr_exact_epsilon(mechanism: dpaudit.Mechanism) -> float:
     claimed epsilon (``N = 2^L``), with ``calibration="exact"`` it is the
     claimed epsilon.
 
+    Args:
+        mechanism: a mechanism built by ``bmr-ecdf`` or ``bmr-roc``.
+
+    Returns:
+        The tight epsilon.
+
     Raises:
         TypeError: if ``mechanism`` is not a :class:`dpaudit.Mechanism`.
         ValueError: if it is not a ``bmr-ecdf`` or ``bmr-roc`` mechanism.
@@ -312,14 +372,46 @@ def _count_shift(h, n: int) -> np.ndarray:
     return np.round(n * np.asarray(h, dtype=float), 9)
 
 
-def _check_builder(epsilon, n, low, high, n_points):
+class _TreeSetting(NamedTuple):
+    """A BMR builder's checked grid, tree depth, claimed sensitivity, node scale and params."""
+
+    grid: jax.Array
+    depth: int
+    sensitivity: float
+    scale: float
+    params: dict
+
+
+def _tree_setting(arguments, exact, lemma) -> _TreeSetting:
+    """``arguments`` are the builder's ``(epsilon, n, low, high, n_points, calibration)``;
+    ``exact(n_points)[0]`` is the exact worst case; ``lemma(depth)`` the (sensitivity,
+    node scale) of BMR's lemma calibration."""
+    epsilon, n, low, high, n_points, calibration = arguments
     check_epsilon(epsilon)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer (public dataset size), got {n!r}.")
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ValueError(f"the public score range needs finite low < high, got [{low}, {high}].")
     depth = tree_depth(n_points)
-    return jnp.linspace(float(low), float(high), int(n_points)), depth
+    grid = jnp.linspace(float(low), float(high), int(n_points))
+    check_choice("calibration", calibration, CALIBRATIONS)
+    if calibration == "exact":
+        sensitivity = exact(n_points)[0]
+        scale = sensitivity / float(epsilon)
+    else:
+        sensitivity, scale = lemma(depth)
+    params = {
+        "epsilon": epsilon,
+        "n": n,
+        "low": low,
+        "high": high,
+        "n_points": n_points,
+        "calibration": calibration,
+        "depth": depth,
+        "grid": np.asarray(grid),
+        "node_scale": scale,
+    }
+    return _TreeSetting(grid, depth, sensitivity, scale, params)
 
 
 @dpaudit.register("bmr-ecdf", example={"epsilon": 1.0, "n": 40, "n_points": 8})
@@ -348,14 +440,13 @@ def bmr_ecdf_mechanism(
         The mechanism; its release is ``(N,)`` noisy CDF values with the
         :class:`~dpaudit.noise.linear_laplace.AncestorLaplace` density.
     """
-    grid, depth = _check_builder(epsilon, n, low, high, n_points)
-    check_choice("calibration", calibration, CALIBRATIONS)
-    if calibration == "exact":
-        sensitivity = bmr_exact_sensitivity(n_points)[0]
-        scale = sensitivity / float(epsilon)
-    else:
-        sensitivity = bmr_sensitivity(depth)
-        scale = bmr_node_scale(epsilon, depth)
+
+    def lemma(depth):  # BMR Thm 3.1: sensitivity L + 1, node scale (L + 1)/epsilon
+        return bmr_sensitivity(depth), bmr_node_scale(epsilon, depth)
+
+    grid, depth, sensitivity, scale, params = _tree_setting(
+        (epsilon, n, low, high, n_points, calibration), bmr_exact_sensitivity, lemma
+    )
 
     def model(data):
         values = bmr_ecdf(check_scores(data, n), grid)
@@ -373,18 +464,7 @@ def bmr_ecdf_mechanism(
         ),
         summary=lambda data: bmr_ecdf(check_scores(data, n), grid),
         difference_norm=lambda h: ancestor_sensitivity(depth, _count_shift(h, n)),
-        params={
-            "epsilon": epsilon,
-            "n": n,
-            "low": low,
-            "high": high,
-            "n_points": n_points,
-            "calibration": calibration,
-            "depth": depth,
-            "grid": np.asarray(grid),
-            "node_scale": scale,
-            "noise_matrix": ancestor_matrix(depth, n_points),
-        },
+        params={**params, "noise_matrix": ancestor_matrix(depth, n_points)},
         description=(
             f"ECDF on a public grid; node noise Lap({scale:g}) on counts ({calibration} "
             "calibration), each CDF value receives all its ancestors' noise (BMR Eq. 2). "
@@ -398,6 +478,14 @@ def roc_counts(scores, labels, grid) -> jax.Array:
     """``(2, N)`` counts ``#{y = 1, c <= tau_i}`` (true positives) and ``#{y = 0, c <= tau_i}``.
 
     BMR Sec. 5.1 (docs/papers/bmr.md#bmr-roc): **lower** scores mean "more likely positive". Labels must be 0 or 1.
+
+    Args:
+        scores: ``(n,)`` scores.
+        labels: ``(n,)`` labels, 0 or 1.
+        grid: ``(N,)`` increasing grid.
+
+    Returns:
+        ``(2, N)`` counts.
     """
     grid = check_grid(grid)
     x = jnp.clip(check_scores(scores), grid[0], grid[-1])
@@ -447,15 +535,23 @@ def bmr_roc_mechanism(
     scale is ``Delta*/epsilon`` with ``Delta*`` the exact joint worst case
     (:func:`bmr_roc_exact_sensitivity`). Post-process with :func:`smooth_ecdf`,
     :func:`roc_curve`, :func:`auc`.
+
+    Args:
+        epsilon, n, low, high, n_points, calibration: as :func:`bmr_ecdf_mechanism`.
+
+    Returns:
+        The mechanism; its release is ``(2, N)`` noisy true- and false-positive ECDF values.
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
-    grid, depth = _check_builder(epsilon, n, low, high, n_points)
-    check_choice("calibration", calibration, CALIBRATIONS)
-    if calibration == "exact":
-        sensitivity = bmr_roc_exact_sensitivity(n_points)[0]
-        scale = sensitivity / float(epsilon)
-    else:
-        sensitivity = 2.0 * bmr_sensitivity(depth)
-        scale = bmr_node_scale(epsilon / 2.0, depth)
+
+    def lemma(depth):  # two releases at epsilon/2 each: twice BMR's L + 1
+        return 2.0 * bmr_sensitivity(depth), bmr_node_scale(epsilon / 2.0, depth)
+
+    grid, depth, sensitivity, scale, params = _tree_setting(
+        (epsilon, n, low, high, n_points, calibration), bmr_roc_exact_sensitivity, lemma
+    )
 
     def summary(data):
         scores, labels = data
@@ -476,16 +572,6 @@ def bmr_roc_mechanism(
         + "; Sec. 4.5 with sequential composition (docs/paper-errors.md#bmr-roc-composition)"
         + (_EXACT if calibration == "exact" else ""),
         difference_norm=norm,
-        params={
-            "epsilon": epsilon,
-            "n": n,
-            "low": low,
-            "high": high,
-            "n_points": n_points,
-            "calibration": calibration,
-            "depth": depth,
-            "grid": np.asarray(grid),
-            "node_scale": scale,
-        },
+        params=params,
         description="True- and false-positive ECDFs (lower score = positive), BMR at epsilon/2 each.",
     )

@@ -25,7 +25,14 @@ _PAIRS: dict[str, Callable[[], tuple[Any, Any]]] = {}
 
 
 def register_pair(name: str):
-    """Decorator filing ``pair() -> (D, D')``, the visible neighbouring pair of ``name``."""
+    """Decorator filing ``pair() -> (D, D')``, the visible neighbouring pair of ``name``.
+
+    Args:
+        name: the faulty mechanism's catalogue name.
+
+    Returns:
+        The decorator, which returns ``pair`` unchanged.
+    """
 
     def decorate(pair):
         _PAIRS[name] = pair
@@ -39,6 +46,12 @@ def example_pair(name: str) -> tuple[Any, Any]:
 
     The pair fits the mechanism built by ``dpaudit.build(name)`` (its example
     parameters) and is adjacent under the claimed adjacency.
+
+    Args:
+        name: the faulty mechanism's catalogue name.
+
+    Returns:
+        ``(D, D')``.
 
     Raises:
         ValueError: if ``name`` is not a faulty mechanism of the catalogue.

@@ -13,7 +13,7 @@ import scipy.optimize
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon
 from dpaudit.noise import classical_gaussian_multiplier, gaussian_delta
-from mechanisms.common import summary_release
+from mechanisms.common import gaussian_release, laplace_release, summary_release
 from mechanisms.faulty import register_pair
 
 
@@ -22,6 +22,13 @@ def gaussian_true_epsilon(mu: float, delta: float) -> float:
 
     ``mu = Delta / sigma``; Balle & Wang's profile is decreasing in epsilon, so
     the root is bracketed and rounded up.
+
+    Args:
+        mu: ``Delta / sigma``.
+        delta: the target delta.
+
+    Returns:
+        The epsilon (0 when ``delta`` already holds at 0).
     """
 
     def excess(eps):
@@ -54,7 +61,16 @@ def _mean_parts(n, low, high):
 def gaussian_classical_large_epsilon(
     epsilon: float = 10.0, delta: float = 0.01, n: int = 100, low: float = 0.0, high: float = 1.0
 ) -> dpaudit.Mechanism:
-    """Gaussian mean with sigma = c(delta) Delta / epsilon used beyond epsilon <= 1 (see docs/paper-errors.md#mrs-epsilon-at-most-one)."""
+    """Gaussian mean with sigma = c(delta) Delta / epsilon used beyond epsilon <= 1 (see docs/paper-errors.md#mrs-epsilon-at-most-one).
+
+    Args:
+        epsilon, delta: the claim (the calibration is proven only for ``epsilon <= 1``).
+        n: the public number of scalar records.
+        low, high: the public clipping range.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     check_delta(delta)
     sensitivity = (high - low) / n
@@ -63,16 +79,14 @@ def gaussian_classical_large_epsilon(
     true_delta = float(gaussian_delta(epsilon, mu))
     summary = _mean_parts(n, low, high)
 
-    return summary_release(
+    return gaussian_release(
         "faulty/gaussian-classical-large-epsilon",
         summary,
-        lambda loc: dist.Normal(loc, sigma).to_event(1),
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="l2",
         reference="HRW Prop. 2.4 / MRS Thm 3.2 applied outside epsilon <= 1",
         delta=delta,
-        difference_norm=lambda h: jnp.sqrt(jnp.sum(h * h, axis=-1)),
         params={
             "epsilon": epsilon,
             "delta": delta,
@@ -106,7 +120,15 @@ def _gaussian_pair():
 def gaussian_pure_claim(
     epsilon: float = 1.0, n: int = 100, low: float = 0.0, high: float = 1.0
 ) -> dpaudit.Mechanism:
-    """Gaussian noise N(0, (Delta/epsilon)^2) on a mean, claimed pure epsilon-DP."""
+    """Gaussian noise N(0, (Delta/epsilon)^2) on a mean, claimed pure epsilon-DP.
+
+    Args:
+        epsilon: the claimed (pure) epsilon.
+        n, low, high: as :func:`gaussian_classical_large_epsilon`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     sensitivity = (high - low) / n
     sigma = sensitivity / epsilon
@@ -143,7 +165,15 @@ def _gaussian_pure_pair():
     "faulty/histogram-scale-epsilon", example={"epsilon": 0.5, "n_bins": 4}, faulty=True
 )
 def histogram_scale_epsilon(epsilon: float = 0.5, n_bins: int = 4) -> dpaudit.Mechanism:
-    """Noisy histogram (add/remove) with Laplace scale epsilon instead of 1/epsilon."""
+    """Noisy histogram (add/remove) with Laplace scale epsilon instead of 1/epsilon.
+
+    Args:
+        epsilon: the claimed epsilon (also, wrongly, the Laplace scale).
+        n_bins: the number of histogram bins.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
 
     def summary(data):
@@ -152,16 +182,14 @@ def histogram_scale_epsilon(epsilon: float = 0.5, n_bins: int = 4) -> dpaudit.Me
             raise ValueError("histogram records must be a 1-D array of categories.")
         return jnp.sum(x.astype(jnp.int64)[:, None] == jnp.arange(n_bins), axis=0).astype(float)
 
-    return summary_release(
+    return laplace_release(
         "faulty/histogram-scale-epsilon",
         summary,
-        lambda loc: dist.Laplace(loc, epsilon).to_event(1),
+        epsilon,  # the flaw: the Laplace scale should be 1/epsilon
         epsilon=epsilon,
         sensitivity=1.0,
-        sensitivity_norm="l1",
         reference="Dwork & Roth 2014, Thm 3.6 (misapplied scale)",
         adjacency="add-remove",
-        difference_norm=lambda h: jnp.sum(jnp.abs(h), axis=-1),
         params={"epsilon": epsilon, "n_bins": n_bins, "scale": epsilon},
         known_flaw=dpaudit.KnownFlaw(
             reason=(

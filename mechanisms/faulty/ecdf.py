@@ -27,6 +27,13 @@ def node_counts(scores, grid) -> jnp.ndarray:
 
     Leaf ``i`` counts the clamped scores in ``(tau_(i-1), tau_i]`` (``tau_0 = -inf``);
     padded leaves are empty.
+
+    Args:
+        scores: ``(n,)`` scores.
+        grid: ``(N,)`` increasing grid.
+
+    Returns:
+        The node counts, ``(2^(L+1) - 1,)``.
     """
     grid = jnp.asarray(grid, dtype=jnp.float64)
     x = jnp.clip(jnp.asarray(scores, dtype=jnp.float64), grid[0], grid[-1])
@@ -48,7 +55,17 @@ def node_counts(scores, grid) -> jnp.ndarray:
 def textbook_tree_replace_one(
     epsilon: float = 1.0, n: int = 100, low: float = 0.0, high: float = 1.0, n_points: int = 8
 ) -> dpaudit.Mechanism:
-    """Textbook binary mechanism: noisy node counts with Lap((L+1)/eps), claimed under replace-one."""
+    """Textbook binary mechanism: noisy node counts with Lap((L+1)/eps), claimed under replace-one.
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of scalar records.
+        low, high: the public score range.
+        n_points: the grid size ``N`` (tree depth ``ceil(log2 N)``).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     depth = _depth(n_points)
     grid = jnp.linspace(low, high, n_points)
@@ -110,10 +127,20 @@ class PublishedGridECDF(Distribution):
         super().__init__(batch_shape=(), event_shape=(m + 2,), validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
+        """Draws of the PublishedGridECDF release.
+
+        Args:
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
+        """
         v = self.values.sample(key, sample_shape)
         return jnp.concatenate([v, jnp.broadcast_to(self.ends, (*sample_shape, 2))], axis=-1)
 
     def log_prob(self, value):
+        """Log density (mass) of PublishedGridECDF releases.
+
+        Args:
+            value: releases, with any leading shape.
+        """
         same = jnp.all(value[..., -2:] == self.ends, axis=-1)
         return jnp.where(same, self.values.log_prob(value[..., :-2]), -jnp.inf)
 
@@ -122,7 +149,16 @@ class PublishedGridECDF(Distribution):
     "faulty/ecdf-data-dependent-grid", example={"epsilon": 1.0, "n": 20, "n_points": 4}, faulty=True
 )
 def ecdf_data_dependent_grid(epsilon: float = 1.0, n: int = 100, n_points: int = 8):
-    """BMR ECDF whose grid runs from the data's min to its max (BMR Sec. 3.1 as printed; see docs/paper-errors.md#bmr-data-dependent-grid)."""
+    """BMR ECDF whose grid runs from the data's min to its max (BMR Sec. 3.1 as printed; see docs/paper-errors.md#bmr-data-dependent-grid).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of scalar records.
+        n_points: the grid size ``N``.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     depth = _depth(n_points)
     scale = (depth + 1) / epsilon

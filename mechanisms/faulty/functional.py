@@ -12,9 +12,9 @@ import numpyro.distributions as dist
 
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon
-from dpaudit.noise import GaussianProcessNoise, GridNoise, ICLPNoise, classical_gaussian_multiplier
+from dpaudit.noise import GaussianProcessNoise, GridNoise, classical_gaussian_multiplier
 from dpaudit.spaces import Gaussian, Matern, kl_basis, l2_norm, one_c_norm, uniform_grid
-from mechanisms.common import summary_release
+from mechanisms.common import iclp_release, summary_release
 from mechanisms.faulty import register_pair
 from mechanisms.faulty.calibration import gaussian_true_epsilon
 
@@ -39,7 +39,18 @@ _FUNCTIONAL_EXAMPLE = {"epsilon": 1.0, "n": 5, "grid_size": 20, "n_components": 
 def iclp_unscaled_sigma(
     epsilon: float = 1.0, n: int = 50, tau: float = 1.0, grid_size: int = 50, n_components: int = 8
 ):
-    """ICLP mean release with sigma = Delta/epsilon instead of sqrt(2) Delta/epsilon (see docs/paper-errors.md#lr-iclp-sigma-constant)."""
+    """ICLP mean release with sigma = Delta/epsilon instead of sqrt(2) Delta/epsilon (see docs/paper-errors.md#lr-iclp-sigma-constant).
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of curves.
+        tau: the public bound on each record's ``1,C`` norm (records are clipped to it).
+        grid_size: the number of grid points of a curve.
+        n_components: the KL components kept.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     basis = kl_basis(Matern(1.5, 0.2), uniform_grid(grid_size), n_components=n_components)
     lam = basis.eigenvalues
@@ -50,15 +61,14 @@ def iclp_unscaled_sigma(
         c = basis.project(_curves(data, n, grid_size))
         return jnp.mean(_clip_to(c, one_c_norm(c, lam), tau), axis=0)
 
-    return summary_release(
+    return iclp_release(
         "faulty/iclp-unscaled-sigma",
         summary,
-        lambda loc: ICLPNoise(lam, sigma, loc=loc),
+        lam,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference="Lin & Reimherr Thm 4 as printed (sigma = Delta/epsilon)",
-        difference_norm=lambda h: one_c_norm(h, lam),
         params={"epsilon": epsilon, "n": n, "tau": tau, "sigma": sigma, "eigenvalues": lam},
         known_flaw=dpaudit.KnownFlaw(
             reason=(
@@ -97,6 +107,13 @@ def iclp_raw_eigenpairs(
     computes it with the raw ``mu_k = m lambda_k`` and releases raw coefficients
     ``v_k' x = sqrt(m) <x, phi_k>`` with ICLP noise on ``mu_k``: the noise is
     ``sqrt(m)`` times too small relative to the data.
+
+    Args:
+        epsilon, n, grid_size, n_components: as :func:`iclp_unscaled_sigma`.
+        tau: the public bound on each curve's L2 norm (records are clipped to it).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
     """
     check_epsilon(epsilon)
     basis = kl_basis(Matern(1.5, 0.2), uniform_grid(grid_size), n_components=n_components)
@@ -111,15 +128,14 @@ def iclp_raw_eigenpairs(
         clipped = _clip_to(coefficients, l2_norm(coefficients), tau)
         return jnp.mean(clipped, axis=0) * math.sqrt(grid_size)  # raw: v_k' x = sqrt(m) <x, phi_k>
 
-    return summary_release(
+    return iclp_release(
         "faulty/iclp-raw-eigenpairs",
         summary,
-        lambda loc: ICLPNoise(raw_eigenvalues, sigma, loc=loc),
+        raw_eigenvalues,
+        sigma,
         epsilon=epsilon,
         sensitivity=wrong_sensitivity,
-        sensitivity_norm="one-c",
         reference="Lin & Reimherr Alg. 1 without the quadrature normalisation",
-        difference_norm=lambda h: one_c_norm(h, raw_eigenvalues),
         params={
             "epsilon": epsilon,
             "n": n,
@@ -176,7 +192,17 @@ def hrw_unsquared_covariance(
     bandwidth: float = 0.05,
     grid_size: int = 21,
 ):
-    """HRW batch release N(f_D, (c Delta/eps) K) with the multiplier not squared (see docs/paper-errors.md#hrw-batch-covariance)."""
+    """HRW batch release N(f_D, (c Delta/eps) K) with the multiplier not squared (see docs/paper-errors.md#hrw-batch-covariance).
+
+    Args:
+        epsilon, delta: the claim.
+        n: the public number of scalar records (clipped to ``[0, 1]``).
+        bandwidth: the Gaussian KDE bandwidth ``h``.
+        grid_size: the number of grid points.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     check_delta(delta)
     if epsilon > 1:
@@ -239,7 +265,18 @@ def rough_mean_smooth_noise(
     grid_size: int = 50,
     n_components: int = 4,
 ):
-    """Raw sample mean of rough curves released with RBF Gaussian-process noise (incompatible)."""
+    """Raw sample mean of rough curves released with RBF Gaussian-process noise (incompatible).
+
+    Args:
+        epsilon, delta: the claim.
+        n: the public number of curves.
+        tau: the public L2 bound of a curve.
+        grid_size: the number of grid points of a curve.
+        n_components: the KL components of the noise kept.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     check_delta(delta)
     if epsilon > 1:

@@ -34,11 +34,21 @@ class NoisyMaxWithValue(Distribution):
         super().__init__(batch_shape=(), event_shape=(2,), validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
+        """Draws of the NoisyMaxWithValue release.
+
+        Args:
+            key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
+        """
         noisy = self.loc + self.scale * jax.random.laplace(key, (*sample_shape, *self.loc.shape))
         index = jnp.argmax(noisy, axis=-1).astype(jnp.float64)
         return jnp.stack([index, jnp.max(noisy, axis=-1)], axis=-1)
 
     def log_prob(self, value):
+        """Log density (mass) of NoisyMaxWithValue releases.
+
+        Args:
+            value: releases, with any leading shape.
+        """
         index, v = value[..., 0], value[..., 1]
         k = self.loc.shape[0]
         t = (v[..., None] - self.loc) / self.scale
@@ -56,7 +66,15 @@ class NoisyMaxWithValue(Distribution):
     faulty=True,
 )
 def noisy_max_with_value(epsilon: float = 1.0, thresholds=(0.25, 0.5, 0.75)):
-    """Report noisy max on monotone counting queries (Lap(1/eps), add/remove) that also returns the max."""
+    """Report noisy max on monotone counting queries (Lap(1/eps), add/remove) that also returns the max.
+
+    Args:
+        epsilon: the claimed epsilon.
+        thresholds: one monotone counting query per threshold (``#{x_i >= t}``).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     t = np.asarray(thresholds, dtype=float)
     k = t.size
@@ -113,7 +131,14 @@ def _svt_pair():
 
 @dpaudit.register("faulty/svt-lyu-alg3", example=_SVT_FLAW_EXAMPLE | {"cutoff": 1}, faulty=True)
 def svt_lyu_alg3(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int = 1):
-    """SVT that outputs the noisy query answer of positives (Lyu et al. Alg. 3, Roth's notes)."""
+    """SVT that outputs the noisy query answer of positives (Lyu et al. Alg. 3, Roth's notes).
+
+    Args:
+        epsilon, n, thresholds, cutoff: as :func:`mechanisms.classic.svt`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "faulty/svt-lyu-alg3",
@@ -140,7 +165,14 @@ def svt_lyu_alg3(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cut
 
 @dpaudit.register("faulty/svt-lyu-alg4", example=_SVT_FLAW_EXAMPLE | {"cutoff": 2}, faulty=True)
 def svt_lyu_alg4(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int = 2):
-    """SVT with eps1 = eps/4 and query noise Lap(4/(3 eps)) not scaled by c (Lee & Clifton)."""
+    """SVT with eps1 = eps/4 and query noise Lap(4/(3 eps)) not scaled by c (Lee & Clifton).
+
+    Args:
+        epsilon, n, thresholds, cutoff: as :func:`mechanisms.classic.svt`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "faulty/svt-lyu-alg4",
@@ -171,7 +203,14 @@ def svt_lyu_alg4(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cut
     faulty=True,
 )
 def svt_lyu_alg5(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4):
-    """SVT without query noise and without cutoff (Stoddard et al.; Lyu et al. Alg. 5)."""
+    """SVT without query noise and without cutoff (Stoddard et al.; Lyu et al. Alg. 5).
+
+    Args:
+        epsilon, n, thresholds: as :func:`mechanisms.classic.svt` (there is no cutoff).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "faulty/svt-lyu-alg5",
@@ -197,7 +236,14 @@ def svt_lyu_alg5(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4):
 
 @dpaudit.register("faulty/svt-lyu-alg6", example=_SVT_FLAW_EXAMPLE, faulty=True)
 def svt_lyu_alg6(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4):
-    """SVT with query noise Lap(2/eps) and no cutoff (Chen et al.; Lyu et al. Alg. 6)."""
+    """SVT with query noise Lap(2/eps) and no cutoff (Chen et al.; Lyu et al. Alg. 6).
+
+    Args:
+        epsilon, n, thresholds: as :func:`mechanisms.classic.svt` (there is no cutoff).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`, its ``known_flaw`` stating the true guarantee.
+    """
     check_epsilon(epsilon)
     return sparse_vector_mechanism(
         "faulty/svt-lyu-alg6",

@@ -70,23 +70,19 @@ import dataclasses
 import math
 
 import numpy as np
-import numpyro
 import scipy.linalg
 import scipy.optimize
 import scipy.special
 
-from dpaudit import Claim, Mechanism, register
+from dpaudit import Mechanism, register
 from dpaudit.spaces import Exponential, Gaussian, Kernel
 from mechanisms.hrw.release import (
-    check_calibration,
     check_count,
     check_points,
     check_positive_number,
-    claim_reference,
-    grid_release,
-    hrw_noise_multiplier,
+    hrw_grid_mechanism,
+    hrw_setting,
     kernel_matrix,
-    unit_cube_grid,
 )
 
 __all__ = [
@@ -121,6 +117,13 @@ NEWTON_TOLERANCE = 1e-13
 def erm_kernel(kernel: str = "gaussian", lengthscale: float = 0.2) -> Kernel:
     """The learning (and noise) kernel: ``"gaussian"`` ``exp(-||x-y||^2/(2 rho^2))`` or
     ``"exponential"`` ``exp(-||x-y||_1 / rho)``, both with ``sup_x K(x, x) = 1``.
+
+    Args:
+        kernel: ``"gaussian"`` or ``"exponential"``.
+        lengthscale: ``rho`` > 0.
+
+    Returns:
+        The :class:`~dpaudit.spaces.Kernel`.
 
     Raises:
         ValueError: an unknown kernel name or a non-positive lengthscale.
@@ -160,6 +163,15 @@ def loss_lipschitz_constant(
     hinge and logistic: ``M = 1`` (labels in ``{-1, +1}``); square:
     ``M = 2 B (1 + sqrt(kappa / lambda))`` for ``|y| <= B``.
 
+    Args:
+        loss: one of :data:`LOSSES`.
+        regularization: ``lambda`` > 0.
+        y_bound: the public bound ``B`` on ``|y|`` (square loss only).
+        kernel_sup: ``kappa = sup_x K(x, x)``.
+
+    Returns:
+        ``M``.
+
     Raises:
         ValueError: unknown loss, or a square loss without ``y_bound``.
     """
@@ -177,6 +189,15 @@ def loss_lipschitz_constant(
 def erm_sensitivity(lipschitz: float, regularization: float, n: int, kernel_sup: float = 1.0):
     r"""``Delta = M sqrt(kappa) / (lambda n)`` (HRW Sec. 4.3).
 
+    Args:
+        lipschitz: the admissibility constant ``M``.
+        regularization: ``lambda`` > 0.
+        n: the public number of records.
+        kernel_sup: ``kappa = sup_x K(x, x)``.
+
+    Returns:
+        ``Delta``.
+
     Example:
         >>> erm_sensitivity(1.0, 0.1, 50)
         0.2
@@ -188,19 +209,45 @@ def erm_sensitivity(lipschitz: float, regularization: float, n: int, kernel_sup:
 
 
 def kernel_svm_sensitivity(n: int, regularization: float, kernel_sup: float = 1.0) -> float:
-    """``Delta = sqrt(kappa) / (lambda n)`` for the hinge loss (``M = 1``)."""
+    """``Delta = sqrt(kappa) / (lambda n)`` for the hinge loss (``M = 1``).
+
+    Args:
+        n: the public number of records.
+        regularization: ``lambda`` > 0.
+        kernel_sup: ``kappa = sup_x K(x, x)``.
+
+    Returns:
+        ``Delta``.
+    """
     return erm_sensitivity(1.0, regularization, n, kernel_sup)
 
 
 def kernel_logistic_sensitivity(n: int, regularization: float, kernel_sup: float = 1.0) -> float:
-    """``Delta = sqrt(kappa) / (lambda n)`` for the logistic loss (``M = 1``)."""
+    """``Delta = sqrt(kappa) / (lambda n)`` for the logistic loss (``M = 1``).
+
+    Args:
+        n, regularization, kernel_sup: as :func:`kernel_svm_sensitivity`.
+
+    Returns:
+        ``Delta``.
+    """
     return erm_sensitivity(1.0, regularization, n, kernel_sup)
 
 
 def kernel_ridge_sensitivity(
     n: int, regularization: float, y_bound: float, kernel_sup: float = 1.0
 ) -> float:
-    """``Delta = 2 B (1 + sqrt(kappa/lambda)) sqrt(kappa) / (lambda n)`` for the square loss."""
+    """``Delta = 2 B (1 + sqrt(kappa/lambda)) sqrt(kappa) / (lambda n)`` for the square loss.
+
+    Args:
+        n: the public number of records.
+        regularization: ``lambda`` > 0.
+        kernel_sup: ``kappa = sup_x K(x, x)``.
+        y_bound: the public bound ``B`` on ``|y|``.
+
+    Returns:
+        ``Delta``.
+    """
     m = loss_lipschitz_constant("square", regularization, y_bound=y_bound, kernel_sup=kernel_sup)
     return erm_sensitivity(m, regularization, n, kernel_sup)
 
@@ -231,7 +278,14 @@ class ERMSolution:
     dual: np.ndarray | None = None
 
     def __call__(self, x) -> np.ndarray:
-        """``f(x) = sum_i alpha_i K(x_i, x)`` at points ``(m,)`` or ``(m, d)``."""
+        """``f(x) = sum_i alpha_i K(x_i, x)`` at points ``(m,)`` or ``(m, d)``.
+
+        Args:
+            x: points ``(m,)`` or ``(m, d)``.
+
+        Returns:
+            ``(m,)`` values.
+        """
         return kernel_matrix(self.kernel, x, self.points) @ self.coefficients
 
     @property
@@ -459,19 +513,47 @@ def kernel_erm(
 
 
 def kernel_ridge(x, y, *, kernel: Kernel, regularization: float, y_bound=None) -> ERMSolution:
-    """Kernel ridge regression: ``alpha = (K + lambda n I)^{-1} y`` (square loss)."""
+    """Kernel ridge regression: ``alpha = (K + lambda n I)^{-1} y`` (square loss).
+
+    Args:
+        x: ``(n, d)`` covariates.
+        y: ``(n,)`` responses.
+        kernel: the learning kernel.
+        regularization: ``lambda`` > 0.
+        y_bound: optional public bound ``B`` on ``|y|``, checked on the responses.
+
+    Returns:
+        The :class:`ERMSolution`.
+    """
     return kernel_erm(
         x, y, loss="square", kernel=kernel, regularization=regularization, y_bound=y_bound
     )
 
 
 def kernel_logistic(x, y, *, kernel: Kernel, regularization: float) -> ERMSolution:
-    """Kernel logistic regression (Newton in the RKHS), labels in ``{-1, +1}``."""
+    """Kernel logistic regression (Newton in the RKHS), labels in ``{-1, +1}``.
+
+    Args:
+        x: ``(n, d)`` covariates.
+        y: ``(n,)`` labels in ``{-1, +1}``.
+        kernel: the learning kernel.
+        regularization: ``lambda`` > 0.
+
+    Returns:
+        The :class:`ERMSolution`.
+    """
     return kernel_erm(x, y, loss="logistic", kernel=kernel, regularization=regularization)
 
 
 def kernel_svm(x, y, *, kernel: Kernel, regularization: float) -> ERMSolution:
-    """Soft-margin kernel SVM without intercept (hinge loss, dual QP), labels in ``{-1, +1}``."""
+    """Soft-margin kernel SVM without intercept (hinge loss, dual QP), labels in ``{-1, +1}``.
+
+    Args:
+        x, y, kernel, regularization: as :func:`kernel_logistic`.
+
+    Returns:
+        The :class:`ERMSolution` (with its dual variables).
+    """
     return kernel_erm(x, y, loss="hinge", kernel=kernel, regularization=regularization)
 
 
@@ -480,6 +562,13 @@ def erm_rkhs_distance(solution: ERMSolution, other: ERMSolution) -> float:
 
     ``||sum_i a_i K_{x_i} - sum_j b_j K_{x'_j}||_H^2 = (a, -b)^T K (a, -b)`` on
     the stacked points.
+
+    Args:
+        solution: one solution.
+        other: the other, with the same kernel.
+
+    Returns:
+        ``||f - f'||_H``.
     """
     points = np.concatenate([solution.points, other.points])
     coefficients = np.concatenate([solution.coefficients, -other.coefficients])
@@ -506,21 +595,15 @@ def _erm_mechanism(
     rtol: float | None,
     y_bound: float | None = None,
 ) -> Mechanism:
-    check_positive_number("epsilon", epsilon)
-    check_positive_number("delta", delta)
-    n = check_count("n", n)
-    dim = check_count("dim", dim)
-    grid_size = check_count("grid_size", grid_size)
-    calibration = check_calibration(calibration)
+    setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     lam = check_positive_number("regularization", regularization)
     k = erm_kernel(kernel, lengthscale)
     kernel_sup = 1.0  # both kernels have unit variance
     m = loss_lipschitz_constant(loss, lam, y_bound=y_bound, kernel_sup=kernel_sup)
     sensitivity = erm_sensitivity(m, lam, n, kernel_sup)
-    grid = unit_cube_grid(grid_size, dim)
-    sigma = hrw_noise_multiplier(sensitivity, epsilon, delta, calibration)
-    release = grid_release(k, grid, sigma, rtol=rtol)
-    grid_points = np.asarray(grid.points)
+    release = setting.grid_release(k, sensitivity)
+    grid_points = np.asarray(release.grid.points)
 
     def fit(data) -> ERMSolution:
         x, y = _split_data(data, dim, n)
@@ -529,37 +612,23 @@ def _erm_mechanism(
     def summary(data):
         return release.project(fit(data)(grid_points))
 
-    def model(data):
-        numpyro.sample("release", release.distribution(summary(data)))
-
     params = {
-        "epsilon": epsilon,
-        "delta": delta,
-        "n": n,
+        **setting.params(),
         "regularization": lam,
         "kernel": kernel,
         "lengthscale": float(lengthscale),
-        "dim": dim,
-        "grid_size": grid_size,
-        "calibration": calibration,
     }
     label_text = "labels in {-1,+1}"
     if y_bound is not None:
         params["y_bound"] = float(y_bound)
         label_text = f"|y| <= {y_bound:g}"
-    mech = Mechanism(
-        name=name,
-        model=model,
-        claim=Claim(
-            epsilon=epsilon,
-            delta=delta,
-            adjacency="replace-one",
-            sensitivity_norm="rkhs",
-            sensitivity=sensitivity,
-            reference=claim_reference("Sec. 4.3 (M-admissible loss, Def. 4.1)", calibration),
-        ),
-        summary=summary,
-        difference_norm=release.grid_rkhs_norm,
+    return hrw_grid_mechanism(
+        name,
+        summary,
+        release,
+        setting,
+        sensitivity=sensitivity,
+        section="Sec. 4.3 (M-admissible loss, Def. 4.1)",
         params=params,
         description=(
             f"Regularised ERM with the {loss} loss (M = {m:.4g}) in the RKHS of the {kernel} "
@@ -569,7 +638,6 @@ def _erm_mechanism(
             f"M sqrt(sup K)/(lambda n) = {sensitivity:.4g}."
         ),
     )
-    return mech
 
 
 _ERM_EXAMPLE = {
@@ -614,21 +682,9 @@ def hrw_kernel_ridge(
         lengthscale: its lengthscale.
         dim, grid_size, calibration, rtol: as in :func:`mechanisms.hrw.kde.hrw_gaussian_kde`.
     """
-    return _erm_mechanism(
-        name="hrw-kernel-ridge",
-        loss="square",
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        regularization=regularization,
-        kernel=kernel,
-        lengthscale=lengthscale,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-        y_bound=check_positive_number("y_bound", y_bound),
-    )
+    y_bound = check_positive_number("y_bound", y_bound)
+    # locals() here is exactly the keyword arguments, passed on unchanged
+    return _erm_mechanism(name="hrw-kernel-ridge", loss="square", **locals())
 
 
 @register("hrw-kernel-logistic", example=_ERM_EXAMPLE)
@@ -649,21 +705,19 @@ def hrw_kernel_logistic(
 
     Labels in ``{-1, +1}``, covariates in ``[0, 1]^d`` (rejected otherwise);
     ``Delta = 1 / (lambda n)``. Arguments as in :func:`hrw_kernel_ridge`.
+
+    Args:
+        epsilon, delta, n, regularization, kernel, lengthscale, dim, grid_size, calibration,
+            rtol: as :func:`hrw_kernel_ridge`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
-    return _erm_mechanism(
-        name="hrw-kernel-logistic",
-        loss="logistic",
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        regularization=regularization,
-        kernel=kernel,
-        lengthscale=lengthscale,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-    )
+    # locals() here is exactly the keyword arguments, passed on unchanged
+    return _erm_mechanism(name="hrw-kernel-logistic", loss="logistic", **locals())
 
 
 @register("hrw-kernel-svm", example=_ERM_EXAMPLE)
@@ -686,18 +740,13 @@ def hrw_kernel_svm(
     otherwise); ``Delta = 1 / (lambda n)``, attained when every record is a
     bounded support vector and one label flips. Arguments as in
     :func:`hrw_kernel_ridge`.
+
+    Args:
+        epsilon, delta, n, regularization, kernel, lengthscale, dim, grid_size, calibration,
+            rtol: as :func:`hrw_kernel_ridge`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`; it raises as :func:`hrw_kernel_ridge`.
     """
-    return _erm_mechanism(
-        name="hrw-kernel-svm",
-        loss="hinge",
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        regularization=regularization,
-        kernel=kernel,
-        lengthscale=lengthscale,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-    )
+    # locals() here is exactly the keyword arguments, passed on unchanged
+    return _erm_mechanism(name="hrw-kernel-svm", loss="hinge", **locals())

@@ -67,17 +67,14 @@ import scipy.special
 from dpaudit import Mechanism, register
 from dpaudit.checks import check_finite
 from dpaudit.spaces import Exponential, Gaussian, Kernel
-from mechanisms.common import summary_release
 from mechanisms.hrw.release import (
-    check_calibration,
+    HRWSetting,
     check_count,
     check_points,
     check_positive_number,
-    claim_reference,
-    grid_release,
-    hrw_noise_multiplier,
+    hrw_grid_mechanism,
+    hrw_setting,
     kernel_matrix,
-    unit_cube_grid,
 )
 
 __all__ = [
@@ -158,12 +155,29 @@ class GaussianBandwidthKernel(Kernel):
         bandwidth_matrix(h, h.shape[0] if h.ndim == 2 else 1)  # validates
 
     def numpy_gram(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """The Gram matrix in numpy (see :func:`mechanisms.hrw.release.kernel_matrix`)."""
+        """The Gram matrix in numpy (see :func:`mechanisms.hrw.release.kernel_matrix`).
+
+        Args:
+            x: ``(m, d)`` points.
+            y: ``(k, d)`` points.
+
+        Returns:
+            ``(m, k)`` Gram matrix.
+        """
         whiten = np.linalg.inv(np.linalg.cholesky(np.asarray(self.matrix, dtype=np.float64))).T
         diff = (x @ whiten)[:, None, :] - (y @ whiten)[None, :, :]
         return np.exp(-0.5 * np.sum(diff * diff, axis=-1))
 
     def gram(self, x, y):
+        """The Gram matrix in JAX (traceable).
+
+        Args:
+            x: ``(m, d)`` points.
+            y: ``(k, d)`` points.
+
+        Returns:
+            ``(m, k)`` Gram matrix.
+        """
         h = np.asarray(self.matrix, dtype=np.float64)
         if x.shape[1] != h.shape[0]:
             raise ValueError(
@@ -181,6 +195,13 @@ def gaussian_kde_kernel(bandwidth, dim: int) -> Kernel:
 
     A diagonal ``H`` gives :class:`dpaudit.spaces.Gaussian` (per-axis
     lengthscales ``sqrt(H_jj)``); a full ``H`` gives :class:`GaussianBandwidthKernel`.
+
+    Args:
+        bandwidth: a scalar ``h``, ``d`` per-axis bandwidths or a ``d x d`` matrix ``H``.
+        dim: the dimension ``d``.
+
+    Returns:
+        The kernel.
     """
     h = bandwidth_matrix(bandwidth, dim)
     if _is_diagonal(h):
@@ -244,6 +265,14 @@ def gaussian_kde_sensitivity(n: int, bandwidth, dim: int = 1) -> float:
     Isotropic: ``sqrt(2) / (n (2 pi h^2)^{d/2})``; the norm is that of the
     unnormalised kernel ``exp{-(x-y)^T H^{-1} (x-y)/2}``.
 
+    Args:
+        n: the public number of records.
+        bandwidth: as :func:`gaussian_kde_kernel`.
+        dim: the dimension ``d``.
+
+    Returns:
+        ``Delta``.
+
     Raises:
         ValueError / TypeError: a non-integer or non-positive ``n``, an invalid bandwidth.
 
@@ -275,6 +304,14 @@ def gaussian_kde_rkhs_distance(data, data_prime, bandwidth, dim: int = 1) -> flo
     |H|^{1/2})``, summed over the records that differ, so
     ``||f_D - f_D'||_H^2 = c^2 a^T K a`` with ``a = (1, ..., 1, -1, ..., -1)``
     on the points ``(x_i, x_i')`` (reproducing property).
+
+    Args:
+        data, data_prime: ``(n,)`` or ``(n, d)`` neighbouring datasets.
+        bandwidth: as :func:`gaussian_kde_kernel`.
+        dim: the dimension ``d``.
+
+    Returns:
+        The distance.
     """
     a, b, n = _differing_records(data, data_prime, dim)
     if a.shape[0] == 0:
@@ -292,7 +329,14 @@ def gaussian_kde_rkhs_distance(data, data_prime, bandwidth, dim: int = 1) -> flo
 
 
 def sobolev_kernel(bandwidth: float) -> Exponential:
-    """The Sobolev noise kernel ``exp(-||x - y||_1 / h)`` (``gamma = 1/h``, HRW Sec. 4.2)."""
+    """The Sobolev noise kernel ``exp(-||x - y||_1 / h)`` (``gamma = 1/h``, HRW Sec. 4.2).
+
+    Args:
+        bandwidth: ``h`` > 0.
+
+    Returns:
+        The exponential kernel.
+    """
     return Exponential(lengthscale=check_positive_number("bandwidth", bandwidth), norm="l1")
 
 
@@ -301,6 +345,14 @@ def sobolev_kde_sensitivity(n: int, bandwidth: float, dim: int = 1) -> float:
 
     HRW Sec. 4.2 with ``gamma = 1/h`` (see docs/paper-errors.md#hrw-sobolev-kde-constants: the paper's intermediate
     constants are wrong, the final bound stands).
+
+    Args:
+        n: the public number of records.
+        bandwidth: ``h`` > 0.
+        dim: the dimension ``d``.
+
+    Returns:
+        ``Delta``.
 
     Example:
         >>> round(sobolev_kde_sensitivity(100, 0.1), 6)  # 2 / ((2 pi)^(1/4) 100 0.1)
@@ -358,6 +410,14 @@ def sobolev_kde_rkhs_distance(data, data_prime, bandwidth: float, dim: int = 1) 
     ``<phi_p, phi_q>_H = prod_j <phi_{p_j}, phi_{q_j}>_{H^1}`` (eq. 11) and the
     squared norm is ``n^{-2} a^T G a`` with the Gram matrix ``G`` of these inner
     products and ``a = (1, ..., 1, -1, ..., -1)``.
+
+    Args:
+        data, data_prime: ``(n,)`` or ``(n, d)`` neighbouring datasets.
+        bandwidth: ``h`` > 0.
+        dim: the dimension ``d``.
+
+    Returns:
+        The distance.
     """
     a, b, n = _differing_records(data, data_prime, dim)
     if a.shape[0] == 0:
@@ -374,53 +434,32 @@ def sobolev_kde_rkhs_distance(data, data_prime, bandwidth: float, dim: int = 1) 
 
 
 def _kde_mechanism(
+    setting: HRWSetting,
     *,
     name: str,
     section: str,
     kernel: Kernel,
     sensitivity: float,
     matrix: np.ndarray,
-    epsilon: float,
-    delta: float,
-    n: int,
-    dim: int,
-    grid_size: int,
-    calibration: str,
-    rtol: float | None,
-    params: dict,
+    bandwidth,
     description: str,
 ) -> Mechanism:
-    grid = unit_cube_grid(grid_size, dim)
-    sigma = hrw_noise_multiplier(sensitivity, epsilon, delta, calibration)
-    release = grid_release(kernel, grid, sigma, rtol=rtol)
+    release = setting.grid_release(kernel, sensitivity)
+    grid_points = release.grid.points
 
     def summary(data):
-        records = check_points("KDE data", data, dim=dim, n=n)
-        return release.project(gaussian_kde(records, grid.points, matrix))
+        records = check_points("KDE data", data, dim=setting.dim, n=setting.n)
+        return release.project(gaussian_kde(records, grid_points, matrix))
 
-    return summary_release(
+    return hrw_grid_mechanism(
         name,
         summary,
-        lambda loc: release.distribution(loc),
-        epsilon=epsilon,
+        release,
+        setting,
         sensitivity=sensitivity,
-        sensitivity_norm="rkhs",
-        reference=claim_reference(section, calibration),
-        delta=delta,
-        difference_norm=release.grid_rkhs_norm,
-        params=params,
+        section=section,
+        params={**setting.params(), "bandwidth": bandwidth},
         description=description,
-    )
-
-
-def _kde_arguments(epsilon, delta, n, dim, grid_size, calibration):
-    check_positive_number("epsilon", epsilon)
-    check_positive_number("delta", delta)
-    return (
-        check_count("n", n),
-        check_count("dim", dim),
-        check_count("grid_size", grid_size),
-        check_calibration(calibration),
     )
 
 
@@ -466,31 +505,18 @@ def hrw_gaussian_kde(
         ValueError / TypeError: invalid parameters; ``epsilon > 1`` with the
             classical calibration.
     """
-    n, dim, grid_size, calibration = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration)
+    setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     h = check_positive_number("bandwidth", bandwidth)
     sensitivity = gaussian_kde_sensitivity(n, h, dim)
     return _kde_mechanism(
+        setting,
         name="hrw-gaussian-kde",
         section="Sec. 4.1",
         kernel=gaussian_kde_kernel(h, dim),
         sensitivity=sensitivity,
         matrix=bandwidth_matrix(h, dim),
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-        params={
-            "epsilon": epsilon,
-            "delta": delta,
-            "n": n,
-            "bandwidth": h,
-            "dim": dim,
-            "grid_size": grid_size,
-            "calibration": calibration,
-        },
+        bandwidth=h,
         description=(
             f"Gaussian kernel density estimate (bandwidth h={h:g}) of n={n} records in "
             f"[0,1]^{dim}, released on a {grid_size}^{dim} grid with Gaussian-process noise "
@@ -528,8 +554,19 @@ def hrw_gaussian_kde_anisotropic(
     symmetric positive-definite ``d x d`` matrix ``H``. Noise kernel
     ``exp{-(x-y)^T H^{-1} (x-y)/2}``, ``Delta = sqrt(2)/(n (2 pi)^{d/2} |H|^{1/2})``.
     Other arguments as in :func:`hrw_gaussian_kde`.
+
+    Args:
+        bandwidth: ``d`` per-axis bandwidths or a ``d x d`` bandwidth matrix ``H``.
+        epsilon, delta, n, dim, grid_size, calibration, rtol: as :func:`hrw_gaussian_kde`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: invalid parameters, including a scalar ``bandwidth``.
     """
-    n, dim, grid_size, calibration = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration)
+    setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     matrix = bandwidth_matrix(bandwidth, dim)
     if np.ndim(bandwidth) == 0:
         raise ValueError(
@@ -538,27 +575,13 @@ def hrw_gaussian_kde_anisotropic(
         )
     sensitivity = gaussian_kde_sensitivity(n, matrix, dim)
     return _kde_mechanism(
+        setting,
         name="hrw-gaussian-kde-anisotropic",
         section="Sec. 4.1.1",
         kernel=gaussian_kde_kernel(matrix, dim),
         sensitivity=sensitivity,
         matrix=matrix,
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-        params={
-            "epsilon": epsilon,
-            "delta": delta,
-            "n": n,
-            "bandwidth": np.asarray(bandwidth, dtype=float).tolist(),
-            "dim": dim,
-            "grid_size": grid_size,
-            "calibration": calibration,
-        },
+        bandwidth=np.asarray(bandwidth, dtype=float).tolist(),
         description=(
             f"Gaussian kernel density estimate with fixed bandwidth matrix H (|H| = "
             f"{np.linalg.det(matrix):.3g}) of n={n} records in [0,1]^{dim}, released on a "
@@ -586,32 +609,29 @@ def hrw_sobolev_kde(
     Noise kernel ``exp(-||x - y||_1 / h)`` (``gamma = 1/h``), RKHS sensitivity
     ``Delta = 2 / ((2 pi)^{d/4} n h^d)`` (see docs/paper-errors.md#hrw-sobolev-kde-constants); the released curve is rough
     (OU paths). Arguments as in :func:`hrw_gaussian_kde`.
+
+    Args:
+        epsilon, delta, n, bandwidth, dim, grid_size, calibration, rtol: as
+            :func:`hrw_gaussian_kde` (``bandwidth`` also sets ``gamma = 1/h``).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
-    n, dim, grid_size, calibration = _kde_arguments(epsilon, delta, n, dim, grid_size, calibration)
+    setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    n, dim, grid_size = setting.n, setting.dim, setting.grid_size
     h = check_positive_number("bandwidth", bandwidth)
     sensitivity = sobolev_kde_sensitivity(n, h, dim)
     return _kde_mechanism(
+        setting,
         name="hrw-sobolev-kde",
         section="Sec. 4.2 (eqs. 10-11; constants per docs/paper-errors.md#hrw-sobolev-kde-constants)",
         kernel=sobolev_kernel(h),
         sensitivity=sensitivity,
         matrix=bandwidth_matrix(h, dim),
-        epsilon=epsilon,
-        delta=delta,
-        n=n,
-        dim=dim,
-        grid_size=grid_size,
-        calibration=calibration,
-        rtol=rtol,
-        params={
-            "epsilon": epsilon,
-            "delta": delta,
-            "n": n,
-            "bandwidth": h,
-            "dim": dim,
-            "grid_size": grid_size,
-            "calibration": calibration,
-        },
+        bandwidth=h,
         description=(
             f"Gaussian kernel density estimate (h={h:g}) of n={n} records in [0,1]^{dim}, "
             f"released on a {grid_size}^{dim} grid with Gaussian-process noise of covariance "

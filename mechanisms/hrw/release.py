@@ -63,11 +63,13 @@ import bisect
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpaudit import Mechanism
 from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
 from dpaudit.noise import (
     GaussianProcessNoise,
@@ -85,16 +87,20 @@ from dpaudit.spaces import (
     kl_basis,
     uniform_grid,
 )
+from mechanisms.common import summary_release
 
 __all__ = [
     "CALIBRATIONS",
     "GridRelease",
+    "HRWSetting",
     "OnlineExponentialRelease",
     "check_count",
     "check_points",
     "check_positive_number",
     "grid_release",
+    "hrw_grid_mechanism",
     "hrw_noise_multiplier",
+    "hrw_setting",
     "kernel_matrix",
     "online_exponential_release",
     "ou_conditional",
@@ -113,7 +119,18 @@ ANALYTIC_REFERENCE = "Balle & Wang 2018, Thm 8 (analytic Gaussian calibration)"
 
 
 def check_positive_number(name: str, value) -> float:
-    """``float(value)`` if it is a finite real number > 0, else one clear error."""
+    """``float(value)`` if it is a finite real number > 0, else one clear error.
+
+    Args:
+        name: the argument's name, for the message.
+        value: the value.
+
+    Returns:
+        ``float(value)``.
+
+    Raises:
+        ValueError / TypeError: not a finite real number > 0.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
     value = float(value)
@@ -123,7 +140,19 @@ def check_positive_number(name: str, value) -> float:
 
 
 def check_count(name: str, value, *, minimum: int = 1) -> int:
-    """``int(value)`` if it is an integer ``>= minimum``, else one clear error."""
+    """``int(value)`` if it is an integer ``>= minimum``, else one clear error.
+
+    Args:
+        name: the argument's name, for the message.
+        value: the value.
+        minimum: the smallest allowed value.
+
+    Returns:
+        ``int(value)``.
+
+    Raises:
+        ValueError / TypeError: not an integer ``>= minimum``.
+    """
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}.")
     if value < minimum:
@@ -182,6 +211,14 @@ def kernel_matrix(kernel: Kernel, x, y=None) -> np.ndarray:
     method) are evaluated in numpy: the ERM solvers and exact RKHS norms run
     on concrete data of ever-changing size, where eager JAX would compile
     every operation again for every new shape. Other kernels go through JAX.
+
+    Args:
+        kernel: the kernel.
+        x: ``(m, d)`` points.
+        y: ``(k, d)`` points (default ``x``).
+
+    Returns:
+        ``(m, k)`` numpy array.
     """
     x = np.asarray(x, dtype=np.float64)
     x = x[:, None] if x.ndim == 1 else x
@@ -211,6 +248,13 @@ def kernel_matrix(kernel: Kernel, x, y=None) -> np.ndarray:
 def unit_cube_grid(grid_size: int, dim: int) -> Grid:
     """The public midpoint grid with ``grid_size`` points per axis on ``[0, 1]^dim``.
 
+    Args:
+        grid_size: points per axis.
+        dim: the dimension.
+
+    Returns:
+        The :class:`~dpaudit.spaces.Grid`.
+
     Raises:
         ValueError / TypeError: for a non-integer or non-positive size or dimension.
     """
@@ -220,14 +264,32 @@ def unit_cube_grid(grid_size: int, dim: int) -> Grid:
 
 
 def check_calibration(calibration: str) -> str:
-    """Return ``calibration`` if it is one of :data:`CALIBRATIONS`."""
+    """Return ``calibration`` if it is one of :data:`CALIBRATIONS`.
+
+    Args:
+        calibration: the requested calibration.
+
+    Returns:
+        ``calibration``.
+
+    Raises:
+        ValueError: not one of :data:`CALIBRATIONS`.
+    """
     if calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}.")
     return calibration
 
 
 def claim_reference(section: str, calibration: str) -> str:
-    """The reference string of a claim: HRW's section plus the calibration theorem."""
+    """The reference string of a claim: HRW's section plus the calibration theorem.
+
+    Args:
+        section: the HRW section the guarantee rests on.
+        calibration: ``"classical"`` or ``"analytic"``.
+
+    Returns:
+        The reference string.
+    """
     base = f"{HRW_REFERENCE}, {section}, with Cor. 3.5 and Prop. 2.4 (covariance (c Delta/eps)^2 K, docs/paper-errors.md#hrw-batch-covariance)"
     if calibration == "analytic":
         return f"{base}; noise calibrated by {ANALYTIC_REFERENCE}"
@@ -308,11 +370,25 @@ class GridRelease:
         return GaussianProcessNoise(self.basis.eigenvalues, self.sigma)
 
     def project(self, values) -> jax.Array:
-        """``P f``: grid values ``(..., m)`` projected onto the span of the retained eigenfunctions."""
+        """``P f``: grid values ``(..., m)`` projected onto the span of the retained eigenfunctions.
+
+        Args:
+            values: grid values ``(..., m)``.
+
+        Returns:
+            The projected values, same shape.
+        """
         return self.basis.reconstruct(self.basis.project(values))
 
     def distribution(self, loc) -> GridNoise:
-        """The release law ``GridNoise`` centred at the (projected) summary ``loc``."""
+        """The release law ``GridNoise`` centred at the (projected) summary ``loc``.
+
+        Args:
+            loc: the projected summary ``(m,)``.
+
+        Returns:
+            The :class:`~dpaudit.noise.GridNoise`.
+        """
         return GridNoise(self.noise, self.basis, loc=loc)
 
     def grid_rkhs_norm(self, difference) -> jax.Array:
@@ -321,6 +397,12 @@ class GridRelease:
         With all components retained this is ``(h^T K_grid^{-1} h)^(1/2)``, the
         restriction of the RKHS norm to the grid (HRW Prop. 3.4), so it is at
         most ``||h||_H``.
+
+        Args:
+            difference: grid values ``(..., m)``, a difference of summaries.
+
+        Returns:
+            The norms ``(...)``.
         """
         return cameron_martin_norm(self.basis.project(difference), self.basis.eigenvalues)
 
@@ -332,12 +414,140 @@ class GridRelease:
 def grid_release(kernel: Kernel, grid: Grid, sigma: float, *, rtol: float | None = None):
     """Build the :class:`GridRelease` of kernel ``kernel`` on ``grid`` with multiplier ``sigma``.
 
+    Args:
+        kernel: the noise kernel.
+        grid: the public grid.
+        sigma: the multiplier ``s`` (covariance ``s^2 K``).
+        rtol: eigenvalue cut-off of the KL basis.
+
+    Returns:
+        The :class:`GridRelease`.
+
     Raises:
         ValueError: a non-positive ``sigma`` or a kernel matrix that is not a covariance.
     """
     check_positive("sigma", sigma)
     basis = kl_basis(kernel, grid, rtol=rtol)
     return GridRelease(kernel=kernel, grid=grid, basis=basis, sigma=float(sigma))
+
+
+# -------------------------------------------------------------- the builders' shared steps
+
+
+class HRWSetting(NamedTuple):
+    """The checked arguments every HRW grid builder shares (:func:`hrw_setting`).
+
+    Attributes:
+        epsilon, delta: the claim.
+        n: the public number of records.
+        dim: the dimension of the domain ``[0, 1]^dim``.
+        grid_size: grid points per axis.
+        calibration: ``"classical"`` or ``"analytic"``.
+        rtol: eigenvalue cut-off of the KL basis (``None``: the default).
+    """
+
+    epsilon: float
+    delta: float
+    n: int
+    dim: int
+    grid_size: int
+    calibration: str
+    rtol: float | None
+
+    def params(self) -> dict:
+        """The public parameters every HRW grid release records.
+
+        Returns:
+            ``{"epsilon", "delta", "n", "dim", "grid_size", "calibration"}`` with their values.
+        """
+        names = ("epsilon", "delta", "n", "dim", "grid_size", "calibration")
+        return {name: getattr(self, name) for name in names}
+
+    def grid_release(self, kernel: Kernel, sensitivity: float) -> GridRelease:
+        """The calibrated :class:`GridRelease` of ``kernel`` on the setting's unit-cube grid.
+
+        Args:
+            kernel: the noise kernel (the RKHS of the claim).
+            sensitivity: the RKHS sensitivity ``Delta`` the noise is calibrated to.
+
+        Returns:
+            The release with multiplier :func:`hrw_noise_multiplier` of ``Delta``.
+
+        Raises:
+            ValueError: as :func:`hrw_noise_multiplier` and :func:`grid_release`.
+        """
+        grid = unit_cube_grid(self.grid_size, self.dim)
+        sigma = hrw_noise_multiplier(sensitivity, self.epsilon, self.delta, self.calibration)
+        return grid_release(kernel, grid, sigma, rtol=self.rtol)
+
+
+def hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol) -> HRWSetting:
+    """Check the arguments every HRW grid builder shares.
+
+    Args:
+        epsilon, delta, n, dim, grid_size, calibration, rtol: as the fields of :class:`HRWSetting`.
+
+    Returns:
+        The checked :class:`HRWSetting`.
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
+    """
+    check_positive_number("epsilon", epsilon)
+    check_positive_number("delta", delta)
+    return HRWSetting(
+        epsilon,
+        delta,
+        check_count("n", n),
+        check_count("dim", dim),
+        check_count("grid_size", grid_size),
+        check_calibration(calibration),
+        rtol,
+    )
+
+
+def hrw_grid_mechanism(
+    name: str,
+    summary: Callable,
+    release: GridRelease,
+    setting: HRWSetting,
+    *,
+    sensitivity: float,
+    section: str,
+    params: dict,
+    description: str,
+) -> Mechanism:
+    """The mechanism releasing ``summary(data)`` through ``release``, claimed in the RKHS norm.
+
+    Args:
+        name: the catalogue name.
+        summary: ``summary(data)``, grid values already projected by ``release.project``.
+        release: the calibrated :class:`GridRelease`.
+        setting: the builder's :class:`HRWSetting` (epsilon, delta and calibration of the claim).
+        sensitivity: the RKHS sensitivity ``Delta``.
+        section: the HRW section the guarantee rests on (see :func:`claim_reference`).
+        params: the public parameters.
+        description: one paragraph for reports and ``dpaudit list``.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (replace-one adjacency).
+
+    Raises:
+        ValueError, TypeError: as :func:`mechanisms.common.summary_release`.
+    """
+    return summary_release(
+        name,
+        summary,
+        release.distribution,
+        epsilon=setting.epsilon,
+        sensitivity=sensitivity,
+        sensitivity_norm="rkhs",
+        reference=claim_reference(section, setting.calibration),
+        delta=setting.delta,
+        difference_norm=release.grid_rkhs_norm,
+        params=params,
+        description=description,
+    )
 
 
 # -------------------------------------------------------------- online release
@@ -463,14 +673,28 @@ class OnlineExponentialRelease:
         return tuple(self._points)
 
     def noise_at(self, x: float) -> np.ndarray:
-        """The unit-process value ``xi(x)`` already drawn at a queried point ``x``."""
+        """The unit-process value ``xi(x)`` already drawn at a queried point ``x``.
+
+        Args:
+            x: a point already queried.
+
+        Returns:
+            ``xi(x)``.
+        """
         i = bisect.bisect_left(self._points, float(x))
         if i == len(self._points) or self._points[i] != float(x):
             raise ValueError(f"{x} has not been queried.")
         return self._noise[i]
 
     def query(self, x: float) -> np.ndarray:
-        """The release ``f_D(x) + s xi(x)`` at one point ``x`` in ``[0, 1]``."""
+        """The release ``f_D(x) + s xi(x)`` at one point ``x`` in ``[0, 1]``.
+
+        Args:
+            x: the point.
+
+        Returns:
+            The released value (with ``sample_shape`` leading axes).
+        """
         x = float(x)
         if not (math.isfinite(x) and 0.0 <= x <= 1.0):
             raise ValueError(
@@ -513,6 +737,13 @@ def online_exponential_release(
     sample_shape: tuple[int, ...] = (),
 ) -> np.ndarray:
     """Answer the queries ``points`` in the given order with :class:`OnlineExponentialRelease`.
+
+    Args:
+        summary_fn: ``f_D`` as a function of a point.
+        points: the query points in ``[0, 1]``, in order.
+        sensitivity, epsilon, delta, lengthscale, calibration: as :class:`OnlineExponentialRelease`.
+        key: a JAX PRNG key.
+        sample_shape: independent runs to draw.
 
     Returns:
         An array ``sample_shape + (k,)`` of answers, one per query.

@@ -72,16 +72,15 @@ import numpy as np
 
 from dpaudit import Mechanism, register
 from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
-from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
+from dpaudit.noise import iclp_sigma
 from dpaudit.spaces import (
     Exponential,
     Gaussian,
     KarhunenLoeveBasis,
     Kernel,
     Matern,
-    one_c_norm,
 )
-from mechanisms.common import summary_release
+from mechanisms.common import iclp_release
 from mechanisms.iclp.mean import (
     DEFAULT_KERNEL,
     OUT_OF_BOUND,
@@ -95,7 +94,7 @@ from mechanisms.iclp.mean import (
     check_records,
     default_basis,
     enforce_l2_bound,
-    grid_one_c_norm,
+    iclp_grid_release,
     kernel_basis,
     kernel_decay_rate,
     pss_eta,
@@ -137,6 +136,12 @@ __all__ = [
 def stationary_kernel_sup(kernel: Kernel) -> float:
     """``sup_x K(x, x)`` for the stationary kernels of dpaudit (their ``variance``).
 
+    Args:
+        kernel: a stationary kernel.
+
+    Returns:
+        ``sup_x K(x, x)``.
+
     Raises:
         ValueError: for another kernel; pass ``kernel_sup=`` (a public bound) to the builder.
     """
@@ -164,6 +169,14 @@ def eigenfunctions_at(kernel: Kernel, basis: KarhunenLoeveBasis, points) -> jax.
     r"""Nyström values ``phi_j(x) = (1/lambda_j) sum_a w_a K(x, y_a) phi_j(y_a)``, shape ``(k, K)``.
 
     Exact at the grid points when ``basis`` was built from ``kernel`` on its grid.
+
+    Args:
+        kernel: the kernel of the basis.
+        basis: its KL basis on a grid.
+        points: ``(k,)`` or ``(k, d)`` points.
+
+    Returns:
+        ``(k, K)`` values.
     """
     x = _points(points, basis.grid.dim)
     return _nystrom(kernel, x, *_basis_arrays(basis))
@@ -179,7 +192,16 @@ def _nystrom(kernel, x, grid_points, weights, eigenfunctions, eigenvalues):
 
 
 def power_kernel_diagonal_bound(eigenvalues, eta: float, sup_kernel: float) -> float:
-    """``M_K = lambda_1^(eta-1) sup_x K(x, x) >= sup_x K^eta(x, x)`` for ``eta >= 1`` (rank-K Nyström)."""
+    """``M_K = lambda_1^(eta-1) sup_x K(x, x) >= sup_x K^eta(x, x)`` for ``eta >= 1`` (rank-K Nyström).
+
+    Args:
+        eigenvalues: the ``lambda_j``.
+        eta: the operator power (>= 1).
+        sup_kernel: ``sup_x K(x, x)``.
+
+    Returns:
+        ``M_K``.
+    """
     lam = check_eigenvalues(eigenvalues)
     eta = check_number("eta", eta, low=1.0, inclusive=True)
     return float(lam[0] ** (eta - 1.0)) * check_number("kernel_sup", sup_kernel)
@@ -211,6 +233,14 @@ def _domain_points(points, dim: int, out_of_bound: str) -> jax.Array:
 def pss_kde_bandwidth(n: int, dim: int = 1, *, scale: float = 1.0) -> float:
     """Privacy-safe bandwidth ``h = scale n^(-1/(4+d))`` (LR Remark 3 [17], sign fixed as in docs/paper-errors.md#lr-kde-bandwidth-sign).
 
+    Args:
+        n: the number of points.
+        dim: the dimension ``d``.
+        scale: the constant in front.
+
+    Returns:
+        ``h``.
+
     Example:
         >>> round(pss_kde_bandwidth(32, 1), 6)
         0.5
@@ -224,6 +254,15 @@ def kde_basis(bandwidth: float, grid_size: int = 100, dim: int = 1, n_components
 
     Returns ``(kernel, basis)``; the basis keeps every eigenvalue above
     ``1e-10 lambda_1`` (or ``n_components``).
+
+    Args:
+        bandwidth: ``h``.
+        grid_size: grid points per axis.
+        dim: the dimension ``d``.
+        n_components: components kept (default: every eigenvalue above ``1e-10 lambda_1``).
+
+    Returns:
+        ``(kernel, basis)``.
     """
     h = check_number("bandwidth", bandwidth)
     kernel = Gaussian(lengthscale=h)
@@ -234,6 +273,13 @@ def kde_normaliser(basis: KarhunenLoeveBasis, eta: float) -> float:
     """``c = 1 / int_T K^eta(x_0, y) dy`` at the grid point ``x_0`` nearest the domain centre.
 
     ``int_T K^eta(x_0, y) dy = sum_j lambda_j^eta phi_j(x_0) <phi_j, 1>``. Public (data-free).
+
+    Args:
+        basis: the KL basis of the ICLP kernel.
+        eta: the operator power.
+
+    Returns:
+        ``c``.
 
     Raises:
         ValueError: if that integral is not positive.
@@ -269,6 +315,15 @@ def kde_summary(points, kernel: Kernel, basis: KarhunenLoeveBasis, *, eta: float
     ``K^eta`` is the operator power (eigenvalues ``lambda_j^eta``) of the
     ICLP kernel with the bandwidth inside it, and ``c = kde_normaliser``.
     Points outside ``[0, 1]^d`` are not handled here (the mechanism rejects or clips).
+
+    Args:
+        points: ``(n,)`` or ``(n, d)`` points of ``[0, 1]^d``.
+        kernel: the ICLP kernel.
+        basis: its KL basis.
+        eta: the operator power.
+
+    Returns:
+        ``(K,)`` coefficients.
     """
     basis = check_basis(basis)
     eta = check_number("eta", eta, low=1.0, hint=" (LR Thm 8 smooths with K^eta, eta > 1)")
@@ -282,6 +337,16 @@ def kde_sensitivity(
     r"""``1,K`` sensitivity of the ICLP-QR KDE: ``(2 c sqrt(M_K) / n) sqrt(tr K^(eta-1))`` (see docs/paper-errors.md#lr-kde-rkhs-constant).
 
     ``M_K = lambda_1^(eta-1) sup_x K(x, x)`` (:func:`power_kernel_diagonal_bound`).
+
+    Args:
+        eigenvalues: the ``lambda_j`` of ``K``.
+        n: the number of points.
+        eta: the operator power.
+        normaliser: ``c`` (:func:`kde_normaliser`).
+        sup_kernel: ``sup_x K(x, x)``.
+
+    Returns:
+        ``Delta``.
     """
     lam = check_eigenvalues(eigenvalues)
     n = check_count("n", n)
@@ -294,7 +359,14 @@ def kde_sensitivity(
 def kde_sensitivity_printed(
     eigenvalues, *, n: int, eta: float, normaliser: float, sup_kernel: float = 1.0
 ) -> float:
-    """LR Thm 8 [16] as printed, ``(2 c M_K / n) sqrt(tr K^(eta-1))``: valid only when ``M_K >= 1``."""
+    """LR Thm 8 [16] as printed, ``(2 c M_K / n) sqrt(tr K^(eta-1))``: valid only when ``M_K >= 1``.
+
+    Args:
+        eigenvalues, n, eta, normaliser, sup_kernel: as :func:`kde_sensitivity`.
+
+    Returns:
+        The printed bound.
+    """
     lam = check_eigenvalues(eigenvalues)
     m_k = power_kernel_diagonal_bound(lam, eta, sup_kernel)
     return kde_sensitivity(
@@ -420,23 +492,21 @@ def iclp_qr_kde(
     lam, phi = basis.eigenvalues, basis.eigenfunctions
     sensitivity = kde_sensitivity(lam, n=n, eta=eta, normaliser=normaliser, sup_kernel=sup_k)
     sigma = iclp_sigma(sensitivity, epsilon)
-    noise = ICLPNoise(lam, sigma)
 
     def summary(data):
         x = _domain_points(data, dim, out_of_bound)
         check_records(x.shape[0], n)
         return phi @ _kde_coefficients(x, kernel, basis, eta, normaliser)
 
-    return summary_release(
+    return iclp_grid_release(
         "iclp-qr-kde",
         summary,
-        lambda loc: GridNoise(noise, basis, loc=loc),
+        basis,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, Thm 8 with the 2 sqrt(M_K) RKHS bound (docs/paper-errors.md#lr-kde-rkhs-constant) and Thm 4, "
         "sigma = sqrt(2) Delta/epsilon",
-        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -449,7 +519,6 @@ def iclp_qr_kde(
             "kernel_sup": sup_k,
             "normaliser": normaliser,
             "out_of_bound": out_of_bound,
-            "sigma": sigma,
         },
         description=f"ICLP-QR KDE of n = {n} points of [0, 1]^{dim} ({out_of_bound} outside): (c/n) sum_i "
         f"K^eta(., x_i) with K = {kernel!r} (bandwidth inside the ICLP kernel), operator "
@@ -468,6 +537,20 @@ def krr_fit(points, responses, kernel: Kernel, basis: KarhunenLoeveBasis, *, psi
     ``theta = argmin (1/n) sum_i (y_i - sum_j theta_j phi_j(x_i))^2 + psi sum_j theta_j^2 / lambda_j^eta``,
     solved as ``theta = S (S Phi^T Phi S / n + psi I)^{-1} S Phi^T y / n`` with
     ``S = diag(lambda^(eta/2))`` (well conditioned). Returns ``(K,)`` coefficients.
+
+    Args:
+        points: ``(n,)`` or ``(n, d)`` covariates.
+        responses: ``(n,)`` responses.
+        kernel: the kernel of the basis.
+        basis: its KL basis.
+        psi: the penalty weight.
+        eta: the power of the smoothing operator.
+
+    Returns:
+        ``(K,)`` coefficients ``theta``.
+
+    Raises:
+        ValueError: responses of the wrong shape.
     """
     basis = check_basis(basis)
     psi, eta = check_psi(psi), check_number("eta", eta)
@@ -500,6 +583,17 @@ def krr_sensitivity(
 
     LR Thm 9 [18] (squared penalty, see docs/paper-errors.md#lr-erm-squared-penalty) with ``kappa = lambda_1^(eta-1) sup K``
     and the square loss's admissibility constant ``M = 2B(1 + sqrt(kappa/psi))``.
+
+    Args:
+        eigenvalues: the ``lambda_j`` of ``C``.
+        n: the number of pairs.
+        psi: the penalty weight.
+        eta: the power of the smoothing operator.
+        response_bound: ``B`` with ``|y| <= B``.
+        sup_kernel: ``sup_x K(x, x)``.
+
+    Returns:
+        ``Delta``.
 
     Example:
         >>> round(krr_sensitivity([1.0], n=10, psi=1.0, eta=2.0, response_bound=1.0), 12)
@@ -599,23 +693,21 @@ def iclp_qr_krr(
     lam = basis.eigenvalues
     sensitivity = krr_sensitivity(lam, n=n, psi=psi, eta=eta, response_bound=b, sup_kernel=sup_k)
     sigma = iclp_sigma(sensitivity, epsilon)
-    noise = ICLPNoise(lam, sigma)
 
     def summary(data):
         x, y = _regression_data(data, dim, b, out_of_bound)
         check_records(x.shape[0], n)
         return basis.eigenfunctions @ _krr_coefficients(x, y, kernel, basis, psi, eta)
 
-    return summary_release(
+    return iclp_grid_release(
         "iclp-qr-krr",
         summary,
-        lambda loc: GridNoise(noise, basis, loc=loc),
+        basis,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, Thm 9 with the squared penalty (docs/paper-errors.md#lr-erm-squared-penalty) and HRW's M-admissible "
         "bound, square loss M = 2B(1 + sqrt(kappa/psi)); Thm 4, sigma = sqrt(2) Delta/eps",
-        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -628,7 +720,6 @@ def iclp_qr_krr(
             "grid_size": basis.grid_size,
             "n_components": basis.n_components,
             "out_of_bound": out_of_bound,
-            "sigma": sigma,
         },
         description=f"ICLP-QR kernel ridge regression on n = {n} pairs (x in [0, 1]^{dim}, |y| <= {b:g}; "
         f"{out_of_bound} outside): penalty psi ||f||^2_(C^eta), psi = {psi:g}, eta = "
@@ -664,6 +755,18 @@ def qr_covariance(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) 
 
     ``hat C_{jl} = (lambda_j lambda_l)^eta / ((lambda_j lambda_l)^eta + psi) <bar C, phi_j (x) phi_l>``
     with ``bar C = (1/n) sum_i (X_i - bar X) (x) (X_i - bar X)`` (projected on the basis).
+
+    Args:
+        curves: ``(n, m)`` grid values on the basis grid.
+        basis: the ICLP eigenbasis.
+        psi: the penalty weight.
+        eta: the power of the smoothing operator.
+
+    Returns:
+        ``(K, K)`` coefficients.
+
+    Raises:
+        ValueError: curves of the wrong shape or not finite.
     """
     basis = check_basis(basis)
     psi, eta = check_psi(psi), check_number("eta", eta)
@@ -686,6 +789,13 @@ def covariance_hs_sensitivity(*, n: int, tau: float) -> float:
     ``n Delta bar C = (1 - 1/n)(a a^T - b b^T) - (1/n)(S (a-b)^T + (a-b) S^T)``, with
     ``||a a^T - b b^T||_HS <= sqrt 2 tau^2`` and ``||S (a-b)^T + (a-b) S^T||_HS <=
     2 ||S|| ||a - b|| <= 4 (n-1) tau^2``.
+
+    Args:
+        n: the number of curves.
+        tau: the public L2 bound.
+
+    Returns:
+        ``Delta_HS``.
     """
     n, tau = check_count("n", n), check_number("tau", tau)
     return (n - 1) * (4.0 + math.sqrt(2.0)) * tau**2 / n**2
@@ -698,6 +808,16 @@ def covariance_sensitivity(
 
     With ``W_{jl} = (lambda_j lambda_l)^(eta-1/2) / ((lambda_j lambda_l)^eta + psi)``:
     ``"printed"`` ``Delta_HS sum_{jl} W_{jl}``, ``"cauchy-schwarz"`` ``Delta_HS ||W||_F``.
+
+    Args:
+        eigenvalues: the ``lambda_j``.
+        n, tau: as :func:`covariance_hs_sensitivity`.
+        psi: the penalty weight.
+        eta: the power of the smoothing operator.
+        bound: ``"printed"`` or ``"cauchy-schwarz"``.
+
+    Returns:
+        ``Delta``.
     """
     lam = check_eigenvalues(eigenvalues)
     psi, eta = check_psi(psi), check_number("eta", eta)
@@ -765,16 +885,15 @@ def iclp_qr_covariance(
         return _covariance_core(x, weights, phi, shrinkage).reshape(-1)
 
     k = basis.n_components
-    return summary_release(
+    return iclp_release(
         "iclp-qr-covariance",
         summary,
-        lambda loc: ICLPNoise(flat_eigenvalues, sigma, loc=loc),
+        flat_eigenvalues,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, App. C.1 (tensor ICLP-QR) with Thm 6's argument on "
         f"Delta_HS = (n-1)(4+sqrt 2) tau^2/n^2 ({sensitivity_bound}); Thm 4",
-        difference_norm=lambda h: one_c_norm(h, flat_eigenvalues),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -803,6 +922,19 @@ def fos_summary(covariates, responses, basis: KarhunenLoeveBasis, *, psi: float,
 
     ``T1 = (1/n) sum_i X_i X_i^T`` (its ``p(p+1)/2`` upper-triangular entries,
     row-major) and the QR-smoothed ``T2_k = (1/n) sum_i X_ik Y_i``, ``(p, K)``.
+
+    Args:
+        covariates: ``(n, p)``.
+        responses: ``(n, m)`` curves on the basis grid.
+        basis: the ICLP eigenbasis.
+        psi: the penalty weight.
+        eta: the power of the smoothing operator.
+
+    Returns:
+        ``(t1, t2)``: ``(p(p+1)/2,)`` and ``(p, K)``.
+
+    Raises:
+        ValueError: inconsistent shapes.
     """
     basis = check_basis(basis)
     psi, eta = check_psi(psi), check_number("eta", eta)
@@ -842,6 +974,19 @@ def fos_sensitivities(
     ``Delta_1 = (p + 1) xi^2 / n`` (``sum_{k<=l} |a_k a_l| = (||a||_1^2 + ||a||_2^2)/2
     <= (p + 1) xi^2 / 2``); ``Delta_2 = sqrt(p) xi`` times the mean's QR bound with
     ``tau`` (``sum_k |a_k| <= sqrt(p) xi``).
+
+    Args:
+        eigenvalues: the ``lambda_j``.
+        n: the number of records.
+        p: the number of covariates.
+        tau: the public L2 bound of a response curve.
+        covariate_bound: ``xi`` with ``||X_i||_2 <= xi``.
+        psi: the penalty weight.
+        eta: the power of the smoothing operator.
+        bound: ``"printed"`` or ``"cauchy-schwarz"``.
+
+    Returns:
+        ``(Delta_1, Delta_2)``.
     """
     lam = check_eigenvalues(eigenvalues)
     n, p = check_count("n", n), check_count("p", p)
@@ -886,6 +1031,17 @@ def fos_coefficient_functions(release, *, p: int, basis: KarhunenLoeveBasis) -> 
 
     ``tilde T1`` is rebuilt symmetric from its released upper triangle. It
     may be singular or indefinite at small ``n epsilon``; no correction is made.
+
+    Args:
+        release: the released vector ``(p(p+1)/2 + p K,)``.
+        p: the number of covariates.
+        basis: the ICLP eigenbasis.
+
+    Returns:
+        ``(p, m)`` grid values.
+
+    Raises:
+        ValueError: a release of the wrong length.
     """
     basis = check_basis(basis)
     p = check_count("p", p)
@@ -982,17 +1138,16 @@ def iclp_qr_fos_regression(
         t1, t2 = _fos_parts(x, y, basis.grid.weights, basis.eigenfunctions, shrinkage)
         return jnp.concatenate([t1, t2.reshape(-1)])
 
-    return summary_release(
+    return iclp_release(
         "iclp-qr-fos-regression",
         summary,
-        lambda loc: ICLPNoise(nu, sigma, loc=loc),
+        nu,
+        sigma,
         epsilon=epsilon,
         sensitivity=1.0,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, App. C.2: gamma eps on T1 (Laplace, l1 sensitivity (p+1) xi^2/n), "
         f"(1-gamma) eps on T2 (ICLP-QR, Thm 6 {sensitivity_bound} times sqrt(p) xi/tau), "
         "sequential composition; unit 1,nu sensitivity of the joint ICLP",
-        difference_norm=lambda h: one_c_norm(h, nu),
         params={
             "n": n,
             "epsilon": epsilon,

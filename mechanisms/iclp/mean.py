@@ -83,7 +83,6 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 
 from dpaudit import Mechanism, register
 from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
@@ -97,7 +96,13 @@ from dpaudit.spaces import (
     uniform_grid,
 )
 from dpaudit.spaces.grids import Grid
-from mechanisms.common import summary_release
+from mechanisms.common import (
+    OUT_OF_BOUND,
+    ROUNDING_SLACK,
+    check_basis,
+    laplace_release,
+    summary_release,
+)
 
 __all__ = [
     "AR_BOUNDS",
@@ -126,6 +131,7 @@ __all__ = [
     "frl_worst_case_record",
     "grid_one_c_norm",
     "iclp_ar_mean",
+    "iclp_grid_release",
     "iclp_qr_mean",
     "kernel_basis",
     "kernel_decay_rate",
@@ -148,11 +154,6 @@ __all__ = [
 QR_BOUNDS = ("printed", "cauchy-schwarz")
 #: Valid sensitivity bounds of ICLP-AR (see docs/paper-errors.md#lr-ar-sensitivity-weights); the printed one is a separate function.
 AR_BOUNDS = ("corrected", "cauchy-schwarz")
-#: What to do with a record outside the public data bound.
-OUT_OF_BOUND = ("reject", "clip")
-#: Relative excess over ``tau`` read as floating-point rounding of a curve scaled to norm
-#: ``tau``: such a curve is rescaled onto the ball, never used above it.
-ROUNDING_SLACK = 1e-9
 REFERENCE = "Lin & Reimherr 2024 (arXiv v2)"
 #: LR's ICLP covariance kernel (Sec. 6): Matérn nu = 3/2, rho = 0.1, unit variance.
 DEFAULT_KERNEL = Matern(nu=1.5, lengthscale=0.1)
@@ -160,26 +161,6 @@ _TINY = 1e-300
 
 
 # ------------------------------------------------------------------ validation
-
-
-def check_basis(basis) -> KarhunenLoeveBasis:
-    """Check that ``basis`` is a Karhunen–Loève basis.
-
-    Args:
-        basis: the candidate basis.
-
-    Returns:
-        ``basis`` unchanged.
-
-    Raises:
-        TypeError: if it is not a :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
-    """
-    if not isinstance(basis, KarhunenLoeveBasis):
-        raise TypeError(
-            "basis must be a dpaudit.spaces.KarhunenLoeveBasis (see dpaudit.spaces.kl_basis), "
-            f"got {type(basis).__name__}."
-        )
-    return basis
 
 
 def check_eigenvalues(eigenvalues) -> np.ndarray:
@@ -282,6 +263,13 @@ def default_basis(grid_size: int = 100, n_components: int | None = None) -> Karh
     """LR's ICLP covariance: Matérn ``nu = 3/2``, ``rho = 0.1`` on the midpoint grid (Sec. 6).
 
     ``lambda_j ~ j^(-4)``; ``tr(C) = 1`` (unit variance). Cached.
+
+    Args:
+        grid_size: midpoint grid points on ``[0, 1]``.
+        n_components: components kept (default: all).
+
+    Returns:
+        The :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
     """
     return kernel_basis(DEFAULT_KERNEL, grid_size, 1, n_components)
 
@@ -291,6 +279,18 @@ def kernel_basis(kernel, grid_size: int = 100, dim: int = 1, n_components: int |
     """``kl_basis(kernel, uniform_grid(grid_size, dim), n_components)``, cached (bases are immutable).
 
     A truncation reuses the cached full basis (the leading eigenpairs do not depend on ``K``).
+
+    Args:
+        kernel: the covariance kernel.
+        grid_size: grid points per axis.
+        dim: the dimension of ``[0, 1]^dim``.
+        n_components: components kept (default: every eigenvalue above ``1e-10 lambda_1``).
+
+    Returns:
+        The :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
+
+    Raises:
+        ValueError / TypeError: a bad argument.
     """
     grid_size, dim = check_count("grid_size", grid_size), check_count("dim", dim)
     if n_components is None:
@@ -307,7 +307,15 @@ def kernel_basis(kernel, grid_size: int = 100, dim: int = 1, n_components: int |
 
 
 def curve_norms(curves, grid: Grid) -> jax.Array:
-    """``||X_i||_{L2} = (sum_a w_a X_i(x_a)^2)^(1/2)`` with the grid's quadrature weights."""
+    """``||X_i||_{L2} = (sum_a w_a X_i(x_a)^2)^(1/2)`` with the grid's quadrature weights.
+
+    Args:
+        curves: ``(n, m)`` grid values, one row per record.
+        grid: the grid of the curves.
+
+    Returns:
+        ``(n,)`` L2 norms.
+    """
     x = jnp.asarray(curves, dtype=jnp.float64)
     return jnp.sqrt(jnp.sum(grid.weights * x * x, axis=-1))
 
@@ -320,6 +328,15 @@ def enforce_l2_bound(curves, grid: Grid, tau: float, out_of_bound: str = "reject
     norm above ``tau (1 + ROUNDING_SLACK)`` and rescales the rounding-level
     excess below it. Inside ``jit`` "reject" cannot raise: an offending curve
     becomes NaN, so the release density is NaN rather than silently wrong.
+
+    Args:
+        curves: ``(n, m)`` grid values, one row per record.
+        grid: the grid of the curves.
+        tau: the public bound on ``||X_i||_{L2}``.
+        out_of_bound: ``"reject"`` or ``"clip"``.
+
+    Returns:
+        The curves, each rescaled onto the ball where needed, as a float64 array.
 
     Raises:
         ValueError: a shape that is not ``(n, grid.size)``, NaN/inf, or (in
@@ -393,6 +410,14 @@ def grid_one_c_norm(basis: KarhunenLoeveBasis, power: float = 1.0, rtol: float =
 
     A difference of summaries outside ``span(phi_1..phi_K)`` would make the two
     releases mutually singular, so it must not be projected away.
+
+    Args:
+        basis: the ICLP eigenbasis.
+        power: ``p`` in ``||h||_{1,C^p} = sum_j |h_j| / lambda_j^(p/2)``.
+        rtol: relative size of the part of ``h`` off the span read as round-off.
+
+    Returns:
+        The function ``h -> ||h||_{1,C^power}`` on grid values ``(..., m)``.
     """
     basis = check_basis(basis)
     weights, phi, lam = basis.grid.weights, basis.eigenfunctions, basis.eigenvalues
@@ -416,6 +441,42 @@ def _grid_one_c(h, weights, eigenfunctions, eigenvalues, power, rtol):
     return jnp.where(size(residual) <= rtol * (size(h) + _TINY), value, jnp.inf)
 
 
+def iclp_grid_release(
+    name: str, summary, basis: KarhunenLoeveBasis, sigma: float, **fields
+) -> Mechanism:
+    """An ICLP release of grid values on ``basis`` (LR Alg. 1), claimed in the ``1,C`` norm.
+
+    The release is ``summary(data)`` plus ``sum_j sigma sqrt(lambda_j / 2) Z_j phi_j``
+    on the grid (``Z_j`` unit-variance Laplace) and the public parameters gain
+    ``"sigma"``; differences of summaries are measured by :func:`grid_one_c_norm`.
+
+    Args:
+        name: the catalogue name.
+        summary: ``summary(data)``, grid values ``(m,)`` in the span of the basis.
+        basis: the ICLP eigenbasis.
+        sigma: the ICLP ``sigma`` (``sqrt(2) Delta / epsilon``, :func:`dpaudit.noise.iclp_sigma`).
+        **fields: the other keywords of :func:`mechanisms.common.summary_release`
+            (``epsilon``, ``sensitivity``, ``reference``, ``params``, ``description``).
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`.
+
+    Raises:
+        ValueError, TypeError: as :func:`mechanisms.common.summary_release`.
+    """
+    noise = ICLPNoise(basis.eigenvalues, sigma)
+    params = {**fields.pop("params", {}), "sigma": sigma}
+    return summary_release(
+        name,
+        summary,
+        lambda loc: GridNoise(noise, basis, loc=loc),
+        sensitivity_norm="one-c",
+        difference_norm=grid_one_c_norm(basis),
+        params=params,
+        **fields,
+    )
+
+
 # ------------------------------------------------------------------ spectrum and PSS
 
 
@@ -428,6 +489,12 @@ def spectral_decay_rate(eigenvalues) -> float:
     over ``j = 1..K`` when ``2 <= K < 8``; ``inf`` for ``K = 1``. Data-free:
     it reads only the noise covariance. Matérn ``nu`` in dimension ``d`` has
     ``beta = 2 nu + d`` exactly; pass that instead where it is known.
+
+    Args:
+        eigenvalues: the ``lambda_j`` of the ICLP covariance, ``(K,)``.
+
+    Returns:
+        The fitted ``beta``.
 
     Example:
         >>> round(spectral_decay_rate(1.0 / np.arange(1, 41) ** 4), 6)
@@ -450,6 +517,13 @@ def kernel_decay_rate(kernel, dim: int = 1) -> float | None:
     ``lambda_j ~ j^(-(2 nu + d)/d)`` (Weyl asymptotics; ``2 nu + 1`` in ``d = 1``,
     docs/papers/lr.md#lr-experiments); Gaussian: faster than any power, ``inf``. ``None`` otherwise
     (fit the spectrum with :func:`spectral_decay_rate`).
+
+    Args:
+        kernel: the covariance kernel.
+        dim: the dimension ``d``.
+
+    Returns:
+        ``beta``, or ``None`` for a kernel whose rate is not known.
 
     Example:
         >>> kernel_decay_rate(Matern(nu=1.5, lengthscale=0.1))
@@ -496,6 +570,12 @@ def _ratio(beta: float, a: float, b: float, c: float) -> float:
 def pss_eta(beta: float) -> float:
     """PSS smoothing power ``eta = 1 + 2/beta`` (Cor. 1 [15]: ``eta >= 1 + 2/beta``).
 
+    Args:
+        beta: the eigenvalue decay rate.
+
+    Returns:
+        ``1 + 2/beta``.
+
     Example:
         >>> pss_eta(4.0)
         1.5
@@ -509,6 +589,15 @@ def pss_qr_psi(n: int, epsilon: float, *, beta: float, eta: float) -> float:
     The lower end of Cor. 1's range ``(n eps^2)^(-eta beta/(beta+2)) <~ psi <~ 1/n``,
     where the privacy error of Thm 7 is of the order of the statistical error
     (LR Sec. 6.1.1), constant 1. At ``eta = 1 + 2/beta`` it is ``1/(n epsilon^2)``.
+
+    Args:
+        n: the number of curves.
+        epsilon: the privacy parameter.
+        beta: the eigenvalue decay rate.
+        eta: the smoothing power.
+
+    Returns:
+        ``psi``.
 
     Example:
         >>> pss_qr_psi(500, 1.0, beta=4.0, eta=1.5)
@@ -527,6 +616,12 @@ def pss_ar_psi(n: int, epsilon: float, *, beta: float, eta: float) -> float:
     balances Thm 7's AR privacy term ``4 tau^2 (J*)^(eta beta + 2) / (n eps)^2``
     against the bias ``psi`` with ``J* ~ (2 tau / psi)^(2/(eta beta))``
     (``lambda_j ~ j^(-beta)``), constants 1 and ``tau = 1``.
+
+    Args:
+        n, epsilon, beta, eta: as :func:`pss_qr_psi`.
+
+    Returns:
+        ``psi``.
     """
     n = check_count("n", n)
     epsilon = check_number("epsilon", epsilon)
@@ -538,6 +633,14 @@ def pss_frl_range(n: int, *, beta: float, eta: float) -> tuple[int, int]:
     """Admissible FRL truncations ``n^(1/(eta beta)) <~ M <~ n^(1/3)`` (Cor. 1 [15]), inclusive.
 
     Returns ``(ceil(n^(1/(eta beta))), max(that, floor(n^(1/3))))``.
+
+    Args:
+        n: the number of curves.
+        beta: the eigenvalue decay rate.
+        eta: the smoothness of the mean.
+
+    Returns:
+        ``(M_low, M_high)``.
 
     Example:
         >>> pss_frl_range(500, beta=4.0, eta=1.5)
@@ -560,6 +663,13 @@ def pss_frl_components(
     ``max_components``. (The paper instead takes the ``M`` of the range with the
     smallest *simulated* MSE, which needs the true mean.)
 
+    Args:
+        n, epsilon, beta, eta: as :func:`pss_qr_psi`.
+        max_components: the most components the basis has (caps ``M``).
+
+    Returns:
+        ``M``.
+
     Example:
         >>> pss_frl_components(500, 1.0, beta=4.0, eta=1.5)
         3
@@ -578,13 +688,29 @@ def pss_frl_components(
 
 
 def qr_shrinkage(eigenvalues, *, psi: float, eta: float) -> jax.Array:
-    """Shrinkage factors ``lambda_j^eta / (lambda_j^eta + psi)`` of ICLP-QR."""
+    """Shrinkage factors ``lambda_j^eta / (lambda_j^eta + psi)`` of ICLP-QR.
+
+    Args:
+        eigenvalues: the ``lambda_j`` of the ICLP covariance, ``(K,)``.
+        psi: the penalty weight (> 0).
+        eta: the power of ``C`` in the penalty.
+
+    Returns:
+        The factors, the shape of ``eigenvalues``.
+    """
     lam_eta = jnp.asarray(eigenvalues, dtype=jnp.float64) ** eta
     return lam_eta / (lam_eta + psi)
 
 
 def qr_weights(eigenvalues, *, psi: float, eta: float) -> jax.Array:
-    """``w_j = lambda_j^(eta - 1/2) / (lambda_j^eta + psi)``: the QR shrinkage in the 1,C norm."""
+    """``w_j = lambda_j^(eta - 1/2) / (lambda_j^eta + psi)``: the QR shrinkage in the 1,C norm.
+
+    Args:
+        eigenvalues, psi, eta: as :func:`qr_shrinkage`.
+
+    Returns:
+        ``w``, the shape of ``eigenvalues``.
+    """
     lam = jnp.asarray(eigenvalues, dtype=jnp.float64)
     return lam ** (eta - 0.5) / (lam**eta + psi)
 
@@ -630,6 +756,17 @@ def qr_mean_sensitivity(
     * ``"cauchy-schwarz"``: ``(2 tau / n) (sum_j w_j^2)^(1/2)``, the exact
       supremum over neighbours on the truncated basis.
 
+    Args:
+        eigenvalues: the ``lambda_j`` of the ICLP covariance, ``(K,)``.
+        n: the number of curves.
+        tau: the public bound on ``||X_i||_{L2}``.
+        psi: the penalty weight (> 0).
+        eta: the power of ``C`` in the penalty.
+        bound: ``"printed"`` or ``"cauchy-schwarz"``.
+
+    Returns:
+        ``Delta``.
+
     Raises:
         ValueError: invalid ``n``, ``tau``, ``psi``, ``eta``, eigenvalues or bound.
 
@@ -650,13 +787,28 @@ def qr_mean_sensitivity(
 
 
 def soft_threshold(x, threshold) -> jax.Array:
-    """``sgn(x) (|x| - threshold)_+`` (see docs/paper-errors.md#lr-ar-typos: the sign of ``x``, not of ``|x|``)."""
+    """``sgn(x) (|x| - threshold)_+`` (see docs/paper-errors.md#lr-ar-typos: the sign of ``x``, not of ``|x|``).
+
+    Args:
+        x: the values.
+        threshold: the thresholds (broadcast against ``x``).
+
+    Returns:
+        The soft-thresholded values.
+    """
     x = jnp.asarray(x, dtype=jnp.float64)
     return jnp.sign(x) * jnp.maximum(jnp.abs(x) - threshold, 0.0)
 
 
 def ar_threshold(eigenvalues, *, psi: float, eta: float) -> jax.Array:
-    """ICLP-AR thresholds ``psi / (2 lambda_j^(eta/2))``, non-decreasing in ``j``."""
+    """ICLP-AR thresholds ``psi / (2 lambda_j^(eta/2))``, non-decreasing in ``j``.
+
+    Args:
+        eigenvalues, psi, eta: as :func:`qr_shrinkage`.
+
+    Returns:
+        The thresholds, the shape of ``eigenvalues``.
+    """
     return psi / (2.0 * jnp.asarray(eigenvalues, dtype=jnp.float64) ** (0.5 * eta))
 
 
@@ -666,6 +818,15 @@ def ar_active_components(eigenvalues, *, tau: float, psi: float, eta: float) -> 
     ``J* = min{j : tau <= psi / (2 lambda_j^(eta/2))}`` (Remark 2 [13], see docs/paper-errors.md#lr-ar-typos); as
     ``|bar X_j| <= ||bar X|| <= tau`` every coefficient ``j >= J*`` is zero. On a
     truncated basis where no ``j <= K`` qualifies, ``J* = K + 1``.
+
+    Args:
+        eigenvalues: the ``lambda_j`` of the ICLP covariance, ``(K,)``.
+        tau: the public bound on ``||X_i||_{L2}``.
+        psi: the penalty weight (> 0).
+        eta: the power of ``C`` in the penalty.
+
+    Returns:
+        ``J* - 1``.
     """
     lam = check_eigenvalues(eigenvalues)
     tau, psi, eta = check_number("tau", tau), check_psi(psi), check_ar_eta(eta)
@@ -677,6 +838,15 @@ def ar_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
 
     The minimiser of ``(1/n) sum_i ||X_i - f||^2 + psi ||f||_{1,C^eta}`` over the
     span of the basis: ``sgn(bar X_j) (|bar X_j| - psi/(2 lambda_j^(eta/2)))_+``.
+
+    Args:
+        curves: ``(n, m)`` grid values on the basis grid.
+        basis: the ICLP eigenbasis.
+        psi: the penalty weight (> 0).
+        eta: the power of ``C`` in the penalty.
+
+    Returns:
+        ``(K,)`` coefficients.
 
     Example:
         >>> from dpaudit.spaces import brownian_motion_basis
@@ -702,6 +872,13 @@ def ar_mean_sensitivity(
     * ``"cauchy-schwarz"``: ``(2 tau / n) (sum_{j < J*} 1/lambda_j)^(1/2)``.
 
     Both use that soft-thresholding is 1-Lipschitz and zeroes every ``j >= J*``.
+
+    Args:
+        eigenvalues, n, tau, psi, eta: as :func:`qr_mean_sensitivity`.
+        bound: ``"corrected"`` or ``"cauchy-schwarz"``.
+
+    Returns:
+        ``Delta``.
 
     Raises:
         ValueError: invalid inputs, or ``psi`` so large that ``J* = 1`` (the
@@ -736,6 +913,12 @@ def ar_mean_sensitivity_printed(
     is an upper bound only when every ``lambda_j <= 1`` (for ``eta >= 1``) and can
     be exceeded by neighbouring datasets otherwise. Do not calibrate with it.
     ``J*`` is capped at ``K`` on a truncated basis.
+
+    Args:
+        eigenvalues, n, tau, psi, eta: as :func:`qr_mean_sensitivity`.
+
+    Returns:
+        The printed bound (valid only when every ``lambda_j <= 1``).
     """
     lam = check_eigenvalues(eigenvalues)
     n, tau, psi, eta = (
@@ -753,6 +936,14 @@ def ar_mean_sensitivity_printed(
 
 def frl_mean(curves, basis: KarhunenLoeveBasis, *, n_components: int) -> jax.Array:
     """FRL summary: the first ``M`` eigen-coefficients ``bar X_j`` of the sample mean, ``(M,)``.
+
+    Args:
+        curves: ``(n, m)`` grid values on the basis grid.
+        basis: the eigenbasis.
+        n_components: ``M``.
+
+    Returns:
+        ``(M,)`` coefficients.
 
     Raises:
         ValueError: if ``M`` exceeds the basis size or the curves do not match the grid.
@@ -791,6 +982,15 @@ def frl_mean_sensitivity(*, n: int, tau: float, n_components: int, bound: str = 
 
     ``"printed"``: ``2 M tau / n``; ``"cauchy-schwarz"``: ``2 sqrt(M) tau / n`` (exact).
 
+    Args:
+        n: the number of curves.
+        tau: the public bound on ``||X_i||_{L2}``.
+        n_components: ``M``.
+        bound: ``"printed"`` or ``"cauchy-schwarz"``.
+
+    Returns:
+        ``Delta``.
+
     Example:
         >>> frl_mean_sensitivity(n=10, tau=1.0, n_components=4, bound="cauchy-schwarz")
         0.4
@@ -821,6 +1021,15 @@ def qr_worst_case_record(basis: KarhunenLoeveBasis, *, tau: float, psi: float, e
     see docs/paper-errors.md#lr-loose-bounds) is attained. Use ``(X_1, -X_1)`` as the replaced record of a
     worst-case neighbouring pair in audits.
 
+    Args:
+        basis: the ICLP eigenbasis.
+        tau: the public bound on ``||X_i||_{L2}``.
+        psi: the penalty weight (> 0).
+        eta: the power of ``C`` in the penalty.
+
+    Returns:
+        ``(m,)`` grid values.
+
     Raises:
         ValueError / TypeError: invalid ``tau``, ``psi``, ``eta`` or basis.
 
@@ -843,6 +1052,14 @@ def frl_worst_case_record(basis: KarhunenLoeveBasis, *, tau: float, n_components
     by ``2 tau / (n sqrt(M))``: an ``l1`` change of ``2 sqrt(M) tau / n``, the
     Cauchy–Schwarz bound of :func:`frl_mean_sensitivity` (the printed
     ``2 M tau / n`` exceeds it by ``sqrt(M)``).
+
+    Args:
+        basis: the eigenbasis.
+        tau: the public bound on ``||X_i||_{L2}``.
+        n_components: ``M``.
+
+    Returns:
+        ``(m,)`` grid values.
 
     Raises:
         ValueError / TypeError: invalid ``tau``, ``M`` or basis.
@@ -932,7 +1149,6 @@ def iclp_qr_mean(
     sensitivity = qr_mean_sensitivity(lam, n=n, tau=tau, psi=psi, eta=eta, bound=sensitivity_bound)
     sigma = iclp_sigma(sensitivity, epsilon)
     shrinkage = qr_shrinkage(lam, psi=psi, eta=eta)
-    noise = ICLPNoise(lam, sigma)
 
     weights, phi = basis.grid.weights, basis.eigenfunctions
 
@@ -941,15 +1157,14 @@ def iclp_qr_mean(
         return _qr_values(x, weights, phi, shrinkage)
 
     which = "Thm 6 printed bound" if sensitivity_bound == "printed" else "Cauchy-Schwarz bound"
-    return summary_release(
+    return iclp_grid_release(
         "iclp-qr-mean",
         summary,
-        lambda loc: GridNoise(noise, basis, loc=loc),
+        basis,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, Thm 6 ({which}) and Thm 4, sigma = sqrt(2) Delta/epsilon",
-        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -959,7 +1174,6 @@ def iclp_qr_mean(
             "beta": beta,
             "sensitivity_bound": sensitivity_bound,
             "out_of_bound": out_of_bound,
-            "sigma": sigma,
             "basis": label,
         },
         description=f"ICLP-QR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
@@ -1009,7 +1223,6 @@ def iclp_ar_mean(
     j_star = ar_active_components(lam, tau=tau, psi=psi, eta=eta) + 1
     sigma = iclp_sigma(sensitivity, epsilon)
     threshold = ar_threshold(lam, psi=psi, eta=eta)
-    noise = ICLPNoise(lam, sigma)
 
     weights, phi = basis.grid.weights, basis.eigenfunctions
 
@@ -1017,16 +1230,15 @@ def iclp_ar_mean(
         x = _prepared(data, basis, n, tau, out_of_bound)
         return _ar_values(x, weights, phi, threshold)
 
-    return summary_release(
+    return iclp_grid_release(
         "iclp-ar-mean",
         summary,
-        lambda loc: GridNoise(noise, basis, loc=loc),
+        basis,
+        sigma,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="one-c",
         reference=f"{REFERENCE}, Thm 6 with lambda_j^(-1/2) weights over j < J* (docs/paper-errors.md#lr-ar-sensitivity-weights) and "
         "Thm 4, sigma = sqrt(2) Delta/epsilon",
-        difference_norm=grid_one_c_norm(basis),
         params={
             "n": n,
             "epsilon": epsilon,
@@ -1037,7 +1249,6 @@ def iclp_ar_mean(
             "j_star": j_star,
             "sensitivity_bound": sensitivity_bound,
             "out_of_bound": out_of_bound,
-            "sigma": sigma,
             "basis": label,
         },
         description=f"ICLP-AR mean of n = {n} curves (||X_i|| <= tau = {tau:g}, {out_of_bound} above), "
@@ -1094,15 +1305,13 @@ def frl_mean_mechanism(
         return _mean_coefficients(x, weights, phi)
 
     which = "printed 2 M tau/n" if sensitivity_bound == "printed" else "2 sqrt(M) tau/n"
-    return summary_release(
+    return laplace_release(
         "frl-mean",
         summary,
-        lambda loc: dist.Laplace(loc, scale).to_event(1),
+        scale,
         epsilon=epsilon,
         sensitivity=sensitivity,
-        sensitivity_norm="l1",
         reference=f"{REFERENCE}, Thm 6 (FRL, {which}); Laplace mechanism",
-        difference_norm=lambda h: jnp.sum(jnp.abs(jnp.asarray(h)), axis=-1),
         params={
             "n": n,
             "epsilon": epsilon,

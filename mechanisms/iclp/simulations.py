@@ -109,6 +109,13 @@ def iclp_basis(grid_size: int = 100, n_components: int | None = None) -> Karhune
 
     ``lambda_j ~ j^(-4)`` (docs/papers/lr.md#lr-experiments). Used for S-4 and the ``t5`` errors; the same
     (cached) basis as :func:`mechanisms.iclp.mean.default_basis`.
+
+    Args:
+        grid_size: midpoint grid points on ``[0, 1]``.
+        n_components: components kept (default: all).
+
+    Returns:
+        The :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
     """
     return default_basis(grid_size, n_components)
 
@@ -177,6 +184,16 @@ def gaussian_process_errors(
     ``kernel="exponential"``: ``variance exp(-|s-t| / lengthscale)``. Exact on
     the grid via the eigendecomposition of the kernel matrix.
 
+    Args:
+        key: a JAX PRNG key.
+        n: the number of paths.
+        grid: the grid.
+        kernel: ``"rbf"`` or ``"exponential"``.
+        lengthscale, variance: its parameters.
+
+    Returns:
+        ``(n, m)`` paths.
+
     Raises:
         ValueError: for an unknown kernel or a non-positive ``n``.
     """
@@ -199,6 +216,17 @@ def _gaussian_draw(key, factor, n):
 
 def t5_basis_errors(key, n: int, basis: KarhunenLoeveBasis, *, n_terms=100, df=5.0, scale=1.0):
     """``e_i = scale * sum_{j <= n_terms} U_ij phi_j`` with ``U_ij ~ t_df``; shape ``(n, m)``.
+
+    Args:
+        key: a JAX PRNG key.
+        n: the number of curves.
+        basis: the basis ``phi_j``.
+        n_terms: the terms summed.
+        df: the degrees of freedom of ``t``.
+        scale: the factor in front.
+
+    Returns:
+        ``(n, m)`` curves.
 
     Raises:
         ValueError: if the basis has fewer than ``n_terms`` components.
@@ -317,6 +345,12 @@ def _truncated_normal_pdf(x, mean, sd, low, high):
 def kde_mixture_density(x):
     """Density of ``0.6 N(0.3, 0.1; 0, 1) + 0.4 N(0.7, 0.1; 0, 1)`` (truncated components), numpy.
 
+    Args:
+        x: points of ``[0, 1]``.
+
+    Returns:
+        The density, the shape of ``x``.
+
     Example:
         >>> import scipy.integrate
         >>> round(scipy.integrate.quad(lambda u: float(kde_mixture_density(u)), 0, 1)[0], 8)
@@ -328,6 +362,13 @@ def kde_mixture_density(x):
 
 def sample_kde_mixture(key, n: int) -> jax.Array:
     """``n`` draws of the 1-D KDE mixture on [0, 1] (exact, by inverse-CDF per component).
+
+    Args:
+        key: a JAX PRNG key.
+        n: the number of draws.
+
+    Returns:
+        ``(n,)`` draws.
 
     Example:
         >>> x = sample_kde_mixture(jax.random.key(0), 1000)
@@ -356,7 +397,14 @@ def _mixture_draw(key, n):
 
 
 def kde_mixture_density_2d(x):
-    """Density of the truncated 2-D mixture on ``[-5, 5]^2`` at points ``(k, 2)`` (normalised numerically)."""
+    """Density of the truncated 2-D mixture on ``[-5, 5]^2`` at points ``(k, 2)`` (normalised numerically).
+
+    Args:
+        x: ``(k, 2)`` points.
+
+    Returns:
+        ``(k,)`` density values.
+    """
     x = np.atleast_2d(np.asarray(x, dtype=float))
     low, high = KDE_MIXTURE_2D_BOX
     inside = np.all((x >= low) & (x <= high), axis=1)
@@ -379,6 +427,13 @@ def sample_kde_mixture_2d(key, n: int) -> jax.Array:
     """``n`` draws of the truncated 2-D mixture on ``[-5, 5]^2`` (rejection sampling), ``(n, 2)``.
 
     Rescale by ``(x + 5) / 10`` to use them on the unit square.
+
+    Args:
+        key: a JAX PRNG key.
+        n: the number of draws.
+
+    Returns:
+        ``(n, 2)`` draws.
     """
     n = _check_n(n)
     low, high = KDE_MIXTURE_2D_BOX

@@ -105,6 +105,13 @@ def gaussian_kl_coefficients(curves, basis: KarhunenLoeveBasis) -> jax.Array:
     ``K`` is ``basis.n_components`` (truncate the basis to choose it). No data
     bound is applied here; the mechanism applies it first.
 
+    Args:
+        curves: ``(n, m)`` grid values on the basis grid.
+        basis: the eigenbasis.
+
+    Returns:
+        ``(K,)`` coefficients.
+
     Example:
         >>> from dpaudit.spaces import brownian_motion_basis, uniform_grid
         >>> b = brownian_motion_basis(uniform_grid(16), 3)
@@ -125,6 +132,13 @@ def gaussian_kl_coefficients(curves, basis: KarhunenLoeveBasis) -> jax.Array:
 
 def gaussian_kl_coefficients_sensitivity(n: int, tau: float) -> float:
     """``l2`` sensitivity ``2 tau / n`` of the mean's coefficients in any orthonormal family.
+
+    Args:
+        n: the public number of curves.
+        tau: the public L2 bound.
+
+    Returns:
+        ``Delta``.
 
     Example:
         >>> gaussian_kl_coefficients_sensitivity(100, 1.0)
@@ -238,6 +252,13 @@ MAX_LATTICE_SIZE = 100_000
 def bernstein_lattice(degree: int, dim: int = 1) -> np.ndarray:
     """Lattice ``{0, 1/k, ..., 1}^d`` in lexicographic order (first axis slowest); ``((k+1)^d, d)``.
 
+    Args:
+        degree: ``k``.
+        dim: ``d``.
+
+    Returns:
+        ``((k+1)^d, d)`` lattice points.
+
     Example:
         >>> bernstein_lattice(2, 2)[:4].tolist()
         [[0.0, 0.0], [0.0, 0.5], [0.0, 1.0], [0.5, 0.0]]
@@ -282,6 +303,13 @@ def lattice_interpolation_matrix(grid: Grid, degree: int) -> jax.Array:
     Multilinear interpolation on the tensor grid (constant beyond its outermost
     points): ``A = A_1 kron ... kron A_d``. Rows are non-negative and sum to 1,
     so ``max |A x| <= max |x|``.
+
+    Args:
+        grid: the tensor grid of the data.
+        degree: ``k``.
+
+    Returns:
+        ``A``, ``((k+1)^d, m)``.
 
     Raises:
         ValueError: if ``grid`` is not a tensor grid in lexicographic order.
@@ -382,6 +410,14 @@ def enforce_sup_bound(values, tau: float, out_of_bound: str = "reject") -> jax.A
     In "reject" mode, values within ``tau (1 + ROUNDING_SLACK)`` are clipped
     (rounding); under ``jit`` a record with a larger value becomes NaN.
 
+    Args:
+        values: ``(n, m)`` grid values.
+        tau: the public sup bound.
+        out_of_bound: ``"reject"`` or ``"clip"``.
+
+    Returns:
+        The values, clipped where needed.
+
     Raises:
         ValueError: on NaN/inf or (in "reject" mode) a value with ``|x| > tau``.
     """
@@ -408,6 +444,14 @@ def bernstein_mean(curves, grid: Grid, degree: int) -> jax.Array:
     """Lattice values ``F_D(nu/k)`` of the sample mean of curves ``(n, m)`` on a tensor grid.
 
     No data bound is applied here; the mechanism applies it first.
+
+    Args:
+        curves: ``(n, m)`` grid values.
+        grid: their tensor grid.
+        degree: ``k``.
+
+    Returns:
+        ``((k+1)^d,)`` lattice values.
     """
     a = lattice_interpolation_matrix(grid, degree)
     x = curves
@@ -427,6 +471,15 @@ def _interpolated_mean(curves, interpolation) -> jax.Array:
 
 def bernstein_mean_sensitivity(n: int, tau: float, degree: int, dim: int = 1) -> float:
     """``l1`` sensitivity ``2 tau (k+1)^d / n`` of the mean's lattice values.
+
+    Args:
+        n: the public number of curves.
+        tau: the public sup bound.
+        degree: ``k``.
+        dim: ``d``.
+
+    Returns:
+        ``Delta``.
 
     Example:
         >>> bernstein_mean_sensitivity(100, 1.0, 9)
@@ -566,6 +619,18 @@ def bernstein_mean_2d_mechanism(
     experiment used ``k`` in {5, 10}): ``(k+1)^2`` lattice values read from a
     tensor grid by bilinear interpolation, ``Laplace(2 tau (k+1)^2 / (n epsilon))``
     noise on each. Data are ``(n, m)`` values on the grid (lexicographic order).
+
+    Args:
+        n, epsilon, tau, out_of_bound: as :func:`bernstein_mean_mechanism`.
+        degree: the lattice degree ``k`` per axis (``(k+1)^2`` lattice values).
+        grid: the tensor grid of the data (default ``grid_size x grid_size`` midpoints).
+        grid_size: points per axis of the default grid.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
     return _bernstein_mechanism(
         "bernstein-mean-2d", n, epsilon, tau, degree, 2, grid, grid_size, out_of_bound

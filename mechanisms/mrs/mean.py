@@ -92,7 +92,7 @@ from dpaudit.spaces import (
     kl_basis,
     uniform_grid,
 )
-from mechanisms.common import summary_release
+from mechanisms.common import OUT_OF_BOUND, ROUNDING_SLACK, check_basis, summary_release
 
 __all__ = [
     "CALIBRATIONS",
@@ -123,14 +123,8 @@ __all__ = [
 #: Noise calibrations: ``classical`` ``c(delta) Delta / epsilon`` (epsilon <= 1 only)
 #: and ``analytic`` (Balle & Wang 2018, exact for every epsilon).
 CALIBRATIONS = ("classical", "analytic")
-#: What to do with a record outside the public data bound.
-OUT_OF_BOUND = ("reject", "clip")
 #: Sensitivity bounds of MRS Theorem 4.1.
 SENSITIVITY_BOUNDS = ("closed-form", "spectral")
-#: Records whose norm exceeds ``tau`` by at most this relative amount are
-#: floating-point rounding of a curve scaled to norm ``tau``: in "reject" mode
-#: they are rescaled onto the ball rather than refused (never used above it).
-ROUNDING_SLACK = 1e-9
 #: MRS's kernel C3 (Matérn 3/2, ``(1 + sqrt(3)|t-s|/rho) exp(-sqrt(3)|t-s|/rho)``) at
 #: its PCV optimum rho = 0.25 (with phi = 0.005, MRS Table 2). Its eigenvalues decay
 #: like j^-4, so on a 100-point grid all 100 components are usable and the CM
@@ -167,26 +161,6 @@ def check_eta_phi(eta, phi) -> tuple[float, float]:
     return eta, phi
 
 
-def check_basis(basis) -> KarhunenLoeveBasis:
-    """Check that ``basis`` is a Karhunen–Loève basis.
-
-    Args:
-        basis: the candidate basis.
-
-    Returns:
-        ``basis`` unchanged.
-
-    Raises:
-        TypeError: if it is not a :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
-    """
-    if not isinstance(basis, KarhunenLoeveBasis):
-        raise TypeError(
-            f"basis must be a dpaudit.spaces.KarhunenLoeveBasis (see kl_basis), got "
-            f"{type(basis).__name__}."
-        )
-    return basis
-
-
 def default_basis(
     kernel: Kernel | None = None, grid_size: int = 100, n_components: int | None = None
 ) -> KarhunenLoeveBasis:
@@ -213,6 +187,13 @@ def enforce_l2_bound(curves, grid, tau: float, out_of_bound: str = "reject") -> 
     rescales the rounding-level excess below it. Inside ``jit`` (traced data)
     "reject" cannot raise: it turns an offending curve into NaN, so the
     release density is NaN rather than silently wrong.
+
+    Args:
+        curves, grid, tau, out_of_bound: the ``(n, m)`` curves, their grid, the
+            public L2 bound and ``"reject"`` or ``"clip"``.
+
+    Returns:
+        The curves, rescaled onto the ball where needed.
 
     Raises:
         ValueError: on a shape that is not ``(n, grid.size)``, NaN/inf, or (in
@@ -267,7 +248,16 @@ def check_curve_count(curves: jax.Array, n: int) -> None:
 
 
 def mrs_shrinkage(eigenvalues, eta: float, phi: float) -> jax.Array:
-    """Shrinkage factors ``lambda_j^eta / (lambda_j^eta + phi)`` of MRS eq. (2)."""
+    """Shrinkage factors ``lambda_j^eta / (lambda_j^eta + phi)`` of MRS eq. (2).
+
+    Args:
+        eigenvalues: the ``lambda_j`` of the covariance.
+        eta: the penalty power.
+        phi: the penalty weight.
+
+    Returns:
+        The factors, the shape of ``eigenvalues``.
+    """
     lam_eta = jnp.asarray(eigenvalues, dtype=jnp.float64) ** eta
     return lam_eta / (lam_eta + phi)
 
@@ -330,6 +320,15 @@ def scaled_mean_coefficients(curves, multipliers, weights, eigenfunctions) -> ja
 
     ``<bar X, phi_k> = sum_a w_a bar X(x_a) phi_k(x_a)``. One compiled program per
     shape, shared by every mechanism built on bases of that size.
+
+    Args:
+        curves: ``(n, m)`` grid values.
+        multipliers: ``(K,)`` factors applied to the mean's coefficients.
+        weights: ``(m,)`` quadrature weights of the grid.
+        eigenfunctions: ``(m, K)`` grid values of the basis.
+
+    Returns:
+        ``(K,)`` scaled coefficients.
     """
     mean = jnp.mean(jnp.asarray(curves, dtype=jnp.float64), axis=0)
     return multipliers * ((mean * weights) @ eigenfunctions)
@@ -352,6 +351,16 @@ def mrs_penalized_mean(
     """Grid values of the MRS penalised mean, ``sum_j hat mu_j v_j``; shape ``(m,)``.
 
     See :func:`mrs_penalized_mean_coefficients` for the formula and arguments.
+
+    Args:
+        curves: ``(n, m)`` grid values on the basis grid.
+        basis: the eigenbasis of the covariance.
+        eta, phi: the penalty power and weight.
+        tau: the public L2 bound (``None``: no bound enforced).
+        out_of_bound: ``"reject"`` or ``"clip"`` curves above ``tau``.
+
+    Returns:
+        ``(m,)`` grid values.
     """
     coefficients = mrs_penalized_mean_coefficients(
         curves, basis, eta=eta, phi=phi, tau=tau, out_of_bound=out_of_bound
@@ -364,6 +373,13 @@ def mrs_sup_function(x, eta: float, phi: float):
 
     Evaluated in log space, ``exp((2eta-1) log x - 2 log(x^eta + phi))``, so that
     large ``eta`` or extreme eigenvalues neither overflow nor underflow to 0/0.
+
+    Args:
+        x: eigenvalues (> 0).
+        eta, phi: the penalty power and weight.
+
+    Returns:
+        ``f(x)``, the shape of ``x``.
     """
     log_x = np.log(np.asarray(x, dtype=float))
     return np.exp((2 * eta - 1) * log_x - 2 * np.logaddexp(eta * log_x, math.log(phi)))
@@ -373,6 +389,13 @@ def mrs_sup_bound(eta: float, phi: float) -> float:
     r"""``sup_{x > 0} x^(2eta-1)/(x^eta+phi)^2 = phi^(-1/eta) (2eta-1)^(2-1/eta) / (4 eta^2)``.
 
     Attained at ``x = ((2 eta - 1) phi)^(1/eta)`` (MRS proof of Thm 4.1, docs/oracles.md#oracle-mrs-sensitivity).
+
+    Args:
+        eta: the penalty power (>= 1).
+        phi: the penalty weight.
+
+    Returns:
+        The supremum.
 
     Example:
         >>> mrs_sup_bound(1.0, 0.25)  # 1 / (4 phi) at eta = 1
@@ -392,6 +415,15 @@ def mrs_penalized_mean_sensitivity(
     * with eigenvalues (spectral): ``Delta = (2 tau / n) max_j
       lambda_j^(eta-1/2) / (lambda_j^eta + phi)``, tight (attained by
       ``X_1 = tau v_j``, ``X_1' = -tau v_j``) for the truncated basis.
+
+    Args:
+        n: the number of curves.
+        tau: the public L2 bound.
+        eta, phi: the penalty power and weight.
+        eigenvalues: when given, the sup runs over them (the spectral bound) instead of ``x > 0``.
+
+    Returns:
+        ``Delta``.
 
     Raises:
         ValueError: for ``n`` not a positive integer, ``tau <= 0``, ``eta < 1``,
@@ -416,6 +448,14 @@ def mrs_penalized_mean_sensitivity(
 
 def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, calibration: str) -> float:
     """Noise multiplier of the Gaussian mechanism: classical ``c(delta) Delta / epsilon`` or analytic.
+
+    Args:
+        sensitivity: ``Delta``.
+        epsilon, delta: the claim.
+        calibration: ``"classical"`` or ``"analytic"``.
+
+    Returns:
+        ``sigma``.
 
     Raises:
         ValueError: for ``calibration="classical"`` with ``epsilon > 1`` (the
@@ -452,6 +492,14 @@ def mrs_penalized_mean_sigma(
     Theorem 4.2 exactly:
     ``sigma^2 = 2 log(2/delta)/epsilon^2 * tau^2 (2eta-1)^(2-1/eta) / (N^2 phi^(1/eta) eta^2)``.
 
+    Args:
+        n, tau, eta, phi, eigenvalues: as :func:`mrs_penalized_mean_sensitivity`.
+        epsilon, delta: the claim.
+        calibration: ``"classical"`` or ``"analytic"``.
+
+    Returns:
+        ``sigma``.
+
     Example:
         >>> s = mrs_penalized_mean_sigma(100, 1.0, 1.0, 0.01, 1.0, 0.1)
         >>> round(s**2, 10) == round(2 * math.log(20) * 1.0 / (100**2 * 0.01), 10)
@@ -468,6 +516,13 @@ def linear_functional_matrix(functionals, basis: KarhunenLoeveBasis) -> jax.Arra
     """``G_lk = <g_l, v_k>`` for functionals given by grid values ``(p, m)``; shape ``(p, K)``.
 
     For ``f`` in the span of the basis, ``(<f, g_l>)_l = G f_coefficients``.
+
+    Args:
+        functionals: ``(p, m)`` grid values of ``g_1..g_p``.
+        basis: the eigenbasis.
+
+    Returns:
+        ``G``, ``(p, K)``.
 
     Raises:
         ValueError: if ``functionals`` is not ``(p, m)`` or holds NaN/inf.
@@ -492,7 +547,15 @@ def mrs_linear_functionals(
     tau: float | None = None,
     out_of_bound: str = "reject",
 ) -> jax.Array:
-    """``(<hat mu, g_l>)_{l=1..p}`` for the MRS penalised mean ``hat mu``; shape ``(p,)``."""
+    """``(<hat mu, g_l>)_{l=1..p}`` for the MRS penalised mean ``hat mu``; shape ``(p,)``.
+
+    Args:
+        curves, basis, eta, phi, tau, out_of_bound: as :func:`mrs_penalized_mean`.
+        functionals: ``(p, m)`` grid values of ``g_1..g_p``.
+
+    Returns:
+        ``(p,)`` values.
+    """
     coefficients = mrs_penalized_mean_coefficients(
         curves, basis, eta=eta, phi=phi, tau=tau, out_of_bound=out_of_bound
     )
@@ -503,6 +566,7 @@ def mrs_linear_functionals(
 
 
 def _penalized_setup(
+    *,
     n,
     epsilon,
     delta,
@@ -633,21 +697,8 @@ def mrs_penalized_mean_mechanism(
     Raises:
         ValueError / TypeError: one sentence naming the bad parameter.
     """
-    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(
-        n,
-        epsilon,
-        delta,
-        tau,
-        eta,
-        phi,
-        basis,
-        kernel,
-        grid_size,
-        n_components,
-        sensitivity_bound,
-        calibration,
-        out_of_bound,
-    )
+    # locals() here is exactly the keyword arguments of the builder
+    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(**locals())
     noise = GaussianProcessNoise(basis.eigenvalues, sigma)
     summary = summaries["grid"]
 
@@ -692,22 +743,20 @@ def mrs_penalized_mean_coefficients_mechanism(
     measurable post-processing, MRS Cor. 3.1). Arguments as for
     :func:`mrs_penalized_mean_mechanism`; the summary is ``(hat mu_j)_j`` and the
     sensitivity norm is ``||h||_C = (sum_j h_j^2 / lambda_j)^(1/2)``.
+
+    Args:
+        n, epsilon, delta, tau, eta, phi, basis, kernel, grid_size, n_components,
+            sensitivity_bound, calibration, out_of_bound: as
+            :func:`mrs_penalized_mean_mechanism`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism` (its catalogue entry is the first line above).
+
+    Raises:
+        ValueError / TypeError: one sentence naming the bad argument.
     """
-    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(
-        n,
-        epsilon,
-        delta,
-        tau,
-        eta,
-        phi,
-        basis,
-        kernel,
-        grid_size,
-        n_components,
-        sensitivity_bound,
-        calibration,
-        out_of_bound,
-    )
+    # locals() here is exactly the keyword arguments of the builder
+    basis, sensitivity, sigma, summaries, params, how = _penalized_setup(**locals())
     eigenvalues = basis.eigenvalues
     coefficients = summaries["coefficients"]
 
@@ -773,19 +822,19 @@ def mrs_linear_functionals_mechanism(
             ones (on the span of the basis), and the errors of the other builders.
     """
     basis, sensitivity, sigma, summaries, params, how = _penalized_setup(
-        n,
-        epsilon,
-        delta,
-        tau,
-        eta,
-        phi,
-        basis,
-        kernel,
-        grid_size,
-        n_components,
-        sensitivity_bound,
-        calibration,
-        out_of_bound,
+        n=n,
+        epsilon=epsilon,
+        delta=delta,
+        tau=tau,
+        eta=eta,
+        phi=phi,
+        basis=basis,
+        kernel=kernel,
+        grid_size=grid_size,
+        n_components=n_components,
+        sensitivity_bound=sensitivity_bound,
+        calibration=calibration,
+        out_of_bound=out_of_bound,
     )
     if functionals is None:
         functionals = _default_functionals(basis.grid)

@@ -63,6 +63,13 @@ def mrs_kernel(name: str, rho: float) -> Kernel:
 
     with ``r = |t - s|``.
 
+    Args:
+        name: ``"C1"`` to ``"C4"``.
+        rho: the range parameter.
+
+    Returns:
+        The kernel.
+
     Raises:
         ValueError: for an unknown name or ``rho <= 0``.
 
@@ -241,6 +248,12 @@ def mrs_simulation_tau(simulation: MRSSimulation) -> float:
     on the data, so it is a legitimate public ``tau`` (MRS take
     ``tau = max_i ||X_i||`` from the sample, which the guarantee does not
     cover; see docs/paper-errors.md#mrs-data-dependent-inputs).
+
+    Args:
+        simulation: the simulation design.
+
+    Returns:
+        ``tau``.
     """
     simulation = _check_simulation(simulation)
     basis = simulation.basis
@@ -272,6 +285,15 @@ def mrs_penalized_mean_risk(
     with ``c_k = <mu, e_k>`` (bias, then variance). Inner products are the
     grid quadrature. The private release adds ``sigma^2 tr(C)`` (independent,
     mean-zero noise), see :func:`mrs_penalized_mean_sigma`.
+
+    Args:
+        simulation: the simulation design.
+        basis: the eigenbasis of the noise covariance.
+        n: the number of curves.
+        eta, phi: the penalty power and weight.
+
+    Returns:
+        The risk.
 
     Raises:
         ValueError: if ``basis`` lives on another grid, or for bad ``n``, ``eta``, ``phi``.
