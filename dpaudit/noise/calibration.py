@@ -131,12 +131,19 @@ def gaussian_delta(epsilon, mu):
     return np.clip(delta, 0.0, 1.0)
 
 
+#: Relative noise added to the exact analytic root, so that norms computed in float64 that
+#: attain the sensitivity bound still meet the claim (see :func:`analytic_gaussian_sigma`).
+ANALYTIC_SIGMA_SLACK = 1e-12
+
+
 def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     """Smallest ``sigma`` with exact ``delta(epsilon) <= delta`` for the Gaussian mechanism.
 
     Valid for every epsilon > 0 (Balle & Wang 2018). The root is found on
     ``mu = Delta / sigma`` with brentq and the returned sigma is rounded up, so
-    ``gaussian_delta(epsilon, Delta / sigma) <= delta`` holds for the float returned.
+    ``gaussian_delta(epsilon, Delta / sigma) <= delta`` holds for the float returned,
+    and then raised by a relative :data:`ANALYTIC_SIGMA_SLACK` (1e-12), so that a pair
+    whose computed norm exceeds ``Delta`` by round-off still meets the claim.
 
     Args:
         sensitivity: the L2 (or Cameron–Martin) sensitivity ``Delta`` (> 0).
@@ -171,4 +178,8 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     # round sigma up (one ulp and a relative 1e-15 per step) until the float returned is valid
     while gaussian_delta(epsilon, sensitivity / sigma) > delta:
         sigma = np.nextafter(sigma, np.inf) * (1 + 1e-15)
-    return float(sigma)
+    # A worst-case pair attains the sensitivity bound only up to the round-off of computing
+    # its norm (a few ulps): calibrated at the exact root, such a pair's exact delta can read
+    # 3e-16 above the claim (measured: 0.10000000000000028 for a 0.1 claim), and its audit
+    # can certify neither pass nor violation. A relative 1e-12 more noise absorbs that.
+    return float(sigma * (1.0 + ANALYTIC_SIGMA_SLACK))

@@ -77,3 +77,12 @@ def test_iclp_sigma():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(0.5, 1e-6), (1.0, 1e-5), (10.0, 0.1)])
+def test_analytic_sigma_absorbs_norm_round_off_and_is_minimal_to_1e_11(epsilon, delta):
+    """A pair whose computed norm exceeds the bound by round-off (1e-14 relative) still meets
+    the claim, and sigma is within a relative 1e-11 of the exact root (the slack is 1e-12)."""
+    sigma = analytic_gaussian_sigma(1.0, epsilon, delta)
+    assert gaussian_delta(epsilon, (1.0 + 1e-14) / sigma) <= delta
+    assert gaussian_delta(epsilon, 1.0 / (sigma * (1.0 - 1e-11))) > delta
