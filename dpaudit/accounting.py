@@ -489,16 +489,10 @@ class ExactAccounting:
         Returns:
             The bound (``inf`` for singular laws).
         """
-        if self.family == "singular":
-            return math.inf
-        if self.family == "gaussian":
-            return gaussian_epsilon(delta, float(self.mu))
-        if delta <= 0:
-            return self.sup_loss
-        return min(self.sup_loss, self.upper_pld.epsilon(delta))
+        return self._epsilon_bound(delta, upper=True)
 
     def epsilon_lower(self, delta: float) -> float:
-        """A lower bound on ``epsilon(delta)``.
+        """A lower bound on ``epsilon(delta)``: :meth:`epsilon_upper` from the lower distribution.
 
         Args:
             delta: the target delta.
@@ -506,13 +500,17 @@ class ExactAccounting:
         Returns:
             The bound (``inf`` for singular laws).
         """
+        return self._epsilon_bound(delta, upper=False)
+
+    def _epsilon_bound(self, delta: float, *, upper: bool) -> float:
         if self.family == "singular":
             return math.inf
         if self.family == "gaussian":
             return gaussian_epsilon(delta, float(self.mu))
         if delta <= 0:
             return self.sup_loss
-        return min(self.sup_loss, self.lower_pld.epsilon(delta))
+        pld = self.upper_pld if upper else self.lower_pld
+        return min(self.sup_loss, pld.epsilon(delta))
 
     def summary(self) -> dict:
         """JSON-able description.

@@ -132,9 +132,7 @@ def check_number(
         TypeError: if ``value`` is not a real number (bools are refused).
         ValueError: if it is not finite or not above ``low``.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
-    value = float(value)
+    value = _real_number(name, value)
     ok = value >= low if inclusive else value > low
     if not (math.isfinite(value) and ok):
         relation = ">=" if inclusive else ">"
@@ -153,9 +151,7 @@ def check_finite_number(name: str, value: Any) -> float:
         TypeError: if ``value`` is not a real number.
         ValueError: if it is NaN or infinite.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
-    value = float(value)
+    value = _real_number(name, value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}.")
     return value
@@ -196,6 +192,13 @@ def check_choice(name: str, value: Any, choices) -> Any:
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
     return value
+
+
+def _real_number(name: str, value: Any) -> float:
+    # bools are ints to Python, but a True where a number is expected is a mistake, not 1.0
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
+    return float(value)
 
 
 def _show(value: Any) -> str:

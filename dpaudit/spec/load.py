@@ -224,6 +224,7 @@ def _load_data(path: Path, raw: Mapping) -> _Data:
 
 
 class _Budget(NamedTuple):
+    # the field names are those of AuditSpec, which takes the record as keywords
     samples: int
     select_samples: int | None
     confidence: float
@@ -473,13 +474,10 @@ def load_spec(path: str | Path) -> AuditSpec:
         generator=data.generator,
         files=data.files,
         data_params=data.params,
-        samples=budget.samples,
-        confidence=budget.confidence,
-        seed=budget.seed,
         expected=expected,
         description=str(raw.get("description", "")),
         blackbox=blackbox,
-        select_samples=budget.select_samples,
+        **budget._asdict(),  # samples, select_samples, confidence, seed: the spec's own fields
     )
 
 
