@@ -463,7 +463,7 @@ class ExactAccounting:
         """A lower bound on ``delta(epsilon)`` (exact for Gaussian).
 
         Args:
-            epsilon: epsilon(s).
+            epsilon: as in :meth:`delta_upper`.
 
         Returns:
             The bound, shaped like ``epsilon``.
@@ -495,7 +495,7 @@ class ExactAccounting:
         """A lower bound on ``epsilon(delta)``: :meth:`epsilon_upper` from the lower distribution.
 
         Args:
-            delta: the target delta.
+            delta: as in :meth:`epsilon_upper`.
 
         Returns:
             The bound (``inf`` for singular laws).

@@ -113,6 +113,23 @@ def check_last_axis(name: str, value: Any, expected: int, what: str) -> None:
         )
 
 
+def check_finite_number(name: str, value: Any) -> float:
+    """``value`` as a float, when it is a finite real number of any sign (not a bool).
+
+    Args:
+        name: the name of the input, for the message.
+        value: the input.
+
+    Raises:
+        TypeError: if ``value`` is not a real number.
+        ValueError: if it is NaN or infinite.
+    """
+    value = _real_number(name, value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    return value
+
+
 def check_number(
     name: str, value: Any, *, low: float = 0.0, inclusive: bool = False, hint: str = ""
 ) -> float:
@@ -137,23 +154,6 @@ def check_number(
     if not (math.isfinite(value) and ok):
         relation = ">=" if inclusive else ">"
         raise ValueError(f"{name} must be a finite number {relation} {low:g}{hint}, got {value!r}.")
-    return value
-
-
-def check_finite_number(name: str, value: Any) -> float:
-    """``value`` as a float, when it is a finite real number of any sign (not a bool).
-
-    Args:
-        name: the name of the input, for the message.
-        value: the input.
-
-    Raises:
-        TypeError: if ``value`` is not a real number.
-        ValueError: if it is NaN or infinite.
-    """
-    value = _real_number(name, value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}.")
     return value
 
 

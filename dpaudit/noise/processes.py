@@ -277,8 +277,7 @@ class GridNoise(Distribution):
         """Coefficient noise mapped to the grid by the basis, plus ``loc``.
 
         Args:
-            key: a JAX PRNG key.
-            sample_shape: leading shape of the draws.
+            key, sample_shape: as in :meth:`KarhunenLoeveNoise.sample`.
 
         Returns:
             Draws of shape ``sample_shape + batch_shape + event_shape``.

@@ -192,9 +192,10 @@ def _load_claim(path: Path, raw: Mapping) -> Claim:
 
 
 class _Data(NamedTuple):
+    # the field names are those of AuditSpec, which takes the record as keywords
     generator: str | None
     files: tuple[Path, ...] | None
-    params: dict
+    data_params: dict
 
 
 def _load_data(path: Path, raw: Mapping) -> _Data:
@@ -471,9 +472,7 @@ def load_spec(path: str | Path) -> AuditSpec:
         mechanism=mechanism,
         params=params,
         claim=claim,
-        generator=data.generator,
-        files=data.files,
-        data_params=data.params,
+        **data._asdict(),  # generator, files, data_params
         expected=expected,
         description=str(raw.get("description", "")),
         blackbox=blackbox,
