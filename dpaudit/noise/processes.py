@@ -146,10 +146,7 @@ class GaussianProcessNoise(KarhunenLoeveNoise):
 
     # coefficient j is loc_j + sigma sqrt(lambda_j) z_j with z_j standard normal
     _standard_draw = staticmethod(jax.random.normal)
-
-    @property
-    def _draw_scale(self) -> jax.Array:
-        return self.coefficient_std
+    _draw_scale = KarhunenLoeveNoise.coefficient_std
 
     def _log_density_terms(self, value) -> jax.Array:
         """The normal log-densities of the coefficients, shape ``(..., K)``."""
@@ -182,10 +179,7 @@ class ICLPNoise(KarhunenLoeveNoise):
 
     # coefficient j is loc_j + b_j z_j with z_j standard Laplace (scale 1)
     _standard_draw = staticmethod(jax.random.laplace)
-
-    @property
-    def _draw_scale(self) -> jax.Array:
-        return self.laplace_scale
+    _draw_scale = laplace_scale
 
     def _log_density_terms(self, value) -> jax.Array:
         """The Laplace log-densities of the coefficients (termwise), shape ``(..., K)``."""
