@@ -66,7 +66,8 @@ def cameron_martin_log_rn(shift, point, eigenvalues, sigma) -> jax.Array:
         The log-density ratio, shape ``(...)``.
 
     Example:
-        >>> float(cameron_martin_log_rn(jnp.array([1.0]), jnp.array([0.5]), jnp.array([1.0]), 1.0))
+        >>> shift, point, eigenvalues = jnp.array([1.0]), jnp.array([0.5]), jnp.array([1.0])
+        >>> float(cameron_martin_log_rn(shift, point, eigenvalues, sigma=1.0))  # x at h / 2
         0.0
     """
     return jnp.sum(cameron_martin_log_rn_terms(shift, point, eigenvalues, sigma), axis=-1)
