@@ -82,7 +82,7 @@ def _audit(sampler, pair, claim, method, reference, samples, seed):
         d,
         d_prime,
         claim,
-        method=method,
+        statistic=method,
         reference=reference,
         samples=samples,
         confidence=CONFIDENCE,

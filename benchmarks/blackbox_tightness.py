@@ -428,7 +428,7 @@ def audit_row(
         r.sampler,
         claim=r.claim,
         pairs=[(d, dp) for _, d, dp in r.pairs],
-        method=method,
+        statistic=method,
         samples=samples,
         select_samples=select,
         confidence=confidence,
