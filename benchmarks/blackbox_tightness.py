@@ -178,6 +178,16 @@ def rows() -> list[Row]:
     replace = "replace-one"
     svt_features = sm.one_hot((-1.0, 0.0, 1.0))
 
+    def outcome(samples, true_eps, note, published, control):
+        # the fields every row builder shares: budget, known answer, published figures
+        return {
+            "samples": samples,
+            "true_epsilon": true_eps,
+            "true_note": note,
+            "published": published,
+            "control": control,
+        }
+
     def svt_row(key, algorithm, threshold, samples, true_eps, note, published, control=False):
         params = {"algorithm": algorithm, "threshold": threshold, "epsilon": eps, "cutoff": 1}
         return Row(
@@ -191,11 +201,7 @@ def rows() -> list[Row]:
                 "sparse-vector", algorithm=algorithm, threshold=threshold, cutoff=1
             ),
             features=svt_features,
-            true_epsilon=true_eps,
-            true_note=note,
-            samples=samples,
-            published=published,
-            control=control,
+            **outcome(samples, true_eps, note, published, control),
         )
 
     def rnm_row(key, noise, release, samples, true_eps, note, published, control=False):
@@ -215,11 +221,7 @@ def rows() -> list[Row]:
             answers=rnm_answers,
             reference=lambda: sm.reference_model("report-noisy-max", noise=noise, release=release),
             features=sm.one_hot(np.arange(5.0)) if release == "index" else None,
-            true_epsilon=true_eps,
-            true_note=note,
-            samples=samples,
-            published=published,
-            control=control,
+            **outcome(samples, true_eps, note, published, control),
             oracle_cells=_max_value_cells(noise) if release == "value" else None,
             chunk_size=1 << 19 if release == "value" else None,
         )
@@ -236,11 +238,7 @@ def rows() -> list[Row]:
             answers=hist_answers,
             reference=lambda: sm.reference_model("noisy-hist", scale=scale),
             features=None,
-            true_epsilon=true_eps,
-            true_note=note,
-            samples=samples,
-            published=published,
-            control=control,
+            **outcome(samples, true_eps, note, published, control),
             oracle_cells=_histogram_cells(scale),
         )
 

@@ -463,7 +463,7 @@ class ExactAccounting:
         """A lower bound on ``delta(epsilon)`` (exact for Gaussian).
 
         Args:
-            epsilon: epsilon(s).
+            epsilon: as in :meth:`delta_upper`.
 
         Returns:
             The bound, shaped like ``epsilon``.
@@ -489,30 +489,28 @@ class ExactAccounting:
         Returns:
             The bound (``inf`` for singular laws).
         """
-        if self.family == "singular":
-            return math.inf
-        if self.family == "gaussian":
-            return gaussian_epsilon(delta, float(self.mu))
-        if delta <= 0:
-            return self.sup_loss
-        return min(self.sup_loss, self.upper_pld.epsilon(delta))
+        return self._epsilon_bound(delta, upper=True)
 
     def epsilon_lower(self, delta: float) -> float:
-        """A lower bound on ``epsilon(delta)``.
+        """A lower bound on ``epsilon(delta)``: :meth:`epsilon_upper` from the lower distribution.
 
         Args:
-            delta: the target delta.
+            delta: as in :meth:`epsilon_upper`.
 
         Returns:
             The bound (``inf`` for singular laws).
         """
+        return self._epsilon_bound(delta, upper=False)
+
+    def _epsilon_bound(self, delta: float, *, upper: bool) -> float:
         if self.family == "singular":
             return math.inf
         if self.family == "gaussian":
             return gaussian_epsilon(delta, float(self.mu))
         if delta <= 0:
             return self.sup_loss
-        return min(self.sup_loss, self.lower_pld.epsilon(delta))
+        pld = self.upper_pld if upper else self.lower_pld
+        return min(self.sup_loss, pld.epsilon(delta))
 
     def summary(self) -> dict:
         """JSON-able description.

@@ -347,8 +347,7 @@ class ReplaceOne(Adjacency):
         """``data`` with record ``index`` replaced by ``record``.
 
         Args:
-            data: a dataset (an array or pytree of arrays).
-            index: the record to replace.
+            data, index: as in :meth:`Adjacency.neighbour` (``index`` is the record replaced).
             record: the replacement record (required).
 
         Returns:

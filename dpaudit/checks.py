@@ -113,6 +113,23 @@ def check_last_axis(name: str, value: Any, expected: int, what: str) -> None:
         )
 
 
+def check_finite_number(name: str, value: Any) -> float:
+    """``value`` as a float, when it is a finite real number of any sign (not a bool).
+
+    Args:
+        name: the name of the input, for the message.
+        value: the input.
+
+    Raises:
+        TypeError: if ``value`` is not a real number.
+        ValueError: if it is NaN or infinite.
+    """
+    value = _real_number(name, value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    return value
+
+
 def check_number(
     name: str, value: Any, *, low: float = 0.0, inclusive: bool = False, hint: str = ""
 ) -> float:
@@ -132,32 +149,11 @@ def check_number(
         TypeError: if ``value`` is not a real number (bools are refused).
         ValueError: if it is not finite or not above ``low``.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
-    value = float(value)
+    value = _real_number(name, value)
     ok = value >= low if inclusive else value > low
     if not (math.isfinite(value) and ok):
         relation = ">=" if inclusive else ">"
         raise ValueError(f"{name} must be a finite number {relation} {low:g}{hint}, got {value!r}.")
-    return value
-
-
-def check_finite_number(name: str, value: Any) -> float:
-    """``value`` as a float, when it is a finite real number of any sign (not a bool).
-
-    Args:
-        name: the name of the input, for the message.
-        value: the input.
-
-    Raises:
-        TypeError: if ``value`` is not a real number.
-        ValueError: if it is NaN or infinite.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}.")
     return value
 
 
@@ -196,6 +192,13 @@ def check_choice(name: str, value: Any, choices) -> Any:
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
     return value
+
+
+def _real_number(name: str, value: Any) -> float:
+    # bools are ints to Python, but a True where a number is expected is a mistake, not 1.0
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
+    return float(value)
 
 
 def _show(value: Any) -> str:

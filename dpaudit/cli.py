@@ -175,16 +175,15 @@ def run_audit(item: PreparedAudit):
         :class:`~dpaudit.BlackBoxResult` (black-box).
     """
     spec, (data, data_prime) = item.spec, item.pair
+    # the spec's budget, the same for both routes; a CLI run draws no progress bar
+    budget = {
+        "samples": spec.samples,
+        "seed": spec.seed,
+        "confidence": spec.confidence,
+        "progress": False,
+    }
     if item.target is None:
-        return audit(
-            item.mechanism,
-            data,
-            data_prime,
-            samples=spec.samples,
-            seed=spec.seed,
-            confidence=spec.confidence,
-            progress=False,
-        )
+        return audit(item.mechanism, data, data_prime, **budget)
     bb = spec.blackbox
     return blackbox_audit(
         item.target.sampler,
@@ -194,14 +193,11 @@ def run_audit(item: PreparedAudit):
         reference=item.target.reference,
         statistic=bb.method,
         features=item.features,
-        samples=spec.samples,
         select_samples=spec.select_samples,
-        confidence=spec.confidence,
         objective=bb.objective,
-        seed=spec.seed,
         classifier_options=dict(bb.classifier_options) or None,
         name=item.target.name,
-        progress=False,
+        **budget,
     )
 
 

@@ -55,6 +55,18 @@ def _param(mechanism: Mechanism, given, name: str, default=None):
     return default
 
 
+def _count(mechanism: Mechanism, given, name: str, default=None) -> int:
+    """A positive integer generator parameter (see :func:`_param`)."""
+    return check_count(name, _param(mechanism, given, name, default))
+
+
+def _differ_in_record_0(data: np.ndarray, first, second) -> tuple[np.ndarray, np.ndarray]:
+    """``(D, D')``: ``data`` with record 0 set to ``first``, and a copy with it set to ``second``."""
+    data_prime = data.copy()
+    data[0], data_prime[0] = first, second
+    return data, data_prime
+
+
 def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, norm="l2", dim=None):
     """Smooth random curves with norm <= tau (``norm`` = ``"l2"`` or ``"sup"``); record 0 flips sign.
 
@@ -76,9 +88,9 @@ def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, norm="l2", di
     Raises:
         ValueError: for a missing or invalid parameter.
     """
-    n = check_count("n", _param(mechanism, n, "n"))
-    g = check_count("grid_size", _param(mechanism, grid_size, "grid_size", 100))
-    dim = check_count("dim", _param(mechanism, dim, "dim", 1))
+    n = _count(mechanism, n, "n")
+    g = _count(mechanism, grid_size, "grid_size", 100)
+    dim = _count(mechanism, dim, "dim", 1)
     tau = float(_param(mechanism, tau, "tau", 1.0))
     if not (math.isfinite(tau) and tau > 0):
         raise ValueError(f"tau must be a finite number > 0, got {tau!r}.")
@@ -107,9 +119,7 @@ def curves(mechanism, *, seed=0, n=None, grid_size=None, tau=None, norm="l2", di
     data *= (0.5 * tau / np.maximum(size(data), 1e-300))[:, None] * rng.uniform(0.2, 1.0, (n, 1))
     # record 0 at the bound, shrunk by 1e-12 so that round-off never puts it outside
     extreme = tau * basis[:, 0] / size(basis[:, 0]) * (1 - 1e-12)
-    d, d_prime = data.copy(), data.copy()
-    d[0], d_prime[0] = extreme, -extreme
-    return d, d_prime
+    return _differ_in_record_0(data, extreme, -extreme)
 
 
 def points(mechanism, *, seed=0, n=None, dim=None):
@@ -127,13 +137,11 @@ def points(mechanism, *, seed=0, n=None, dim=None):
     Raises:
         ValueError: for a missing or invalid parameter.
     """
-    n = check_count("n", _param(mechanism, n, "n"))
-    dim = check_count("dim", _param(mechanism, dim, "dim", 1))
+    n = _count(mechanism, n, "n")
+    dim = _count(mechanism, dim, "dim", 1)
     rng = np.random.default_rng(seed)
     d = rng.uniform(0.0, 1.0, (n, dim))
-    d_prime = d.copy()
-    d[0], d_prime[0] = 0.0, 1.0
-    return d, d_prime
+    return _differ_in_record_0(d, 0.0, 1.0)
 
 
 def labelled(mechanism, *, seed=0, n=None, dim=None):
@@ -154,8 +162,7 @@ def labelled(mechanism, *, seed=0, n=None, dim=None):
     x, x_prime = points(mechanism, seed=seed, n=n, dim=dim)
     rng = np.random.default_rng(seed + 1)
     y = np.where(rng.uniform(size=x.shape[0]) < 0.5, -1.0, 1.0)
-    y_prime = y.copy()
-    y[0], y_prime[0] = -1.0, 1.0
+    y, y_prime = _differ_in_record_0(y, -1.0, 1.0)
     return (x, y), (x_prime, y_prime)
 
 
@@ -176,12 +183,12 @@ def scores(mechanism, *, seed=0, n=None, labels=True):
     Raises:
         ValueError: for a missing or invalid ``n``.
     """
-    n = check_count("n", _param(mechanism, n, "n"))
+    n = _count(mechanism, n, "n")
     rng = np.random.default_rng(seed)
     y = (rng.uniform(size=n) < 0.5).astype(float)
     s = np.clip(rng.beta(2.0 + 2.0 * y, 4.0 - 2.0 * y), 0.0, 1.0)
-    s_prime, y_prime = s.copy(), y.copy()
-    s[0], y[0], s_prime[0], y_prime[0] = 0.0, 0.0, 1.0, 1.0
+    s, s_prime = _differ_in_record_0(s, 0.0, 1.0)
+    y, y_prime = _differ_in_record_0(y, 0.0, 1.0)
     if not labels:
         return s, s_prime
     return (s, y), (s_prime, y_prime)
@@ -205,15 +212,13 @@ def bits(mechanism, *, seed=0, n=None, width=None):
     Raises:
         ValueError: for a missing or invalid parameter.
     """
-    n = check_count("n", _param(mechanism, n, "n"))
+    n = _count(mechanism, n, "n")
     if width is None and "thresholds" in mechanism.params:
         width = len(mechanism.params["thresholds"])
     rng = np.random.default_rng(seed)
     shape = (n,) if width is None else (n, check_count("width", width))
     d = (rng.uniform(size=shape) < 0.5).astype(float)
-    d_prime = d.copy()
-    d[0], d_prime[0] = 0.0, 1.0
-    return d, d_prime
+    return _differ_in_record_0(d, 0.0, 1.0)
 
 
 def categories(mechanism, *, seed=0, n=None, n_bins=None):
@@ -231,15 +236,13 @@ def categories(mechanism, *, seed=0, n=None, n_bins=None):
     Raises:
         ValueError: for a missing or invalid parameter.
     """
-    n = check_count("n", _param(mechanism, n, "n"))
-    k = check_count("n_bins", _param(mechanism, n_bins, "n_bins"))
+    n = _count(mechanism, n, "n")
+    k = _count(mechanism, n_bins, "n_bins")
     if k < 2:
         raise ValueError(f"n_bins must be at least 2, got {k}.")
     rng = np.random.default_rng(seed)
     d = rng.integers(0, k, size=n).astype(float)
-    d_prime = d.copy()
-    d[0], d_prime[0] = 0.0, 1.0
-    return d, d_prime
+    return _differ_in_record_0(d, 0.0, 1.0)
 
 
 def example(mechanism, *, seed=0, **params):

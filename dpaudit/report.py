@@ -247,38 +247,47 @@ def _png(fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def _figure():
+    """A new figure and axes of the report's plot size."""
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(5.2, 3.2))
+
+
+def _finish(fig, ax, title: str, xlabel: str, ylabel: str | None = None) -> str:
+    """Label, title and legend ``ax``; the figure as a PNG data URI (the figure is closed)."""
+    ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
 def _finite(values) -> np.ndarray:
     a = np.asarray(values, dtype=float).ravel()
     return a[np.isfinite(a)]
 
 
 def _loss_histogram(result) -> str | None:
-    import matplotlib.pyplot as plt
-
     series = [(d.direction, _finite(d.losses), d.n_infinite) for d in result.directions]
     if not any(s[1].size for s in series):
         return None
-    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    fig, ax = _figure()
     for name, losses, n_inf in series:
         if losses.size:
             label = name + (f" (+{n_inf} infinite)" if n_inf else "")
             ax.hist(losses, bins=80, density=True, histtype="step", lw=1.4, label=label)
     ax.axvline(result.claim.epsilon, color="k", ls="--", lw=1, label="claimed epsilon")
-    ax.set_xlabel("privacy loss L(x)")
-    ax.set_ylabel("density")
-    ax.set_title("Privacy-loss distribution")
-    ax.legend(fontsize=7)
-    return _png(fig)
+    return _finish(fig, ax, "Privacy-loss distribution", "privacy loss L(x)", "density")
 
 
 def _epsilon_delta_curve(result) -> str | None:
-    import matplotlib.pyplot as plt
-
     curves = result.curves
     epsilons = np.asarray(curves.get("epsilons", []), dtype=float)
     if epsilons.size == 0:
         return None
-    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    fig, ax = _figure()
     # the x axis is log(delta): deltas at or below 1e-12 are Monte Carlo zeros, not drawn
     floor = 1e-12
 
@@ -306,20 +315,16 @@ def _epsilon_delta_curve(result) -> str | None:
     ax.scatter([claim_delta], [claim.epsilon], marker="*", s=120, color="red", zorder=5)
     ax.annotate("claim", (claim_delta, claim.epsilon), textcoords="offset points", xytext=(6, 6))
     ax.set_xscale("log")
-    ax.set_xlabel("delta")
-    ax.set_ylabel("epsilon(delta)")
-    ax.set_title("epsilon(delta) of the mechanism on this pair")
-    ax.legend(fontsize=7)
-    return _png(fig)
+    return _finish(
+        fig, ax, "epsilon(delta) of the mechanism on this pair", "delta", "epsilon(delta)"
+    )
 
 
 def _compatibility_plot(result) -> str | None:
-    import matplotlib.pyplot as plt
-
     comp = result.compatibility
     if comp is None:
         return None
-    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    fig, ax = _figure()
     for evidence, label in (
         (comp.cameron_martin, "Cameron–Martin ||h||_C^2"),
         (comp.one_c, "1,C norm ||h||_{1,C}"),
@@ -330,11 +335,9 @@ def _compatibility_plot(result) -> str | None:
             ax.plot(np.arange(1, sums.size + 1), np.maximum(sums, 1e-300), label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("K (components)")
-    ax.set_ylabel("partial sum")
-    ax.set_title(f"Compatibility: {comp.classification}")
-    ax.legend(fontsize=7)
-    return _png(fig)
+    return _finish(
+        fig, ax, f"Compatibility: {comp.classification}", "K (components)", "partial sum"
+    )
 
 
 def _sample_paths(outcome: AuditOutcome, n_paths: int = 3) -> str | None:
@@ -342,7 +345,6 @@ def _sample_paths(outcome: AuditOutcome, n_paths: int = 3) -> str | None:
     if mech is None or data is None or mech.summary is None:
         return None
     import jax
-    import matplotlib.pyplot as plt
 
     try:
         summary = np.asarray(mech.summary(data[0]), dtype=float).ravel()
@@ -358,14 +360,11 @@ def _sample_paths(outcome: AuditOutcome, n_paths: int = 3) -> str | None:
     xlabel = "coordinate"
     if grid is not None and grid.dim == 1:
         x, xlabel = np.asarray(grid.points)[:, 0], "t"
-    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    fig, ax = _figure()
     for i in range(n_paths):
         ax.plot(x, releases[i], lw=0.8, alpha=0.8, label="release" if i == 0 else None)
     ax.plot(x, summary, color="k", lw=1.6, label="non-private summary f_D")
-    ax.set_xlabel(xlabel)
-    ax.set_title("Releases against the summary")
-    ax.legend(fontsize=7)
-    return _png(fig)
+    return _finish(fig, ax, "Releases against the summary", xlabel)
 
 
 def _datasets(direction: str) -> tuple[str, str]:
@@ -384,8 +383,6 @@ def score_histogram(result) -> str | None:
     Returns:
         The plot as a PNG data URI, or ``None`` when no score is finite.
     """
-    import matplotlib.pyplot as plt
-
     scores = result.certification_scores
     full = {k: np.asarray(scores[k], dtype=float).ravel() for k in ("P", "Q")}
     finite = {k: v[np.isfinite(v)] for k, v in full.items()}
@@ -395,7 +392,7 @@ def score_histogram(result) -> str | None:
     pooled = np.concatenate([*finite.values(), [threshold] if math.isfinite(threshold) else []])
     edges = np.histogram_bin_edges(pooled, bins=80)
     names = dict(zip(("P", "Q"), _datasets(result.event.direction), strict=True))
-    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    fig, ax = _figure()
     for key in ("P", "Q"):
         n_inf = full[key].size - finite[key].size
         label = f"{key}: releases of {names[key]}" + (f" (+{n_inf} infinite)" if n_inf else "")
@@ -403,11 +400,8 @@ def score_histogram(result) -> str | None:
     if math.isfinite(threshold):
         ax.axvline(threshold, color="k", ls="--", lw=1, label=f"threshold t = {threshold:.4g}")
     ax.set_yscale("log")
-    ax.set_xlabel("certification statistic s(x)")
-    ax.set_ylabel(f"count (of {full['P'].size} shown)")
-    ax.set_title("Certified event S = {s > t}")
-    ax.legend(fontsize=7)
-    return _png(fig)
+    ylabel = f"count (of {full['P'].size} shown)"
+    return _finish(fig, ax, "Certified event S = {s > t}", "certification statistic s(x)", ylabel)
 
 
 #: Deprecated private name of :func:`score_histogram`, kept until its last user moves.

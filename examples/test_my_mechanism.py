@@ -67,15 +67,17 @@ def build(n=N, epsilon=EPSILON, factor=2.0):
         noise = GridNoise(ICLPNoise(LAMBDA, sigma), BASIS, loc=qr_mean(curves))
         numpyro.sample("release", noise)
 
+    # the privacy claim the audit tests: epsilon-DP for a 1,C-sensitivity bound
+    claim = dpaudit.Claim(
+        epsilon=epsilon,
+        sensitivity_norm="one-c",
+        sensitivity=sensitivity,
+        reference="Lin & Reimherr, Thm 4/8 and Sec. 4.2",
+    )
     return dpaudit.Mechanism(
         name="my-qr-mean",
         model=model,
-        claim=dpaudit.Claim(
-            epsilon=epsilon,
-            sensitivity_norm="one-c",
-            sensitivity=sensitivity,
-            reference="Lin & Reimherr, Thm 4/8 and Sec. 4.2",
-        ),
+        claim=claim,
         summary=qr_mean,
         difference_norm=one_c,
         params={"n": n, "record_space": RECORDS},  # record_space tells the search the bound

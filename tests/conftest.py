@@ -12,20 +12,15 @@ reproducible; ``HYPOTHESIS_PROFILE=long`` explores far more examples locally.
 import os
 
 import jax
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 
-import dpaudit  # noqa: F401  (enables jax_enable_x64)
+import dpaudit  # enables jax_enable_x64
+import dpaudit.testing.plugin  # noqa: F401  (registers the dpaudit-ci / dpaudit-long profiles)
 
 TEST_FAILURE_RATE = 1e-5
 
-settings.register_profile(
-    "ci",
-    derandomize=True,
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile("long", max_examples=2000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+# the suite runs under the hypothesis profiles of the dpaudit pytest plugin, "ci" or "long"
+# (importing the module registers them; its options and fixtures stay off)
+settings.load_profile(f"dpaudit-{os.environ.get('HYPOTHESIS_PROFILE', 'ci')}")
 
 assert jax.config.jax_enable_x64

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dpaudit.audit_record import DIRECTIONS, AuditRecord
 from dpaudit.mechanism import Claim
 from dpaudit.serialize import json_float
 
@@ -26,10 +27,6 @@ __all__ = [
     "selection_epsilon",
     "verdict_notes",
 ]
-
-#: Names of the two directions of an event: index 0 tests ``P_D`` against ``P_D'``
-#: (statistic ``s``), index 1 ``P_D'`` against ``P_D`` (statistic ``-s``).
-DIRECTIONS = ("D->D'", "D'->D")
 
 
 class SelectedEvent(NamedTuple):
@@ -128,7 +125,7 @@ class CertifiedEvent:
 
 
 @dataclasses.dataclass(frozen=True)
-class BlackBoxResult:
+class BlackBoxResult(AuditRecord):
     """The outcome of :func:`~dpaudit.blackbox.blackbox_audit` (frozen; ``to_dict`` is JSON-able).
 
     Shares the white-box :class:`~dpaudit.AuditResult`'s fields where they mean
@@ -156,11 +153,6 @@ class BlackBoxResult:
         notes: sentences qualifying the verdict.
     """
 
-    mechanism: str
-    claim: Claim
-    verdict: str
-    confidence: float
-    samples: int
     samples_select: int
     seed: int
     statistic: str
@@ -197,11 +189,7 @@ class BlackBoxResult:
         """
         return {
             "kind": self.kind,
-            "mechanism": self.mechanism,
-            "claim": dataclasses.asdict(self.claim),
-            "verdict": self.verdict,
-            "confidence": self.confidence,
-            "samples": self.samples,
+            **self.record_dict(),
             "samples_select": self.samples_select,
             "seed": self.seed,
             "route": self.route,

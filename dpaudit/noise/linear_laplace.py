@@ -329,8 +329,7 @@ class LinearLaplace(Distribution):
         """Draw ``loc + A eta / n``.
 
         Args:
-            key: a JAX PRNG key.
-            sample_shape: leading shape of the draws.
+            key, sample_shape: as in :meth:`dpaudit.noise.KarhunenLoeveNoise.sample`.
 
         Returns:
             Draws of shape ``sample_shape + batch_shape + event_shape``.

@@ -40,6 +40,9 @@ _LOG_2PI = math.log(2.0 * math.pi)
 class KarhunenLoeveNoise(Distribution):
     """Common base: independent coefficients with variances ``sigma^2 lambda_j``.
 
+    A subclass names the law of the coefficients: ``_standard_draw(key, shape)``
+    (standard draws), ``_draw_scale`` (their scales) and ``_log_density_terms``.
+
     Args:
         eigenvalues: ``(K,)`` positive eigenvalues of the covariance operator.
         sigma: noise multiplier (> 0), scalar or batch array.
@@ -105,6 +108,30 @@ class KarhunenLoeveNoise(Distribution):
         """
         return type(self)(self.eigenvalues, self.sigma, loc, validate_args=self._validate_args)
 
+    def sample(self, key, sample_shape=()):
+        """Independent coefficients ``loc_j + scale_j z_j`` (``z_j`` standard, the subclass's law).
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: leading shape of the draws.
+
+        Returns:
+            Draws of shape ``sample_shape + batch_shape + event_shape``.
+        """
+        z = self._standard_draw(key, sample_shape + self.batch_shape + self.event_shape)
+        return self.loc + self._draw_scale * z
+
+    def log_prob(self, value):
+        """Sum of the independent log-densities of the coefficients (termwise).
+
+        Args:
+            value: release values, shape ``(..., event)``.
+
+        Returns:
+            The log-density, shape ``(...)``.
+        """
+        return jnp.sum(self._log_density_terms(value), axis=-1)
+
 
 class GaussianProcessNoise(KarhunenLoeveNoise):
     r"""Gaussian process ``loc + sigma Z``, ``Z ~ GP(0, C)``, in Karhunen–Loève coordinates.
@@ -117,31 +144,15 @@ class GaussianProcessNoise(KarhunenLoeveNoise):
         (3, 2)
     """
 
-    def sample(self, key, sample_shape=()):
-        """Independent normal coefficients with standard deviations ``sigma sqrt(lambda_j)``.
+    # coefficient j is loc_j + sigma sqrt(lambda_j) z_j with z_j standard normal
+    _standard_draw = staticmethod(jax.random.normal)
+    _draw_scale = KarhunenLoeveNoise.coefficient_std
 
-        Args:
-            key: a JAX PRNG key.
-            sample_shape: leading shape of the draws.
-
-        Returns:
-            Draws of shape ``sample_shape + batch_shape + event_shape``.
-        """
-        z = jax.random.normal(key, sample_shape + self.batch_shape + self.event_shape)
-        return self.loc + self.coefficient_std * z
-
-    def log_prob(self, value):
-        """Sum of the independent normal log-densities of the coefficients.
-
-        Args:
-            value: release values, shape ``(..., event)``.
-
-        Returns:
-            The log-density, shape ``(...)``.
-        """
+    def _log_density_terms(self, value) -> jax.Array:
+        """The normal log-densities of the coefficients, shape ``(..., K)``."""
         std = self.coefficient_std
         u = (value - self.loc) / std
-        return jnp.sum(-0.5 * u * u - jnp.log(std) - 0.5 * _LOG_2PI, axis=-1)
+        return -0.5 * u * u - jnp.log(std) - 0.5 * _LOG_2PI
 
 
 class ICLPNoise(KarhunenLoeveNoise):
@@ -166,30 +177,14 @@ class ICLPNoise(KarhunenLoeveNoise):
         """Laplace scales ``b_j = sigma sqrt(lambda_j / 2)``, shape ``batch_shape + (K,)``."""
         return self.coefficient_std / math.sqrt(2.0)
 
-    def sample(self, key, sample_shape=()):
-        """Independent Laplace coefficients with the scales ``laplace_scale``.
+    # coefficient j is loc_j + b_j z_j with z_j standard Laplace (scale 1)
+    _standard_draw = staticmethod(jax.random.laplace)
+    _draw_scale = laplace_scale
 
-        Args:
-            key: a JAX PRNG key.
-            sample_shape: leading shape of the draws.
-
-        Returns:
-            Draws of shape ``sample_shape + batch_shape + event_shape``.
-        """
-        z = jax.random.laplace(key, sample_shape + self.batch_shape + self.event_shape)
-        return self.loc + self.laplace_scale * z
-
-    def log_prob(self, value):
-        """Sum of the independent Laplace log-densities of the coefficients (termwise).
-
-        Args:
-            value: release values, shape ``(..., event)``.
-
-        Returns:
-            The log-density, shape ``(...)``.
-        """
+    def _log_density_terms(self, value) -> jax.Array:
+        """The Laplace log-densities of the coefficients (termwise), shape ``(..., K)``."""
         b = self.laplace_scale
-        return jnp.sum(-jnp.abs(value - self.loc) / b - jnp.log(2.0 * b), axis=-1)
+        return -jnp.abs(value - self.loc) / b - jnp.log(2.0 * b)
 
 
 class GridNoise(Distribution):
@@ -276,8 +271,7 @@ class GridNoise(Distribution):
         """Coefficient noise mapped to the grid by the basis, plus ``loc``.
 
         Args:
-            key: a JAX PRNG key.
-            sample_shape: leading shape of the draws.
+            key, sample_shape: as in :meth:`KarhunenLoeveNoise.sample`.
 
         Returns:
             Draws of shape ``sample_shape + batch_shape + event_shape``.

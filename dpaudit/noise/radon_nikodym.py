@@ -31,6 +31,15 @@ __all__ = [
 ]
 
 
+def _as_arrays(shift, point, sigma) -> tuple[jax.Array, jax.Array, jax.Array]:
+    # float64 arrays; sigma gets a trailing axis to broadcast against the K coefficients
+    return (
+        jnp.asarray(shift, dtype=jnp.float64),
+        jnp.asarray(point, dtype=jnp.float64),
+        jnp.asarray(sigma, dtype=jnp.float64)[..., None],
+    )
+
+
 def cameron_martin_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
     """Summands ``(h_j x_j - h_j^2/2) / (sigma^2 lambda_j)``, shape ``(..., K)``.
 
@@ -40,9 +49,7 @@ def cameron_martin_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
     Returns:
         The summands, shape ``(..., K)``.
     """
-    h = jnp.asarray(shift, dtype=jnp.float64)
-    x = jnp.asarray(point, dtype=jnp.float64)
-    sigma = jnp.asarray(sigma, dtype=jnp.float64)[..., None]
+    h, x, sigma = _as_arrays(shift, point, sigma)
     return (h * x - 0.5 * h * h) / (sigma**2 * jnp.asarray(eigenvalues, dtype=jnp.float64))
 
 
@@ -59,7 +66,8 @@ def cameron_martin_log_rn(shift, point, eigenvalues, sigma) -> jax.Array:
         The log-density ratio, shape ``(...)``.
 
     Example:
-        >>> float(cameron_martin_log_rn(jnp.array([1.0]), jnp.array([0.5]), jnp.array([1.0]), 1.0))
+        >>> shift, point, eigenvalues = jnp.array([1.0]), jnp.array([0.5]), jnp.array([1.0])
+        >>> float(cameron_martin_log_rn(shift, point, eigenvalues, sigma=1.0))  # x at h / 2
         0.0
     """
     return jnp.sum(cameron_martin_log_rn_terms(shift, point, eigenvalues, sigma), axis=-1)
@@ -69,14 +77,13 @@ def one_c_log_rn_terms(shift, point, eigenvalues, sigma) -> jax.Array:
     """Summands ``-(sqrt 2/sigma) (|x_j - h_j| - |x_j|) / sqrt(lambda_j)``, shape ``(..., K)``.
 
     Args:
-        shift, point, eigenvalues, sigma: as in :func:`cameron_martin_log_rn`.
+        shift, point, eigenvalues, sigma: as in :func:`one_c_log_rn` (whose log-ratio is
+            their sum over the last axis).
 
     Returns:
         The summands, shape ``(..., K)``.
     """
-    h = jnp.asarray(shift, dtype=jnp.float64)
-    x = jnp.asarray(point, dtype=jnp.float64)
-    sigma = jnp.asarray(sigma, dtype=jnp.float64)[..., None]
+    h, x, sigma = _as_arrays(shift, point, sigma)
     root_lam = jnp.sqrt(jnp.asarray(eigenvalues, dtype=jnp.float64))
     return -(math.sqrt(2.0) / sigma) * (jnp.abs(x - h) - jnp.abs(x)) / root_lam
 

@@ -37,7 +37,7 @@ class Grid:
     @property
     def size(self) -> int:
         """Number of grid points ``m``."""
-        return int(self.points.shape[0])
+        return len(self.points)
 
     @property
     def dim(self) -> int:

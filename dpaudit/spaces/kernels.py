@@ -73,8 +73,17 @@ def _safe_sqrt(d2: jax.Array) -> jax.Array:
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, d2, 1.0)), 0.0)
 
 
+def _check_positive_fields(kernel, *fields: str) -> None:
+    # one rule for every kernel parameter: lengthscales, variances and smoothness are > 0
+    for field in fields:
+        check_positive(f"{type(kernel).__name__} {field}", getattr(kernel, field))
+
+
 class Kernel:
-    """Base class: subclasses implement :meth:`gram` on ``(m, d)``/``(n, d)`` arrays."""
+    """Base class: subclasses implement ``_gram`` (or override :meth:`gram`).
+
+    Both take ``(m, d)``/``(n, d)`` arrays of points of the same dimension.
+    """
 
     def __call__(self, x, y=None) -> jax.Array:
         x = _as_points(x)
@@ -82,8 +91,8 @@ class Kernel:
         _check_same_dim(x, y)
         return self.gram(x, y)
 
-    def gram(self, x: jax.Array, y: jax.Array) -> jax.Array:  # pragma: no cover - abstract
-        """The Gram matrix of two point sets (subclasses implement it).
+    def gram(self, x: jax.Array, y: jax.Array) -> jax.Array:
+        """The Gram matrix of two point sets (the subclass's ``_gram``).
 
         Args:
             x: points ``(a, d)``.
@@ -92,6 +101,9 @@ class Kernel:
         Returns:
             The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
         """
+        return self._gram(x, y)
+
+    def _gram(self, x: jax.Array, y: jax.Array) -> jax.Array:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def diagonal(self, x) -> jax.Array:
@@ -132,20 +144,10 @@ class Matern(Kernel):
     variance: float = 1.0
 
     def __post_init__(self):
-        check_positive("Matern nu", self.nu)
-        check_positive("Matern lengthscale", self.lengthscale)
-        check_positive("Matern variance", self.variance)
+        _check_positive_fields(self, "nu", "lengthscale", "variance")
 
-    def gram(self, x, y):
-        """The Matérn Gram matrix (closed forms for nu in 1/2, 3/2, 5/2).
-
-        Args:
-            x: points ``(a, d)``.
-            y: points ``(b, d)`` of the same dimension.
-
-        Returns:
-            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
-        """
+    def _gram(self, x, y):
+        """The Matérn Gram matrix (closed forms for nu in 1/2, 3/2, 5/2)."""
         r = _safe_sqrt(_squared_distances(x, y)) / self.lengthscale
         nu = float(self.nu)
         if nu == 0.5:
@@ -196,19 +198,10 @@ class Gaussian(Kernel):
     variance: float = 1.0
 
     def __post_init__(self):
-        check_positive("Gaussian lengthscale", self.lengthscale)
-        check_positive("Gaussian variance", self.variance)
+        _check_positive_fields(self, "lengthscale", "variance")
 
-    def gram(self, x, y):
-        """The Gaussian (squared-exponential) Gram matrix.
-
-        Args:
-            x: points ``(a, d)``.
-            y: points ``(b, d)`` of the same dimension.
-
-        Returns:
-            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
-        """
+    def _gram(self, x, y):
+        """The Gaussian (squared-exponential) Gram matrix."""
         ls = jnp.asarray(self.lengthscale, dtype=jnp.float64)
         if ls.ndim == 1 and ls.shape[0] != x.shape[1]:
             raise ValueError(
@@ -232,21 +225,12 @@ class Exponential(Kernel):
     norm: str = "l1"
 
     def __post_init__(self):
-        check_positive("Exponential lengthscale", self.lengthscale)
-        check_positive("Exponential variance", self.variance)
+        _check_positive_fields(self, "lengthscale", "variance")
         if self.norm not in ("l1", "l2"):
             raise ValueError(f"Exponential norm must be 'l1' or 'l2', got {self.norm!r}.")
 
-    def gram(self, x, y):
-        """The exponential Gram matrix (L1 or L2 distance).
-
-        Args:
-            x: points ``(a, d)``.
-            y: points ``(b, d)`` of the same dimension.
-
-        Returns:
-            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
-        """
+    def _gram(self, x, y):
+        """The exponential Gram matrix (L1 or L2 distance)."""
         if self.norm == "l1":
             r = jnp.sum(jnp.abs(x[:, None, :] - y[None, :, :]), axis=-1)
         else:
@@ -266,21 +250,10 @@ class BrownianMotion(Kernel):
     variance: float = 1.0
 
     def __post_init__(self):
-        check_positive("BrownianMotion variance", self.variance)
+        _check_positive_fields(self, "variance")
 
-    def gram(self, x, y):
-        """The Brownian-motion Gram matrix ``min(s, t)`` (one-dimensional points).
-
-        Args:
-            x: points ``(a, d)``.
-            y: points ``(b, d)`` of the same dimension.
-
-        Returns:
-            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
-
-        Raises:
-            ValueError: for points of dimension other than 1.
-        """
+    def _gram(self, x, y):
+        """The Brownian-motion Gram matrix ``min(s, t)`` (one-dimensional points)."""
         if x.shape[1] != 1:
             raise ValueError(
                 f"the Brownian-motion kernel is defined on [0, 1] only, got points of dimension "
@@ -308,15 +281,7 @@ class CallableKernel(Kernel):
         if not callable(self.fn):
             raise TypeError(f"CallableKernel needs a callable fn(x, y), got {type(self.fn)}.")
 
-    def gram(self, x, y):
-        """The Gram matrix of the wrapped function, vmapped over both point sets.
-
-        Args:
-            x: points ``(a, d)``.
-            y: points ``(b, d)`` of the same dimension.
-
-        Returns:
-            The Gram matrix ``[k(x_i, y_j)]``, shape ``(a, b)``.
-        """
+    def _gram(self, x, y):
+        """The Gram matrix of the wrapped function, vmapped over both point sets."""
         row = jax.vmap(self.fn, in_axes=(None, 0))
         return jax.vmap(row, in_axes=(0, None))(x, y)

@@ -64,6 +64,7 @@ The package's modules:
   (:func:`blackbox_features`).
 """
 
+from dpaudit.spec import schema
 from dpaudit.spec.features import blackbox_features
 from dpaudit.spec.load import check_callable_path, find_specs, load_spec, split_callable_path
 from dpaudit.spec.resolve import (
@@ -75,34 +76,14 @@ from dpaudit.spec.resolve import (
     resolve_blackbox,
     resolve_mechanism,
 )
-from dpaudit.spec.schema import (
-    BLACKBOX_VERDICTS,
-    CLASSIFIER_OPTIONS,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_SAMPLES,
-    FEATURES,
-    VERDICTS,
-    AuditSpec,
-    BlackBoxSpec,
-    SpecError,
-    field_error,
-)
+from dpaudit.spec.schema import *  # noqa: F403  (the records, constants and error of a spec)
 
 __all__ = [
-    "BLACKBOX_VERDICTS",
-    "CLASSIFIER_OPTIONS",
-    "DEFAULT_CONFIDENCE",
-    "DEFAULT_SAMPLES",
-    "FEATURES",
-    "VERDICTS",
-    "AuditSpec",
-    "BlackBoxSpec",
+    *schema.__all__,
     "BlackBoxTarget",
     "PublicParameters",
-    "SpecError",
     "blackbox_features",
     "check_callable_path",
-    "field_error",
     "find_specs",
     "load_array_file",
     "load_callable",

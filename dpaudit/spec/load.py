@@ -153,14 +153,20 @@ def _read_toml(path: Path) -> dict:
     return raw
 
 
-def _load_mechanism(path: Path, raw: Mapping, *, blackbox: bool) -> tuple[str | None, dict]:
+class _Audited(NamedTuple):
+    # the field names are those of AuditSpec, which takes the record as keywords
+    mechanism: str | None
+    params: dict
+
+
+def _load_mechanism(path: Path, raw: Mapping, *, blackbox: bool) -> _Audited:
     """The ``[mechanism]`` table: (catalogue name or checked callable path, params).
 
     Required for a white-box spec; ``(None, {})`` for a black-box spec without one.
     """
     table = _table(path, raw, "mechanism", required=not blackbox)
     if "mechanism" not in raw and blackbox:
-        return None, {}
+        return _Audited(None, {})
     if ("name" in table) == ("path" in table):
         raise field_error(
             path,
@@ -169,8 +175,8 @@ def _load_mechanism(path: Path, raw: Mapping, *, blackbox: bool) -> tuple[str | 
         )
     params = _params(path, "mechanism.params", table.get("params", {}))
     if "name" in table:
-        return _catalogue_name(path, "mechanism.name", table["name"]), params
-    return check_callable_path(path, table["path"]), params
+        return _Audited(_catalogue_name(path, "mechanism.name", table["name"]), params)
+    return _Audited(check_callable_path(path, table["path"]), params)
 
 
 def _load_claim(path: Path, raw: Mapping) -> Claim:
@@ -192,9 +198,10 @@ def _load_claim(path: Path, raw: Mapping) -> Claim:
 
 
 class _Data(NamedTuple):
+    # the field names are those of AuditSpec, which takes the record as keywords
     generator: str | None
     files: tuple[Path, ...] | None
-    params: dict
+    data_params: dict
 
 
 def _load_data(path: Path, raw: Mapping) -> _Data:
@@ -224,6 +231,7 @@ def _load_data(path: Path, raw: Mapping) -> _Data:
 
 
 class _Budget(NamedTuple):
+    # the field names are those of AuditSpec, which takes the record as keywords
     samples: int
     select_samples: int | None
     confidence: float
@@ -453,33 +461,26 @@ def load_spec(path: str | Path) -> AuditSpec:
     raw = _read_toml(path)
     # the tables are checked in the order of the file format; the first error is reported
     blackbox_raw = _table(path, raw, "blackbox", required=False) if "blackbox" in raw else None
-    mechanism, params = _load_mechanism(path, raw, blackbox=blackbox_raw is not None)
+    audited = _load_mechanism(path, raw, blackbox=blackbox_raw is not None)
     claim = _load_claim(path, raw)
     data = _load_data(path, raw)
     blackbox = None
     if blackbox_raw is not None:
-        blackbox = _load_blackbox(path, blackbox_raw, mechanism, params)
-        if mechanism is None:  # no [mechanism] table: the spec audits what it samples
-            mechanism = blackbox.sampler or blackbox.mechanism
-            params = blackbox.params
+        blackbox = _load_blackbox(path, blackbox_raw, *audited)
+        if audited.mechanism is None:  # no [mechanism] table: the spec audits what it samples
+            audited = _Audited(blackbox.sampler or blackbox.mechanism, blackbox.params)
     budget = _load_budget(path, raw, blackbox)
     expected = _load_expected(path, raw, blackbox)
     return AuditSpec(
         name=_load_name(path, raw),
         path=path,
-        mechanism=mechanism,
-        params=params,
-        claim=claim,
-        generator=data.generator,
-        files=data.files,
-        data_params=data.params,
-        samples=budget.samples,
-        confidence=budget.confidence,
-        seed=budget.seed,
-        expected=expected,
         description=str(raw.get("description", "")),
+        claim=claim,
+        expected=expected,
         blackbox=blackbox,
-        select_samples=budget.select_samples,
+        **audited._asdict(),  # mechanism, params
+        **data._asdict(),  # generator, files, data_params
+        **budget._asdict(),  # samples, select_samples, confidence, seed
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dpaudit.audit_record import VERDICTS  # the verdicts a white-box spec may expect
 from dpaudit.mechanism import Claim
 
 __all__ = [
@@ -28,8 +29,6 @@ __all__ = [
     "field_error",
 ]
 
-#: Verdicts a white-box spec may expect.
-VERDICTS = ("pass", "violation", "inconclusive", "incompatible")
 #: A black-box audit can refute a claim from samples, never prove it.
 BLACKBOX_VERDICTS = ("violation", "inconclusive")
 #: Classifier features of a black-box spec: the release values, or Karhunen–Loève coefficients.

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from dpaudit.accounting import ExactAccounting
+from dpaudit.audit_record import DIRECTIONS, VERDICTS, AuditRecord
 from dpaudit.compatibility import Compatibility
-from dpaudit.mechanism import Claim
 from dpaudit.pld import DeltaCurve
 from dpaudit.serialize import json_float, jsonable
 from dpaudit.whitebox.summaries import DeltaSummary, EpsilonSummary
@@ -28,12 +28,6 @@ __all__ = [
     "DirectionResult",
     "import_arviz",
 ]
-
-#: Possible verdicts.
-VERDICTS = ("pass", "violation", "inconclusive", "incompatible")
-
-#: Direction labels: ``x ~ P_D`` with ``L = log p_D - log p_D'``, and the reverse.
-DIRECTIONS = ("D->D'", "D'->D")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +103,7 @@ class DirectionResult:
 
 
 @dataclasses.dataclass(frozen=True)
-class AuditResult:
+class AuditResult(AuditRecord):
     """The outcome of :func:`audit` (frozen; ``to_dict`` is JSON-able).
 
     Attributes:
@@ -137,11 +131,6 @@ class AuditResult:
         notes: sentences qualifying the verdict.
     """
 
-    mechanism: str
-    claim: Claim
-    verdict: str
-    confidence: float
-    samples: int
     seed: int
     route: str
     delta_at_claimed_epsilon: DeltaSummary
@@ -163,11 +152,7 @@ class AuditResult:
             The documented record of the audit (see ``docs``); the golden records pin it.
         """
         return {
-            "mechanism": self.mechanism,
-            "claim": dataclasses.asdict(self.claim),
-            "verdict": self.verdict,
-            "confidence": self.confidence,
-            "samples": self.samples,
+            **self.record_dict(),
             "seed": self.seed,
             "route": self.route,
             "delta_at_claimed_epsilon": jsonable(self.delta_at_claimed_epsilon),
