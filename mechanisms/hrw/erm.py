@@ -76,14 +76,7 @@ import scipy.special
 
 from dpaudit import Mechanism, register
 from dpaudit.spaces import Exponential, Gaussian, Kernel
-from mechanisms.hrw.release import (
-    check_count,
-    check_points,
-    check_positive_number,
-    hrw_grid_mechanism,
-    hrw_setting,
-    kernel_matrix,
-)
+from mechanisms.hrw import release as hrw
 
 __all__ = [
     "LOSSES",
@@ -128,7 +121,7 @@ def erm_kernel(kernel: str = "gaussian", lengthscale: float = 0.2) -> Kernel:
     Raises:
         ValueError: an unknown kernel name or a non-positive lengthscale.
     """
-    rho = check_positive_number("lengthscale", lengthscale)
+    rho = hrw.check_positive_number("lengthscale", lengthscale)
     if kernel == "gaussian":
         return Gaussian(lengthscale=rho)
     if kernel == "exponential":
@@ -180,9 +173,11 @@ def loss_lipschitz_constant(
     if loss == "square":
         if y_bound is None:
             raise ValueError("the square loss needs the public response bound y_bound (|y| <= B).")
-        b = check_positive_number("y_bound", y_bound)
-        lam = check_positive_number("regularization", regularization)
-        return 2.0 * b * (1.0 + math.sqrt(check_positive_number("kernel_sup", kernel_sup) / lam))
+        b = hrw.check_positive_number("y_bound", y_bound)
+        lam = hrw.check_positive_number("regularization", regularization)
+        return (
+            2.0 * b * (1.0 + math.sqrt(hrw.check_positive_number("kernel_sup", kernel_sup) / lam))
+        )
     raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
 
 
@@ -202,10 +197,10 @@ def erm_sensitivity(lipschitz: float, regularization: float, n: int, kernel_sup:
         >>> erm_sensitivity(1.0, 0.1, 50)
         0.2
     """
-    m = check_positive_number("lipschitz", lipschitz)
-    lam = check_positive_number("regularization", regularization)
-    n = check_count("n", n)
-    return m * math.sqrt(check_positive_number("kernel_sup", kernel_sup)) / (lam * n)
+    m = hrw.check_positive_number("lipschitz", lipschitz)
+    lam = hrw.check_positive_number("regularization", regularization)
+    n = hrw.check_count("n", n)
+    return m * math.sqrt(hrw.check_positive_number("kernel_sup", kernel_sup)) / (lam * n)
 
 
 def kernel_svm_sensitivity(n: int, regularization: float, kernel_sup: float = 1.0) -> float:
@@ -286,11 +281,11 @@ class ERMSolution:
         Returns:
             ``(m,)`` values.
         """
-        return kernel_matrix(self.kernel, x, self.points) @ self.coefficients
+        return hrw.kernel_matrix(self.kernel, x, self.points) @ self.coefficients
 
     @property
     def gram(self) -> np.ndarray:
-        return kernel_matrix(self.kernel, self.points)
+        return hrw.kernel_matrix(self.kernel, self.points)
 
     @property
     def rkhs_norm(self) -> float:
@@ -359,7 +354,7 @@ def _check_labels(loss: str, labels, n: int, y_bound: float | None) -> np.ndarra
 def _split_data(data, dim: int, n: int | None):
     if not isinstance(data, tuple | list) or len(data) != 2:
         raise TypeError("ERM data must be a tuple (X, y) of covariates and labels.")
-    x = np.asarray(check_points("ERM covariates X", data[0], dim=dim, n=n))
+    x = np.asarray(hrw.check_points("ERM covariates X", data[0], dim=dim, n=n))
     return x, data[1]
 
 
@@ -490,7 +485,7 @@ def kernel_erm(
     Raises:
         ValueError: invalid inputs (NaN, labels outside their set, ``lambda <= 0``).
     """
-    lam = check_positive_number("regularization", regularization)
+    lam = hrw.check_positive_number("regularization", regularization)
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
     points = np.asarray(x, dtype=np.float64)
@@ -499,7 +494,7 @@ def kernel_erm(
         raise ValueError("covariates must be a finite (n,) or (n, d) array.")
     n = points.shape[0]
     labels = _check_labels(loss, y, n, y_bound)
-    k = kernel_matrix(kernel, points)
+    k = hrw.kernel_matrix(kernel, points)
     dual = None
     if loss == "square":
         alpha = scipy.linalg.solve(k + lam * n * np.eye(n), labels, assume_a="pos")
@@ -572,7 +567,7 @@ def erm_rkhs_distance(solution: ERMSolution, other: ERMSolution) -> float:
     """
     points = np.concatenate([solution.points, other.points])
     coefficients = np.concatenate([solution.coefficients, -other.coefficients])
-    gram = kernel_matrix(solution.kernel, points)
+    gram = hrw.kernel_matrix(solution.kernel, points)
     return math.sqrt(max(float(coefficients @ gram @ coefficients), 0.0))
 
 
@@ -595,9 +590,9 @@ def _erm_mechanism(
     rtol: float | None,
     y_bound: float | None = None,
 ) -> Mechanism:
-    setting = hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
+    setting = hrw.hrw_setting(epsilon, delta, n, dim, grid_size, calibration, rtol)
     n, dim, grid_size = setting.n, setting.dim, setting.grid_size
-    lam = check_positive_number("regularization", regularization)
+    lam = hrw.check_positive_number("regularization", regularization)
     k = erm_kernel(kernel, lengthscale)
     kernel_sup = 1.0  # both kernels have unit variance
     m = loss_lipschitz_constant(loss, lam, y_bound=y_bound, kernel_sup=kernel_sup)
@@ -622,7 +617,7 @@ def _erm_mechanism(
     if y_bound is not None:
         params["y_bound"] = float(y_bound)
         label_text = f"|y| <= {y_bound:g}"
-    return hrw_grid_mechanism(
+    return hrw.hrw_grid_mechanism(
         name,
         summary,
         release,
@@ -682,7 +677,7 @@ def hrw_kernel_ridge(
         lengthscale: its lengthscale.
         dim, grid_size, calibration, rtol: as in :func:`mechanisms.hrw.kde.hrw_gaussian_kde`.
     """
-    y_bound = check_positive_number("y_bound", y_bound)
+    y_bound = hrw.check_positive_number("y_bound", y_bound)
     # locals() here is exactly the keyword arguments, passed on unchanged
     return _erm_mechanism(name="hrw-kernel-ridge", loss="square", **locals())
 

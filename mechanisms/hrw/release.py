@@ -724,26 +724,15 @@ class OnlineExponentialRelease:
         return value + self.scale * xi
 
 
-def online_exponential_release(
-    summary_fn: Callable,
-    points,
-    *,
-    sensitivity: float,
-    epsilon: float,
-    delta: float,
-    lengthscale: float,
-    key: jax.Array,
-    calibration: str = "classical",
-    sample_shape: tuple[int, ...] = (),
-) -> np.ndarray:
+def online_exponential_release(summary_fn: Callable, points, **options) -> np.ndarray:
     """Answer the queries ``points`` in the given order with :class:`OnlineExponentialRelease`.
 
     Args:
         summary_fn: ``f_D`` as a function of a point.
         points: the query points in ``[0, 1]``, in order.
-        sensitivity, epsilon, delta, lengthscale, calibration: as :class:`OnlineExponentialRelease`.
-        key: a JAX PRNG key.
-        sample_shape: independent runs to draw.
+        **options: the keyword arguments of :class:`OnlineExponentialRelease`
+            (``sensitivity``, ``epsilon``, ``delta``, ``lengthscale``, ``key``,
+            ``calibration``, ``sample_shape``).
 
     Returns:
         An array ``sample_shape + (k,)`` of answers, one per query.
@@ -754,15 +743,6 @@ def online_exponential_release(
         >>> out.shape
         (3,)
     """
-    release = OnlineExponentialRelease(
-        summary_fn,
-        sensitivity=sensitivity,
-        epsilon=epsilon,
-        delta=delta,
-        lengthscale=lengthscale,
-        key=key,
-        calibration=calibration,
-        sample_shape=sample_shape,
-    )
+    release = OnlineExponentialRelease(summary_fn, **options)
     answers = [release.query(x) for x in np.asarray(points, dtype=float).ravel()]
     return np.stack(answers, axis=-1)
