@@ -1,6 +1,5 @@
 """Audit specs: validation with one clear line, user mechanisms from files, dataset generators."""
 
-
 import jax
 import numpy as np
 import pytest
