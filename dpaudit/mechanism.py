@@ -344,7 +344,6 @@ class Mechanism:
         are data, not randomness, and stay allowed.
         """
         trace = handlers.trace(handlers.seed(self.model, rng_seed=0)).get_trace(data)
-        _refuse_other_random_sites(self.name, self.release_site, trace)
         site = trace.get(self.release_site)
         if site is None or site["type"] != "sample":
             sites = sorted(k for k, v in trace.items() if v["type"] == "sample")
@@ -353,6 +352,7 @@ class Mechanism:
                 f"(its sample sites are {sites}); sample the release with "
                 f"numpyro.sample({self.release_site!r}, ...)."
             )
+        _refuse_other_random_sites(self.name, self.release_site, trace)
         fn = site["fn"]
         if not isinstance(fn, Distribution):
             raise TypeError(
