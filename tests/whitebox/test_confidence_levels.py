@@ -99,7 +99,9 @@ def test_empirical_bernstein_exceedance_matches_its_level_and_detects_a_2x_error
     counts = (int(np.sum(lower > _P)), int(np.sum(upper < _P)))
     for count, rate0, rate1 in zip(counts, r0, r1, strict=True):
         assert rate0 <= _LEVEL
-        band = scipy.stats.binom.ppf([TEST_FAILURE_RATE / 2, 1 - TEST_FAILURE_RATE / 2], _REPS, rate0)
+        band = scipy.stats.binom.ppf(
+            [TEST_FAILURE_RATE / 2, 1 - TEST_FAILURE_RATE / 2], _REPS, rate0
+        )
         power = scipy.stats.binom.cdf(band[0] - 1, _REPS, rate1) + scipy.stats.binom.sf(
             band[1], _REPS, rate1
         )

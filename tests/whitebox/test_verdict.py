@@ -1,6 +1,13 @@
 """The verdict rules of dpaudit.whitebox.verdict, one table row per rule of its docstring.
 
 Each row calls the pure ``verdict`` function with small hand-built records: no audit runs.
+
+The accounting round-off margins are pinned by rows of a correct, exactly tight claim
+that only the margin keeps from reading as a violation. Mutations checked:
+``SUP_LOSS_RTOL = 0`` fails "5 Laplace supremum at the claim" and the catalogue
+``laplace-mean`` audit below (its exact supremum is 1.0000000000000002 for a claim of 1);
+dropping the exact-lower-curve margin (``lower > claim.delta``) fails "3 exact lower curve
+within its margin".
 """
 
 import math
