@@ -38,7 +38,10 @@ estimates with bounds that are simultaneous over the grid and both directions
 (Bonferroni, ``alpha / (2 G)`` per point) and the exact curves when known.
 ``report.epsilon_lower`` is a certified lower bound on the mechanism's
 ``epsilon(delta)`` at the claimed ``delta`` (at confidence ``1 - alpha``;
-deterministic for certificates and exact accounting).
+deterministic for certificates and exact accounting). On a pass it is at most
+the claimed epsilon: round-off above the claim is clamped, noted, and kept raw
+in ``report.diagnostics["epsilon_lower_raw"]``
+(:func:`~dpaudit.whitebox.verdict.clamp_pass_lower_bound`).
 """
 
 from __future__ import annotations
