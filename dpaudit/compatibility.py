@@ -37,6 +37,27 @@ Deciding convergence from ``K`` terms is a tail estimate, made robust as follows
    a geometric tail estimate ``B_last r / (1 - r)`` and limit are reported.
 
 Fewer than ``min_blocks`` blocks (``K_r < 2^min_blocks``) give ``"undetermined"``.
+
+**Where the analysis means something.** Extrapolating ``K -> infinity`` is only
+meaningful when the ``K`` coefficients are a truncation of a functional release:
+a :class:`~dpaudit.noise.GridNoise` (curves on a grid, expanded in a
+Karhunen–Loève basis whose later eigenfunctions exist but were not kept). A
+bare :class:`~dpaudit.noise.KarhunenLoeveNoise` release (a coefficient vector of
+length ``K`` declared by the user, e.g. ``ICLPNoise(eigenvalues, sigma, loc=h)``)
+*is* the mechanism: there is no ``K + 1``-th coefficient, and the verdict rests
+on the audited law. :func:`compatibility` is then called with
+``extrapolated=False``: the evidence is still computed and reported, but
+:meth:`Compatibility.allows` is not used to override the verdict
+(:mod:`dpaudit.whitebox.verdict` adds a note instead).
+
+**Which theorem.** The sentence explaining an impossibility depends on the noise
+(:meth:`Compatibility.limit_explanation`): for Gaussian noise, ``h`` outside the
+Cameron–Martin space ``H_C`` gives mutually singular laws (Cameron–Martin /
+Feldman–Hájek; MRS Thm 3.1); for ICLP noise, ``h`` outside ``H_C`` gives
+mutually singular laws (LR Thm 2/5), and ``h`` in ``H_C`` but not in
+``H_{1,C}`` gives *equivalent* laws that are not pure-DP for any noise scale
+(LR Thm 3/7) -- "not pure-DP", not "singular". See ``docs/papers/lr.md`` and
+``docs/papers/mrs.md``.
 """
 
 from __future__ import annotations
@@ -55,6 +76,7 @@ __all__ = [
     "SeriesEvidence",
     "classify_pair",
     "compatibility",
+    "is_functional_truncation",
     "series_evidence",
 ]
 
@@ -117,6 +139,10 @@ class Compatibility:
         n_components: ``K`` given.
         n_reliable: ``K_r`` used.
         reason: one sentence for reports.
+        extrapolated: True when the coefficients truncate a functional release (a grid
+            release on a basis) and the ``K -> infinity`` limit applies to the verdict;
+            False for a finite coefficient vector declared by the user, whose verdict
+            rests on the audited law (see the module docstring).
     """
 
     classification: str
@@ -125,6 +151,7 @@ class Compatibility:
     n_components: int
     n_reliable: int
     reason: str
+    extrapolated: bool = True
 
     def allows(self, pure: bool, family: str) -> bool | None:
         """Whether this class allows the claimed kind of DP with this noise family in the limit.
@@ -146,6 +173,44 @@ class Compatibility:
         if pure and family == "laplace":
             return self.classification == "compatible"
         return True
+
+    def limit_explanation(self, pure: bool, family: str) -> str:
+        """The theorem behind :meth:`allows` for this noise family, as one sentence.
+
+        Gaussian noise with ``h`` outside ``H_C``: mutually singular laws
+        (Cameron–Martin / Feldman–Hájek, MRS Thm 3.1). ICLP noise with ``h`` outside
+        ``H_C``: mutually singular laws (LR Thm 2/5); with ``h`` in ``H_C`` minus
+        ``H_{1,C}`` and a pure claim: equivalent laws that are not pure-DP (LR Thm 3/7).
+
+        Args:
+            pure: the claim is pure epsilon-DP.
+            family: ``"gaussian"`` or ``"laplace"`` (ICLP).
+
+        Returns:
+            The sentence (the classification's :attr:`reason` in the other cases).
+        """
+        cm, oc = self.cameron_martin.ratio, self.one_c.ratio
+        if self.classification == "incompatible" and family == "gaussian":
+            return (
+                f"h lies outside the Cameron-Martin space H_C (||h||_C diverges, block ratio "
+                f"{cm:.3g}): by the Cameron-Martin (Feldman-Hajek) theorem the Gaussian release "
+                "laws are mutually singular in the limit, so no noise scale gives any DP "
+                "(Mirshani et al. Thm 3.1)."
+            )
+        if self.classification == "incompatible":
+            return (
+                f"h lies outside H_C (||h||_C diverges, block ratio {cm:.3g}): the ICLP release "
+                "laws are mutually singular in the limit, so no noise scale gives any DP "
+                "(Lin & Reimherr Thm 2/5)."
+            )
+        if self.classification == "gaussian-only" and pure and family == "laplace":
+            return (
+                f"h lies in H_C but not in H_{{1,C}} (||h||_C converges, block ratio {cm:.3g}; "
+                f"||h||_{{1,C}} diverges, block ratio {oc:.3g}): the ICLP release laws are "
+                "equivalent (not singular) but not pure-DP for any noise scale "
+                "(Lin & Reimherr Thm 3/7)."
+            )
+        return self.reason
 
     def to_dict(self) -> dict:
         """A JSON-able dict (non-finite floats as ``"inf"``/``"-inf"``, NaN as ``None``).
@@ -258,6 +323,7 @@ def compatibility(
     min_blocks: int = 3,
     fit_blocks: int = 4,
     margin: float = 0.05,
+    extrapolated: bool = True,
 ) -> Compatibility:
     """Classify ``h`` (coefficients ``h_j``) against a noise with eigenvalues ``lambda_j``.
 
@@ -270,6 +336,9 @@ def compatibility(
         coefficient_rtol: coefficients ``<= coefficient_rtol * ||h||_2`` are
             round-off and count as 0.
         min_blocks, fit_blocks, margin: see :func:`series_evidence`.
+        extrapolated: True when the coefficients truncate a functional release (the
+            ``K -> infinity`` limit applies to the verdict); False for a finite vector
+            declared by the user (see the module docstring).
 
     Returns:
         A :class:`Compatibility` with the evidence.
@@ -333,7 +402,7 @@ def compatibility(
             f"(ratio {oc.ratio:.3g}): Gaussian noise can give (epsilon, delta)-DP, ICLP noise no "
             "pure epsilon-DP (Lin & Reimherr Thm 3/7)."
         )
-    return Compatibility(cls, cm, oc, int(h.size), k_r, reason)
+    return Compatibility(cls, cm, oc, int(h.size), k_r, reason, extrapolated)
 
 
 def classify_pair(mechanism, data, data_prime, **kwargs) -> Compatibility | None:
@@ -357,4 +426,22 @@ def classify_pair(mechanism, data, data_prime, **kwargs) -> Compatibility | None
     )
     if shift is None or shift.source in ("independent", "multivariate"):
         return None
+    kwargs.setdefault("extrapolated", is_functional_truncation(shift.source))
     return compatibility(shift.shift, shift.eigenvalues, **kwargs)
+
+
+def is_functional_truncation(source: str) -> bool:
+    """Whether a release of this noise source truncates a functional release.
+
+    Only a grid release (:class:`~dpaudit.noise.GridNoise`: curves expanded in a basis
+    whose later eigenfunctions exist but were not kept) is extrapolated as ``K`` grows; a
+    bare Karhunen–Loève coefficient vector (``source == "coefficients"``) is a finite
+    vector declared by the user and is the mechanism itself.
+
+    Args:
+        source: :attr:`dpaudit.whitebox.shift.NoiseShift.source`.
+
+    Returns:
+        True for ``"grid"``, False otherwise.
+    """
+    return source == "grid"

@@ -38,7 +38,10 @@ estimates with bounds that are simultaneous over the grid and both directions
 (Bonferroni, ``alpha / (2 G)`` per point) and the exact curves when known.
 ``report.epsilon_lower`` is a certified lower bound on the mechanism's
 ``epsilon(delta)`` at the claimed ``delta`` (at confidence ``1 - alpha``;
-deterministic for certificates and exact accounting).
+deterministic for certificates and exact accounting). On a pass it is at most
+the claimed epsilon: round-off above the claim is clamped, noted, and kept raw
+in ``report.diagnostics["epsilon_lower_raw"]``
+(:func:`~dpaudit.whitebox.verdict.clamp_pass_lower_bound`).
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ from dpaudit.whitebox.summaries import (
     delta_summary,
     epsilon_summary,
 )
-from dpaudit.whitebox.verdict import verdict
+from dpaudit.whitebox.verdict import clamp_pass_lower_bound, verdict
 
 __all__ = ["audit"]
 
@@ -228,6 +231,12 @@ def _conclude(name, plan, settings, evidence, seed, confidence, started) -> Audi
     epsilon_lower, epsilons = epsilon_summary(
         claim, grid, results, plan.accounting, certificate, evidence.verified
     )
+    # A pass never shows a certified lower bound above its own claim (round-off only).
+    reported = clamp_pass_lower_bound(outcome, claim, float(epsilon_lower))
+    diagnostics = audit_diagnostics(results, settings.chunk, plan.route)
+    if reported.note is not None:
+        diagnostics["epsilon_lower_raw"] = reported.raw
+        notes = (*notes, reported.note)
     return AuditResult(
         mechanism=name,
         claim=claim,
@@ -237,13 +246,13 @@ def _conclude(name, plan, settings, evidence, seed, confidence, started) -> Audi
         seed=seed,
         route=plan.route,
         delta_at_claimed_epsilon=delta,
-        epsilon_lower=float(epsilon_lower),
+        epsilon_lower=reported.value,
         epsilon_at_claimed_delta=epsilons,
         certificate=certificate,
         curves=audit_curves(grid, settings.claim_index, confidence, results, plan.accounting),
         exact=plan.accounting,
         compatibility=plan.compatibility,
-        diagnostics=audit_diagnostics(results, settings.chunk, plan.route),
+        diagnostics=diagnostics,
         directions=results,
         seconds=time.perf_counter() - started,
         notes=notes,

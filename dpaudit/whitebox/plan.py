@@ -15,7 +15,7 @@ from numpyro.distributions import Distribution
 
 from dpaudit.accounting import ExactAccounting, exact_accounting
 from dpaudit.adjacency import check_adjacent
-from dpaudit.compatibility import Compatibility
+from dpaudit.compatibility import Compatibility, is_functional_truncation
 from dpaudit.compatibility import compatibility as compatibility_of
 from dpaudit.densities import check_has_density
 from dpaudit.mechanism import Claim, Mechanism
@@ -106,9 +106,14 @@ def plan_audit(
     accounting = exact_accounting(shift, discretization=discretization) if exact and shift else None
     compat = None
     # Compatibility is about functional noise (K -> infinity); finite-dimensional
-    # ("independent"/"multivariate") noise has no limit to classify.
+    # ("independent"/"multivariate") noise has no limit to classify. A bare coefficient
+    # vector ("coefficients") is analysed but not extrapolated: the user declared those K
+    # coefficients, so the verdict rests on the audited law; only a grid release on a
+    # basis truncates a functional release (dpaudit.compatibility's module docstring).
     if compatibility and shift is not None and shift.source in ("grid", "coefficients"):
-        compat = compatibility_of(shift.shift, shift.eigenvalues)
+        compat = compatibility_of(
+            shift.shift, shift.eigenvalues, extrapolated=is_functional_truncation(shift.source)
+        )
     return AuditPlan(claim, dist_d, dist_dp, shift, route, accounting, compat)
 
 

@@ -28,11 +28,18 @@ has one row per rule):
 9. **incompatible.** No violation, but the compatibility analysis shows the
    claimed kind of DP is impossible for this noise as ``K`` grows (mutually
    singular laws in the limit, or a pure claim with ICLP noise on a
-   Gaussian-only pair).
+   Gaussian-only pair: equivalent laws that are not pure-DP). The note cites
+   the theorem for the noise at hand
+   (:meth:`~dpaudit.compatibility.Compatibility.limit_explanation`). Only for a
+   truncated functional release (``compatibility.extrapolated``): a finite
+   coefficient vector declared by the user is the mechanism, its verdict
+   rests on the audited law, and the limit is only noted.
 10. **undetermined compatibility** adds the analysis's reason as a note.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from dpaudit.accounting import ExactAccounting
 from dpaudit.compatibility import Compatibility
@@ -40,7 +47,7 @@ from dpaudit.mechanism import Claim
 from dpaudit.whitebox.result import Certificate
 from dpaudit.whitebox.summaries import DeltaSummary
 
-__all__ = ["SUP_LOSS_RTOL", "verdict"]
+__all__ = ["SUP_LOSS_RTOL", "PassLowerBound", "clamp_pass_lower_bound", "verdict"]
 
 #: Relative margin on an exact supremum of the loss: ``sum_j a_j`` is an fsum of K
 #: float64 terms, accurate far below 1e-9 relative, so a claim at exactly the
@@ -91,11 +98,19 @@ def _compatibility_verdict(claim, compat, noise_family, current: str) -> tuple[s
         # Without a noise structure there is no family; Gaussian is the permissive default.
         family = noise_family if noise_family is not None else "gaussian"
         if compat.allows(claim.pure, family) is False:
-            notes.append(
-                f"no violation at K = {compat.n_components}, but {compat.reason} The claim "
-                "cannot hold for the functional (K -> infinity) mechanism."
-            )
-            current = "incompatible"
+            explanation = compat.limit_explanation(claim.pure, family)
+            if compat.extrapolated:
+                notes.append(
+                    f"no violation at K = {compat.n_components}, but {explanation} The claim "
+                    "cannot hold for the functional (K -> infinity) mechanism."
+                )
+                current = "incompatible"
+            else:
+                notes.append(
+                    f"the release is a finite coefficient vector (K = {compat.n_components}) "
+                    "declared as such, so the verdict rests on the audited law; a functional "
+                    f"release with these coefficients would not extend as K grows: {explanation}"
+                )
     if compat is not None and compat.classification == "undetermined":
         notes.append(compat.reason)
     return current, notes
@@ -141,3 +156,51 @@ def verdict(
         outcome = "inconclusive"  # rule 8
     outcome, compat_notes = _compatibility_verdict(claim, compatibility, noise_family, outcome)
     return outcome, tuple(notes + compat_notes)
+
+
+class PassLowerBound(NamedTuple):
+    """The certified lower bound on epsilon reported with a verdict.
+
+    Attributes:
+        value: the bound reported (at most the claimed epsilon on a pass).
+        raw: the bound as computed, before any clamping.
+        note: a sentence when the bound was clamped, else ``None``.
+    """
+
+    value: float
+    raw: float
+    note: str | None
+
+
+def clamp_pass_lower_bound(outcome: str, claim: Claim, epsilon_lower: float) -> PassLowerBound:
+    """On a pass, clamp the certified lower bound on epsilon to at most the claimed epsilon.
+
+    A pass can only be reached with a bound above the claim through round-off: the exact
+    supremum ``sum_j a_j`` of a claim calibrated at exactly its tight epsilon is within
+    :data:`SUP_LOSS_RTOL` of the claim (e.g. ``1.0000000000000009`` for a claim of 1), and
+    the pass rules accept it. Reporting it as a *certified* bound above the claim would
+    contradict the verdict, so the value shown is ``min(epsilon_lower, epsilon)`` and the
+    raw value is kept (``diagnostics["epsilon_lower_raw"]`` of the audit result).
+
+    Args:
+        outcome: the verdict.
+        claim: the claim audited.
+        epsilon_lower: the certified lower bound as computed.
+
+    Returns:
+        A :class:`PassLowerBound`; ``value == raw`` and ``note is None`` unless clamped.
+
+    Example:
+        >>> clamp_pass_lower_bound("pass", Claim(1.0), 1.0000000000000009).value
+        1.0
+        >>> clamp_pass_lower_bound("violation", Claim(1.0), 1.5).note is None
+        True
+    """
+    if outcome != "pass" or not epsilon_lower > claim.epsilon:
+        return PassLowerBound(epsilon_lower, epsilon_lower, None)
+    note = (
+        f"the certified lower bound on epsilon computed as {epsilon_lower!r} exceeds the claim "
+        f"{claim.epsilon!r} by round-off only (within the accounting margin); it is reported "
+        "as the claim, the raw value is in diagnostics['epsilon_lower_raw']."
+    )
+    return PassLowerBound(claim.epsilon, epsilon_lower, note)

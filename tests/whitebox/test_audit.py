@@ -226,21 +226,87 @@ def test_raw_mean_of_rough_curves_with_rbf_noise():
     assert report.compatibility.classification == "incompatible"
 
 
-def test_pure_iclp_claim_on_a_gaussian_only_pair_is_incompatible():
-    """h = c j^-2 with lambda_j = j^-2: ||h||_C converges, ||h||_{1,C} = c sum 1/j diverges.
-    At K = 64 the 1,C norm is finite and the noise covers it, but no sigma works as K grows."""
-    lam = np.arange(1, 64 + 1.0) ** -2.0  # K = 64 components
-    h = 0.05 * lam  # c j^-2 with c = 0.05
+def _gaussian_only_pair(k):
+    """h = c j^-2 with lambda_j = j^-2: ||h||_C converges, ||h||_{1,C} = c sum 1/j diverges."""
+    lam = np.arange(1, k + 1.0) ** -2.0
+    return lam, 0.05 * lam  # c = 0.05
+
+
+def test_pure_iclp_claim_on_a_gaussian_only_functional_pair_is_incompatible():
+    """A grid release on a cosine basis truncated at K = 64: at K = 64 the 1,C norm is finite
+    and the noise covers it, but no sigma works as K grows. The note cites the 1,C analysis
+    (equivalent laws, not pure-DP; LR Thm 3/7), not the Cameron-Martin singularity."""
+    k = 64
+    lam, h = _gaussian_only_pair(k)
+    grid = uniform_grid(4 * k)
+    basis = spectral_basis(
+        lam, lambda t: np.sqrt(2) * np.cos(np.pi * np.arange(1, k + 1) * t), grid
+    )
     sigma = 1.5 * math.sqrt(2) * float(one_c_norm(jnp.asarray(h), jnp.asarray(lam)))
+    curve = basis.reconstruct(jnp.asarray(h))
 
     def model(data):
-        numpyro.sample("release", ICLPNoise(jnp.asarray(lam), sigma, loc=data[0] * h))
+        noise = ICLPNoise(basis.eigenvalues, sigma)
+        numpyro.sample("release", GridNoise(noise, basis, loc=data[0, 0] * curve))
 
-    mech = Mechanism("test-iclp-gaussian-only", model, Claim(1.0))
+    mech = Mechanism("test-iclp-gaussian-only-grid", model, Claim(1.0))
     report = dpaudit.audit(mech, jnp.ones((1, 1)), jnp.zeros((1, 1)), samples=2_000, seed=7)
     assert report.compatibility.classification == "gaussian-only"
+    assert report.compatibility.extrapolated
     assert report.verdict == "incompatible"
     assert report.exact.sup_loss < 1.0
+    (note,) = [n for n in report.notes if "K = 64" in n]
+    assert "not pure-DP" in note and "H_{1,C}" in note and "Thm 3/7" in note
+    assert "singular" not in note.replace("not singular", "")
+
+
+def test_gaussian_noise_outside_cameron_martin_is_incompatible_and_cites_it():
+    """Gaussian grid noise, h_j = j^-1 with lambda_j = j^-2: ||h||_C^2 = sum 1 diverges."""
+    k = 64
+    lam = np.arange(1, k + 1.0) ** -2.0
+    h = 0.01 * np.arange(1, k + 1.0) ** -1.0
+    grid = uniform_grid(4 * k)
+    basis = spectral_basis(
+        lam, lambda t: np.sqrt(2) * np.cos(np.pi * np.arange(1, k + 1) * t), grid
+    )
+    curve = basis.reconstruct(jnp.asarray(h))
+
+    def model(data):
+        noise = GaussianProcessNoise(basis.eigenvalues, 50.0)
+        numpyro.sample("release", GridNoise(noise, basis, loc=data[0, 0] * curve))
+
+    mech = Mechanism("test-gp-outside-cm", model, Claim(1.0, 0.1))
+    report = dpaudit.audit(mech, jnp.ones((1, 1)), jnp.zeros((1, 1)), samples=2_000, seed=7)
+    assert report.compatibility.classification == "incompatible"
+    assert report.verdict == "incompatible"
+    (note,) = [n for n in report.notes if "K = 64" in n]
+    assert "Cameron-Martin" in note and "mutually singular" in note and "Thm 3.1" in note
+
+
+@pytest.mark.parametrize("k", [30, 64])
+def test_finite_iclp_coefficient_vector_at_its_tight_epsilon_passes(k):
+    """A user's coefficient vector (a bare ICLPNoise, K = 30 or 64) is the mechanism, not a
+    truncation: with sigma = sqrt(2) ||h||_{1,C} / epsilon the claim is exactly tight and the
+    verdict rests on the audited law. At K = 64 the same coefficients read as a Gaussian-only
+    pair as K grows (at K = 30 the tail fit still reads compatible): the limit is only noted.
+    The exact supremum is 1 + round-off, so the pass also clamps epsilon_lower to the claim."""
+    epsilon = 1.0
+    lam, h = _gaussian_only_pair(k)
+    sigma = math.sqrt(2) * float(one_c_norm(jnp.asarray(h), jnp.asarray(lam))) / epsilon
+
+    def model(data):
+        numpyro.sample("release", ICLPNoise(jnp.asarray(lam), sigma, loc=data[0, 0] * h))
+
+    mech = Mechanism("test-iclp-finite-vector", model, Claim(epsilon))
+    report = dpaudit.audit(mech, jnp.ones((1, 1)), jnp.zeros((1, 1)), samples=2_000, seed=7)
+    assert report.compatibility is not None and not report.compatibility.extrapolated
+    assert report.verdict == "pass"
+    assert report.exact.sup_loss == pytest.approx(epsilon, rel=1e-12)
+    assert report.epsilon_lower <= epsilon
+    assert report.diagnostics.get("epsilon_lower_raw", epsilon) >= epsilon
+    if k == 64:
+        assert report.compatibility.classification == "gaussian-only"
+        assert any("finite coefficient vector (K = 64)" in n for n in report.notes)
 
 
 @pytest.mark.parametrize("kind", ["gaussian", "iclp"])

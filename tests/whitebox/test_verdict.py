@@ -1,6 +1,13 @@
 """The verdict rules of dpaudit.whitebox.verdict, one table row per rule of its docstring.
 
 Each row calls the pure ``verdict`` function with small hand-built records: no audit runs.
+
+The accounting round-off margins are pinned by rows of a correct, exactly tight claim
+that only the margin keeps from reading as a violation. Mutations checked:
+``SUP_LOSS_RTOL = 0`` fails "5 Laplace supremum at the claim" and the catalogue
+``laplace-mean`` audit below (its exact supremum is 1.0000000000000002 for a claim of 1);
+dropping the exact-lower-curve margin (``lower > claim.delta``) fails "3 exact lower curve
+within its margin".
 """
 
 import math
@@ -10,8 +17,9 @@ import pytest
 
 from dpaudit import Certificate, Claim, Compatibility
 from dpaudit.accounting import ExactAccounting
+from dpaudit.compatibility import SeriesEvidence
 from dpaudit.whitebox.summaries import DeltaSummary
-from dpaudit.whitebox.verdict import verdict
+from dpaudit.whitebox.verdict import clamp_pass_lower_bound, verdict
 
 PURE = Claim(epsilon=1.0)
 APPROX = Claim(epsilon=1.0, delta=1e-5)
@@ -34,8 +42,16 @@ def _laplace(sup_loss: float) -> ExactAccounting:
     return ExactAccounting(family="laplace", sup_loss=sup_loss)
 
 
-def _compat(classification: str) -> Compatibility:
-    return Compatibility(classification, None, None, 16, 8, f"the pair is {classification}.")
+def _series(name: str, ratio: float) -> SeriesEvidence:
+    empty = np.zeros(0)
+    return SeriesEvidence(name, empty, empty, empty, empty, ratio, 1.0, ratio < 1, 0.0, 0.0)
+
+
+def _compat(classification: str, extrapolated: bool = True) -> Compatibility:
+    cm = _series("cameron-martin", 1.5 if classification == "incompatible" else 0.5)
+    one_c = _series("one-c", 0.5 if classification == "compatible" else 1.0)
+    reason = f"the pair is {classification}."
+    return Compatibility(classification, cm, one_c, 16, 8, reason, extrapolated)
 
 
 CERTIFICATE = Certificate(
@@ -95,6 +111,12 @@ RULES = [
      "gaussian", "incompatible", "cannot hold for the functional"),
     ("9 pure ICLP claim, gaussian-only pair", PURE, _delta(), _laplace(0.5), None,
      _compat("gaussian-only"), "laplace", "incompatible", "K = 16"),
+    ("9 Gaussian noise outside H_C: Cameron-Martin, singular", APPROX, _delta(upper=1e-6), None,
+     None, _compat("incompatible"), "gaussian", "incompatible", "mutually singular"),
+    ("9 ICLP gaussian-only: 1,C, not pure-DP", PURE, _delta(), _laplace(0.5), None,
+     _compat("gaussian-only"), "laplace", "incompatible", "not pure-DP"),
+    ("9 a finite coefficient vector is not extrapolated", PURE, _delta(), _laplace(1.0), None,
+     _compat("gaussian-only", extrapolated=False), "laplace", "pass", "rests on the audited law"),
     ("9 a violation stays a violation", PURE, _delta(), None, CERTIFICATE,
      _compat("incompatible"), "laplace", "violation", None),
     ("9 compatible pair", PURE, _delta(), _laplace(0.5), None, _compat("compatible"), "laplace",
@@ -129,3 +151,31 @@ def test_delta_summary_reads_as_the_documented_dict():
     assert dict(summary) == {k: getattr(summary, k) for k in summary}
     with pytest.raises(KeyError):
         summary["missing"]
+
+
+def test_a_pass_never_reports_a_lower_bound_above_its_claim():
+    """Round-off above the claim is clamped on a pass only; a violation keeps its bound."""
+    clamped = clamp_pass_lower_bound("pass", PURE, 1.0000000000000009)
+    assert (clamped.value, clamped.raw) == (1.0, 1.0000000000000009)
+    assert "round-off" in clamped.note
+    for outcome, bound in (("pass", 0.7), ("violation", 1.5), ("inconclusive", 1.0 + 1e-15)):
+        kept = clamp_pass_lower_bound(outcome, PURE, bound)
+        assert kept == (bound, bound, None)
+
+
+def test_laplace_mean_at_its_tight_epsilon_passes_with_a_clamped_lower_bound():
+    """The catalogue's laplace-mean (n = 50, d = 2) at exactly its tight epsilon: the exact
+    supremum of the loss is 1.0000000000000002 (fsum round-off) for a claim of 1."""
+    import jax.numpy as jnp
+
+    import dpaudit
+
+    mech = dpaudit.build("laplace-mean", epsilon=1.0, n=50, dim=2)
+    data = jnp.zeros((50, 2))
+    report = dpaudit.audit(mech, data, data.at[0].set(1.0), samples=256)
+    assert report.verdict == "pass"
+    assert report.exact.sup_loss > 1.0  # the round-off this test is about
+    assert report.epsilon_lower == 1.0
+    assert report.diagnostics["epsilon_lower_raw"] == report.exact.sup_loss
+    assert report.to_dict()["diagnostics"]["epsilon_lower_raw"] == report.exact.sup_loss
+    assert any("round-off" in n for n in report.notes)
