@@ -10,7 +10,8 @@ every float to the last bit.
 The spec cases are the shipped suite (``audits/``) at capped budgets: every
 evaluation route (closed form, density, model), every white-box verdict the
 suite expects, and every black-box statistic. The extra cases add the
-verdicts and routes the suite lacks ("incompatible", an explicit model route,
+verdicts and routes the suite lacks ("incompatible" on a truncated basis, a finite
+coefficient vector that is not extrapolated, an explicit model route,
 a Monte Carlo pass of an approximate claim without exact accounting).
 
 Regenerate only when a change of behaviour is intended::
@@ -52,7 +53,8 @@ FAST = (
     "blackbox/laplace-mean",
     "blackbox/histogram-scale-epsilon",
     "blackbox/iclp-unscaled-sigma-kl",
-    "extra/incompatible-iclp-gaussian-only",
+    "extra/finite-iclp-vector-gaussian-only",
+    "extra/incompatible-grid-iclp-gaussian-only",
     "extra/model-route-laplace",
     "extra/density-route-monte-carlo-pass",
 )
@@ -102,7 +104,7 @@ def _spec_case(rel: str):
     return _audit(dataclasses.replace(item, spec=spec))
 
 
-def _incompatible():
+def _finite_vector_gaussian_only():
     import jax.numpy as jnp
     import numpyro
 
@@ -119,6 +121,32 @@ def _incompatible():
         numpyro.sample("release", ICLPNoise(jnp.asarray(lam), sigma, loc=data[0] * h))
 
     mech = dpaudit.Mechanism("golden-iclp-gaussian-only", model, dpaudit.Claim(1.0))
+    return dpaudit.audit(mech, jnp.ones((1, 1)), jnp.zeros((1, 1)), samples=2000, seed=7)
+
+
+def _grid_gaussian_only():
+    """The same Gaussian-only coefficients as a grid release on a truncated cosine basis."""
+    import jax.numpy as jnp
+    import numpyro
+
+    import dpaudit
+    from dpaudit.noise import GridNoise, ICLPNoise
+    from dpaudit.spaces import one_c_norm, spectral_basis, uniform_grid
+
+    k = 64
+    lam = np.arange(1, k + 1.0) ** -2.0
+    h = 0.05 * lam
+    basis = spectral_basis(
+        lam, lambda t: np.sqrt(2) * np.cos(np.pi * np.arange(1, k + 1) * t), uniform_grid(4 * k)
+    )
+    sigma = 1.5 * math.sqrt(2) * float(one_c_norm(jnp.asarray(h), jnp.asarray(lam)))
+    curve = basis.reconstruct(jnp.asarray(h))
+
+    def model(data):
+        noise = ICLPNoise(basis.eigenvalues, sigma)
+        numpyro.sample("release", GridNoise(noise, basis, loc=data[0, 0] * curve))
+
+    mech = dpaudit.Mechanism("golden-grid-gaussian-only", model, dpaudit.Claim(1.0))
     return dpaudit.audit(mech, jnp.ones((1, 1)), jnp.zeros((1, 1)), samples=2000, seed=7)
 
 
@@ -163,7 +191,8 @@ def _density_mc_pass():
 
 
 EXTRA = {
-    "extra/incompatible-iclp-gaussian-only": _incompatible,
+    "extra/finite-iclp-vector-gaussian-only": _finite_vector_gaussian_only,
+    "extra/incompatible-grid-iclp-gaussian-only": _grid_gaussian_only,
     "extra/model-route-laplace": _model_route,
     "extra/density-route-monte-carlo-pass": _density_mc_pass,
 }
