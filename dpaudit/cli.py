@@ -76,6 +76,7 @@ from dpaudit.spec import (
     load_spec,
     resolve_blackbox,
     resolve_mechanism,
+    with_overrides,
 )
 
 __all__ = [
@@ -170,11 +171,7 @@ def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
 
 def _build_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
     """Load one spec, apply the overrides, build its mechanism or target and its datasets."""
-    spec = load_spec(path)
-    if seed is not None:
-        spec = dataclasses.replace(spec, seed=seed)
-    if samples is not None:
-        spec = dataclasses.replace(spec, samples=samples)
+    spec = with_overrides(load_spec(path), seed, samples)
     if spec.blackbox is None:
         mechanism, target = _with_claim(resolve_mechanism(spec), spec.claim), None
         pair = load_pair(spec, mechanism)

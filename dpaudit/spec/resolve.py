@@ -29,6 +29,7 @@ from dpaudit.spec.schema import AuditSpec, field_error
 __all__ = [
     "BlackBoxTarget",
     "PublicParameters",
+    "check_dataset",
     "load_array_file",
     "load_callable",
     "load_pair",
@@ -89,12 +90,59 @@ def load_array_file(spec_path: Path, file: Path):
     try:
         loaded = np.load(file, allow_pickle=False)
     except (OSError, ValueError) as err:
-        raise field_error(spec_path, "data.files", f"cannot read {file}: {err}.") from None
+        message = str(err).rstrip(".")
+        if "allow_pickle" in message:  # numpy's wording names an option dpaudit does not offer
+            message = "it holds Python objects (dtype object); save a numeric array"
+        raise field_error(spec_path, "data.files", f"cannot read {file.name}: {message}.") from None
     if isinstance(loaded, np.ndarray):
-        return loaded
+        return check_dataset(spec_path, "data.files", file.name, loaded)
     with loaded:
-        arrays = [loaded[k] for k in loaded.files]
+        arrays = [
+            check_dataset(spec_path, "data.files", file.name, loaded[k]) for k in loaded.files
+        ]
+    if not arrays:
+        raise field_error(spec_path, "data.files", f"{file.name} holds no array.")
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def check_dataset(spec_path: Path, field: str, name: str, array) -> np.ndarray:
+    """A dataset array checked for what every mechanism needs: real numbers, finite, records.
+
+    Args:
+        spec_path: the spec file, for the message.
+        field: the field at fault (``"data.files"`` or ``"data"``).
+        name: the file or dataset named in the message.
+        array: the array read.
+
+    Returns:
+        ``array`` as a NumPy array.
+
+    Raises:
+        SpecError: for an array of strings, objects or complex numbers, a
+            scalar, no records, or a NaN or infinite entry.
+    """
+    array = np.asarray(array)
+    # a mechanism's clip/mean silently reads strings as garbage and complex numbers
+    # as their real part, and a NaN record makes D and D' differ "in every record"
+    if array.dtype.kind not in "biuf":
+        raise field_error(
+            spec_path,
+            field,
+            f"{name} holds {array.dtype} values; save real numbers (float, int or bool).",
+        )
+    if array.ndim == 0 or array.shape[0] == 0:
+        raise field_error(
+            spec_path, field, f"{name} holds no records (shape {array.shape}); save one per row."
+        )
+    if not np.all(np.isfinite(array)):
+        bad = np.argwhere(~np.isfinite(array))[0]
+        raise field_error(
+            spec_path,
+            field,
+            f"{name} has a NaN or infinite value at index {tuple(int(i) for i in bad)}; "
+            "every entry must be a finite number.",
+        )
+    return array
 
 
 def _bind_builder(spec_path: Path, builder, params: Mapping, params_field: str) -> None:
