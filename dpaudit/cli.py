@@ -69,6 +69,7 @@ from dpaudit.spec import (
     PublicParameters,
     SpecError,
     blackbox_features,
+    check_model_runs,
     find_specs,
     load_array_file,
     load_callable,
@@ -182,6 +183,8 @@ def _build_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
         dpaudit.check_adjacent(pair[0], pair[1], spec.claim.adjacency)
     except ValueError as err:
         raise SpecError(f"{spec.path}: data: {err}") from None
+    if mechanism is not None:
+        check_model_runs(spec.path, mechanism, pair)
     features = None if target is None else blackbox_features(spec, target, pair[0])
     return PreparedAudit(spec, mechanism, target, features, tuple(pair))
 

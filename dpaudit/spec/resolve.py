@@ -30,6 +30,7 @@ __all__ = [
     "BlackBoxTarget",
     "PublicParameters",
     "check_dataset",
+    "check_model_runs",
     "load_array_file",
     "load_callable",
     "load_pair",
@@ -344,3 +345,59 @@ def load_pair(spec: AuditSpec, mechanism):
         return generate(spec.generator, mechanism, seed=spec.seed, **spec.data_params)
     except (TypeError, ValueError) as err:
         raise field_error(spec.path, "data", str(err)) from None
+
+
+# a model that fails on the data with one of these is given data it cannot read (wrong
+# shape, wrong type) or is itself malformed (numpyro asserts unique site names): input
+# to fix, not a crash of dpaudit
+_MODEL_INPUT_ERRORS = (TypeError, ValueError, IndexError, AssertionError)
+
+
+def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
+    """Run the model once on ``D`` and ``D'`` before auditing, and draw one release of each.
+
+    Catches, before any audit, what the audit would only meet later as a crash
+    or a silent garbage verdict: a duplicate site name, data of the wrong shape
+    or type, a release that is NaN, infinite or complex. The draw uses its own
+    key: the audit's random numbers are unchanged.
+
+    Args:
+        spec_path: the spec file, for the message.
+        mechanism: the white-box mechanism (the spec's claim applied).
+        pair: ``(D, D')``.
+
+    Raises:
+        SpecError: naming ``mechanism`` (the model fails on the data or draws
+            a release that is not a finite real number) or ``mechanism.params``
+            (a file's records are narrower or wider than the mechanism's ``dim``).
+    """
+    import jax
+
+    dim = mechanism.params.get("dim")
+    for label, data in zip(("D", "D'"), pair, strict=True):
+        if isinstance(dim, int) and isinstance(data, np.ndarray) and data.ndim == 2:
+            if data.shape[1] != dim:
+                raise field_error(
+                    spec_path,
+                    "data",
+                    f"the records of {label} have {data.shape[1]} columns but the mechanism's "
+                    f"dim is {dim}; save {dim} columns per record or set params.dim.",
+                )
+        try:
+            release = np.asarray(mechanism.sample(data, jax.random.PRNGKey(0)))
+        except _MODEL_INPUT_ERRORS as err:
+            text = str(err).strip().splitlines()
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model fails on {label} ({type(err).__name__}: {text[0] if text else ''}); "
+                "check the data's shape and the model's parameters and site names.",
+            ) from None
+        if release.dtype.kind not in "biuf" or not np.all(np.isfinite(release)):
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model draws a release that is not a finite real number on {label} "
+                f"(dtype {release.dtype}, e.g. {release.ravel()[:3]}); check its location and "
+                "scale on these data.",
+            )
