@@ -451,11 +451,13 @@ def _check_classifier_option(path: Path, key: str, value) -> None:
     elif key in ("steps", "batch"):
         if _number(path, field, value, integer=True) < 1:
             raise field_error(path, field, f"must be >= 1, got {value!r}.")
+    # NaN compares False with everything, so `nan <= 0` let it through: a NaN or
+    # infinite rate or penalty trains nothing and the audit read epsilon_lower = 0
     elif key == "l2":
-        if _number(path, field, value) < 0:
-            raise field_error(path, field, f"must be >= 0, got {value!r}.")
-    elif _number(path, field, value) <= 0:  # learning_rate
-        raise field_error(path, field, f"must be > 0, got {value!r}.")
+        if not (math.isfinite(_number(path, field, value)) and value >= 0):
+            raise field_error(path, field, f"must be a finite number >= 0, got {value!r}.")
+    elif not (math.isfinite(_number(path, field, value)) and value > 0):  # learning_rate
+        raise field_error(path, field, f"must be a finite number > 0, got {value!r}.")
 
 
 def _blackbox_classifier_options(path: Path, table: Mapping, *, classifier: bool) -> dict:

@@ -132,3 +132,24 @@ def test_command_line_overrides_are_checked(folder, capsys, option, fragments):
 
 def test_the_largest_seed_runs(folder):
     assert main(["run", str(_spec(folder)), "--samples", "300", "--seed", str(2**63 - 1)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "fragment"),
+    [
+        ("learning_rate = nan", "learning_rate: must be a finite number > 0"),
+        ("learning_rate = inf", "learning_rate: must be a finite number > 0"),
+        ("l2 = nan", "l2: must be a finite number >= 0"),
+        ("hidden = []", "hidden: must be a list of layer widths"),
+    ],
+)
+def test_classifier_options_must_be_finite(tmp_path, capsys, option, fragment):
+    from spec_fixtures import BLACK_BOX_SPEC, SAMPLER
+
+    (tmp_path / "sampler.py").write_text(SAMPLER)
+    text = BLACK_BOX_SPEC.format(expected="", scale=1.0).replace(
+        'method = "logistic"', f'method = "logistic"\nclassifier_options = {{ {option} }}'
+    )
+    (tmp_path / "bb.toml").write_text(text)
+    assert main(["check", str(tmp_path / "bb.toml")]) == EXIT_INVALID
+    _refused(capsys, "blackbox.classifier_options.", fragment)
