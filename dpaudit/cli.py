@@ -70,6 +70,7 @@ from dpaudit.spec import (
     SpecError,
     blackbox_features,
     check_model_runs,
+    check_sampler_runs,
     find_specs,
     load_array_file,
     load_callable,
@@ -186,6 +187,8 @@ def _build_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
     if mechanism is not None:
         check_model_runs(spec.path, mechanism, pair)
     features = None if target is None else blackbox_features(spec, target, pair[0])
+    if target is not None:
+        check_sampler_runs(spec, target.sampler, features, pair)
     return PreparedAudit(spec, mechanism, target, features, tuple(pair))
 
 

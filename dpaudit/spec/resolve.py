@@ -31,6 +31,7 @@ __all__ = [
     "PublicParameters",
     "check_dataset",
     "check_model_runs",
+    "check_sampler_runs",
     "load_array_file",
     "load_callable",
     "load_pair",
@@ -401,3 +402,58 @@ def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
                 f"(dtype {release.dtype}, e.g. {release.ravel()[:3]}); check its location and "
                 "scale on these data.",
             )
+
+
+def check_sampler_runs(spec: AuditSpec, sampler: Callable, features, pair) -> None:
+    """Draw two releases of ``D`` and ``D'`` from a black-box spec's sampler before auditing.
+
+    A sampler giving complex, NaN or mis-shaped releases (or features with a
+    row count other than the releases') would otherwise be audited silently
+    into ``epsilon_lower = 0``. The draw uses its own key: the audit's random
+    numbers are unchanged (for a sampler that uses its key, as required).
+
+    Args:
+        spec: the black-box spec, for the message.
+        sampler: ``sampler(data, n, key) -> releases``.
+        features: the classifier features (``releases -> rows``) or ``None``.
+        pair: ``(D, D')``.
+
+    Raises:
+        SpecError: naming the sampler's field (or ``blackbox.features``).
+    """
+    import jax
+
+    field = "blackbox.sampler" if spec.blackbox.sampler else "blackbox.mechanism"
+    for label, data in zip(("D", "D'"), pair, strict=True):
+        try:
+            releases = np.asarray(sampler(data, 2, jax.random.key(0)))
+        except _MODEL_INPUT_ERRORS as err:
+            text = str(err).strip().splitlines()
+            raise field_error(
+                spec.path,
+                field,
+                f"drawing 2 releases of {label} fails ({type(err).__name__}: "
+                f"{text[0] if text else ''}); check the data's shape and the sampler's params.",
+            ) from None
+        _check_rows(spec.path, field, f"the releases of {label}", releases)
+        if features is not None:
+            rows = np.asarray(features(releases))
+            _check_rows(spec.path, "blackbox.features", f"the features of {label}", rows)
+
+
+def _check_rows(spec_path: Path, field: str, what: str, rows: np.ndarray) -> None:
+    """Two rows of finite real numbers (what a sampler or features must give for n = 2)."""
+    if rows.dtype.kind not in "biuf" or not np.all(np.isfinite(rows)):
+        raise field_error(
+            spec_path,
+            field,
+            f"{what} are not finite real numbers (dtype {rows.dtype}, e.g. "
+            f"{rows.ravel()[:3]}); every release must be a finite real number.",
+        )
+    if rows.ndim == 0 or rows.shape[0] != 2:
+        raise field_error(
+            spec_path,
+            field,
+            f"{what} have shape {rows.shape} for n = 2; the first axis must count the "
+            "releases (one row per release).",
+        )

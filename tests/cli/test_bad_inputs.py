@@ -153,3 +153,36 @@ def test_classifier_options_must_be_finite(tmp_path, capsys, option, fragment):
     (tmp_path / "bb.toml").write_text(text)
     assert main(["check", str(tmp_path / "bb.toml")]) == EXIT_INVALID
     _refused(capsys, "blackbox.classifier_options.", fragment)
+
+
+BAD_SAMPLERS = """
+import numpy as np
+
+def complex_valued(data, n, key):
+    return np.zeros(n) + 1j
+
+def nan_valued(data, n, key):
+    return np.full(n, np.nan)
+
+def one_row(data, n, key):
+    return np.zeros((1, 3))
+"""
+
+
+@pytest.mark.parametrize(
+    ("sampler", "fragment"),
+    [
+        ("complex_valued", "complex128"),
+        ("nan_valued", "not finite real numbers"),
+        ("one_row", "shape (1, 3) for n = 2"),
+    ],
+)
+def test_bad_samplers_fail_check(tmp_path, capsys, sampler, fragment):
+    from spec_fixtures import BLACK_BOX_SPEC
+
+    (tmp_path / "sampler.py").write_text(BAD_SAMPLERS)
+    text = BLACK_BOX_SPEC.format(expected="", scale=1.0)
+    text = text.replace("sampler.py:laplace_mean", f"sampler.py:{sampler}")
+    (tmp_path / "bb.toml").write_text(text.replace("params = { scale_factor = 1.0 }\n", ""))
+    assert main(["check", str(tmp_path / "bb.toml")]) == EXIT_INVALID
+    _refused(capsys, "blackbox.sampler", fragment)
