@@ -368,22 +368,12 @@ def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
         pair: ``(D, D')``.
 
     Raises:
-        SpecError: naming ``mechanism`` (the model fails on the data or draws
-            a release that is not a finite real number) or ``mechanism.params``
-            (a file's records are narrower or wider than the mechanism's ``dim``).
+        SpecError: naming ``mechanism``: the model fails on the data or draws
+            a release that is not a finite real number.
     """
     import jax
 
-    dim = mechanism.params.get("dim")
     for label, data in zip(("D", "D'"), pair, strict=True):
-        if isinstance(dim, int) and isinstance(data, np.ndarray) and data.ndim == 2:
-            if data.shape[1] != dim:
-                raise field_error(
-                    spec_path,
-                    "data",
-                    f"the records of {label} have {data.shape[1]} columns but the mechanism's "
-                    f"dim is {dim}; save {dim} columns per record or set params.dim.",
-                )
         try:
             release = np.asarray(mechanism.sample(data, jax.random.PRNGKey(0)))
         except _MODEL_INPUT_ERRORS as err:

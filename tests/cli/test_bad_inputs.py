@@ -96,13 +96,6 @@ def test_malformed_models_fail_check(folder, capsys, params, fragments):
     _refused(capsys, *fragments)
 
 
-def test_records_wider_than_the_mechanisms_dim_fail_check(folder, capsys):
-    assert main(["check", str(_spec(folder, files=("wide.npy", "wide2.npy")))]) == EXIT_INVALID
-    _refused(capsys, "data", "2 columns", "dim is 1")
-    spec = _spec(folder, files=("wide.npy", "wide2.npy"), params=", dim = 2")
-    assert main(["check", str(spec)]) == 0
-
-
 @pytest.mark.parametrize(
     ("budget", "fragments"),
     [
