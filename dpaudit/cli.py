@@ -71,6 +71,7 @@ from dpaudit.spec import (
     blackbox_features,
     check_model_runs,
     check_sampler_runs,
+    check_seed,
     find_specs,
     load_array_file,
     load_callable,
@@ -493,6 +494,12 @@ def _user_mechanism(ref: str, here: Path) -> dpaudit.Mechanism:
             mechanism = target()
         except TypeError as err:
             raise SpecError(f"{ref}: cannot call it without parameters ({err}).") from None
+        except ValueError:
+            raise
+        except Exception as err:  # the user's builder crashed: no verdict
+            raise AuditCrash(
+                f"{ref}: building the mechanism crashed ({_first_line(err)})."
+            ) from err
     if not isinstance(mechanism, dpaudit.Mechanism):
         raise SpecError(f"{ref} does not give a dpaudit.Mechanism.")
     return mechanism
@@ -545,11 +552,18 @@ def check(args) -> int:
         return _check_sampler(args, claim, here)
     if args.method is not None or args.reference is not None:
         raise SpecError("--method and --reference are for black-box checks (add --blackbox).")
+    check_seed(here, "--seed", args.seed)
     mechanism = _with_claim(_user_mechanism(args.target, here), claim)
     pair = _command_line_pair(args, here, mechanism)
-    result = audit(
-        mechanism, pair[0], pair[1], samples=args.samples, seed=args.seed, confidence=0.95
-    )
+    check_model_runs(here, mechanism, pair)
+    try:
+        result = audit(
+            mechanism, pair[0], pair[1], samples=args.samples, seed=args.seed, confidence=0.95
+        )
+    except (TypeError, ValueError):  # the engine's own input checks: invalid input
+        raise
+    except Exception as err:
+        raise AuditCrash(f"{args.target}: the audit crashed ({_first_line(err)}).") from err
     outcome = AuditOutcome(name=mechanism.name, result=result, mechanism=mechanism, data=pair)
     return _print_single(outcome, args.strict)
 

@@ -126,3 +126,14 @@ def test_a_full_disk_is_exit_3_and_leaves_the_old_report(spec, tmp_path, capsys,
     assert "disk is full" in _one_sentence(capsys)
     assert (reports / "results.json").read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["audits", "reports"]
+
+
+def test_check_of_a_user_file_maps_crashes_and_seeds(spec, capsys):
+    user = spec.parent / "user.py"
+    target = f"{user}:build"
+    base = ["check", target, "--epsilon", "1", "--generator", "points", "--samples", "300"]
+    assert main([*base, "--seed", "-1"]) == EXIT_INVALID
+    assert "--seed" in _one_sentence(capsys)
+    user.write_text(user.read_text() + "\ndef build(**kw):\n    raise RuntimeError('boom')\n")
+    assert main(base) == EXIT_ERROR
+    assert "building the mechanism crashed" in _one_sentence(capsys)
