@@ -5,8 +5,7 @@ user's ``sys.exit(0)`` must never read as "all audits passed".
 """
 
 import pytest
-from spec_fixtures import USER
-from spec_fixtures import WHITE_BOX_SPEC as SPEC
+from spec_fixtures import USER, write_correct_spec
 
 import dpaudit.cli
 import dpaudit.report
@@ -15,12 +14,7 @@ from dpaudit.cli import EXIT_ERROR, EXIT_FOUND, EXIT_INVALID, EXIT_OK, main
 
 @pytest.fixture
 def spec(tmp_path):
-    folder = tmp_path / "audits"
-    folder.mkdir()
-    (folder / "user.py").write_text(USER)
-    path = folder / "correct.toml"
-    path.write_text(SPEC.format(expected='expected = "pass"', scale=1.0))
-    return path
+    return write_correct_spec(tmp_path)
 
 
 def _one_sentence(capsys) -> str:

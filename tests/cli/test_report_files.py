@@ -5,8 +5,7 @@ import json
 import os
 
 import pytest
-from spec_fixtures import USER
-from spec_fixtures import WHITE_BOX_SPEC as SPEC
+from spec_fixtures import write_correct_spec
 
 import dpaudit.cli
 from dpaudit.cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK, main
@@ -15,12 +14,7 @@ from dpaudit.report import REPORT_MARKER
 
 @pytest.fixture
 def spec(tmp_path):
-    folder = tmp_path / "audits"
-    folder.mkdir()
-    (folder / "user.py").write_text(USER)
-    path = folder / "correct.toml"
-    path.write_text(SPEC.format(expected='expected = "pass"', scale=1.0))
-    return path
+    return write_correct_spec(tmp_path)
 
 
 @pytest.fixture
