@@ -16,21 +16,35 @@ Commands:
 * ``dpaudit info [SPEC_OR_DIR]`` shows the version and the JAX configuration,
   and with specs their kind (white-box / black-box), what they audit and how.
 
-Exit codes: **0** when every audit's verdict is acceptable — no violation or
-incompatibility except where the spec's ``expected`` says so, and every
-``expected`` verdict met; **1** when an audit found an unexpected violation or
-incompatibility, or missed its expected verdict (with ``--strict``, an
-inconclusive verdict also counts); **2** on invalid input (a bad spec, a
-missing file, datasets that are not neighbours), in which case nothing is
-written. A black-box audit's verdict is ``violation`` or ``inconclusive``.
+Exit codes:
+
+* **0** — every audit finished and every verdict is acceptable: no violation
+  or incompatibility except where the spec's ``expected`` says so, and every
+  ``expected`` verdict met.
+* **1** — every audit finished, and one found an unexpected violation or
+  incompatibility, or missed its expected verdict (with ``--strict``, an
+  inconclusive verdict also counts).
+* **2** — invalid input (a bad spec, a missing or malformed data file,
+  datasets that are not neighbours, a ``--report`` path that is not a previous
+  dpaudit report, a ``--json`` path that cannot be written); found before any
+  audit runs where possible, and nothing is written.
+* **3** — an internal error or an interrupted run: a builder, sampler or audit
+  that crashed, a user's ``sys.exit`` inside a mechanism or sampler file,
+  Ctrl-C, a full disk, a report that could not be drawn. No verdict is
+  reported and nothing partial is published.
+
+Errors are one sentence on stderr; ``-v``/``--verbose`` adds the traceback.
+A black-box audit's verdict is ``violation`` or ``inconclusive``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import jax
@@ -40,13 +54,24 @@ from dpaudit import audit
 from dpaudit.blackbox import blackbox_audit
 from dpaudit.datasets import generate
 from dpaudit.registry import entry
-from dpaudit.report import AuditOutcome, now, write_json, write_report
+from dpaudit.report import (
+    AuditOutcome,
+    ReportPathError,
+    check_json_path,
+    check_report_folder,
+    now,
+    write_json,
+    write_report,
+)
 from dpaudit.spec import (
     AuditSpec,
     BlackBoxTarget,
     PublicParameters,
     SpecError,
     blackbox_features,
+    check_model_runs,
+    check_sampler_runs,
+    check_seed,
     find_specs,
     load_array_file,
     load_callable,
@@ -54,13 +79,16 @@ from dpaudit.spec import (
     load_spec,
     resolve_blackbox,
     resolve_mechanism,
+    with_overrides,
 )
 
 __all__ = [
     "BAD_VERDICTS",
+    "EXIT_ERROR",
     "EXIT_FOUND",
     "EXIT_INVALID",
     "EXIT_OK",
+    "AuditCrash",
     "PreparedAudit",
     "check",
     "info",
@@ -71,9 +99,23 @@ __all__ = [
     "run_audit",
 ]
 
-EXIT_OK, EXIT_FOUND, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_FOUND, EXIT_INVALID, EXIT_ERROR = 0, 1, 2, 3
 #: Verdicts that fail a run unless the spec expects them.
 BAD_VERDICTS = ("violation", "incompatible")
+
+
+class AuditCrash(RuntimeError):
+    """An audit, builder or report that crashed: no verdict (exit :data:`EXIT_ERROR`).
+
+    The message is one sentence naming the spec and the error; the original
+    exception is chained (``__cause__``) and shown with ``--verbose``.
+    """
+
+
+def _first_line(err: BaseException) -> str:
+    """``TypeName: first line of the message`` of an exception."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
 def _console():
@@ -121,12 +163,18 @@ class PreparedAudit:
 
 
 def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
+    """One spec prepared; a builder, sampler or generator that crashes is an :class:`AuditCrash`."""
+    try:
+        return _build_one(path, seed, samples)
+    except (SpecError, ValueError, TypeError):  # invalid input, already one sentence
+        raise
+    except Exception as err:  # RuntimeError, KeyError, ... in user code: not the input's fault
+        raise AuditCrash(f"{path}: building the audit crashed ({_first_line(err)}).") from err
+
+
+def _build_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
     """Load one spec, apply the overrides, build its mechanism or target and its datasets."""
-    spec = load_spec(path)
-    if seed is not None:
-        spec = dataclasses.replace(spec, seed=seed)
-    if samples is not None:
-        spec = dataclasses.replace(spec, samples=samples)
+    spec = with_overrides(load_spec(path), seed, samples)
     if spec.blackbox is None:
         mechanism, target = _with_claim(resolve_mechanism(spec), spec.claim), None
         pair = load_pair(spec, mechanism)
@@ -137,7 +185,11 @@ def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
         dpaudit.check_adjacent(pair[0], pair[1], spec.claim.adjacency)
     except ValueError as err:
         raise SpecError(f"{spec.path}: data: {err}") from None
+    if mechanism is not None:
+        check_model_runs(spec.path, mechanism, pair)
     features = None if target is None else blackbox_features(spec, target, pair[0])
+    if target is not None:
+        check_sampler_runs(spec, target.sampler, features, pair)
     return PreparedAudit(spec, mechanism, target, features, tuple(pair))
 
 
@@ -207,12 +259,15 @@ def _run_checked(item: PreparedAudit):
         return run_audit(item)
     except (TypeError, ValueError) as err:
         raise SpecError(f"{item.spec.path}: audit failed: {err}") from None
+    except MemoryError as err:
+        raise AuditCrash(
+            f"{item.spec.path}: the audit ran out of memory; no report was written. Lower "
+            "[budget].samples."
+        ) from err
     except Exception as err:  # a crash is no verdict: stop, write nothing
-        message = str(err).splitlines()[0] if str(err) else ""
-        raise SpecError(
-            f"{item.spec.path}: audit crashed ({type(err).__name__}: {message}); no report "
-            "was written. Lower [budget].samples if memory ran out."
-        ) from None
+        raise AuditCrash(
+            f"{item.spec.path}: the audit crashed ({_first_line(err)}); no report was written."
+        ) from err
 
 
 def _outcome(item: PreparedAudit, result) -> AuditOutcome:
@@ -321,6 +376,11 @@ def run(args) -> int:
     """
     console = _console()
     started = now()
+    # the output paths are checked first: a run is never spent on output it cannot keep
+    if args.report:
+        check_report_folder(args.report)
+    if args.json:
+        check_json_path(args.json)
     prepared = prepare(find_specs(args.target), args.seed, args.samples)
     kinds = [p.spec.kind for p in prepared]
     console.print(
@@ -329,16 +389,28 @@ def run(args) -> int:
     )
     outcomes = _audit_all(prepared, console)
     console.print(_summary_table(outcomes))
-    if args.report:
-        index = write_report(outcomes, args.report, started=started)
-        console.print(f"report: {index}")
-    if args.json:
-        console.print(f"json: {write_json(outcomes, args.json, started=started)}")
+    _write_outputs(outcomes, args, started, console)
     failed = [o.name for o in outcomes if _failed(o, args.strict)]
     if failed:
         console.print(f"[red]{len(failed)} audit(s) failed:[/red] {', '.join(failed)}")
         return EXIT_FOUND
     return EXIT_OK
+
+
+def _write_outputs(outcomes, args, started: str, console) -> None:
+    """Write the report and the JSON; a failure other than the file system's is an AuditCrash."""
+    try:
+        if args.report:
+            console.print(f"report: {write_report(outcomes, args.report, started=started)}")
+        if args.json:
+            console.print(f"json: {write_json(outcomes, args.json, started=started)}")
+    except (OSError, ReportPathError):  # disk full, permissions: reported by main
+        raise
+    except Exception as err:  # e.g. a model raising while its sample paths are drawn
+        raise AuditCrash(
+            f"drawing the report failed ({_first_line(err)}); the audits finished but "
+            "nothing was published."
+        ) from err
 
 
 def list_catalogue(args) -> int:
@@ -422,6 +494,12 @@ def _user_mechanism(ref: str, here: Path) -> dpaudit.Mechanism:
             mechanism = target()
         except TypeError as err:
             raise SpecError(f"{ref}: cannot call it without parameters ({err}).") from None
+        except ValueError:
+            raise
+        except Exception as err:  # the user's builder crashed: no verdict
+            raise AuditCrash(
+                f"{ref}: building the mechanism crashed ({_first_line(err)})."
+            ) from err
     if not isinstance(mechanism, dpaudit.Mechanism):
         raise SpecError(f"{ref} does not give a dpaudit.Mechanism.")
     return mechanism
@@ -474,11 +552,18 @@ def check(args) -> int:
         return _check_sampler(args, claim, here)
     if args.method is not None or args.reference is not None:
         raise SpecError("--method and --reference are for black-box checks (add --blackbox).")
+    check_seed(here, "--seed", args.seed)
     mechanism = _with_claim(_user_mechanism(args.target, here), claim)
     pair = _command_line_pair(args, here, mechanism)
-    result = audit(
-        mechanism, pair[0], pair[1], samples=args.samples, seed=args.seed, confidence=0.95
-    )
+    check_model_runs(here, mechanism, pair)
+    try:
+        result = audit(
+            mechanism, pair[0], pair[1], samples=args.samples, seed=args.seed, confidence=0.95
+        )
+    except (TypeError, ValueError):  # the engine's own input checks: invalid input
+        raise
+    except Exception as err:
+        raise AuditCrash(f"{args.target}: the audit crashed ({_first_line(err)}).") from err
     outcome = AuditOutcome(name=mechanism.name, result=result, mechanism=mechanism, data=pair)
     return _print_single(outcome, args.strict)
 
@@ -534,19 +619,36 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dpaudit",
         description="Audit differential-privacy claims of mechanisms declared as numpyro models.",
-        epilog="Exit codes: 0 all verdicts acceptable, 1 a violation (or a missed expected "
-        "verdict), 2 invalid input.",
+        epilog="Exit codes: 0 every audit finished and every verdict is acceptable; 1 an "
+        "unexpected verdict (a violation, or a missed expected verdict); 2 invalid input "
+        "(nothing written); 3 an internal error or an interrupted run (a crash, a user's "
+        "sys.exit, Ctrl-C, a full disk; no verdict, nothing published). Errors are one "
+        "sentence on stderr; -v adds the traceback.",
     )
     parser.add_argument("--version", action="version", version=dpaudit.__version__)
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show the traceback of an error"
+    )
+    # -v also after the command (dpaudit run SPEC -v); SUPPRESS keeps the top-level value
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the traceback of an error",
+    )
     sub = parser.add_subparsers(dest="command")
-    run_p = sub.add_parser("run", help="run an audit spec or every spec in a folder")
+    run_p = sub.add_parser(
+        "run", help="run an audit spec or every spec in a folder", parents=[verbose]
+    )
     run_p.add_argument("target", help="a .toml spec or a folder of specs")
     run_p.add_argument("--json", help="write the JSON results to this file")
     run_p.add_argument("--report", help="write results.json and index.html into this folder")
     run_p.add_argument("--seed", type=int, help="override every spec's seed")
     run_p.add_argument("--samples", type=int, help="override every spec's sample budget")
     run_p.add_argument("--strict", action="store_true", help="fail on inconclusive verdicts too")
-    list_p = sub.add_parser("list", help="show the catalogue of mechanisms")
+    list_p = sub.add_parser("list", help="show the catalogue of mechanisms", parents=[verbose])
     group = list_p.add_mutually_exclusive_group()
     group.add_argument("--faulty", action="store_true", help="only the known-faulty mechanisms")
     group.add_argument("--all", action="store_true", help="correct and faulty mechanisms")
@@ -554,6 +656,7 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         help="validate specs (a .toml or a folder), or audit one mechanism or sampler from a "
         "file without a spec",
+        parents=[verbose],
     )
     check_p.add_argument(
         "target",
@@ -577,10 +680,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     check_p.add_argument("--reference", help="black-box: a catalogue model of the intended release")
     info_p = sub.add_parser(
-        "info", help="show the version and the JAX configuration, and the kind of specs"
+        "info",
+        help="show the version and the JAX configuration, and the kind of specs",
+        parents=[verbose],
     )
     info_p.add_argument("target", nargs="?", help="a .toml spec or a folder of specs")
     return parser
+
+
+def _error_sentence(err: BaseException) -> tuple[str, int]:
+    """The one-sentence message and the exit code of an error that stopped a command."""
+    if isinstance(err, (SpecError, ValueError, TypeError)):  # ReportPathError included
+        return str(err), EXIT_INVALID
+    if isinstance(err, KeyboardInterrupt):
+        return "interrupted; no verdict, nothing was published.", EXIT_ERROR
+    if isinstance(err, SystemExit):
+        return (
+            f"user code called sys.exit({err.code!r}) while the audits were loaded or run; "
+            "no verdict, nothing was published.",
+            EXIT_ERROR,
+        )
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+        where = f" writing {err.filename}" if err.filename else ""
+        return f"the disk is full{where}; nothing partial was published.", EXIT_ERROR
+    if isinstance(err, OSError):
+        return f"{_first_line(err)}; nothing partial was published.", EXIT_ERROR
+    if isinstance(err, AuditCrash):
+        return str(err), EXIT_ERROR
+    return f"internal error ({_first_line(err)}); please report it with -v.", EXIT_ERROR
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -590,8 +717,9 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments (without the program name); ``None`` reads ``sys.argv``.
 
     Returns:
-        The exit code: :data:`EXIT_OK`, :data:`EXIT_FOUND` or :data:`EXIT_INVALID`
-        (invalid input: the one-line error is printed on stderr).
+        The exit code (see the module docstring): :data:`EXIT_OK`,
+        :data:`EXIT_FOUND`, :data:`EXIT_INVALID` or :data:`EXIT_ERROR`. An
+        error is one sentence on stderr, with the traceback under ``--verbose``.
     """
     parser = _parser()
     args = parser.parse_args(argv)
@@ -604,9 +732,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INVALID
     try:
         return commands[args.command](args)
-    except (SpecError, ValueError, TypeError) as err:
-        print(f"dpaudit: {err}".splitlines()[0], file=sys.stderr)
-        return EXIT_INVALID
+    except (Exception, KeyboardInterrupt, SystemExit) as err:
+        message, code = _error_sentence(err)
+        if args.verbose:
+            traceback.print_exc()
+        print(f"dpaudit: {message}".splitlines()[0], file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -44,8 +44,12 @@ import dpaudit
 from dpaudit.serialize import json_float
 
 __all__ = [
+    "REPORT_MARKER",
     "SCHEMA",
     "AuditOutcome",
+    "ReportPathError",
+    "check_json_path",
+    "check_report_folder",
     "now",
     "result_record",
     "score_histogram",
@@ -215,14 +219,123 @@ def write_json(outcomes: Sequence[AuditOutcome], path: str | Path, *, started: s
 
     Returns:
         ``path``.
+
+    Raises:
+        OSError: when the file cannot be written (the temp file is removed,
+            an older ``path`` is left as it was).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     document = _document(outcomes, started or now())
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
-        json.dump(document, tmp, indent=1, allow_nan=False)
-    os.chmod(tmp.name, 0o644)  # NamedTemporaryFile creates 0600
-    os.replace(tmp.name, path)
+        try:
+            json.dump(document, tmp, indent=1, allow_nan=False)
+            tmp.flush()
+        except BaseException:  # disk full, interrupt: no half-written temp file left behind
+            tmp.close()
+            os.unlink(tmp.name)
+            raise
+    try:
+        os.chmod(tmp.name, 0o644)  # NamedTemporaryFile creates 0600
+        os.replace(tmp.name, path)
+    except BaseException:
+        Path(tmp.name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+class ReportPathError(ValueError):
+    """A ``--report`` or ``--json`` path dpaudit will not write to (invalid input).
+
+    Raised before any audit runs, so a run is never spent on output it cannot keep.
+    """
+
+
+#: The file written into every report folder: only a folder holding it (or an
+#: empty folder) is ever replaced by :func:`write_report`.
+REPORT_MARKER = ".dpaudit-report"
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_parent(path: Path, what: str) -> None:
+    """Refuse a path under a file, or under a folder that cannot be written."""
+    ancestor = _nearest_existing(path.parent)
+    if not ancestor.is_dir():
+        raise ReportPathError(
+            f"{what} {path} lies under {ancestor}, which is a file, not a folder; "
+            "choose another path."
+        )
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ReportPathError(f"{what} {path}: cannot write into {ancestor} (permission denied).")
+
+
+def _is_previous_report(folder: Path) -> bool:
+    """A folder dpaudit wrote: it holds the marker, or (reports written before the
+    marker existed) exactly ``results.json`` and ``index.html`` with our schema."""
+    if (folder / REPORT_MARKER).is_file():
+        return True
+    if {p.name for p in folder.iterdir()} != {"results.json", "index.html"}:
+        return False
+    try:
+        return json.loads((folder / "results.json").read_text()).get("schema") == SCHEMA
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def check_report_folder(folder: str | Path) -> Path:
+    """Check, before any audit runs, that :func:`write_report` may write ``folder``.
+
+    Args:
+        folder: the report folder asked for.
+
+    Returns:
+        ``folder`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        ReportPathError: when ``folder`` is a file, lies under a file or an
+            unwritable folder, or is a non-empty folder that is not a previous
+            dpaudit report (dpaudit never replaces what it did not write).
+    """
+    folder = Path(folder)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise ReportPathError(
+            f"--report {folder} exists and is not a folder; dpaudit only replaces a previous "
+            "report: choose another path or remove it."
+        )
+    if folder.is_dir() and any(folder.iterdir()) and not _is_previous_report(folder):
+        raise ReportPathError(
+            f"--report {folder} is a folder that is not a previous dpaudit report (no "
+            f"{REPORT_MARKER} file); choose a new or empty folder."
+        )
+    _check_parent(folder, "--report")
+    return folder
+
+
+def check_json_path(path: str | Path) -> Path:
+    """Check, before any audit runs, that :func:`write_json` may write ``path``.
+
+    Args:
+        path: the JSON file asked for.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        ReportPathError: when ``path`` is a folder, lies under a file or an
+            unwritable folder, or is an existing file that cannot be replaced.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ReportPathError(f"--json {path} is a folder; give a file name such as results.json.")
+    _check_parent(path, "--json")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ReportPathError(f"--json {path}: the file exists and cannot be written.")
     return path
 
 
@@ -573,41 +686,72 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
     return parts
 
 
+def _publish(staging: Path, folder: Path) -> None:
+    """Move the complete report ``staging`` to ``folder``; an old report there is replaced.
+
+    Without an old report this is one ``os.rename`` (atomic). Replacing an old
+    report takes two renames: the old one aside to a hidden unique sibling, then
+    ``staging`` into place. If the second fails or is interrupted (any exception,
+    Ctrl-C included), the old report is renamed back, so ``folder`` always holds
+    the old report or the new one, never neither. Why not a symlink swap: it
+    would turn the user's folder into a symlink (and the first conversion of a
+    real folder is itself not atomic); ``renameat2(RENAME_EXCHANGE)`` would be
+    atomic but is Linux-only. Only a hard kill between the two renames leaves
+    the old report under its hidden ``.NAME.old-*`` name next to ``folder``.
+    """
+    if not folder.exists():
+        os.rename(staging, folder)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
+    aside.rmdir()  # a unique free name for the old report
+    os.rename(folder, aside)
+    try:
+        os.rename(staging, folder)
+    except BaseException:
+        os.rename(aside, folder)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def write_report(
     outcomes: Sequence[AuditOutcome], folder: str | Path, *, started: str = ""
 ) -> Path:
     """Write ``results.json`` and ``index.html`` into ``folder``, atomically.
 
-    Everything is written to a temporary sibling folder first, which then
-    replaces ``folder``: an interrupted run leaves the old report, never half a new one.
+    Everything is written to a fresh temporary sibling folder first (with the
+    :data:`REPORT_MARKER` file), which then replaces ``folder`` (see
+    :func:`_publish`): an interrupted or failed run leaves the old report or
+    the new one, never half a new one and never neither.
 
     Args:
         outcomes: the audits of the run, in order.
-        folder: the report folder (replaced when it exists).
+        folder: the report folder (replaced when it is a previous report).
         started: the run's start time (:func:`now`); empty: now.
 
     Returns:
         The path of ``index.html``.
+
+    Raises:
+        ReportPathError: when ``folder`` may not be written (:func:`check_report_folder`).
+        OSError: when writing fails (disk full, ...); nothing is published.
     """
     import matplotlib
 
     matplotlib.use("Agg")
-    folder = Path(folder)
+    folder = check_report_folder(folder)
     started = started or now()
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".dpaudit-report-", dir=folder.parent))
     try:
+        (staging / REPORT_MARKER).write_text(
+            f"written by dpaudit {dpaudit.__version__}; dpaudit replaces only folders holding "
+            "this file\n",
+            encoding="utf-8",
+        )
         write_json(outcomes, staging / "results.json", started=started)
         (staging / "index.html").write_text(_html(outcomes, started), encoding="utf-8")
         os.chmod(staging, 0o755)  # mkdtemp creates 0700
-        if folder.exists():
-            old = folder.with_name(folder.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            folder.rename(old)
-            staging.rename(folder)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(folder)
+        _publish(staging, folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

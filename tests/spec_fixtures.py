@@ -80,3 +80,20 @@ def write_spec(folder, text, name="spec.toml"):
     path = folder / name
     path.write_text(textwrap.dedent(text))
     return path
+
+
+def write_correct_spec(tmp_path):
+    """Write ``audits/user.py`` and ``audits/correct.toml`` (a correct Laplace mean, expected pass).
+
+    Args:
+        tmp_path: the pathlib.Path of a fresh folder.
+
+    Returns:
+        The pathlib.Path of ``correct.toml``.
+    """
+    folder = tmp_path / "audits"
+    folder.mkdir()
+    (folder / "user.py").write_text(USER)
+    path = folder / "correct.toml"
+    path.write_text(WHITE_BOX_SPEC.format(expected='expected = "pass"', scale=1.0))
+    return path

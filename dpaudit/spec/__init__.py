@@ -66,10 +66,21 @@ The package's modules:
 
 from dpaudit.spec import schema
 from dpaudit.spec.features import blackbox_features
-from dpaudit.spec.load import check_callable_path, find_specs, load_spec, split_callable_path
+from dpaudit.spec.load import (
+    check_callable_path,
+    check_samples,
+    check_seed,
+    find_specs,
+    load_spec,
+    split_callable_path,
+    with_overrides,
+)
 from dpaudit.spec.resolve import (
     BlackBoxTarget,
     PublicParameters,
+    check_dataset,
+    check_model_runs,
+    check_sampler_runs,
     load_array_file,
     load_callable,
     load_pair,
@@ -84,6 +95,11 @@ __all__ = [
     "PublicParameters",
     "blackbox_features",
     "check_callable_path",
+    "check_dataset",
+    "check_model_runs",
+    "check_sampler_runs",
+    "check_samples",
+    "check_seed",
     "find_specs",
     "load_array_file",
     "load_callable",
@@ -92,4 +108,5 @@ __all__ = [
     "resolve_blackbox",
     "resolve_mechanism",
     "split_callable_path",
+    "with_overrides",
 ]

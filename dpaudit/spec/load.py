@@ -8,6 +8,7 @@ a ``file.py:callable`` is only checked to name an existing file and a Python nam
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tomllib
 from collections.abc import Mapping
@@ -34,7 +35,16 @@ from dpaudit.spec.schema import (
     field_error,
 )
 
-__all__ = ["check_callable_path", "find_specs", "load_spec", "split_callable_path"]
+__all__ = [
+    "SEED_LIMIT",
+    "check_callable_path",
+    "check_samples",
+    "check_seed",
+    "find_specs",
+    "load_spec",
+    "split_callable_path",
+    "with_overrides",
+]
 
 
 # ------------------------------------------------------------------ field checks
@@ -261,17 +271,69 @@ def _load_select_samples(path: Path, budget: Mapping, blackbox: BlackBoxSpec | N
     return int(select_samples)
 
 
+#: Seeds are unsigned 63-bit integers: numpy and JAX convert a seed to a C long on
+#: the way, so 2**63 and above overflow inside the audit instead of being refused here.
+SEED_LIMIT = 2**63
+
+
+def check_seed(path: Path, field: str, seed) -> int:
+    """A seed: an integer in ``[0, 2**63)``.
+
+    Args:
+        path: the spec file (or the command line), for the message.
+        field: the field at fault (``"budget.seed"`` or ``"--seed"``).
+        seed: the value given.
+
+    Returns:
+        ``seed`` as an ``int``.
+
+    Raises:
+        SpecError: when ``seed`` is not an integer in ``[0, 2**63)``.
+    """
+    seed = _number(path, field, seed, integer=True)
+    if not 0 <= seed < SEED_LIMIT:
+        raise field_error(path, field, f"must be an integer in [0, 2**63), got {seed}.")
+    return int(seed)
+
+
+def check_samples(path: Path, field: str, samples, *, blackbox: bool) -> int:
+    """A sample budget: an integer >= 2 (white-box) or >= 1 (black-box).
+
+    Args:
+        path: the spec file (or the command line), for the message.
+        field: the field at fault (``"budget.samples"`` or ``"--samples"``).
+        samples: the value given.
+        blackbox: whether the spec is black-box.
+
+    Returns:
+        ``samples`` as an ``int``.
+
+    Raises:
+        SpecError: when ``samples`` is not an integer or is below the least allowed.
+    """
+    samples = _number(path, field, samples, integer=True)
+    # the white-box engine estimates from at least two releases per direction
+    # (a variance needs two); a black-box certification can count one
+    least = 1 if blackbox else 2
+    if samples < least:
+        raise field_error(path, field, f"must be >= {least}, got {samples}.")
+    return int(samples)
+
+
 def _load_budget(path: Path, raw: Mapping, blackbox: BlackBoxSpec | None) -> _Budget:
     budget = _table(path, raw, "budget", required=False)
-    samples = _number(path, "budget.samples", budget.get("samples", DEFAULT_SAMPLES), integer=True)
-    if samples < 1:
-        raise field_error(path, "budget.samples", f"must be >= 1, got {samples}.")
+    samples = check_samples(
+        path,
+        "budget.samples",
+        budget.get("samples", DEFAULT_SAMPLES),
+        blackbox=blackbox is not None,
+    )
     select_samples = _load_select_samples(path, budget, blackbox)
     confidence = _number(path, "budget.confidence", budget.get("confidence", DEFAULT_CONFIDENCE))
     if not 0 < confidence < 1:
         raise field_error(path, "budget.confidence", f"must lie in (0, 1), got {confidence!r}.")
-    seed = _number(path, "budget.seed", budget.get("seed", 0), integer=True)
-    return _Budget(int(samples), select_samples, float(confidence), int(seed))
+    seed = check_seed(path, "budget.seed", budget.get("seed", 0))
+    return _Budget(samples, select_samples, float(confidence), seed)
 
 
 def _load_expected(path: Path, raw: Mapping, blackbox: BlackBoxSpec | None) -> str | None:
@@ -389,11 +451,13 @@ def _check_classifier_option(path: Path, key: str, value) -> None:
     elif key in ("steps", "batch"):
         if _number(path, field, value, integer=True) < 1:
             raise field_error(path, field, f"must be >= 1, got {value!r}.")
+    # NaN compares False with everything, so `nan <= 0` let it through: a NaN or
+    # infinite rate or penalty trains nothing and the audit read epsilon_lower = 0
     elif key == "l2":
-        if _number(path, field, value) < 0:
-            raise field_error(path, field, f"must be >= 0, got {value!r}.")
-    elif _number(path, field, value) <= 0:  # learning_rate
-        raise field_error(path, field, f"must be > 0, got {value!r}.")
+        if not (math.isfinite(_number(path, field, value)) and value >= 0):
+            raise field_error(path, field, f"must be a finite number >= 0, got {value!r}.")
+    elif not (math.isfinite(_number(path, field, value)) and value > 0):  # learning_rate
+        raise field_error(path, field, f"must be a finite number > 0, got {value!r}.")
 
 
 def _blackbox_classifier_options(path: Path, table: Mapping, *, classifier: bool) -> dict:
@@ -482,6 +546,30 @@ def load_spec(path: str | Path) -> AuditSpec:
         **data._asdict(),  # generator, files, data_params
         **budget._asdict(),  # samples, select_samples, confidence, seed
     )
+
+
+def with_overrides(spec: AuditSpec, seed=None, samples=None) -> AuditSpec:
+    """The spec with the command line's ``--seed`` / ``--samples`` applied, validated.
+
+    Args:
+        spec: a validated spec.
+        seed: the new seed, or ``None`` to keep the spec's.
+        samples: the new sample budget, or ``None`` to keep the spec's.
+
+    Returns:
+        The updated spec.
+
+    Raises:
+        SpecError: naming ``--seed`` or ``--samples`` when the value is out of range.
+    """
+    changes = {}
+    if seed is not None:
+        changes["seed"] = check_seed(spec.path, "--seed", seed)
+    if samples is not None:
+        changes["samples"] = check_samples(
+            spec.path, "--samples", samples, blackbox=spec.blackbox is not None
+        )
+    return dataclasses.replace(spec, **changes)
 
 
 def find_specs(target: str | Path) -> list[Path]:

@@ -29,6 +29,9 @@ from dpaudit.spec.schema import AuditSpec, field_error
 __all__ = [
     "BlackBoxTarget",
     "PublicParameters",
+    "check_dataset",
+    "check_model_runs",
+    "check_sampler_runs",
     "load_array_file",
     "load_callable",
     "load_pair",
@@ -89,12 +92,59 @@ def load_array_file(spec_path: Path, file: Path):
     try:
         loaded = np.load(file, allow_pickle=False)
     except (OSError, ValueError) as err:
-        raise field_error(spec_path, "data.files", f"cannot read {file}: {err}.") from None
+        message = str(err).rstrip(".")
+        if "allow_pickle" in message:  # numpy's wording names an option dpaudit does not offer
+            message = "it holds Python objects (dtype object); save a numeric array"
+        raise field_error(spec_path, "data.files", f"cannot read {file.name}: {message}.") from None
     if isinstance(loaded, np.ndarray):
-        return loaded
+        return check_dataset(spec_path, "data.files", file.name, loaded)
     with loaded:
-        arrays = [loaded[k] for k in loaded.files]
+        arrays = [
+            check_dataset(spec_path, "data.files", file.name, loaded[k]) for k in loaded.files
+        ]
+    if not arrays:
+        raise field_error(spec_path, "data.files", f"{file.name} holds no array.")
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def check_dataset(spec_path: Path, field: str, name: str, array) -> np.ndarray:
+    """A dataset array checked for what every mechanism needs: real numbers, finite, records.
+
+    Args:
+        spec_path: the spec file, for the message.
+        field: the field at fault (``"data.files"`` or ``"data"``).
+        name: the file or dataset named in the message.
+        array: the array read.
+
+    Returns:
+        ``array`` as a NumPy array.
+
+    Raises:
+        SpecError: for an array of strings, objects or complex numbers, a
+            scalar, no records, or a NaN or infinite entry.
+    """
+    array = np.asarray(array)
+    # a mechanism's clip/mean silently reads strings as garbage and complex numbers
+    # as their real part, and a NaN record makes D and D' differ "in every record"
+    if array.dtype.kind not in "biuf":
+        raise field_error(
+            spec_path,
+            field,
+            f"{name} holds {array.dtype} values; save real numbers (float, int or bool).",
+        )
+    if array.ndim == 0 or array.shape[0] == 0:
+        raise field_error(
+            spec_path, field, f"{name} holds no records (shape {array.shape}); save one per row."
+        )
+    if not np.all(np.isfinite(array)):
+        bad = np.argwhere(~np.isfinite(array))[0]
+        raise field_error(
+            spec_path,
+            field,
+            f"{name} has a NaN or infinite value at index {tuple(int(i) for i in bad)}; "
+            "every entry must be a finite number.",
+        )
+    return array
 
 
 def _bind_builder(spec_path: Path, builder, params: Mapping, params_field: str) -> None:
@@ -296,3 +346,104 @@ def load_pair(spec: AuditSpec, mechanism):
         return generate(spec.generator, mechanism, seed=spec.seed, **spec.data_params)
     except (TypeError, ValueError) as err:
         raise field_error(spec.path, "data", str(err)) from None
+
+
+# a model that fails on the data with one of these is given data it cannot read (wrong
+# shape, wrong type) or is itself malformed (numpyro asserts unique site names): input
+# to fix, not a crash of dpaudit
+_MODEL_INPUT_ERRORS = (TypeError, ValueError, IndexError, AssertionError)
+
+
+def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
+    """Run the model once on ``D`` and ``D'`` before auditing, and draw one release of each.
+
+    Catches, before any audit, what the audit would only meet later as a crash
+    or a silent garbage verdict: a duplicate site name, data of the wrong shape
+    or type, a release that is NaN, infinite or complex. The draw uses its own
+    key: the audit's random numbers are unchanged.
+
+    Args:
+        spec_path: the spec file, for the message.
+        mechanism: the white-box mechanism (the spec's claim applied).
+        pair: ``(D, D')``.
+
+    Raises:
+        SpecError: naming ``mechanism``: the model fails on the data or draws
+            a release that is not a finite real number.
+    """
+    import jax
+
+    for label, data in zip(("D", "D'"), pair, strict=True):
+        try:
+            release = np.asarray(mechanism.sample(data, jax.random.PRNGKey(0)))
+        except _MODEL_INPUT_ERRORS as err:
+            text = str(err).strip().splitlines()
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model fails on {label} ({type(err).__name__}: {text[0] if text else ''}); "
+                "check the data's shape and the model's parameters and site names.",
+            ) from None
+        if release.dtype.kind not in "biuf" or not np.all(np.isfinite(release)):
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model draws a release that is not a finite real number on {label} "
+                f"(dtype {release.dtype}, e.g. {release.ravel()[:3]}); check its location and "
+                "scale on these data.",
+            )
+
+
+def check_sampler_runs(spec: AuditSpec, sampler: Callable, features, pair) -> None:
+    """Draw two releases of ``D`` and ``D'`` from a black-box spec's sampler before auditing.
+
+    A sampler giving complex, NaN or mis-shaped releases (or features with a
+    row count other than the releases') would otherwise be audited silently
+    into ``epsilon_lower = 0``. The draw uses its own key: the audit's random
+    numbers are unchanged (for a sampler that uses its key, as required).
+
+    Args:
+        spec: the black-box spec, for the message.
+        sampler: ``sampler(data, n, key) -> releases``.
+        features: the classifier features (``releases -> rows``) or ``None``.
+        pair: ``(D, D')``.
+
+    Raises:
+        SpecError: naming the sampler's field (or ``blackbox.features``).
+    """
+    import jax
+
+    field = "blackbox.sampler" if spec.blackbox.sampler else "blackbox.mechanism"
+    for label, data in zip(("D", "D'"), pair, strict=True):
+        try:
+            releases = np.asarray(sampler(data, 2, jax.random.key(0)))
+        except _MODEL_INPUT_ERRORS as err:
+            text = str(err).strip().splitlines()
+            raise field_error(
+                spec.path,
+                field,
+                f"drawing 2 releases of {label} fails ({type(err).__name__}: "
+                f"{text[0] if text else ''}); check the data's shape and the sampler's params.",
+            ) from None
+        _check_rows(spec.path, field, f"the releases of {label}", releases)
+        if features is not None:
+            rows = np.asarray(features(releases))
+            _check_rows(spec.path, "blackbox.features", f"the features of {label}", rows)
+
+
+def _check_rows(spec_path: Path, field: str, what: str, rows: np.ndarray) -> None:
+    """Two rows of finite real numbers (what a sampler or features must give for n = 2)."""
+    if rows.dtype.kind not in "biuf" or not np.all(np.isfinite(rows)):
+        raise field_error(
+            spec_path,
+            field,
+            f"{what} are not finite real numbers (dtype {rows.dtype}, e.g. "
+            f"{rows.ravel()[:3]}); every release must be a finite real number.",
+        )
+    if rows.ndim == 0 or rows.shape[0] != 2:
+        raise field_error(
+            spec_path,
+            field,
+            f"{what} have shape {rows.shape} for n = 2; the first axis must count the "
+            "releases (one row per release).",
+        )

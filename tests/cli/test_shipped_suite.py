@@ -52,3 +52,10 @@ def test_fast_subset_gets_the_expected_verdicts(tmp_path):
 @pytest.mark.parametrize("spec", FAST)
 def test_fast_subset_exists(spec):
     assert (AUDITS / spec).is_file()
+
+
+def test_dpaudit_check_accepts_every_shipped_spec(capsys):
+    # builds every mechanism, sampler and pair and runs each model or sampler once:
+    # the pre-audit checks must not refuse a shipped spec
+    assert main(["check", str(AUDITS)]) == 0
+    assert " spec(s) valid (" in capsys.readouterr().out
