@@ -45,12 +45,14 @@ Public names (import from ``dpaudit.noise.linear_laplace``):
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 from jax import lax
 from numpyro.distributions import Distribution, constraints
@@ -163,21 +165,50 @@ class SensitivityBounds(NamedTuple):
 _EPS = float(np.finfo(float).eps)
 
 
-def _explanation_cost(a: np.ndarray, error: np.ndarray) -> float:
+class _RowFactor(NamedTuple):
+    """The Gram matrix ``A A'`` of a full-row-rank ``A``, factorised, and ``sigma_min(A)``."""
+
+    cholesky: tuple
+    sigma_min: float
+
+
+@functools.lru_cache(maxsize=4)
+def _row_factor(data: bytes, shape: tuple[int, int]) -> _RowFactor | None:
+    """Factorise ``A A'`` once per matrix (cached: a batch of shifts shares its matrix)."""
+    a = np.frombuffer(data).reshape(shape)
+    if shape[0] > shape[1]:
+        return None
+    gram = a @ a.T
+    # Weyl: the rounding of the product (p eps |A||A|') and the eigensolver's backward
+    # error (m eps ||G||) move the smallest eigenvalue by at most their Frobenius norms
+    slack = _EPS * (
+        shape[1] * np.linalg.norm(np.abs(a) @ np.abs(a).T) + shape[0] * np.linalg.norm(gram)
+    )
+    smallest = float(scipy.linalg.eigvalsh(gram, subset_by_index=[0, 0])[0]) - slack
+    if smallest <= 0.0:
+        return None
+    return _RowFactor(scipy.linalg.cho_factor(gram), math.sqrt(smallest))
+
+
+def _factor(a: np.ndarray) -> _RowFactor | None:
+    a = np.ascontiguousarray(a, dtype=float)
+    return _row_factor(a.tobytes(), a.shape)
+
+
+def _explanation_cost(factor: _RowFactor | None, width: int, error: np.ndarray) -> float:
     """An upper bound on ``min{||d||_1 : A d = error}`` for full-row-rank ``A``.
 
     The least-norm ``d = A^+ error`` has ``||d||_1 <= sqrt(p) ||d||_2 <=
     sqrt(p) ||error||_2 / sigma_min(A)``; it bounds what a residual or a rounding of the
     shift can add to or remove from the LP value (the value is subadditive in the shift).
+    ``inf`` when ``A`` is not certified to have full row rank.
     """
     if not np.any(error):
         return 0.0
-    sigma = np.linalg.svd(a, compute_uv=False)
-    # singular values below 1e-12 sigma_max are rank deficiency at float64 precision
-    if sigma[-1] <= 1e-12 * sigma[0] or a.shape[0] > a.shape[1]:
+    if factor is None:
         return math.inf
-    # 2x the exact expression: covers the rounding of the norm, the svd and the products
-    return 2.0 * math.sqrt(a.shape[1]) * float(np.linalg.norm(error)) / float(sigma[-1])
+    # 2x the exact expression: covers the rounding of the norm and of the products
+    return 2.0 * math.sqrt(width) * float(np.linalg.norm(error)) / factor.sigma_min
 
 
 def _solve_primal_dual(a: np.ndarray, s: np.ndarray):
@@ -194,20 +225,24 @@ def _solve_primal_dual(a: np.ndarray, s: np.ndarray):
 
 
 def _certified_upper(a: np.ndarray, s: np.ndarray, nu: np.ndarray, shift_error) -> float:
-    """``||nu'||_1`` for ``nu`` repaired by least squares, plus what is left unexplained."""
-    correction, *_ = np.linalg.lstsq(a, s - a @ nu, rcond=None)
-    nu = nu + correction
-    # |fl(A nu) - A nu| <= p eps |A| |nu| (a dot product of p terms), on top of the residual
-    residual = np.abs(s - a @ nu) + a.shape[1] * _EPS * (np.abs(a) @ np.abs(nu) + np.abs(s))
-    value = math.fsum(np.abs(nu)) * (1.0 + a.shape[1] * _EPS)
-    value += _explanation_cost(a, residual + shift_error)
+    """``||nu'||_1`` for ``nu`` repaired to ``A nu = s``, plus what is left unexplained."""
+    factor = _factor(a)
+    if factor is not None:  # the least-norm correction A' (A A')^-1 (s - A nu)
+        nu = nu + a.T @ scipy.linalg.cho_solve(factor.cholesky, s - a @ nu)
+    # a dot product of k non-zero terms and one subtraction is off by <= (k + 1) eps |A||nu|
+    terms = np.count_nonzero(a, axis=1) + 1.0
+    residual = np.abs(s - a @ nu) + terms * _EPS * (np.abs(a) @ np.abs(nu) + np.abs(s))
+    value = math.fsum(np.abs(nu)) * (1.0 + 2.0 * _EPS)  # fsum is correctly rounded
+    value += _explanation_cost(factor, a.shape[1], residual + shift_error)
     return float(np.nextafter(value, np.inf))
 
 
 def _certified_lower(a: np.ndarray, s: np.ndarray, dual: np.ndarray, shift_error) -> float:
     """``s' lambda`` for the dual scaled into ``||A' lambda||_inf <= 1`` (weak duality)."""
-    # |fl(A' lambda) - A' lambda| <= m eps |A|' |lambda|: bound the constraint before scaling
-    worst = np.max(np.abs(a.T @ dual) + a.shape[0] * _EPS * (np.abs(a).T @ np.abs(dual)))
+    # |fl(A' lambda) - A' lambda| <= k eps |A|' |lambda| for k non-zero terms: bound the
+    # constraint before scaling
+    terms = np.count_nonzero(a, axis=0)  # zero entries add exact zeros to A' lambda
+    worst = np.max(np.abs(a.T @ dual) + terms * _EPS * (np.abs(a).T @ np.abs(dual)))
     dual = dual / max(1.0, float(worst))
     objective = float(s @ dual) - a.shape[0] * _EPS * float(np.abs(s) @ np.abs(dual))
     # the true shift differs from s by at most shift_error: s' lambda moves by <= |err|'|lambda|
