@@ -57,6 +57,10 @@ __all__ = [
 
 _EPS = float(np.finfo(float).eps)
 
+# Enumeration evaluates both log-masses on every support point of every batch element:
+# 2^22 points (two 32 MiB float64 arrays) keep it far below the audit's memory budget.
+_MAX_ENUMERATED = 1 << 22
+
 # numpyro families whose log_prob is a closed form (no quadrature): enumerating their
 # support gives the supremum up to float round-off only.
 _ENUMERABLE = (
@@ -278,8 +282,15 @@ def _linear_laplace_sup_loss(p: LinearLaplace, q: LinearLaplace) -> ExactSupLoss
 
 def _enumerated_sup_loss(p: Distribution, q: Distribution) -> ExactSupLoss | None:
     """Max over the enumerated support of ``log p - log q``, summed over the batch."""
-    support = np.asarray(p.enumerate_support(expand=True))
-    if support.shape != np.asarray(q.enumerate_support(expand=True)).shape:
+    try:
+        points = np.shape(p.enumerate_support(expand=False))[0]
+        if points * max(1, math.prod(p.batch_shape)) > _MAX_ENUMERATED:
+            return None
+        support = np.asarray(p.enumerate_support(expand=True))
+        other = np.asarray(q.enumerate_support(expand=True))
+    except NotImplementedError:  # e.g. a Binomial batch with different total counts
+        return None
+    if support.shape != other.shape or not np.array_equal(support, other):
         return None
     log_p, log_q = np.asarray(p.log_prob(support)), np.asarray(q.log_prob(support))
     log_p, log_q = log_p.reshape(log_p.shape[0], -1), log_q.reshape(log_q.shape[0], -1)

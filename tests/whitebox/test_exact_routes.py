@@ -228,3 +228,9 @@ def test_linear_laplace_route_is_fast_at_catalogue_sizes():
     for _ in range(5):
         exact_sup_loss(p, q)
     assert (time.perf_counter() - start) / 5 < 0.5
+
+
+def test_enumeration_declines_different_or_huge_supports():
+    assert exact_sup_loss(dist.DiscreteUniform(0, 3), dist.DiscreteUniform(0, 4)) is None
+    huge = dist.Binomial(10**7, probs=0.5)
+    assert exact_sup_loss(huge, dist.Binomial(10**7, probs=0.4)) is None
