@@ -32,9 +32,14 @@ keeps only the ``m <= 2^L`` leaves of a ``2^{L+1}-1`` node tree, so ``A`` is
 wide and the marginal is an integral over the internal nodes;
 :class:`AncestorLaplace` evaluates it by exact belief propagation on the tree
 (closed form for depth <= 1, a log-space quadrature with Richardson
-extrapolation above; see its docstring for the error). For any other wide ``A`` :meth:`LinearLaplace.log_prob` raises
-``NotImplementedError``: audit such a release through
-:func:`linear_laplace_sensitivity`.
+extrapolation above; see its docstring for the error). For any other wide ``A``
+:meth:`LinearLaplace.log_prob` raises ``NotImplementedError``: audit such a
+release through :func:`linear_laplace_sensitivity`.
+
+**Certified value.** :func:`linear_laplace_sensitivity_bounds` brackets the LP value
+between a dual objective (weak duality) and a repaired primal point, with every
+rounding bounded; :func:`dpaudit.exact.exact_sup_loss` turns it into the exact
+supremum of the loss that lets a pure claim pass.
 
 Public names (import from ``dpaudit.noise.linear_laplace``):
 :class:`LinearLaplace`, :class:`AncestorLaplace`, :func:`ancestor_matrix`,
@@ -257,8 +262,9 @@ def linear_laplace_sensitivity_bounds(matrix, shift, shift_error=0.0) -> Sensiti
     gives ``s' lambda = nu' A' lambda <= ||nu||_1`` for every feasible ``nu``; HiGHS's
     equality marginals are scaled into that set with a bound on the rounding of
     ``A' lambda``. The upper bound is a feasible point: HiGHS's ``nu`` is repaired by
-    least squares and the residual that rounding leaves is paid for by
-    :func:`_explanation_cost`. Unlike :func:`linear_laplace_sensitivity` (a relative
+    least squares and the residual that rounding leaves is paid for by the least-norm
+    explanation ``sqrt(p) ||r||_2 / sigma_min(A)`` (``sigma_min`` from the Gram matrix,
+    bounded below by Weyl's inequality). Unlike :func:`linear_laplace_sensitivity` (a relative
     ``1e-9`` round-up of the solver's optimum) no solver tolerance is trusted.
 
     Args:

@@ -28,7 +28,10 @@ from mechanisms.ecdf import interval_shifts
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
 def test_lp_worst_case_over_all_intervals_is_L_not_L_plus_1(depth):
-    """Trap 25: min ||nu||_1 s.t. A nu = 1_[a,b], worst case over all intervals is exactly L."""
+    """min ||nu||_1 s.t. A nu = 1_[a,b]: the worst case over all intervals is exactly L.
+
+    BMR's Lemma 1 states L + 1 (docs/paper-errors.md#bmr-noise-scale).
+    """
     a = ancestor_matrix(depth)
     shifts = interval_shifts(2**depth)
     lp = np.array([linear_laplace_sensitivity(a, s) for s in shifts])
