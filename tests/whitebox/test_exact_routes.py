@@ -10,6 +10,7 @@ import numpyro.distributions as dist
 import pytest
 
 import dpaudit
+from dpaudit.accounting import laplace_delta
 from dpaudit.datasets import generate
 from dpaudit.exact import (
     ExactSupLoss,
@@ -234,3 +235,14 @@ def test_enumeration_declines_different_or_huge_supports():
     assert exact_sup_loss(dist.DiscreteUniform(0, 3), dist.DiscreteUniform(0, 4)) is None
     huge = dist.Binomial(10**7, probs=0.5)
     assert exact_sup_loss(huge, dist.Binomial(10**7, probs=0.4)) is None
+
+
+def test_supremum_delta_bound_dominates_laws_with_that_supremum():
+    """(1 - e^{eps - S})_+ is above the Laplace curve and the randomised-response curve."""
+    eps = np.linspace(0.0, 2.0, 41)
+    accounting = SupremumAccounting(sup_loss=1.5, sup_loss_lower=1.5, method="declared")
+    bound = accounting.delta_upper(eps)
+    assert np.all(bound >= laplace_delta(eps, 1.5) - 1e-15)
+    # randomised response with loss +-S: delta(eps) = (e^S - e^eps)_+ / (1 + e^S)
+    rr = np.maximum(0.0, np.exp(1.5) - np.exp(eps)) / (1 + np.exp(1.5))
+    assert np.all(bound >= rr - 1e-15)
