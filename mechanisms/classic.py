@@ -44,6 +44,7 @@ from numpyro.distributions import Distribution, constraints
 
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
+from dpaudit.exact import two_sided_geometric_sup_loss
 from dpaudit.noise import analytic_gaussian_sigma, classical_gaussian_sigma
 from mechanisms.common import gaussian_release, laplace_release, summary_release
 
@@ -224,6 +225,22 @@ class DiscreteLaplace(Distribution):
         on_lattice = jnp.round(value - self.loc) == value - self.loc
         log_p = jnp.log(jnp.tanh(self.a / 2.0)) - self.a * jnp.abs(value - self.loc)
         return jnp.where(on_lattice, log_p, -jnp.inf)
+
+    def exact_sup_loss(self, other):
+        """The exact supremum of the privacy loss against another two-sided geometric law.
+
+        Args:
+            other: the release law of the neighbouring dataset.
+
+        Returns:
+            A :class:`dpaudit.exact.ExactSupLoss` (``a |loc - other.loc|`` summed over the
+            batch), or ``None`` when ``other`` is not the same law shifted.
+        """
+        if type(other) is not type(self) or np.shape(self.loc) != np.shape(other.loc):
+            return None
+        if not np.array_equal(np.asarray(self.a), np.asarray(other.a)):
+            return None
+        return two_sided_geometric_sup_loss(self.loc, other.loc, self.a)
 
 
 class NoisyArgmax(Distribution):

@@ -32,23 +32,32 @@ keeps only the ``m <= 2^L`` leaves of a ``2^{L+1}-1`` node tree, so ``A`` is
 wide and the marginal is an integral over the internal nodes;
 :class:`AncestorLaplace` evaluates it by exact belief propagation on the tree
 (closed form for depth <= 1, a log-space quadrature with Richardson
-extrapolation above; see its docstring for the error). For any other wide ``A`` :meth:`LinearLaplace.log_prob` raises
-``NotImplementedError``: audit such a release through
-:func:`linear_laplace_sensitivity`.
+extrapolation above; see its docstring for the error). For any other wide ``A``
+:meth:`LinearLaplace.log_prob` raises ``NotImplementedError``: audit such a
+release through :func:`linear_laplace_sensitivity`.
+
+**Certified value.** :func:`linear_laplace_sensitivity_bounds` brackets the LP value
+between a dual objective (weak duality) and a repaired primal point, with every
+rounding bounded; :func:`dpaudit.exact.exact_sup_loss` turns it into the exact
+supremum of the loss that lets a pure claim pass.
 
 Public names (import from ``dpaudit.noise.linear_laplace``):
 :class:`LinearLaplace`, :class:`AncestorLaplace`, :func:`ancestor_matrix`,
 :func:`ancestor_sensitivity`, :func:`linear_laplace_sensitivity`,
-:func:`linear_laplace_epsilon`.
+:func:`linear_laplace_sensitivity_bounds` (certified two-sided bounds on the LP value,
+:class:`SensitivityBounds`), :func:`linear_laplace_epsilon`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 from jax import lax
 from numpyro.distributions import Distribution, constraints
@@ -58,10 +67,12 @@ from dpaudit.checks import check_finite, check_last_axis, check_positive, is_con
 __all__ = [
     "AncestorLaplace",
     "LinearLaplace",
+    "SensitivityBounds",
     "ancestor_matrix",
     "ancestor_sensitivity",
     "linear_laplace_epsilon",
     "linear_laplace_sensitivity",
+    "linear_laplace_sensitivity_bounds",
 ]
 
 #: Relative margin added to an LP optimum so the returned sensitivity is an
@@ -133,6 +144,168 @@ def linear_laplace_sensitivity(matrix, shift) -> float:
         raise RuntimeError(f"the sensitivity LP solution violates A nu = shift by {residual:.3g}.")
     value = float(np.sum(np.abs(nu)))
     return float(np.nextafter(value * (1.0 + _LP_ROUND_UP), np.inf))
+
+
+class SensitivityBounds(NamedTuple):
+    """Certified bounds ``lower <= min{||nu||_1 : A nu = s} <= upper``.
+
+    Attributes:
+        lower: a dual objective ``s' lambda`` with ``||A' lambda||_inf <= 1`` (weak
+            duality), rounded down; ``inf`` when ``s`` is outside the column space.
+        upper: ``||nu||_1`` of a primal solution repaired to ``A nu = s``, plus a
+            bound on the residual left and on the rounding of ``s``, rounded up.
+        point: HiGHS's optimum (between the two up to the solver's tolerances).
+    """
+
+    lower: float
+    upper: float
+    point: float
+
+    @property
+    def gap(self) -> float:
+        """``upper - lower``: the certified width of the LP value."""
+        return self.upper - self.lower
+
+
+_EPS = float(np.finfo(float).eps)
+
+
+class _RowFactor(NamedTuple):
+    """The Gram matrix ``A A'`` of a full-row-rank ``A``, factorised, and ``sigma_min(A)``."""
+
+    cholesky: tuple
+    sigma_min: float
+
+
+@functools.lru_cache(maxsize=4)
+def _row_factor(data: bytes, shape: tuple[int, int]) -> _RowFactor | None:
+    """Factorise ``A A'`` once per matrix (cached: a batch of shifts shares its matrix)."""
+    a = np.frombuffer(data).reshape(shape)
+    if shape[0] > shape[1]:
+        return None
+    gram = a @ a.T
+    # Weyl: the rounding of the product (p eps |A||A|') and the eigensolver's backward
+    # error (m eps ||G||) move the smallest eigenvalue by at most their Frobenius norms
+    slack = _EPS * (
+        shape[1] * np.linalg.norm(np.abs(a) @ np.abs(a).T) + shape[0] * np.linalg.norm(gram)
+    )
+    smallest = float(scipy.linalg.eigvalsh(gram, subset_by_index=[0, 0])[0]) - slack
+    if smallest <= 0.0:
+        return None
+    return _RowFactor(scipy.linalg.cho_factor(gram), math.sqrt(smallest))
+
+
+def _factor(a: np.ndarray) -> _RowFactor | None:
+    a = np.ascontiguousarray(a, dtype=float)
+    return _row_factor(a.tobytes(), a.shape)
+
+
+def _explanation_cost(factor: _RowFactor | None, width: int, error: np.ndarray) -> float:
+    """An upper bound on ``min{||d||_1 : A d = error}`` for full-row-rank ``A``.
+
+    The least-norm ``d = A^+ error`` has ``||d||_1 <= sqrt(p) ||d||_2 <=
+    sqrt(p) ||error||_2 / sigma_min(A)``; it bounds what a residual or a rounding of the
+    shift can add to or remove from the LP value (the value is subadditive in the shift).
+    ``inf`` when ``A`` is not certified to have full row rank.
+    """
+    if not np.any(error):
+        return 0.0
+    if factor is None:
+        return math.inf
+    # 2x the exact expression: covers the rounding of the norm and of the products
+    return 2.0 * math.sqrt(width) * float(np.linalg.norm(error)) / factor.sigma_min
+
+
+def _solve_primal_dual(a: np.ndarray, s: np.ndarray):
+    """HiGHS on ``min 1'(nu+ + nu-)``, ``[A, -A] nu+- = s``; ``None`` when infeasible."""
+    p = a.shape[1]
+    result = scipy.optimize.linprog(
+        np.ones(2 * p), A_eq=np.hstack([a, -a]), b_eq=s, bounds=(0, None), method="highs"
+    )
+    if result.status == 2:
+        return None
+    if result.status != 0:
+        raise RuntimeError(f"HiGHS did not solve the sensitivity LP: {result.message}")
+    return result.x[:p] - result.x[p:], np.asarray(result.eqlin.marginals, dtype=float)
+
+
+def _certified_upper(a: np.ndarray, s: np.ndarray, nu: np.ndarray, shift_error) -> float:
+    """``||nu'||_1`` for ``nu`` repaired to ``A nu = s``, plus what is left unexplained."""
+    factor = _factor(a)
+    if factor is not None:  # the least-norm correction A' (A A')^-1 (s - A nu)
+        nu = nu + a.T @ scipy.linalg.cho_solve(factor.cholesky, s - a @ nu)
+    # a dot product of k non-zero terms and one subtraction is off by <= (k + 1) eps |A||nu|
+    terms = np.count_nonzero(a, axis=1) + 1.0
+    residual = np.abs(s - a @ nu) + terms * _EPS * (np.abs(a) @ np.abs(nu) + np.abs(s))
+    value = math.fsum(np.abs(nu)) * (1.0 + 2.0 * _EPS)  # fsum is correctly rounded
+    value += _explanation_cost(factor, a.shape[1], residual + shift_error)
+    return float(np.nextafter(value, np.inf))
+
+
+def _certified_lower(a: np.ndarray, s: np.ndarray, dual: np.ndarray, shift_error) -> float:
+    """``s' lambda`` for the dual scaled into ``||A' lambda||_inf <= 1`` (weak duality)."""
+    # |fl(A' lambda) - A' lambda| <= k eps |A|' |lambda| for k non-zero terms: bound the
+    # constraint before scaling
+    terms = np.count_nonzero(a, axis=0)  # zero entries add exact zeros to A' lambda
+    worst = np.max(np.abs(a.T @ dual) + terms * _EPS * (np.abs(a).T @ np.abs(dual)))
+    dual = dual / max(1.0, float(worst))
+    objective = float(s @ dual) - a.shape[0] * _EPS * float(np.abs(s) @ np.abs(dual))
+    # the true shift differs from s by at most shift_error: s' lambda moves by <= |err|'|lambda|
+    objective -= float(np.asarray(shift_error) @ np.abs(dual))
+    return max(0.0, float(np.nextafter(objective, -np.inf)))
+
+
+def linear_laplace_sensitivity_bounds(matrix, shift, shift_error=0.0) -> SensitivityBounds:
+    r"""Certified lower and upper bounds on ``min{||nu||_1 : A nu = shift}``.
+
+    The lower bound is weak duality: any ``lambda`` with ``||A' lambda||_inf <= 1``
+    gives ``s' lambda = nu' A' lambda <= ||nu||_1`` for every feasible ``nu``; HiGHS's
+    equality marginals are scaled into that set with a bound on the rounding of
+    ``A' lambda``. The upper bound is a feasible point: HiGHS's ``nu`` is repaired by
+    least squares and the residual that rounding leaves is paid for by the least-norm
+    explanation ``sqrt(p) ||r||_2 / sigma_min(A)`` (``sigma_min`` from the Gram matrix,
+    bounded below by Weyl's inequality). Unlike :func:`linear_laplace_sensitivity` (a relative
+    ``1e-9`` round-up of the solver's optimum) no solver tolerance is trusted.
+
+    Args:
+        matrix: ``(m, p)`` noise matrix ``A`` (full row rank for a finite upper bound).
+        shift: ``(m,)`` shift ``s`` in the units of ``A eta``.
+        shift_error: ``(m,)`` or scalar bound on ``|s - s_true|`` when ``s`` was rounded
+            (for example ``n (F_D - F_D')`` computed in float64).
+
+    Returns:
+        A :class:`SensitivityBounds`; ``(inf, inf, inf)`` when the shift is outside the
+        column space of ``A`` (relative residual above ``1e-9``: the laws are singular).
+
+    Raises:
+        ValueError: on shapes that do not match or non-finite entries.
+        RuntimeError: if HiGHS fails for another reason than infeasibility.
+
+    Example:
+        >>> b = linear_laplace_sensitivity_bounds([[1.0, 1.0], [0.0, 1.0]], [1.0, 1.0])
+        >>> b.lower <= 1.0 <= b.upper, b.gap < 1e-12
+        (True, True)
+    """
+    a = _as_matrix(matrix)
+    s = np.asarray(shift, dtype=float)
+    if s.shape != (a.shape[0],):
+        raise ValueError(f"shift has shape {s.shape} but the matrix has {a.shape[0]} rows.")
+    check_finite("shift", s)
+    error = np.broadcast_to(np.abs(np.asarray(shift_error, dtype=float)), s.shape)
+    if not np.any(s) and not np.any(error):
+        return SensitivityBounds(0.0, 0.0, 0.0)
+    solution = _solve_primal_dual(a, s)
+    if solution is None:
+        # HiGHS says infeasible: confirm with least squares (relative 1e-9 is far above
+        # float64 round-off of a projection, far below any real departure from col(A))
+        fit, *_ = np.linalg.lstsq(a, s, rcond=None)
+        if np.linalg.norm(a @ fit - s) <= 1e-9 * np.linalg.norm(s):
+            raise RuntimeError("HiGHS reports an infeasible shift that lies in col(A).")
+        return SensitivityBounds(math.inf, math.inf, math.inf)
+    nu, dual = solution
+    point = float(np.sum(np.abs(nu)))
+    upper = _certified_upper(a, s, nu, error)
+    return SensitivityBounds(_certified_lower(a, s, dual, error), max(upper, point), point)
 
 
 def linear_laplace_epsilon(matrix, shift, scale, count_scale=1.0) -> float:

@@ -21,13 +21,17 @@ from dpaudit.noise.linear_laplace import (
     ancestor_sensitivity,
     linear_laplace_epsilon,
     linear_laplace_sensitivity,
+    linear_laplace_sensitivity_bounds,
 )
 from mechanisms.ecdf import interval_shifts
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
 def test_lp_worst_case_over_all_intervals_is_L_not_L_plus_1(depth):
-    """Trap 25: min ||nu||_1 s.t. A nu = 1_[a,b], worst case over all intervals is exactly L."""
+    """min ||nu||_1 s.t. A nu = 1_[a,b]: the worst case over all intervals is exactly L.
+
+    BMR's Lemma 1 states L + 1 (docs/paper-errors.md#bmr-noise-scale).
+    """
     a = ancestor_matrix(depth)
     shifts = interval_shifts(2**depth)
     lp = np.array([linear_laplace_sensitivity(a, s) for s in shifts])
@@ -74,6 +78,58 @@ def test_tree_dp_equals_lp_for_integer_shifts(depth, values):
     shift = np.array(values[: 2**depth], dtype=float)
     lp = linear_laplace_sensitivity(ancestor_matrix(depth, shift.size), shift)
     assert float(ancestor_sensitivity(depth, shift)) == pytest.approx(lp, abs=1e-6)
+
+
+def _basic_solutions_minimum(matrix, shift) -> float:
+    """min ||nu||_1 over A nu = s by enumerating basic solutions (an LP optimum is one)."""
+    m, p = matrix.shape
+    best = math.inf
+    for columns in itertools.combinations(range(p), m):
+        sub = matrix[:, columns]
+        if abs(np.linalg.det(sub)) > 1e-12:
+            best = min(best, float(np.sum(np.abs(np.linalg.solve(sub, shift)))))
+    return best
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_certified_bounds_bracket_brute_force(depth, seed):
+    """Dual objective <= brute-force minimum <= repaired primal, with a tiny gap."""
+    rng = np.random.default_rng(seed)
+    a = ancestor_matrix(depth)
+    shift = rng.normal(size=a.shape[0]) * rng.choice([1e-3, 1.0, 1e3])
+    bounds = linear_laplace_sensitivity_bounds(a, shift)
+    exact = _basic_solutions_minimum(a, shift)
+    assert bounds.lower <= exact <= bounds.upper
+    assert bounds.lower <= bounds.point <= bounds.upper
+    assert bounds.gap <= 1e-10 * (1.0 + exact)
+
+
+def test_certified_bounds_on_random_dense_matrices():
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        a = rng.normal(size=(3, 5))
+        shift = rng.normal(size=3)
+        bounds = linear_laplace_sensitivity_bounds(a, shift)
+        assert bounds.lower <= _basic_solutions_minimum(a, shift) <= bounds.upper
+
+
+def test_certified_bounds_widen_with_the_shift_error():
+    a = ancestor_matrix(2)
+    shift = np.array([1.0, 1.0, 0.0, 0.0])
+    tight = linear_laplace_sensitivity_bounds(a, shift)
+    loose = linear_laplace_sensitivity_bounds(a, shift, shift_error=1e-6)
+    assert loose.lower < tight.lower <= 1.0 <= tight.upper < loose.upper
+    # the true value of any shift within the error stays inside the wide bounds
+    for sign in itertools.product((-1.0, 1.0), repeat=4):
+        moved = shift + 1e-6 * np.array(sign)
+        assert loose.lower <= _basic_solutions_minimum(a, moved) <= loose.upper
+
+
+def test_certified_bounds_of_zero_and_infeasible_shifts():
+    assert linear_laplace_sensitivity_bounds(np.eye(2), [0.0, 0.0]) == (0.0, 0.0, 0.0)
+    infeasible = linear_laplace_sensitivity_bounds([[1.0], [1.0]], [1.0, 0.0])
+    assert math.isinf(infeasible.lower) and math.isinf(infeasible.upper)
 
 
 def test_bad_inputs_raise_one_sentence():
