@@ -18,6 +18,7 @@ from dpaudit.adjacency import check_adjacent
 from dpaudit.compatibility import Compatibility, is_functional_truncation
 from dpaudit.compatibility import compatibility as compatibility_of
 from dpaudit.densities import check_has_density
+from dpaudit.exact import exact_sup_loss
 from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.whitebox.shift import NoiseShift, noise_shift
 
@@ -104,6 +105,9 @@ def plan_audit(
         check_has_density(dist_dp, mechanism.name)
     route = _choose_route(route, shift, mechanism.name)
     accounting = exact_accounting(shift, discretization=discretization) if exact and shift else None
+    if exact and accounting is None:
+        supremum = exact_sup_loss(dist_d, dist_dp)
+        accounting = supremum.accounting() if supremum is not None else None
     compat = None
     # Compatibility is about functional noise (K -> infinity); finite-dimensional
     # ("independent"/"multivariate") noise has no limit to classify. A bare coefficient

@@ -149,6 +149,8 @@ def _pure_epsilons(claim, results, accounting, candidate_losses) -> tuple[float,
     epsilon_lower = max(0.0, max(observed, default=-math.inf)) if observed else 0.0
     if accounting is not None and accounting.family == "laplace":
         epsilon_lower = max(epsilon_lower, accounting.sup_loss)
+    if accounting is not None and accounting.family == "supremum":
+        epsilon_lower = max(epsilon_lower, accounting.sup_loss_lower)
     if accounting is not None and accounting.family in ("gaussian", "singular"):
         # Gaussian/singular losses are unbounded unless the summaries coincide.
         epsilon_lower = math.inf if accounting.sup_loss > 0 else 0.0

@@ -75,15 +75,16 @@ def _exact_violation(claim: Claim, delta: DeltaSummary, accounting) -> bool:
     # the curve (delta(epsilon) = delta) from reading as violated.
     lower = delta.exact_lower
     violated = lower is not None and lower > claim.delta * (1 + 1e-9) + 1e-15
-    if accounting is not None and accounting.family == "laplace" and claim.pure:
+    if accounting is not None and accounting.family in ("laplace", "supremum") and claim.pure:
         tol_sup = _laplace_sup_tolerance(accounting)
-        violated = violated or accounting.sup_loss > claim.epsilon + tol_sup
+        sup_lower = getattr(accounting, "sup_loss_lower", accounting.sup_loss)
+        violated = violated or sup_lower > claim.epsilon + tol_sup
     return violated
 
 
 def _pure_verdict(claim: Claim, accounting) -> tuple[str, list[str]]:
     """Rules 5 and 6: a pure claim without violation."""
-    if accounting is not None and accounting.family == "laplace":
+    if accounting is not None and accounting.family in ("laplace", "supremum"):
         ok = accounting.sup_loss <= claim.epsilon + _laplace_sup_tolerance(accounting)
         return ("pass" if ok else "inconclusive"), []
     if accounting is not None and accounting.sup_loss == 0.0:
