@@ -318,13 +318,12 @@ def check_report_folder(folder: str | Path) -> Path:
 
 
 def check_json_path(path: str | Path) -> Path:
-    """Check, before any audit runs, that :func:`write_json` may write ``path``.
+    """``path`` as a :class:`~pathlib.Path`, once it is known that :func:`write_json` may write it.
+
+    Checked before any audit runs, so a bad ``--json`` costs no audit time.
 
     Args:
         path: the JSON file asked for.
-
-    Returns:
-        ``path`` as a :class:`~pathlib.Path`.
 
     Raises:
         ReportPathError: when ``path`` is a folder, lies under a file or an

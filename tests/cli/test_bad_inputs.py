@@ -127,6 +127,18 @@ def test_the_largest_seed_runs(folder):
     assert main(["run", str(_spec(folder)), "--samples", "300", "--seed", str(2**63 - 1)]) == 0
 
 
+def _check_black_box_spec(tmp_path, sampler_text, *replacements) -> int:
+    """``dpaudit check`` of the shared black-box spec with its text edited by ``replacements``."""
+    from spec_fixtures import BLACK_BOX_SPEC
+
+    (tmp_path / "sampler.py").write_text(sampler_text)
+    text = BLACK_BOX_SPEC.format(expected="", scale=1.0)
+    for old, new in replacements:
+        text = text.replace(old, new)
+    (tmp_path / "bb.toml").write_text(text)
+    return main(["check", str(tmp_path / "bb.toml")])
+
+
 @pytest.mark.parametrize(
     ("option", "fragment"),
     [
@@ -137,14 +149,10 @@ def test_the_largest_seed_runs(folder):
     ],
 )
 def test_classifier_options_must_be_finite(tmp_path, capsys, option, fragment):
-    from spec_fixtures import BLACK_BOX_SPEC, SAMPLER
+    from spec_fixtures import SAMPLER
 
-    (tmp_path / "sampler.py").write_text(SAMPLER)
-    text = BLACK_BOX_SPEC.format(expected="", scale=1.0).replace(
-        'method = "logistic"', f'method = "logistic"\nclassifier_options = {{ {option} }}'
-    )
-    (tmp_path / "bb.toml").write_text(text)
-    assert main(["check", str(tmp_path / "bb.toml")]) == EXIT_INVALID
+    options = ('method = "logistic"', f'method = "logistic"\nclassifier_options = {{ {option} }}')
+    assert _check_black_box_spec(tmp_path, SAMPLER, options) == EXIT_INVALID
     _refused(capsys, "blackbox.classifier_options.", fragment)
 
 
@@ -171,11 +179,7 @@ def one_row(data, n, key):
     ],
 )
 def test_bad_samplers_fail_check(tmp_path, capsys, sampler, fragment):
-    from spec_fixtures import BLACK_BOX_SPEC
-
-    (tmp_path / "sampler.py").write_text(BAD_SAMPLERS)
-    text = BLACK_BOX_SPEC.format(expected="", scale=1.0)
-    text = text.replace("sampler.py:laplace_mean", f"sampler.py:{sampler}")
-    (tmp_path / "bb.toml").write_text(text.replace("params = { scale_factor = 1.0 }\n", ""))
-    assert main(["check", str(tmp_path / "bb.toml")]) == EXIT_INVALID
+    edits = (("sampler.py:laplace_mean", f"sampler.py:{sampler}"),)
+    edits += (("params = { scale_factor = 1.0 }\n", ""),)
+    assert _check_black_box_spec(tmp_path, BAD_SAMPLERS, *edits) == EXIT_INVALID
     _refused(capsys, "blackbox.sampler", fragment)
