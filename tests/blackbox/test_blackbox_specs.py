@@ -307,7 +307,9 @@ def test_a_crashing_sampler_stops_the_run_and_writes_nothing(folder, tmp_path, c
     text = SPEC.format(expected="", scale=1.0).replace("laplace_mean", "crashing")
     write_spec(folder, text.replace("params = { scale_factor = 1.0 }\n", ""), "b.toml")
     reports = tmp_path / "reports"
-    assert main(["run", str(folder), "--report", str(reports)]) == 2
+    assert (
+        main(["run", str(folder), "--report", str(reports)]) == 3
+    )  # a crash is an internal error, not invalid input
     err = capsys.readouterr().err
     assert "b.toml" in err and "out of cheese" in err
     assert not reports.exists()
