@@ -109,7 +109,21 @@ def test_no_module_named_like_a_top_level_function():
     assert not functions & modules, functions & modules
 
 
-_OUTSIDE = re.compile(r"\.\./shared|seed_digest|digest §|\btrap \d+|/work/")
+# The forms an outside reference took: a path up out of the checkout into the
+# development workspace, the name of the specification file kept there, its section
+# signs and numbered items. Spelled in pieces so this file does not match itself.
+_SPEC_FILE = "seed" + "_" + "dig" + "est"
+_OUTSIDE = re.compile(
+    "|".join(
+        [
+            r"\.\./" + "sha" + "red",
+            _SPEC_FILE,
+            "dig" + "est §",
+            r"\b" + "tr" + r"ap \d+",
+            "/" + "work" + "/",
+        ]
+    )
+)
 
 
 def test_no_reference_outside_the_repository():
@@ -123,8 +137,6 @@ def test_no_reference_outside_the_repository():
             path.suffix not in (".py", ".md", ".toml", ".ipynb", ".txt", ".cfg", ".json", "")
             or not path.is_file()
         ):
-            continue
-        if name == "tests/test_code_structure.py":
             continue
         for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if _OUTSIDE.search(line):
