@@ -54,6 +54,7 @@ from dpaudit.testing.search import (
     sensitivity_target,
     worst_neighbours,
 )
+from dpaudit.whitebox.engine import audit as dpaudit_audit
 
 __all__ = [
     "CompatibilityViolation",
@@ -477,13 +478,6 @@ def assert_compatible(
 VIOLATED_VERDICTS = ("violated", "violation", "fail", "failed", "refuted", "not-dp", "not dp")
 
 
-def _audit_function():
-    """The white-box audit function ``dpaudit.audit``."""
-    import dpaudit
-
-    return dpaudit.audit
-
-
 def _is_violation(result: Any, failing=VIOLATED_VERDICTS) -> bool:
     for flag, meaning in (("violated", True), ("passed", False), ("ok", False)):
         value = getattr(result, flag, None)
@@ -539,7 +533,7 @@ def assert_dp(
     """
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"assert_dp needs a dpaudit.Mechanism, got {type(mechanism).__name__}.")
-    audit = _audit_function()
+
     if claim is not None:
         if not isinstance(claim, Claim):
             raise TypeError(f"claim must be a dpaudit.Claim, got {type(claim).__name__}.")
@@ -551,7 +545,7 @@ def assert_dp(
         data, data_prime = worst.data, worst.data_prime
     relation = adjacency_of(mechanism.claim)
     relation.check(data, data_prime)
-    result = audit(mechanism, data, data_prime, seed=seed, **audit_options)
+    result = dpaudit_audit(mechanism, data, data_prime, seed=seed, **audit_options)
     failing = VIOLATED_VERDICTS + (() if allow_incompatible else ("incompatible",))
     failing = failing + (("inconclusive",) if strict else ())
     if _is_violation(result, failing):
