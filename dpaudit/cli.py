@@ -53,6 +53,7 @@ import dpaudit
 from dpaudit import audit
 from dpaudit.blackbox import blackbox_audit
 from dpaudit.datasets import generate
+from dpaudit.notions.claims import is_notion_claim
 from dpaudit.registry import entry
 from dpaudit.report import (
     AuditOutcome,
@@ -125,7 +126,13 @@ def _console():
 
 
 def _with_claim(mechanism, claim):
-    """The mechanism with the spec's epsilon, delta and adjacency (sensitivity kept)."""
+    """The mechanism with the spec's claim: its notion, parameters and adjacency (sensitivity kept)."""
+    base = mechanism.claim
+    if is_notion_claim(claim) or is_notion_claim(base):  # dpaudit.notions: rebuild the claim
+        merged = dataclasses.replace(
+            claim, sensitivity_norm=base.sensitivity_norm, sensitivity=base.sensitivity
+        )
+        return dataclasses.replace(mechanism, claim=merged)
     merged = dataclasses.replace(
         mechanism.claim, epsilon=claim.epsilon, delta=claim.delta, adjacency=claim.adjacency
     )

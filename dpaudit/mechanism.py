@@ -291,10 +291,12 @@ class Mechanism:
             raise TypeError("Mechanism name must be a non-empty string.")
         if not callable(self.model):
             raise TypeError(f"Mechanism {self.name!r}: model must be callable (a numpyro model).")
-        if not isinstance(self.claim, Claim):
+        from dpaudit.notions.claims import is_notion_claim  # notions import this module
+
+        if not (isinstance(self.claim, Claim) or is_notion_claim(self.claim)):
             raise TypeError(
-                f"Mechanism {self.name!r}: claim must be a dpaudit.Claim, got "
-                f"{type(self.claim).__name__}."
+                f"Mechanism {self.name!r}: claim must be a dpaudit.Claim or a claim of "
+                f"dpaudit.notions (zCDP, RDP, GDP, f-DP), got {type(self.claim).__name__}."
             )
         for field in ("summary", "difference_norm"):
             value = getattr(self, field)

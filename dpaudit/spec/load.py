@@ -19,6 +19,7 @@ from dpaudit.adjacency import ADJACENCIES
 from dpaudit.blackbox import METHODS, OBJECTIVES
 from dpaudit.datasets import generators
 from dpaudit.mechanism import Claim
+from dpaudit.notions.claims import make_claim
 from dpaudit.registry import entry
 from dpaudit.spec.schema import (
     BLACKBOX_VERDICTS,
@@ -26,6 +27,7 @@ from dpaudit.spec.schema import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SAMPLES,
     FEATURES,
+    NOTION_FIELDS,
     SECTIONS,
     TOP_LEVEL,
     VERDICTS,
@@ -189,10 +191,39 @@ def _load_mechanism(path: Path, raw: Mapping, *, blackbox: bool) -> _Audited:
     return _Audited(check_callable_path(path, table["path"]), params)
 
 
-def _load_claim(path: Path, raw: Mapping) -> Claim:
+_NOTION_NUMBERS = ("zcdp_rho", "gdp_mu", "anchor_delta")
+
+
+def _load_notion_claim(path: Path, table: Mapping):
+    """A zCDP / RDP / GDP claim (``dpaudit.notions``), one field error per bad value."""
+    for key in _NOTION_NUMBERS:
+        if key in table:
+            _number(path, f"claim.{key}", table[key])
+    for key in ("rdp_orders", "rdp_epsilons"):
+        if key in table:
+            values = table[key]
+            values = values if isinstance(values, list) else [values]
+            for v in values:
+                _number(path, f"claim.{key}", v)
+    try:
+        return make_claim(**table)
+    except (TypeError, ValueError) as err:
+        field = next((k for k in table if k in str(err)), "claim")
+        field = "claim" if field == "claim" else f"claim.{field}"
+        raise field_error(path, field, str(err)) from None
+
+
+def _load_claim(path: Path, raw: Mapping):
     table = _table(path, raw, "claim", required=True)
+    if any(key in table for key in NOTION_FIELDS):
+        return _load_notion_claim(path, table)
     if "epsilon" not in table:
-        raise field_error(path, "claim.epsilon", "missing; the claim needs an epsilon > 0.")
+        raise field_error(
+            path,
+            "claim.epsilon",
+            "missing; the claim needs an epsilon > 0 (or zcdp_rho, gdp_mu, or rdp_orders "
+            "with rdp_epsilons).",
+        )
     epsilon = _number(path, "claim.epsilon", table["epsilon"])
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise field_error(path, "claim.epsilon", f"must be a finite number > 0, got {epsilon!r}.")

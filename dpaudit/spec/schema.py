@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_CONFIDENCE",
     "DEFAULT_SAMPLES",
     "FEATURES",
+    "NOTION_FIELDS",
     "SECTIONS",
     "TOP_LEVEL",
     "VERDICTS",
@@ -54,10 +55,23 @@ SECTIONS: Mapping[str, frozenset[str]] = {
             "classifier_options",
         }
     ),
-    "claim": frozenset({"epsilon", "delta", "adjacency"}),
+    "claim": frozenset(
+        {
+            "epsilon",
+            "delta",
+            "adjacency",
+            "zcdp_rho",
+            "gdp_mu",
+            "rdp_orders",
+            "rdp_epsilons",
+            "anchor_delta",
+        }
+    ),
     "data": frozenset({"generator", "files", "params"}),
     "budget": frozenset({"samples", "select_samples", "confidence", "seed"}),
 }
+#: The ``[claim]`` fields of the notions beyond (epsilon, delta) (``dpaudit.notions``).
+NOTION_FIELDS = ("zcdp_rho", "gdp_mu", "rdp_orders", "rdp_epsilons")
 #: The options a black-box spec may pass to the classifier (``[blackbox.classifier_options]``).
 CLASSIFIER_OPTIONS = ("batch", "hidden", "l2", "learning_rate", "steps")
 #: Releases drawn per direction (black-box: certification releases per dataset) by default.
@@ -138,7 +152,8 @@ class AuditSpec:
             (``blackbox.mechanism`` or ``blackbox.sampler``).
         params: parameters for the mechanism's builder (black-box without
             ``[mechanism]``: ``blackbox.params``).
-        claim: the claim audited.
+        claim: the claim audited: a :class:`~dpaudit.Claim`, or a claim of
+            :mod:`dpaudit.notions` (zCDP, RDP, GDP).
         generator: a named dataset generator, or ``None`` when ``files`` is given.
         files: two ``.npy``/``.npz`` files holding ``D`` and ``D'``, or ``None``.
         data_params: parameters of the generator.

@@ -46,6 +46,7 @@ in ``report.diagnostics["epsilon_lower_raw"]``
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -57,6 +58,7 @@ import numpy as np
 
 from dpaudit.loss import ROUTES
 from dpaudit.mechanism import Mechanism
+from dpaudit.notions.claims import is_notion_claim
 from dpaudit.pld import BOUND_METHODS
 from dpaudit.progress import progress_bar, should_show
 from dpaudit.whitebox.certificate import find_certificate
@@ -70,7 +72,7 @@ from dpaudit.whitebox.summaries import (
     delta_summary,
     epsilon_summary,
 )
-from dpaudit.whitebox.verdict import clamp_pass_lower_bound, verdict
+from dpaudit.whitebox.verdict import clamp_pass_lower_bound, notion_result, verdict
 
 __all__ = ["audit"]
 
@@ -180,6 +182,9 @@ def audit(
     started = time.perf_counter()
     bound_method = _bound_method(bound_method, method)
     _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization)
+    notion = mechanism.claim if is_notion_claim(mechanism.claim) else None
+    if notion is not None:  # audit the (epsilon, delta) anchor, then judge the notion
+        mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())
     samples, seed, confidence = int(samples), int(seed), float(confidence)
     plan = plan_audit(
         mechanism,
@@ -217,7 +222,8 @@ def audit(
         plan.claim, kernels, [r.best_release for r in runs], plan.shift
     )
     evidence = _Evidence(runs, certificate, verified)
-    return _conclude(mechanism.name, plan, settings, evidence, seed, confidence, started)
+    result = _conclude(mechanism.name, plan, settings, evidence, seed, confidence, started)
+    return result if notion is None else notion_result(result, notion)
 
 
 def _conclude(name, plan, settings, evidence, seed, confidence, started) -> AuditResult:

@@ -35,19 +35,34 @@ has one row per rule):
    coefficient vector declared by the user is the mechanism, its verdict
    rests on the audited law, and the limit is only noted.
 10. **undetermined compatibility** adds the analysis's reason as a note.
+
+A claim in another notion (zCDP, RDP, GDP, f-DP; :mod:`dpaudit.notions`) is audited
+through the ``(epsilon, delta)`` point it implies at its ``anchor_delta`` by the rules
+above, then judged in its own notion by :func:`notion_result`
+(:func:`dpaudit.notions.evaluate_notion`): its verdict is the notion's, except that a
+deterministic violation of the anchor (certificate, exact accounting) stands, and an
+"incompatible" anchor stays incompatible unless the notion finds a violation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 from dpaudit.accounting import ExactAccounting
 from dpaudit.compatibility import Compatibility
 from dpaudit.mechanism import Claim
+from dpaudit.notions.evaluation import evaluate_notion
 from dpaudit.whitebox.result import Certificate
 from dpaudit.whitebox.summaries import DeltaSummary
 
-__all__ = ["SUP_LOSS_RTOL", "PassLowerBound", "clamp_pass_lower_bound", "verdict"]
+__all__ = [
+    "SUP_LOSS_RTOL",
+    "PassLowerBound",
+    "clamp_pass_lower_bound",
+    "notion_result",
+    "verdict",
+]
 
 #: Relative margin on an exact supremum of the loss: ``sum_j a_j`` is an fsum of K
 #: float64 terms, accurate far below 1e-9 relative, so a claim at exactly the
@@ -205,3 +220,53 @@ def clamp_pass_lower_bound(outcome: str, claim: Claim, epsilon_lower: float) -> 
         "as the claim, the raw value is in diagnostics['epsilon_lower_raw']."
     )
     return PassLowerBound(claim.epsilon, epsilon_lower, note)
+
+
+def _deterministic_violation(result) -> bool:
+    """Whether the anchor's violation rests on a certificate or exact accounting (no sampling)."""
+    if result.verdict != "violation":
+        return False
+    if result.certificate is not None:
+        return True
+    lower = result.delta_at_claimed_epsilon.exact_lower
+    return lower is not None and lower > result.claim.delta * (1 + 1e-9) + 1e-15
+
+
+def notion_result(result, claim):
+    """The audit result of a notion claim: the anchor's audit, judged in the claim's notion.
+
+    Args:
+        result: the :class:`~dpaudit.AuditResult` of the claim's ``(epsilon, delta)``
+            anchor (:meth:`~dpaudit.notions.ZCDPClaim.as_dp`).
+        claim: the notion claim.
+
+    Returns:
+        The result with ``claim`` set to the notion claim, the notion's verdict, its notes
+        appended and the :class:`~dpaudit.notions.NotionAudit` record in
+        ``diagnostics["notion"]``.
+    """
+    judged = evaluate_notion(
+        claim, result.exact, result.directions, result.curves, result.confidence
+    )
+    outcome = judged.verdict
+    notes = list(judged.notes)
+    if outcome != "violation" and _deterministic_violation(result):
+        outcome = "violation"
+        notes.append(
+            f"the claim implies ({result.claim.epsilon:.6g}, {result.claim.delta:g})-DP "
+            "(its anchor), which is violated with certainty."
+        )
+    elif outcome != "violation" and result.verdict == "incompatible":
+        outcome = "incompatible"
+    notes.append(
+        f"claim {judged.claim}; its (epsilon, delta) fields are its anchor "
+        f"({result.claim.epsilon:.6g}, {result.claim.delta:g}) by {judged.conversion}."
+    )
+    diagnostics = {**result.diagnostics, "notion": judged.to_dict()}
+    return dataclasses.replace(
+        result,
+        claim=claim,
+        verdict=outcome,
+        diagnostics=diagnostics,
+        notes=(*result.notes, *notes),
+    )

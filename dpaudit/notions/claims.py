@@ -1,0 +1,537 @@
+r"""Claims in the privacy notions beyond ``(epsilon, delta)``-DP, frozen and validated like ``Claim``.
+
+* :class:`ZCDPClaim` — rho-zero-concentrated DP (Bun & Steinke 2016):
+  ``D_alpha(P_D || P_D') <= rho alpha`` for every order ``alpha > 1``.
+* :class:`RDPClaim` — Rényi DP (Mironov 2017) at one or several orders:
+  ``D_alpha(P_D || P_D') <= epsilon(alpha)`` at each order given.
+* :class:`GDPClaim` — mu-Gaussian DP (Dong, Roth & Su 2022): the trade-off curve of
+  every neighbouring pair lies above ``G_mu``.
+* :class:`TradeoffClaim` — general f-DP, by a trade-off function tabulated on ``[0, 1]``.
+
+Each is a claim about *every* neighbouring pair, in both directions, under its
+``adjacency``; each carries the sensitivity fields and reference of
+:class:`~dpaudit.Claim`, converts to the ``(epsilon, delta)`` profile it implies
+(:meth:`delta_implied`, :meth:`epsilon_implied`, and :attr:`conversion` says which
+conversion, exact or not; :mod:`dpaudit.notions.conversions`), and reads as the
+``(epsilon, delta)`` point it implies at ``anchor_delta`` (``claim.epsilon``,
+``claim.delta``, :meth:`as_dp`), which is how the ``(epsilon, delta)`` parts of the
+pipelines see it. :func:`make_claim` builds the right record from the fields of a
+spec's ``[claim]`` table and refuses a table that mixes notions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from dpaudit.mechanism import Claim
+from dpaudit.notions.conversions import (
+    gdp_delta,
+    gdp_epsilon,
+    gdp_tradeoff,
+    rdp_delta,
+    rdp_epsilon,
+    tradeoff_delta_bounds,
+    zcdp_delta,
+    zcdp_epsilon,
+)
+
+__all__ = [
+    "CLAIM_FIELDS",
+    "NOTIONS",
+    "GDPClaim",
+    "RDPClaim",
+    "TradeoffClaim",
+    "ZCDPClaim",
+    "is_notion_claim",
+    "make_claim",
+    "notion_of",
+]
+
+#: The notions a claim may be stated in; ``"dp"`` is :class:`~dpaudit.Claim`.
+NOTIONS = ("dp", "zcdp", "rdp", "gdp", "f-dp")
+#: The fields of a spec's ``[claim]`` table that state each notion's parameter.
+CLAIM_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "dp": ("epsilon", "delta"),
+    "zcdp": ("zcdp_rho",),
+    "rdp": ("rdp_orders", "rdp_epsilons"),
+    "gdp": ("gdp_mu",),
+}
+#: The delta at which a notion claim reads as an (epsilon, delta) point by default.
+DEFAULT_ANCHOR_DELTA = 1e-5
+#: Tolerance of the trade-off checks (convex, non-increasing, below 1 - x): tabulated
+#: values carry float64 round-off of a few ulps, far below 1e-9.
+_TRADEOFF_TOL = 1e-9
+#: Points of the default grid a trade-off function is tabulated on: geometric towards
+#: both ends, since small deltas are decided by f near x = 0 (where G_mu is steepest).
+_TRADEOFF_POINTS = 1025
+
+
+def _positive(owner: str, name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{owner} {name} must be a number, got {type(value).__name__}.")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{owner} {name} must be a finite number > 0, got {value!r}.")
+    return value
+
+
+def _check_common(claim) -> None:
+    """Validate adjacency, sensitivity, reference and anchor delta through ``Claim``'s checks."""
+    Claim(
+        epsilon=1.0,
+        delta=claim.anchor_delta if isinstance(claim.anchor_delta, float | int) else 0.5,
+        adjacency=claim.adjacency,
+        sensitivity_norm=claim.sensitivity_norm,
+        sensitivity=claim.sensitivity,
+        reference=claim.reference,
+    )
+    anchor = _positive(type(claim).__name__, "anchor_delta", claim.anchor_delta)
+    if not anchor < 1:
+        raise ValueError(f"{type(claim).__name__} anchor_delta must lie in (0, 1), got {anchor!r}.")
+    object.__setattr__(claim, "anchor_delta", anchor)
+    if claim.sensitivity is not None:
+        object.__setattr__(claim, "sensitivity", float(claim.sensitivity))
+
+
+class _NotionMixin:
+    """What every notion claim offers: the implied (epsilon, delta) profile and its anchor."""
+
+    notion: str
+    anchor_delta: float
+
+    @property
+    def epsilon(self) -> float:
+        """The epsilon the claim implies at :attr:`anchor_delta` (its (epsilon, delta) reading)."""
+        return self.epsilon_implied(self.anchor_delta)
+
+    @property
+    def delta(self) -> float:
+        """:attr:`anchor_delta`: the delta of the claim's (epsilon, delta) reading."""
+        return self.anchor_delta
+
+    @property
+    def pure(self) -> bool:
+        """Always False: none of these notions implies pure epsilon-DP."""
+        return False
+
+    def as_dp(self) -> Claim:
+        """The ``(epsilon, delta)`` claim implied at :attr:`anchor_delta`.
+
+        Returns:
+            A :class:`~dpaudit.Claim` with this claim's adjacency, sensitivity and reference.
+        """
+        return Claim(
+            epsilon=self.epsilon,
+            delta=self.anchor_delta,
+            adjacency=self.adjacency,
+            sensitivity_norm=self.sensitivity_norm,
+            sensitivity=self.sensitivity,
+            reference=self.reference,
+        )
+
+    def describe(self) -> str:
+        """One line for tables and reports, e.g. ``"0.5-zCDP"``."""
+        return self.notion
+
+    def delta_implied(self, epsilon) -> np.ndarray:
+        """A ``delta(epsilon)`` every mechanism meeting the claim satisfies (see :attr:`conversion`).
+
+        Args:
+            epsilon: epsilon(s).
+
+        Returns:
+            The implied delta, shaped like ``epsilon``.
+        """
+        raise NotImplementedError
+
+    def epsilon_implied(self, delta: float) -> float:
+        """The epsilon the claim implies at ``delta`` (see :attr:`conversion`).
+
+        Args:
+            delta: a delta in ``(0, 1)``.
+
+        Returns:
+            The implied epsilon.
+        """
+        raise NotImplementedError
+
+
+_COMMON_DOC = """
+        adjacency, sensitivity_norm, sensitivity, reference: as in :class:`~dpaudit.Claim`.
+        anchor_delta: the delta at which the claim reads as an (epsilon, delta) point."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ZCDPClaim(_NotionMixin):
+    """rho-zCDP: ``D_alpha(P_D || P_D') <= rho alpha`` for all ``alpha > 1``, both directions.
+
+    Args:
+        rho: the zCDP parameter (> 0).
+    """
+
+    rho: float
+    adjacency: str = "replace-one"
+    sensitivity_norm: str | None = None
+    sensitivity: float | None = None
+    reference: str = ""
+    anchor_delta: float = DEFAULT_ANCHOR_DELTA
+    notion: str = dataclasses.field(default="zcdp", init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "rho", _positive("ZCDPClaim", "rho", self.rho))
+        _check_common(self)
+
+    conversion = "zCDP -> (epsilon, delta): Canonne-Kamath-Steinke 2020 Prop. 12, min over alpha"
+
+    def describe(self) -> str:  # noqa: D102
+        return f"{self.rho:g}-zCDP"
+
+    def delta_implied(self, epsilon) -> np.ndarray:  # noqa: D102
+        return zcdp_delta(epsilon, self.rho)
+
+    def epsilon_implied(self, delta: float) -> float:  # noqa: D102
+        return zcdp_epsilon(delta, self.rho)
+
+    def renyi_bound(self, orders) -> np.ndarray:
+        """The claimed bound ``rho alpha`` on ``D_alpha`` at ``orders``.
+
+        Args:
+            orders: orders ``alpha > 1``.
+
+        Returns:
+            ``rho * orders``.
+        """
+        return self.rho * np.asarray(orders, dtype=np.float64)
+
+
+@dataclasses.dataclass(frozen=True)
+class RDPClaim(_NotionMixin):
+    """RDP at one or several orders: ``D_alpha(P_D || P_D') <= epsilon_alpha``, both directions.
+
+    Args:
+        orders: the orders ``alpha > 1`` (a number or a sequence).
+        epsilons: the bounds ``epsilon_alpha > 0``, one per order.
+    """
+
+    orders: tuple
+    epsilons: tuple
+    adjacency: str = "replace-one"
+    sensitivity_norm: str | None = None
+    sensitivity: float | None = None
+    reference: str = ""
+    anchor_delta: float = DEFAULT_ANCHOR_DELTA
+    notion: str = dataclasses.field(default="rdp", init=False)
+
+    def __post_init__(self):
+        orders = np.atleast_1d(np.asarray(self.orders, dtype=object))
+        epsilons = np.atleast_1d(np.asarray(self.epsilons, dtype=object))
+        if orders.ndim != 1 or epsilons.ndim != 1 or orders.size == 0:
+            raise ValueError("RDPClaim orders and epsilons must be non-empty flat sequences.")
+        if orders.size != epsilons.size:
+            raise ValueError(
+                f"RDPClaim needs one epsilon per order: got {orders.size} orders and "
+                f"{epsilons.size} epsilons."
+            )
+        alphas = tuple(_positive("RDPClaim", "order", a) for a in orders)
+        bad = [a for a in alphas if not a > 1]
+        if bad:
+            raise ValueError(
+                f"RDPClaim orders must be > 1 (Renyi DP is defined for alpha > 1), got {bad[0]!r}."
+            )
+        if len(set(alphas)) != len(alphas):
+            raise ValueError("RDPClaim orders must be distinct.")
+        object.__setattr__(self, "orders", alphas)
+        object.__setattr__(
+            self, "epsilons", tuple(_positive("RDPClaim", "epsilon", e) for e in epsilons)
+        )
+        _check_common(self)
+
+    conversion = "RDP -> (epsilon, delta): Canonne-Kamath-Steinke 2020 Prop. 12, min over orders"
+
+    def describe(self) -> str:  # noqa: D102
+        pairs = ", ".join(f"({a:g}, {e:g})" for a, e in zip(self.orders, self.epsilons))
+        return f"RDP {pairs}"
+
+    def delta_implied(self, epsilon) -> np.ndarray:  # noqa: D102
+        return rdp_delta(epsilon, self.orders, self.epsilons)
+
+    def epsilon_implied(self, delta: float) -> float:  # noqa: D102
+        return rdp_epsilon(delta, self.orders, self.epsilons)
+
+    def renyi_bound(self, orders) -> np.ndarray:
+        """The claimed bound at ``orders`` (each must be one of the claim's orders).
+
+        Args:
+            orders: orders of the claim.
+
+        Returns:
+            The claimed ``epsilon_alpha``.
+        """
+        table = dict(zip(self.orders, self.epsilons))
+        return np.array([table[float(a)] for a in np.atleast_1d(orders)])
+
+
+@dataclasses.dataclass(frozen=True)
+class GDPClaim(_NotionMixin):
+    """mu-GDP: every pair's trade-off curve lies above ``G_mu`` (both directions).
+
+    Args:
+        mu: the GDP parameter (> 0).
+    """
+
+    mu: float
+    adjacency: str = "replace-one"
+    sensitivity_norm: str | None = None
+    sensitivity: float | None = None
+    reference: str = ""
+    anchor_delta: float = DEFAULT_ANCHOR_DELTA
+    notion: str = dataclasses.field(default="gdp", init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "mu", _positive("GDPClaim", "mu", self.mu))
+        _check_common(self)
+
+    conversion = "GDP -> (epsilon, delta): Dong-Roth-Su 2022 Cor. 2.13 (exact)"
+
+    def describe(self) -> str:  # noqa: D102
+        return f"{self.mu:g}-GDP"
+
+    def delta_implied(self, epsilon) -> np.ndarray:  # noqa: D102
+        return gdp_delta(epsilon, self.mu)
+
+    def epsilon_implied(self, delta: float) -> float:  # noqa: D102
+        return gdp_epsilon(delta, self.mu)
+
+    def delta_bracket(self, epsilon) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` of the claim's ``delta_f(epsilon)`` (equal: the curve is exact).
+
+        Args:
+            epsilon: epsilon(s), any real.
+
+        Returns:
+            ``(delta_mu, delta_mu)``.
+        """
+        d = gdp_delta(epsilon, self.mu)
+        return d, d
+
+    def tradeoff(self, x) -> np.ndarray:
+        """``G_mu(x)``.
+
+        Args:
+            x: type I error(s).
+
+        Returns:
+            The claimed smallest type II error.
+        """
+        return gdp_tradeoff(x, self.mu)
+
+
+@dataclasses.dataclass(frozen=True)
+class TradeoffClaim(_NotionMixin):
+    """f-DP by a trade-off function tabulated at ``points`` (0 to 1, increasing).
+
+    The claim is: every pair's trade-off curve lies above a convex non-increasing
+    ``f`` through these values. Build one from a function with :meth:`from_function`.
+
+    Args:
+        points: type I errors, strictly increasing from 0 to 1.
+        values: ``f`` at the points: convex, non-increasing, ``<= 1 - x``, in ``[0, 1]``.
+        name: a short name for reports (``"f"``).
+    """
+
+    points: tuple
+    values: tuple
+    name: str = "f"
+    adjacency: str = "replace-one"
+    sensitivity_norm: str | None = None
+    sensitivity: float | None = None
+    reference: str = ""
+    anchor_delta: float = DEFAULT_ANCHOR_DELTA
+    notion: str = dataclasses.field(default="f-dp", init=False)
+
+    def __post_init__(self):
+        x = np.asarray(self.points, dtype=np.float64).reshape(-1)
+        f = np.asarray(self.values, dtype=np.float64).reshape(-1)
+        _check_tradeoff(x, f)
+        object.__setattr__(self, "points", tuple(float(v) for v in x))
+        object.__setattr__(self, "values", tuple(float(v) for v in f))
+        _check_common(self)
+
+    conversion = "f-DP -> (epsilon, delta): Dong-Roth-Su 2022 Prop. 2.12 (exact, tabulated f)"
+
+    @classmethod
+    def from_function(cls, f: Callable, *, points: int = _TRADEOFF_POINTS, **fields):
+        """Tabulate a vectorised trade-off function on ``points`` type I errors.
+
+        The grid is geometric from ``1e-15`` to ``1/2`` and mirrored towards 1, with
+        the ends 0 and 1: the profile at small deltas is decided by ``f`` near 0.
+
+        Args:
+            f: ``f(x) -> type II error`` for ``x`` a numpy array in ``[0, 1]``.
+            points: grid size (>= 3).
+            **fields: the other fields (``name``, ``adjacency``, ...).
+
+        Returns:
+            The :class:`TradeoffClaim`.
+
+        Raises:
+            ValueError: when ``f`` is not a trade-off function on the grid.
+        """
+        half = max(int(points) // 2, 2)
+        tail = np.geomspace(1e-15, 0.5, half)
+        x = np.unique(np.concatenate([[0.0], tail, 1.0 - tail, [1.0]]))
+        return cls(points=tuple(x), values=tuple(np.asarray(f(x), dtype=np.float64)), **fields)
+
+    def describe(self) -> str:  # noqa: D102
+        return f"{self.name}-DP"
+
+    def delta_implied(self, epsilon) -> np.ndarray:  # noqa: D102
+        return self.delta_bracket(epsilon)[1]
+
+    def delta_bracket(self, epsilon) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` of ``delta_f(epsilon)`` (:func:`~dpaudit.notions.conversions.tradeoff_delta_bounds`).
+
+        Args:
+            epsilon: epsilon(s), any real.
+
+        Returns:
+            The bracket.
+        """
+        return tradeoff_delta_bounds(epsilon, self.points, self.values)
+
+    def epsilon_implied(self, delta: float) -> float:  # noqa: D102
+        lo, hi = 0.0, 1.0
+        while float(self.delta_implied(hi)) > delta:
+            lo, hi = hi, 2.0 * hi
+            if hi > 1e6:
+                return math.inf
+        while hi - lo > 1e-12 * max(1.0, hi):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if float(self.delta_implied(mid)) > delta else (lo, mid)
+        return hi
+
+    def tradeoff(self, x) -> np.ndarray:
+        """The tabulated ``f`` interpolated linearly (the chord: an upper bracket of ``f``).
+
+        Args:
+            x: type I error(s).
+
+        Returns:
+            ``f(x)``.
+        """
+        return np.interp(np.asarray(x, dtype=np.float64), self.points, self.values)
+
+
+def _check_tradeoff(x: np.ndarray, f: np.ndarray) -> None:
+    """One sentence per way a tabulated function fails to be a trade-off function."""
+    if x.size < 2 or x.size != f.size:
+        raise ValueError(
+            "TradeoffClaim needs at least two points and one value per point "
+            f"(got {x.size} points and {f.size} values)."
+        )
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(f))):
+        raise ValueError("TradeoffClaim points and values must be finite numbers.")
+    if x[0] != 0.0 or x[-1] != 1.0 or np.any(np.diff(x) <= 0):
+        raise ValueError("TradeoffClaim points must increase strictly from 0 to 1.")
+    if np.any(f < -_TRADEOFF_TOL) or np.any(f > 1 + _TRADEOFF_TOL):
+        raise ValueError("the trade-off function must take values in [0, 1].")
+    if np.any(np.diff(f) > _TRADEOFF_TOL):
+        i = int(np.argmax(np.diff(f) > _TRADEOFF_TOL))
+        raise ValueError(
+            f"the trade-off function must be non-increasing; it rises between x = {x[i]:g} and "
+            f"x = {x[i + 1]:g}."
+        )
+    if np.any(f > 1.0 - x + _TRADEOFF_TOL):
+        i = int(np.argmax(f > 1.0 - x + _TRADEOFF_TOL))
+        raise ValueError(
+            f"the trade-off function must lie below 1 - x (random guessing); at x = {x[i]:g} "
+            f"it is {f[i]:g}."
+        )
+    # Convex: each value at most the chord of its neighbours (tolerance on values, not on
+    # slopes, which round-off inflates on the tiny intervals of a geometric grid).
+    w = (x[1:-1] - x[:-2]) / (x[2:] - x[:-2])
+    excess = f[1:-1] - ((1.0 - w) * f[:-2] + w * f[2:])
+    if np.any(excess > _TRADEOFF_TOL):
+        i = int(np.argmax(excess > _TRADEOFF_TOL))
+        raise ValueError(
+            f"the trade-off function must be convex; at x = {x[i + 1]:g} it lies above the "
+            "chord of its neighbours."
+        )
+
+
+def is_notion_claim(claim) -> bool:
+    """Whether ``claim`` is one of the notion claims of this module.
+
+    Args:
+        claim: any object.
+
+    Returns:
+        True for :class:`ZCDPClaim`, :class:`RDPClaim`, :class:`GDPClaim`, :class:`TradeoffClaim`.
+    """
+    return isinstance(claim, ZCDPClaim | RDPClaim | GDPClaim | TradeoffClaim)
+
+
+def notion_of(claim) -> str:
+    """The notion of a claim: one of :data:`NOTIONS`.
+
+    Args:
+        claim: a :class:`~dpaudit.Claim` or a notion claim.
+
+    Returns:
+        ``"dp"`` for a :class:`~dpaudit.Claim`, else the claim's ``notion``.
+    """
+    return claim.notion if is_notion_claim(claim) else "dp"
+
+
+def make_claim(**fields):
+    """The claim stated by the fields of a ``[claim]`` table (one notion only).
+
+    Fields: ``epsilon``/``delta`` (``Claim``), ``zcdp_rho``, ``rdp_orders`` with
+    ``rdp_epsilons``, ``gdp_mu``; plus ``adjacency`` and, for a notion claim,
+    ``anchor_delta``.
+
+    Args:
+        **fields: the table's fields.
+
+    Returns:
+        A :class:`~dpaudit.Claim` or a notion claim.
+
+    Raises:
+        ValueError: for a table mixing notions or stating none, or a bad parameter.
+
+    Example:
+        >>> make_claim(zcdp_rho=0.5).describe()
+        '0.5-zCDP'
+    """
+    stated = [n for n, keys in CLAIM_FIELDS.items() if any(k in fields for k in keys)]
+    if "delta" in fields and "epsilon" not in fields and len(stated) > 1:
+        stated.remove("dp")  # delta alone is allowed with a notion (an anchor, read as such)
+    if len(stated) > 1:
+        raise ValueError(
+            f"the claim mixes notions ({', '.join(stated)}); state exactly one of epsilon "
+            "(with delta), zcdp_rho, rdp_orders with rdp_epsilons, or gdp_mu."
+        )
+    if not stated:
+        raise ValueError(
+            "the claim states no privacy parameter; give epsilon (with delta), zcdp_rho, "
+            "rdp_orders with rdp_epsilons, or gdp_mu."
+        )
+    common = {k: fields[k] for k in ("adjacency",) if k in fields}
+    notion = stated[0]
+    if notion == "dp":
+        return Claim(epsilon=fields["epsilon"], delta=fields.get("delta", 0.0), **common)
+    if "delta" in fields:
+        common["anchor_delta"] = fields["delta"]
+    if "anchor_delta" in fields:
+        common["anchor_delta"] = fields["anchor_delta"]
+    if notion == "zcdp":
+        return ZCDPClaim(rho=fields["zcdp_rho"], **common)
+    if notion == "gdp":
+        return GDPClaim(mu=fields["gdp_mu"], **common)
+    if "rdp_orders" not in fields or "rdp_epsilons" not in fields:
+        raise ValueError("an RDP claim needs both rdp_orders and rdp_epsilons (one per order).")
+    return RDPClaim(orders=fields["rdp_orders"], epsilons=fields["rdp_epsilons"], **common)

@@ -1,0 +1,334 @@
+r"""A notion claim judged on one pair of release laws: verdict, tightest and certified parameters.
+
+:func:`evaluate_notion` reads what a white-box audit produced — the exact accounting
+of the pair (when the noise structure allows), the kept Monte Carlo losses of both
+directions and the simultaneous confidence bounds of their hockey-stick curves — and
+decides the claim in its own notion:
+
+* **rho-zCDP / RDP** on the Rényi profile (:mod:`dpaudit.notions.renyi`): *pass* when
+  the exact (or certified upper) ``D_alpha`` is within the claim at every order the
+  claim constrains (for zCDP all ``alpha > 1``: ``sup_alpha D_alpha / alpha <= rho``,
+  bounded between grid orders by monotonicity of ``D_alpha``); *violation* when the
+  exact ``D_alpha`` or its certified Monte Carlo lower bound (truncated moment,
+  Bernstein, Bonferroni over orders and directions) exceeds the claim at some order.
+* **mu-GDP / f-DP** on the trade-off curve, through its dual hockey-stick profile
+  (:mod:`dpaudit.notions.tradeoff`): *pass* when the exact/numerical upper profile is
+  below the claim's lower profile between every two grid points (so everywhere);
+  *violation* when the exact lower profile or a Monte Carlo lower bound (simultaneous
+  over the grid and both directions) exceeds the claim's upper profile somewhere.
+* Otherwise *inconclusive*. A Monte Carlo pass is never issued (sampling cannot bound
+  a Rényi divergence or a whole curve from above).
+
+The tightest parameter of the claimed notion for the pair (smallest rho, smallest mu,
+``epsilon(alpha)`` per order) is reported exactly or as a bracket, and the certified
+lower bound on it at the stated confidence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import scipy.optimize
+
+from dpaudit.notions.claims import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
+from dpaudit.notions.conversions import gdp_delta, gdp_tradeoff
+from dpaudit.notions.renyi import PROFILE_ORDERS, monte_carlo_renyi_lower, renyi_bounds
+from dpaudit.notions.tradeoff import pair_profile, pair_tradeoff, profile_grid
+from dpaudit.serialize import jsonable
+
+__all__ = ["NotionAudit", "evaluate_notion", "gdp_mu_for_delta", "zcdp_rho_bracket"]
+
+#: Relative margin on exact comparisons (as the (epsilon, delta) verdict's 1e-9): a claim
+#: calibrated at exactly the pair's parameter is not read as violated by round-off.
+RTOL = 1e-9
+#: Orders of the grid bounding ``sup_alpha D_alpha / alpha``: 1 + 1e-6 ... 1 + 1e4.
+_RHO_ORDERS = 1.0 + np.geomspace(1e-6, 1e4, 600)
+#: Type I errors at which trade-off curves are tabulated in the record.
+_TRADEOFF_X = np.unique(np.concatenate([[0.0], np.geomspace(1e-6, 1.0, 120)]))
+
+
+@dataclasses.dataclass(frozen=True)
+class NotionAudit:
+    """The verdict on a notion claim for one pair, and what it rests on.
+
+    Attributes:
+        notion: ``"zcdp"``, ``"rdp"``, ``"gdp"`` or ``"f-dp"``.
+        claim: the claim in words (``"0.5-zCDP"``).
+        verdict: ``"pass"``, ``"violation"`` or ``"inconclusive"``.
+        parameter: the notion's parameter (``"rho"``, ``"mu"``, ``"epsilon(alpha)"``) or ``None``.
+        tightest: the pair's smallest parameter: ``{"lower", "upper"}`` (equal when exact;
+            lists per order for RDP), or ``{}``.
+        certified: certified lower bound on the parameter at ``confidence`` (list for RDP).
+        confidence: confidence of the Monte Carlo bounds.
+        conversion: the conversion of the claim to (epsilon, delta) used.
+        profile: the Rényi profile (``orders``, ``exact_lower``, ``exact_upper``,
+            ``monte_carlo_lower``, ``claimed``) or the trade-off curves (``x``,
+            ``exact_lower``, ``exact_upper``, ``claimed``).
+        notes: sentences qualifying the verdict.
+    """
+
+    notion: str
+    claim: str
+    verdict: str
+    parameter: str | None
+    tightest: dict
+    certified: float | list | None
+    confidence: float
+    conversion: str
+    profile: dict
+    notes: tuple
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict of the fields (arrays as lists, infinities as strings).
+
+        Returns:
+            The dict.
+        """
+        return jsonable({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+
+
+def zcdp_rho_bracket(accounting) -> tuple[float, float] | None:
+    """Bracket of ``sup_{alpha > 1} D_alpha / alpha`` (the pair's smallest zCDP rho).
+
+    ``D_alpha`` is non-decreasing in ``alpha``: on ``[a_i, a_{i+1}]`` the ratio is at most
+    ``D(a_{i+1}) / a_i``; below the grid at most ``D(a_0)``; above it at most
+    ``sup L / a_last`` (``D_alpha <= sup L``).
+
+    Args:
+        accounting: exact accounting of the pair, or ``None``.
+
+    Returns:
+        ``(lower, upper)``, or ``None`` when nothing is known.
+    """
+    if accounting is None:
+        return None
+    if accounting.family == "gaussian":
+        rho = float(accounting.mu) ** 2 / 2.0
+        return rho, rho
+    if accounting.family == "singular":
+        return math.inf, math.inf
+    if accounting.family == "supremum":
+        s = float(accounting.sup_loss)
+        return 0.0, s * s / 2.0  # Bun & Steinke Prop. 3.3 (the sup of min(s, a s^2/2) / a)
+    low_d, up_d = renyi_bounds(_RHO_ORDERS, accounting)
+    a = _RHO_ORDERS
+    lower = float(np.max(low_d / a))
+    upper = max(
+        float(np.max(up_d[1:] / a[:-1])),
+        float(up_d[0]),
+        float(accounting.sup_loss) / float(a[-1]),
+    )
+    return lower, max(lower, upper)
+
+
+def gdp_mu_for_delta(epsilon: float, delta: float) -> float:
+    """The ``mu`` with ``delta_mu(epsilon) = delta`` (``delta_mu`` increases with ``mu``).
+
+    Args:
+        epsilon: an epsilon ``>= 0``.
+        delta: a delta.
+
+    Returns:
+        ``0`` for ``delta <= delta_0(epsilon)``, ``inf`` for ``delta >= 1``, else the root.
+    """
+    if delta <= 0.0 or (epsilon > 0 and delta <= 0.0):
+        return 0.0
+    if delta >= 1.0:
+        return math.inf
+
+    def f(mu):
+        return float(gdp_delta(epsilon, mu)) - delta
+
+    lo, hi = 1e-12, 1.0
+    if f(lo) >= 0:
+        return 0.0
+    while f(hi) < 0:
+        hi *= 2.0
+        if hi > 1e6:
+            return math.inf
+    return float(scipy.optimize.brentq(f, lo, hi, xtol=1e-13, rtol=1e-13))
+
+
+def _renyi_claimed(claim, orders) -> np.ndarray:
+    return claim.renyi_bound(orders)
+
+
+def _renyi_evidence(claim, accounting, directions, confidence):
+    """Orders, exact bounds, Monte Carlo lower bounds and the claimed bound of the profile."""
+    if isinstance(claim, RDPClaim):
+        orders = np.asarray(claim.orders, dtype=np.float64)
+    else:
+        orders = np.asarray(PROFILE_ORDERS, dtype=np.float64)
+    exact = renyi_bounds(orders, accounting)
+    per = (1.0 - confidence) / (2.0 * orders.size)  # Bonferroni: orders x directions
+    mc = np.zeros(orders.shape)
+    for d in directions:
+        mc = np.maximum(mc, monte_carlo_renyi_lower(d.losses, orders, per))
+    return orders, exact, mc, _renyi_claimed(claim, orders)
+
+
+def _renyi_verdict(claim, accounting, directions, confidence) -> NotionAudit:
+    """The zCDP / RDP verdict (module docstring)."""
+    orders, exact, mc, claimed = _renyi_evidence(claim, accounting, directions, confidence)
+    notes = []
+    exact_low = exact[0] if exact is not None else np.zeros(orders.shape)
+    exact_viol = bool(np.any(exact_low > claimed * (1 + RTOL) + 1e-15))
+    mc_viol = bool(np.any(mc > claimed))
+    certified_d = np.maximum(exact_low, mc)
+    if isinstance(claim, ZCDPClaim):
+        bracket = zcdp_rho_bracket(accounting)
+        passed = bracket is not None and bracket[1] <= claim.rho * (1 + RTOL)
+        tightest = {} if bracket is None else {"lower": bracket[0], "upper": bracket[1]}
+        certified = float(np.max(certified_d / orders))
+        if bracket is not None:
+            certified = max(certified, bracket[0])
+        parameter = "rho"
+    else:
+        passed = exact is not None and bool(np.all(exact[1] <= claimed * (1 + RTOL)))
+        tightest = {} if exact is None else {"lower": exact[0], "upper": exact[1]}
+        certified = certified_d.tolist()
+        parameter = "epsilon(alpha)"
+    verdict = "violation" if exact_viol or mc_viol else ("pass" if passed else "inconclusive")
+    if mc_viol and not exact_viol:
+        notes.append(
+            f"violation certified by the Monte Carlo lower bound on a Renyi divergence "
+            f"(truncated moment, empirical Bernstein) at confidence {confidence:g}."
+        )
+    if verdict == "inconclusive" and exact is None:
+        notes.append(
+            "no exact accounting for this pair: Monte Carlo bounds Renyi divergences from "
+            "below only, so the claim can be refuted but not confirmed."
+        )
+    profile = {
+        "orders": orders,
+        "exact_lower": None if exact is None else exact[0],
+        "exact_upper": None if exact is None else exact[1],
+        "monte_carlo_lower": mc,
+        "claimed": claimed,
+    }
+    return _record(claim, verdict, parameter, tightest, certified, confidence, profile, notes)
+
+
+def _record(claim, verdict, parameter, tightest, certified, confidence, profile, notes):
+    return NotionAudit(
+        notion=claim.notion,
+        claim=claim.describe(),
+        verdict=verdict,
+        parameter=parameter,
+        tightest=tightest,
+        certified=certified,
+        confidence=confidence,
+        conversion=claim.conversion,
+        profile=profile,
+        notes=tuple(notes),
+    )
+
+
+def _curves_lower(curves) -> tuple[np.ndarray, np.ndarray] | None:
+    """Epsilon grid and the Monte Carlo lower bounds of delta (max over directions)."""
+    if curves is None or "epsilons" not in curves:
+        return None
+    grid = np.asarray(curves["epsilons"], dtype=np.float64)
+    lower = np.zeros(grid.shape)
+    for key in ("D->D'", "D'->D"):
+        if key in curves:
+            lower = np.maximum(lower, np.asarray(curves[key]["lower"], dtype=np.float64))
+    return grid, lower
+
+
+def _tradeoff_pass(claim, accounting) -> bool:
+    """Whether the exact/numerical profile of the pair lies inside the claim everywhere."""
+    if accounting is None or accounting.family == "singular":
+        return False
+    if accounting.family == "gaussian":
+        mu = float(accounting.mu)
+        if isinstance(claim, GDPClaim):
+            return mu <= claim.mu * (1 + RTOL)
+        x, f = np.asarray(claim.points), np.asarray(claim.values)
+        return bool(np.all(gdp_tradeoff(x[1:], mu) >= f[:-1] - 1e-12))
+    grid = profile_grid(accounting)
+    _, upper = pair_profile(accounting, grid)
+    claim_low, _ = claim.delta_bracket(grid)
+    # delta is non-increasing: on [e_i, e_(i+1)] the pair is below upper(e_i) and the
+    # claim above claim_low(e_(i+1)); beyond the grid the pair's delta is 0 (its supremum).
+    return bool(np.all(upper[:-1] <= claim_low[1:] * (1 + RTOL) + 1e-15))
+
+
+def _mu_bracket(accounting) -> tuple[float, float] | None:
+    """The pair's smallest GDP mu: exact for Gaussian, a grid bracket otherwise."""
+    if accounting is None:
+        return None
+    if accounting.family == "gaussian":
+        return float(accounting.mu), float(accounting.mu)
+    if accounting.family == "singular":
+        return math.inf, math.inf
+    grid = profile_grid(accounting, points=161)
+    grid = grid[grid >= 0]
+    low, up = pair_profile(accounting, grid)
+    lower = max(gdp_mu_for_delta(e, d) for e, d in zip(grid, low))
+    upper = max(gdp_mu_for_delta(e, d) for e, d in zip(grid[1:], up[:-1]))
+    return lower, max(lower, upper)
+
+
+def _tradeoff_verdict(claim, accounting, curves, confidence) -> NotionAudit:
+    """The GDP / f-DP verdict (module docstring)."""
+    notes = []
+    exact_viol = False
+    if accounting is not None:
+        grid = profile_grid(accounting)
+        low, _ = pair_profile(accounting, grid)
+        exact_viol = bool(np.any(low > claim.delta_bracket(grid)[1] * (1 + RTOL) + 1e-15))
+    mc = _curves_lower(curves)
+    mc_viol = mc is not None and bool(np.any(mc[1] > claim.delta_bracket(mc[0])[1]))
+    passed = _tradeoff_pass(claim, accounting)
+    verdict = "violation" if exact_viol or mc_viol else ("pass" if passed else "inconclusive")
+    if mc_viol and not exact_viol:
+        notes.append(
+            "violation certified by the Monte Carlo lower bounds of the hockey-stick curve "
+            f"(simultaneous over the grid and both directions) at confidence {confidence:g}."
+        )
+    x = _TRADEOFF_X
+    exact_t = pair_tradeoff(accounting, x)
+    profile = {
+        "x": x,
+        "exact_lower": None if exact_t is None else exact_t[0],
+        "exact_upper": None if exact_t is None else exact_t[1],
+        "claimed": claim.tradeoff(x),
+    }
+    if mc is not None:
+        profile["monte_carlo_epsilons"], profile["monte_carlo_delta_lower"] = mc
+    if not isinstance(claim, GDPClaim):
+        return _record(claim, verdict, None, {}, None, confidence, profile, notes)
+    bracket = _mu_bracket(accounting)
+    tightest = {} if bracket is None else {"lower": bracket[0], "upper": bracket[1]}
+    certified = 0.0 if bracket is None else bracket[0]
+    if mc is not None:
+        pos = mc[0] >= 0
+        mus = [gdp_mu_for_delta(e, d) for e, d in zip(mc[0][pos], mc[1][pos])]
+        certified = max([certified, *mus])
+    return _record(claim, verdict, "mu", tightest, certified, confidence, profile, notes)
+
+
+def evaluate_notion(claim, accounting, directions, curves, confidence: float) -> NotionAudit:
+    """Judge a notion claim on one pair from a white-box audit's evidence.
+
+    Args:
+        claim: a :class:`ZCDPClaim`, :class:`RDPClaim`, :class:`GDPClaim` or :class:`TradeoffClaim`.
+        accounting: the pair's exact accounting, or ``None``.
+        directions: the two direction results (their kept ``losses`` are used).
+        curves: the audit's ``curves`` dict (simultaneous Monte Carlo bounds), or ``None``.
+        confidence: ``1 - alpha`` of the Monte Carlo bounds.
+
+    Returns:
+        A :class:`NotionAudit`.
+
+    Raises:
+        TypeError: for a claim that is not a notion claim.
+    """
+    if isinstance(claim, ZCDPClaim | RDPClaim):
+        return _renyi_verdict(claim, accounting, directions, confidence)
+    if isinstance(claim, GDPClaim | TradeoffClaim):
+        return _tradeoff_verdict(claim, accounting, curves, confidence)
+    raise TypeError(f"evaluate_notion needs a notion claim, got {type(claim).__name__}.")
