@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 
 import dpaudit
+from dpaudit.notions.claims import notion_fields
+from dpaudit.notions.figures import notion_figures
 from dpaudit.serialize import json_float
 
 __all__ = [
@@ -126,6 +128,7 @@ def _claim_record(claim) -> dict:
         "sensitivity_norm": claim.sensitivity_norm,
         "sensitivity": claim.sensitivity,
         "reference": claim.reference,
+        **notion_fields(claim),  # zCDP / RDP / GDP / f-DP claims: notion and parameter
     }
 
 
@@ -622,6 +625,7 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
         _epsilon_delta_curve(r),
         _compatibility_plot(r),
         _sample_paths(o),
+        *(_png(fig) for fig in notion_figures(r)),  # trade-off / Renyi figures (dpaudit.notions)
     ]
     parts.append("<div class='plots'>")
     parts += [f"<img alt='plot' src='{p}'>" for p in plots if p]

@@ -48,6 +48,7 @@ __all__ = [
     "ZCDPClaim",
     "is_notion_claim",
     "make_claim",
+    "notion_fields",
     "notion_of",
 ]
 
@@ -187,13 +188,13 @@ class ZCDPClaim(_NotionMixin):
 
     conversion = "zCDP -> (epsilon, delta): Canonne-Kamath-Steinke 2020 Prop. 12, min over alpha"
 
-    def describe(self) -> str:  # noqa: D102
+    def describe(self) -> str:
         return f"{self.rho:g}-zCDP"
 
-    def delta_implied(self, epsilon) -> np.ndarray:  # noqa: D102
+    def delta_implied(self, epsilon) -> np.ndarray:
         return zcdp_delta(epsilon, self.rho)
 
-    def epsilon_implied(self, delta: float) -> float:  # noqa: D102
+    def epsilon_implied(self, delta: float) -> float:
         return zcdp_epsilon(delta, self.rho)
 
     def renyi_bound(self, orders) -> np.ndarray:
@@ -252,14 +253,16 @@ class RDPClaim(_NotionMixin):
 
     conversion = "RDP -> (epsilon, delta): Canonne-Kamath-Steinke 2020 Prop. 12, min over orders"
 
-    def describe(self) -> str:  # noqa: D102
-        pairs = ", ".join(f"({a:g}, {e:g})" for a, e in zip(self.orders, self.epsilons))
+    def describe(self) -> str:
+        pairs = ", ".join(
+            f"({a:g}, {e:g})" for a, e in zip(self.orders, self.epsilons, strict=True)
+        )
         return f"RDP {pairs}"
 
-    def delta_implied(self, epsilon) -> np.ndarray:  # noqa: D102
+    def delta_implied(self, epsilon) -> np.ndarray:
         return rdp_delta(epsilon, self.orders, self.epsilons)
 
-    def epsilon_implied(self, delta: float) -> float:  # noqa: D102
+    def epsilon_implied(self, delta: float) -> float:
         return rdp_epsilon(delta, self.orders, self.epsilons)
 
     def renyi_bound(self, orders) -> np.ndarray:
@@ -271,7 +274,7 @@ class RDPClaim(_NotionMixin):
         Returns:
             The claimed ``epsilon_alpha``.
         """
-        table = dict(zip(self.orders, self.epsilons))
+        table = dict(zip(self.orders, self.epsilons, strict=True))
         return np.array([table[float(a)] for a in np.atleast_1d(orders)])
 
 
@@ -297,13 +300,13 @@ class GDPClaim(_NotionMixin):
 
     conversion = "GDP -> (epsilon, delta): Dong-Roth-Su 2022 Cor. 2.13 (exact)"
 
-    def describe(self) -> str:  # noqa: D102
+    def describe(self) -> str:
         return f"{self.mu:g}-GDP"
 
-    def delta_implied(self, epsilon) -> np.ndarray:  # noqa: D102
+    def delta_implied(self, epsilon) -> np.ndarray:
         return gdp_delta(epsilon, self.mu)
 
-    def epsilon_implied(self, delta: float) -> float:  # noqa: D102
+    def epsilon_implied(self, delta: float) -> float:
         return gdp_epsilon(delta, self.mu)
 
     def delta_bracket(self, epsilon) -> tuple[np.ndarray, np.ndarray]:
@@ -386,10 +389,10 @@ class TradeoffClaim(_NotionMixin):
         x = np.unique(np.concatenate([[0.0], tail, 1.0 - tail, [1.0]]))
         return cls(points=tuple(x), values=tuple(np.asarray(f(x), dtype=np.float64)), **fields)
 
-    def describe(self) -> str:  # noqa: D102
+    def describe(self) -> str:
         return f"{self.name}-DP"
 
-    def delta_implied(self, epsilon) -> np.ndarray:  # noqa: D102
+    def delta_implied(self, epsilon) -> np.ndarray:
         return self.delta_bracket(epsilon)[1]
 
     def delta_bracket(self, epsilon) -> tuple[np.ndarray, np.ndarray]:
@@ -403,7 +406,7 @@ class TradeoffClaim(_NotionMixin):
         """
         return tradeoff_delta_bounds(epsilon, self.points, self.values)
 
-    def epsilon_implied(self, delta: float) -> float:  # noqa: D102
+    def epsilon_implied(self, delta: float) -> float:
         lo, hi = 0.0, 1.0
         while float(self.delta_implied(hi)) > delta:
             lo, hi = hi, 2.0 * hi
@@ -535,3 +538,30 @@ def make_claim(**fields):
     if "rdp_orders" not in fields or "rdp_epsilons" not in fields:
         raise ValueError("an RDP claim needs both rdp_orders and rdp_epsilons (one per order).")
     return RDPClaim(orders=fields["rdp_orders"], epsilons=fields["rdp_epsilons"], **common)
+
+
+def notion_fields(claim) -> dict:
+    """The fields a JSON record adds for a notion claim (``{}`` for a :class:`~dpaudit.Claim`).
+
+    Args:
+        claim: any claim.
+
+    Returns:
+        ``{"notion", "stated", <the notion's parameters>, "anchor_delta", "conversion"}``;
+        a trade-off claim gives its ``name`` (its table is in the record's details).
+    """
+    if not is_notion_claim(claim):
+        return {}
+    params = {
+        "zcdp": ("rho",),
+        "rdp": ("orders", "epsilons"),
+        "gdp": ("mu",),
+        "f-dp": ("name",),
+    }[claim.notion]
+    out = {"notion": claim.notion, "stated": claim.describe()}
+    out.update(
+        {k: list(v) if isinstance(v, tuple) else v for k in params for v in [getattr(claim, k)]}
+    )
+    out["anchor_delta"] = claim.anchor_delta
+    out["conversion"] = claim.conversion
+    return out

@@ -234,8 +234,10 @@ def zcdp_epsilon(delta: float, rho: float) -> float:
 
     def eps_at(log_am1):
         alpha = 1.0 + math.exp(log_am1)
-        return rho * alpha + math.log1p(-1.0 / alpha) - (math.log(delta) + math.log(alpha)) / (
-            alpha - 1.0
+        return (
+            rho * alpha
+            + math.log1p(-1.0 / alpha)
+            - (math.log(delta) + math.log(alpha)) / (alpha - 1.0)
         )
 
     res = scipy.optimize.minimize_scalar(eps_at, bounds=(-20.0, 20.0), method="bounded")

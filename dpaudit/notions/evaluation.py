@@ -267,8 +267,8 @@ def _mu_bracket(accounting) -> tuple[float, float] | None:
     grid = profile_grid(accounting, points=161)
     grid = grid[grid >= 0]
     low, up = pair_profile(accounting, grid)
-    lower = max(gdp_mu_for_delta(e, d) for e, d in zip(grid, low))
-    upper = max(gdp_mu_for_delta(e, d) for e, d in zip(grid[1:], up[:-1]))
+    lower = max(gdp_mu_for_delta(e, d) for e, d in zip(grid, low, strict=True))
+    upper = max(gdp_mu_for_delta(e, d) for e, d in zip(grid[1:], up[:-1], strict=True))
     return lower, max(lower, upper)
 
 
@@ -306,7 +306,7 @@ def _tradeoff_verdict(claim, accounting, curves, confidence) -> NotionAudit:
     certified = 0.0 if bracket is None else bracket[0]
     if mc is not None:
         pos = mc[0] >= 0
-        mus = [gdp_mu_for_delta(e, d) for e, d in zip(mc[0][pos], mc[1][pos])]
+        mus = [gdp_mu_for_delta(e, d) for e, d in zip(mc[0][pos], mc[1][pos], strict=True)]
         certified = max([certified, *mus])
     return _record(claim, verdict, "mu", tightest, certified, confidence, profile, notes)
 

@@ -25,7 +25,14 @@ import numpy as np
 
 from dpaudit.notions.conversions import gdp_tradeoff
 
-__all__ = ["pair_profile", "pair_tradeoff", "profile_grid", "tradeoff_lower", "tradeoff_upper"]
+__all__ = [
+    "pair_profile",
+    "pair_tradeoff",
+    "profile_grid",
+    "tradeoff_lower",
+    "tradeoff_upper",
+    "two_sided_profile",
+]
 
 #: Points of the epsilon grid of an exact profile.
 _PROFILE_POINTS = 401
@@ -146,3 +153,25 @@ def pair_tradeoff(accounting, x) -> tuple[np.ndarray, np.ndarray] | None:
     grid = profile_grid(accounting)
     low, up = pair_profile(accounting, grid)
     return tradeoff_lower(x, grid, up), tradeoff_upper(x, grid, low)
+
+
+def two_sided_profile(epsilons, forward, backward) -> tuple[np.ndarray, np.ndarray]:
+    """One direction's ``delta`` on ``[-E, E]`` from both directions' values on ``[0, E]``.
+
+    ``delta_{P,Q}(-e) = 1 - e^{-e} (1 - delta_{Q,P}(e))`` (the hockey-stick identity), so a
+    bound on the reverse direction at ``e >= 0`` is a bound of the same side at ``-e``.
+
+    Args:
+        epsilons: ``(G,)`` increasing epsilons ``>= 0``.
+        forward: ``(G,)`` bounds on ``delta_{P,Q}`` at ``epsilons``.
+        backward: ``(G,)`` bounds of the same side on ``delta_{Q,P}`` at ``epsilons``.
+
+    Returns:
+        ``(grid, values)`` on the mirrored grid (increasing).
+    """
+    e = np.asarray(epsilons, dtype=np.float64)
+    neg = 1.0 - np.exp(-e) * (1.0 - np.asarray(backward, dtype=np.float64))
+    keep = e > 0
+    grid = np.concatenate([-e[keep][::-1], e])
+    values = np.concatenate([neg[keep][::-1], np.asarray(forward, dtype=np.float64)])
+    return grid, np.clip(values, 0.0, 1.0)
