@@ -370,8 +370,9 @@ class TradeoffClaim(_NotionMixin):
     def from_function(cls, f: Callable, *, points: int = _TRADEOFF_POINTS, **fields):
         """Tabulate a vectorised trade-off function on ``points`` type I errors.
 
-        The grid is geometric from ``1e-15`` to ``1/2`` and mirrored towards 1, with
-        the ends 0 and 1: the profile at small deltas is decided by ``f`` near 0.
+        The grid is geometric from ``1e-10`` to ``1/2`` and mirrored towards 1, with
+        the ends 0 and 1: the profile at small deltas is decided by ``f`` near 0 (finer
+        than ``1e-10``, float64 values of ``f`` near 1 are too coarse to resolve slopes).
 
         Args:
             f: ``f(x) -> type II error`` for ``x`` a numpy array in ``[0, 1]``.
@@ -385,7 +386,7 @@ class TradeoffClaim(_NotionMixin):
             ValueError: when ``f`` is not a trade-off function on the grid.
         """
         half = max(int(points) // 2, 2)
-        tail = np.geomspace(1e-15, 0.5, half)
+        tail = np.geomspace(1e-10, 0.5, half)
         x = np.unique(np.concatenate([[0.0], tail, 1.0 - tail, [1.0]]))
         return cls(points=tuple(x), values=tuple(np.asarray(f(x), dtype=np.float64)), **fields)
 
