@@ -38,8 +38,10 @@ from dpaudit.blackbox.statistics import (
     fit_statistic,
     identity_features,
 )
+from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
 from dpaudit.checks import check_choice, check_count
 from dpaudit.mechanism import Claim, Mechanism
+from dpaudit.notions.claims import is_notion_claim
 from dpaudit.progress import progress_bar, should_show
 
 __all__ = ["blackbox_audit"]
@@ -167,7 +169,9 @@ def blackbox_audit(
         t1 = time.perf_counter()
         counts = _certify(plan, selected, fitted, sources, root, bar)  # on fresh releases
     timings = {"selection": t1 - t0, "certification": time.perf_counter() - t1}
-    return _result(plan, fitted, selected, counts, timings, start)
+    result = _result(plan, fitted, selected, counts, timings, start)
+    # zCDP / RDP / GDP / f-DP claims: judged in their notion (dpaudit.blackbox.tradeoff)
+    return notion_blackbox_result(result, plan.claim) if is_notion_claim(plan.claim) else result
 
 
 def _fit_statistics(plan: _Plan, sources, root, bar) -> list[FittedStatistic]:
@@ -345,6 +349,8 @@ def _check_claim(claim) -> Claim:
         raise ValueError("claim is required: pass dpaudit.Claim(epsilon=..., delta=...).")
     if isinstance(claim, Claim):
         return claim
+    if is_notion_claim(claim):
+        return black_box_anchor(claim)
     if isinstance(claim, tuple) and len(claim) == 2:
         return Claim(epsilon=claim[0], delta=claim[1])
     raise TypeError(

@@ -25,7 +25,7 @@ def _dp_accounting_laplace(a):
     acc = RdpAccountant(ORDERS)
     for aj in a:
         acc.compose(dp_accounting.LaplaceDpEvent(1.0 / aj))
-    return np.asarray(acc._rdp)  # noqa: SLF001  (the accountant's RDP vector: no public getter)
+    return np.asarray(acc._rdp)  # the accountant has no public RDP getter
 
 
 def test_laplace_renyi_equals_dp_accounting():
@@ -52,7 +52,7 @@ def test_iclp_and_laplace_mechanism_profiles_equal_dp_accounting(name):
 def test_gaussian_renyi_equals_dp_accounting():
     acc = RdpAccountant(ORDERS)
     acc.compose(dp_accounting.GaussianDpEvent(noise_multiplier=1.0 / 1.3))
-    np.testing.assert_allclose(gaussian_renyi(ORDERS, 1.3), acc._rdp, rtol=1e-12)  # noqa: SLF001
+    np.testing.assert_allclose(gaussian_renyi(ORDERS, 1.3), acc._rdp, rtol=1e-12)
 
 
 def test_zcdp_rho_of_laplace_is_its_kl_divergence():
