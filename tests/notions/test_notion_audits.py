@@ -68,6 +68,29 @@ def test_gdp_violation_certified_by_monte_carlo_alone(seed):
     assert 0.9 < certified <= 1.0  # mu >= certified at 95 %, and never above the truth
 
 
+@pytest.mark.parametrize("seed", [21, 22])
+def test_true_gdp_claim_is_not_refuted_by_monte_carlo(seed):
+    mech, d, d_prime = _gaussian_pair(GDPClaim(1.0))
+    result = dpaudit.audit(mech, d, d_prime, samples=20_000, seed=seed, exact=False)
+    assert result.verdict == "inconclusive"
+    assert result.diagnostics["notion"]["certified"] <= 1.0
+
+
+def test_laplace_zcdp_claim_at_its_kl_divergence_is_not_passed_on_the_grid():
+    # One Laplace pair (a = 1) has sup D_alpha / alpha = KL = e^-1, approached as alpha -> 1
+    # only: the conservative bracket's upper end lies just above it, so a claim at exactly
+    # e^-1 stays inconclusive (a pass read off the bracket's lower end would be unsound).
+    mech = dpaudit.build("laplace-mean", epsilon=1.0, n=10, dim=1)
+    d = np.zeros((10, 1))
+    d_prime = d.copy()
+    d_prime[0] = 1.0
+    m = dpaudit.Mechanism(mech.name, mech.model, ZCDPClaim(math.exp(-1.0)), mech.summary)
+    result = dpaudit.audit(m, d, d_prime, samples=2000)
+    bracket = result.diagnostics["notion"]["tightest"]
+    assert bracket["lower"] <= math.exp(-1.0) < bracket["upper"]
+    assert result.verdict == "inconclusive"
+
+
 def test_monte_carlo_never_passes_a_notion_claim():
     mech, d, d_prime = _gaussian_pair(ZCDPClaim(0.5))
     result = dpaudit.audit(mech, d, d_prime, samples=4000, exact=False)
