@@ -46,7 +46,7 @@ def whitebox_costs() -> None:
         ("gaussian-mean-gdp", (GDPClaim(1.0), ZCDPClaim(0.5))),
         ("laplace-mean", (GDPClaim(1.1), ZCDPClaim(0.4))),
     ):
-        mech = dpaudit.build(name, n=10)
+        mech = dpaudit.build(name, n=10, **({"dim": 1} if name == "laplace-mean" else {}))
         d = np.zeros((10, 1)) if name == "laplace-mean" else np.zeros(10)
         dp = d.copy()
         dp[0] = 1.0
