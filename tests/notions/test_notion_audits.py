@@ -91,6 +91,12 @@ def test_laplace_zcdp_claim_at_its_kl_divergence_is_not_passed_on_the_grid():
     assert result.verdict == "inconclusive"
 
 
+def test_kept_losses_do_not_decide_renyi_verdicts():
+    from dpaudit.notions.evaluation import MONTE_CARLO_RENYI
+
+    assert MONTE_CARLO_RENYI is False  # see the constant's comment
+
+
 def test_monte_carlo_never_passes_a_notion_claim():
     mech, d, d_prime = _gaussian_pair(ZCDPClaim(0.5))
     result = dpaudit.audit(mech, d, d_prime, samples=4000, exact=False)
