@@ -61,6 +61,7 @@ __all__ = [
     "DiscretePLD",
     "ExactAccounting",
     "compose_pmfs",
+    "declared_accounting",
     "exact_accounting",
     "gaussian_curve",
     "gaussian_epsilon",
@@ -592,10 +593,12 @@ class ExactAccounting:
 
 
 def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
-    """Exact/numerical accounting for a :class:`~dpaudit.loss.NoiseShift`.
+    """Exact/numerical accounting for a :class:`~dpaudit.loss.NoiseShift` (or several).
 
     Args:
-        shift: from :func:`dpaudit.loss.noise_shift`.
+        shift: from :func:`dpaudit.loss.noise_shift`; a list or tuple of them (one per
+            independent release site) is composed by
+            :func:`dpaudit.composition.compose_accounting`.
         discretization: Laplace grid spacing (ignored for Gaussian noise).
 
     Returns:
@@ -608,6 +611,10 @@ def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
         >>> round(float(exact_accounting(s).delta_upper(1.0)), 6)
         0.126937
     """
+    if isinstance(shift, list | tuple):
+        from dpaudit.composition import compose_accounting  # composition imports this module
+
+        return compose_accounting(shift, discretization=discretization)
     if shift.singular:
         return ExactAccounting(family="singular", sup_loss=math.inf)
     if shift.family == "gaussian":
@@ -621,3 +628,25 @@ def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
         upper_pld=laplace_pld(a, discretization, estimate="pessimistic"),
         lower_pld=laplace_pld(a, discretization, estimate="optimistic"),
     )
+
+
+def declared_accounting(dist_p, dist_q, *, discretization: float = 1e-4):
+    """The accounting a release law declares for itself and a neighbouring law, if any.
+
+    A distribution may define ``privacy_accounting(other, *, discretization)`` returning
+    an :class:`ExactAccounting` of the pair (both orders), or ``None`` when it does not
+    recognise ``other`` (the DP-SGD trajectory of the catalogue does: its pair is
+    ``T`` Poisson-subsampled Gaussian steps, :mod:`dpaudit.subsampling`).
+
+    Args:
+        dist_p: the release law under ``D``.
+        dist_q: the release law under ``D'``.
+        discretization: grid spacing of numerical curves.
+
+    Returns:
+        The declared accounting, or ``None``.
+    """
+    method = getattr(dist_p, "privacy_accounting", None)
+    if callable(method) and type(dist_p) is type(dist_q):
+        return method(dist_q, discretization=discretization)
+    return None
