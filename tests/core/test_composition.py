@@ -157,11 +157,15 @@ def test_supremum_parts_are_dominated_by_randomized_response():
 
 
 def test_fold_tails_moves_mass_the_safe_way():
-    p = np.array([1e-20, 1e-19, 0.5, 0.5, 1e-19])
-    off, kept, inf = fold_tails(0, p, 1e-15, pessimistic=True)
-    assert off == 2 and kept[0] == pytest.approx(0.5 + 1.1e-19) and inf == pytest.approx(1e-19)
-    off, kept, inf = fold_tails(0, p, 1e-15, pessimistic=False)
-    assert off == 2 and kept[-1] == pytest.approx(0.5 + 1e-19) and inf == 0.0
+    p = np.array([1e-6, 2e-6, 0.5, 0.5 - 5e-6, 2e-6])
+    off, kept, inf = fold_tails(3, p, 1e-5, pessimistic=True)
+    # upper curve: the lower tail moves up to the first kept point, the upper tail to +inf
+    assert off == 5 and kept.size == 2 and inf == 2e-6
+    assert kept[0] == pytest.approx(0.5 + 3e-6, abs=1e-15) and kept[1] == p[3]
+    off, kept, inf = fold_tails(3, p, 1e-5, pessimistic=False)
+    # lower curve: the upper tail moves down to the last kept point, the lower tail is dropped
+    assert off == 5 and inf == 0.0
+    assert kept[0] == 0.5 and kept[1] == pytest.approx(p[3] + 2e-6, abs=1e-15)
 
 
 def test_connect_dots_reproduces_the_curve_at_grid_points():
@@ -200,3 +204,15 @@ def test_bad_input_is_one_clear_sentence():
         compose_accounting([LaplaceComponent(1.0)], [-1])
     with pytest.raises(ValueError, match="infinite supremum"):
         compose_accounting([SupremumAccounting(math.inf, 1.0, "declared")])
+
+
+def test_connect_dots_sends_the_curve_above_the_grid_to_infinity():
+    """A grid cut below the loss's support: the curve beyond the grid (delta(hi)) must stay."""
+    mu, d = 1.0, 1e-2
+    k = np.arange(-100, 101)  # losses in [-1, 1]: delta(1) = 0.127 must go to +inf
+    lo, probs, inf = connect_dots_pmf(gaussian_curve(k * d, mu), -100, d)
+    assert inf == pytest.approx(float(gaussian_curve(1.0, mu)), rel=1e-12)
+    losses = d * (lo + np.arange(probs.size))
+    for e in (1.0, 1.5, 3.0):
+        curve = float(np.sum(probs * np.maximum(0.0, -np.expm1(e - losses)))) + inf
+        assert curve >= float(gaussian_curve(e, mu))
