@@ -138,6 +138,10 @@ def canary_escape_probability(steps, q, noise_std, clip, learning_rate, n) -> fl
 def dpsgd_accounting(noise_multiplier: float, q: float, steps: int, *, lower: bool = True):
     """The accounting of ``steps`` Poisson-subsampled Gaussian steps with ``mu = 1/noise_multiplier``.
 
+    The grid spacing is ``1e-4 max(1, mu)``: the loss range of one step grows like
+    ``mu^2``, so a fixed relative resolution keeps large-``mu`` (faulty) configurations
+    cheap; every spacing gives an upper curve.
+
     Args:
         noise_multiplier: ``s / C``.
         q: the sampling probability.
@@ -147,8 +151,9 @@ def dpsgd_accounting(noise_multiplier: float, q: float, steps: int, *, lower: bo
     Returns:
         An :class:`~dpaudit.accounting.ExactAccounting`.
     """
+    mu = 1.0 / noise_multiplier
     return subsampled_accounting(
-        GaussianComponent(1.0 / noise_multiplier), q, int(steps), lower=lower
+        GaussianComponent(mu), q, int(steps), discretization=1e-4 * max(1.0, mu), lower=lower
     )
 
 
@@ -262,7 +267,8 @@ class DPSGDTrajectory(Distribution):
 
         Args:
             other: the law on the neighbouring data set.
-            discretization: grid spacing of the PLDs.
+            discretization: grid spacing of the PLDs (times ``max(1, mu)``, as in
+                :func:`dpsgd_accounting`).
 
         Returns:
             The :class:`~dpaudit.accounting.ExactAccounting` of ``T`` subsampled Gaussian
@@ -278,9 +284,10 @@ class DPSGDTrajectory(Distribution):
             return None
         if float(self.target_in) + float(other.target_in) != 1.0:
             return None
+        mu = self.clip / self.noise_std
         return subsampled_accounting(
-            GaussianComponent(self.clip / self.noise_std), self.q, self.event_shape[0],
-            discretization=discretization,
+            GaussianComponent(mu), self.q, self.event_shape[0],
+            discretization=discretization * max(1.0, mu),
         )  # fmt: skip
 
 

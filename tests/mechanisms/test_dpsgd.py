@@ -92,6 +92,7 @@ def test_trajectory_density_matches_a_step_by_step_oracle():
     )
 
 
+@pytest.mark.slow
 def test_loss_law_is_the_accounted_composition():
     """Monte Carlo delta of the pair (both orders) within its band of the exact curve."""
     mech = dpaudit.build("dpsgd-logistic", **SMALL)
