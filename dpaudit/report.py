@@ -49,11 +49,14 @@ __all__ = [
     "AuditOutcome",
     "ReportPathError",
     "check_json_path",
+    "check_output_file",
     "check_report_folder",
+    "json_document",
     "now",
     "result_record",
     "score_histogram",
     "write_json",
+    "write_junit",
     "write_report",
 ]
 
@@ -200,7 +203,17 @@ def result_record(outcome: AuditOutcome) -> dict:
     }
 
 
-def _document(outcomes: Sequence[AuditOutcome], started: str) -> dict:
+def json_document(outcomes: Sequence[AuditOutcome], started: str = "") -> dict:
+    """The results document of a run (schema ``dpaudit.results/1``), as written by :func:`write_json`.
+
+    Args:
+        outcomes: the audits of the run, in order.
+        started: the run's start time (:func:`now`); empty: now.
+
+    Returns:
+        ``{"schema", "dpaudit_version", "started", "audits": [record, ...]}``, JSON-able.
+    """
+    started = started or now()
     return {
         "schema": SCHEMA,
         "dpaudit_version": dpaudit.__version__,
@@ -226,12 +239,105 @@ def write_json(outcomes: Sequence[AuditOutcome], path: str | Path, *, started: s
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    document = _document(outcomes, started or now())
+    document = json_document(outcomes, started)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
         try:
             json.dump(document, tmp, indent=1, allow_nan=False)
             tmp.flush()
         except BaseException:  # disk full, interrupt: no half-written temp file left behind
+            tmp.close()
+            os.unlink(tmp.name)
+            raise
+    try:
+        os.chmod(tmp.name, 0o644)  # NamedTemporaryFile creates 0600
+        os.replace(tmp.name, path)
+    except BaseException:
+        Path(tmp.name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _junit_case(outcome: AuditOutcome, strict: bool):
+    """One ``<testcase>``: a failure for an unexpected verdict, the numbers in ``system-out``."""
+    from xml.etree import ElementTree
+
+    r = outcome.result
+    case = ElementTree.Element(
+        "testcase",
+        classname=f"dpaudit.{outcome.kind}",
+        name=outcome.name,
+        file=outcome.spec,
+        time=f"{float(r.seconds):.3f}",
+    )
+    expected = outcome.expected
+    if expected is not None:
+        failed = r.verdict != expected
+    else:
+        failed = r.verdict in ("violation", "incompatible") or (
+            strict and r.verdict == "inconclusive"
+        )
+    claim = f"({r.claim.epsilon:g}, {r.claim.delta:g})-DP, {r.claim.adjacency}"
+    summary = (
+        f"verdict {r.verdict} (expected {expected or 'no violation'}); claim {claim}; "
+        f"certified epsilon lower bound {_fmt(r.epsilon_lower)} at confidence {r.confidence}"
+    )
+    if failed:
+        failure = ElementTree.SubElement(case, "failure", message=summary, type=r.verdict)
+        failure.text = "\n".join([summary, *r.notes])
+    ElementTree.SubElement(case, "system-out").text = "\n".join([summary, *r.notes])
+    return case, failed
+
+
+def write_junit(
+    outcomes: Sequence[AuditOutcome], path: str | Path, *, strict: bool = False, started: str = ""
+) -> Path:
+    """Write the run as a JUnit XML file: one test case per audit, a failure per unexpected verdict.
+
+    CI systems (GitLab, Jenkins, GitHub test reporters) then list audits like tests.
+
+    Args:
+        outcomes: the audits of the run, in order.
+        path: the XML file (its folder is created); written atomically.
+        strict: an inconclusive verdict without an expected verdict is a failure.
+        started: the run's start time (:func:`now`); empty: now.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        OSError: when the file cannot be written.
+    """
+    from xml.etree import ElementTree
+
+    cases = [_junit_case(o, strict) for o in outcomes]
+    suite = ElementTree.Element(
+        "testsuite",
+        name="dpaudit",
+        tests=str(len(cases)),
+        failures=str(sum(failed for _, failed in cases)),
+        errors="0",
+        skipped="0",
+        time=f"{sum(float(o.result.seconds) for o in outcomes):.3f}",
+        timestamp=started or now(),
+    )
+    suite.extend(case for case, _ in cases)
+    root = ElementTree.Element("testsuites")
+    root.append(suite)
+    ElementTree.indent(root)
+    text = ElementTree.tostring(root, encoding="unicode", xml_declaration=True)
+    return _write_atomically(Path(path), text + "\n")
+
+
+def _write_atomically(path: Path, text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
+    ) as tmp:
+        try:
+            tmp.write(text)
+            tmp.flush()
+        except BaseException:
             tmp.close()
             os.unlink(tmp.name)
             raise
@@ -329,12 +435,30 @@ def check_json_path(path: str | Path) -> Path:
         ReportPathError: when ``path`` is a folder, lies under a file or an
             unwritable folder, or is an existing file that cannot be replaced.
     """
+    return check_output_file(path, "--json", "results.json")
+
+
+def check_output_file(path: str | Path, option: str, example: str = "results.xml") -> Path:
+    """``path`` as a :class:`~pathlib.Path`, once it is known that an output file may be written there.
+
+    Args:
+        path: the file asked for.
+        option: the command-line option naming it, for the message (``"--junitxml"``).
+        example: a file name suggested when ``path`` is a folder.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        ReportPathError: when ``path`` is a folder, lies under a file or an
+            unwritable folder, or is an existing file that cannot be replaced.
+    """
     path = Path(path)
     if path.is_dir():
-        raise ReportPathError(f"--json {path} is a folder; give a file name such as results.json.")
-    _check_parent(path, "--json")
+        raise ReportPathError(f"{option} {path} is a folder; give a file name such as {example}.")
+    _check_parent(path, option)
     if path.exists() and not os.access(path, os.W_OK):
-        raise ReportPathError(f"--json {path}: the file exists and cannot be written.")
+        raise ReportPathError(f"{option} {path}: the file exists and cannot be written.")
     return path
 
 
