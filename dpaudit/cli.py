@@ -448,10 +448,7 @@ def _load_command_line_spec(args, ref: str):
         try:
             spec = load_spec(path)
         except SpecError as err:
-            message = str(err).replace(f"{path}: ", f"{ref}: ")
-            for field, option in _OPTION_OF_FIELD.items():
-                message = message.replace(f": {field}:", f": {option}:")
-            raise SpecError(message) from None
+            raise SpecError(str(err).replace(f"{path}: ", f"{ref}: ")) from None
     # every file in the spec is absolute: the display path only names the target in messages
     return dataclasses.replace(spec, path=Path(ref))
 
@@ -497,7 +494,22 @@ def _merged_claim(args, declared):
 
 
 def _prepare_callable(ref: str, args) -> PreparedAudit:
-    """Validate and build a ``FILE.py:CALLABLE`` audit: its own claim unless options replace it."""
+    """Validate and build a ``FILE.py:CALLABLE`` audit: its own claim unless options replace it.
+
+    Errors name the command-line option where the spec loader names a spec field.
+    """
+    from dpaudit.spec import SpecError
+
+    try:
+        return _prepare_callable_spec(ref, args)
+    except SpecError as err:
+        message = str(err)
+        for field, option in _OPTION_OF_FIELD.items():
+            message = message.replace(f": {field}:", f": {option}:")
+        raise SpecError(message) from None
+
+
+def _prepare_callable_spec(ref: str, args) -> PreparedAudit:
     from dpaudit.spec import resolve_blackbox, resolve_mechanism
 
     _check_callable_options(args)
@@ -1116,7 +1128,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="show the traceback of an error, and every audit's notes")  # fmt: skip
     parents = [_verbose_parent()]
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="one of:")
     for name, text in (
         ("audit", "audit specs, folders of specs, or FILE.py:CALLABLE targets"),
         ("run", "deprecated name of 'audit' (former output: everything on stderr)"),
