@@ -79,6 +79,7 @@ __all__ = [
     "AuditCrash",
     "PreparedAudit",
     "audit_targets",
+    "build_parser",
     "check",
     "closing_line",
     "info",
@@ -585,29 +586,8 @@ def _plain(stream) -> bool:
     return not (hasattr(stream, "isatty") and stream.isatty())
 
 
-def _unexpected_kind(outcome, strict: bool) -> str | None:
-    """Why an outcome fails the run, in a few words; ``None`` when it does not."""
-    if not _failed(outcome, strict):
-        return None
-    verdict, expected = outcome.result.verdict, outcome.expected
-    if expected in BAD_VERDICTS and verdict not in BAD_VERDICTS:
-        return "missed violation" if expected == "violation" else "missed incompatibility"
-    if verdict in BAD_VERDICTS and expected in ("pass", "inconclusive"):
-        return "false alarm"
-    if verdict in BAD_VERDICTS:
-        return "unexpected " + verdict
-    return f"{verdict} instead of {expected}" if expected else verdict
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, seconds = divmod(round(seconds), 60)
-    return f"{minutes}m{seconds:02d}s"
-
-
 def closing_line(outcomes, seconds: float, strict: bool = False) -> str:
-    """The run's closing counts line, in the manner of pytest.
+    """The run's closing counts line, in the manner of pytest (:func:`dpaudit.report.counts_line`).
 
     Args:
         outcomes: the run's :class:`~dpaudit.report.AuditOutcome` list.
@@ -618,14 +598,9 @@ def closing_line(outcomes, seconds: float, strict: bool = False) -> str:
         For example ``"47 as expected, 2 unexpected (1 missed violation, 1 false
         alarm) in 3m12s"``.
     """
-    kinds = [_unexpected_kind(o, strict) for o in outcomes]
-    bad = [k for k in kinds if k is not None]
-    text = f"{len(outcomes) - len(bad)} as expected"
-    if bad:
-        counts = {k: bad.count(k) for k in dict.fromkeys(bad)}
-        text += f", {len(bad)} unexpected (" + ", ".join(f"{n} {k}" for k, n in counts.items())
-        text += ")"
-    return f"{text} in {_duration(seconds)}"
+    from dpaudit.report import counts_line
+
+    return counts_line(outcomes, seconds, strict)
 
 
 def _number(value) -> str:
@@ -810,7 +785,8 @@ def audit_targets(args, legacy: bool = False) -> int:
         if args.verbose or item.claim_note:  # a one-off audit's notes are its explanation
             for note in o.result.notes:
                 print(f"  note: {note}", file=out)
-    _write_outputs(outcomes, args, started)
+    seconds = time.perf_counter() - clock
+    _write_outputs(outcomes, args, started, seconds)
     failed = [o.name for o in outcomes if _failed(o, args.strict)]
     if failed:
         print(f"{len(failed)} audit(s) failed: {', '.join(failed)}", file=sys.stderr, flush=True)
@@ -818,14 +794,17 @@ def audit_targets(args, legacy: bool = False) -> int:
     return EXIT_FOUND if failed else EXIT_OK
 
 
-def _write_outputs(outcomes, args, started: str) -> None:
+def _write_outputs(outcomes, args, started: str, seconds: float) -> None:
     """Write the report, the JSON and the JUnit XML; a failure other than the file system's is
     an AuditCrash."""
     from dpaudit.report import ReportPathError, json_document, write_json, write_junit, write_report
 
     try:
         if args.report:
-            _log(args, f"report: {write_report(outcomes, args.report, started=started)}")
+            page = write_report(
+                outcomes, args.report, started=started, seconds=seconds, strict=args.strict
+            )
+            _log(args, f"report: {page}")
         if args.json == "-":
             json.dump(json_document(outcomes, started), sys.stdout, indent=1, allow_nan=False)
             print(file=sys.stdout, flush=True)
@@ -1117,7 +1096,12 @@ _EPILOG = (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``dpaudit`` argument parser (built without importing JAX).
+
+    Returns:
+        The parser, with one sub-parser per command.
+    """
     parser = argparse.ArgumentParser(
         prog="dpaudit",
         description="Audit differential-privacy claims of mechanisms declared as numpyro models, "
@@ -1198,7 +1182,7 @@ def main(argv: list[str] | None = None) -> int:
         :data:`EXIT_FOUND`, :data:`EXIT_INVALID` or :data:`EXIT_ERROR`. An
         error is one sentence on stderr, with the traceback under ``--verbose``.
     """
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command not in _COMMANDS:
         parser.print_help()

@@ -12,7 +12,7 @@ import pytest
 from spec_fixtures import SAMPLER, USER
 from spec_fixtures import WHITE_BOX_SPEC as SPEC
 
-from dpaudit.cli import EXIT_FOUND, EXIT_INVALID, EXIT_OK, _parser, closing_line, main, matches
+from dpaudit.cli import EXIT_FOUND, EXIT_INVALID, EXIT_OK, build_parser, closing_line, main, matches
 
 # A correct (1, 1e-3) Gaussian mean: the former `check --epsilon 1` read --delta as 0 and
 # called it a violation with epsilon = inf.
@@ -147,7 +147,7 @@ def test_black_box_options_on_the_command_line(tmp_path, capsys):
 
 
 def test_every_option_has_help():
-    parser = _parser()
+    parser = build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command").choices
     for name, sub in [("dpaudit", parser), *subparsers.items()]:
         for action in sub._actions:
@@ -158,7 +158,7 @@ def test_help_and_version_do_not_import_jax():
     code = (
         "import sys, dpaudit.cli\n"
         "try:\n    dpaudit.cli.main(['--version'])\nexcept SystemExit:\n    pass\n"
-        "dpaudit.cli._parser().format_help()\nprint('jax' in sys.modules)"
+        "dpaudit.cli.build_parser().format_help()\nprint('jax' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split()[-1] == "False" and out.stdout.startswith("dpaudit ")
