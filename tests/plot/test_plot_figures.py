@@ -33,7 +33,13 @@ def test_profile_draws_a_pure_claim_as_a_vertical_line(results):
     ax = plot.privacy_profile(result)
     claim = result.claim
     assert claim.delta == 0
-    verticals = [line for line in ax.get_lines() if np.ptp(line.get_xdata()) == 0]
+    verticals = [  # a line from the bottom to the top of the axes at one epsilon (not a point)
+        line
+        for line in ax.get_lines()
+        if len(line.get_xdata()) == 2
+        and np.ptp(line.get_xdata()) == 0
+        and list(line.get_ydata()) == [0, 1]
+    ]
     assert [float(line.get_xdata()[0]) for line in verticals] == [claim.epsilon]
     assert ax.get_yscale() == "log" and len(ax.get_legend().get_texts()) <= 4
     assert ax.collections  # the confidence bands are filled areas, not dotted lines
