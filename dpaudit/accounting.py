@@ -52,7 +52,6 @@ import math
 import numpy as np
 import scipy.fft
 import scipy.optimize
-import scipy.signal
 
 from dpaudit.noise.calibration import gaussian_delta
 from dpaudit.serialize import json_float
@@ -409,6 +408,10 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
         probs = probs[: nz[-1] + 1] if nz.size else probs[:1]
         parts.append((probs.size, len(parts), off, probs))  # index breaks ties: no array compares
     heapq.heapify(parts)
+    # Imported here: scipy.signal (and the scipy.stats it loads) costs seconds at import
+    # time, and only compositions of large pmfs need it.
+    from scipy.signal import fftconvolve
+
     tie = len(parts)
     while len(parts) > 1:
         n1, _, o1, p1 = heapq.heappop(parts)
@@ -416,7 +419,7 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
         if min(n1, n2) <= 64:
             p = np.convolve(p1, p2)
         else:
-            p = np.maximum(scipy.signal.fftconvolve(p1, p2), 0.0)
+            p = np.maximum(fftconvolve(p1, p2), 0.0)
         heapq.heappush(parts, (p.size, tie, o1 + o2, p))
         tie += 1
     _, _, offset, probs = parts[0]
