@@ -68,6 +68,7 @@ __all__ = [
     "exact_sup_loss",
     "finite_sup_loss",
     "log_bracket",
+    "log_density_error",
     "piecewise_exponential_integral",
     "two_sided_geometric_sup_loss",
 ]
@@ -510,6 +511,26 @@ def finite_sup_loss(log_p, log_q, method: str = "declared") -> ExactSupLoss:
         lower = lower if math.isinf(lower) else _down(lower)
         out += [max(0.0, lower), max(0.0, upper)]
     return ExactSupLoss(*out, method)
+
+
+def log_density_error(distribution: Distribution, release) -> float:
+    """A certified bound on the numerical error of ``distribution.log_prob(release)``.
+
+    Laws whose log-density is computed numerically (quadrature) declare
+    ``log_prob_error(value) -> float``; closed-form laws do not and their error is
+    float round-off only, which the certificate's own margin covers (``0`` here). A law
+    that cannot bound its error returns ``inf``, and no certificate rests on it.
+    ``Independent`` wrappers are looked through.
+
+    Args:
+        distribution: the release law.
+        release: one release.
+
+    Returns:
+        The bound (``>= 0``, possibly ``inf``).
+    """
+    declared = getattr(_unwrap(distribution), "log_prob_error", None)
+    return float(declared(release)) if callable(declared) else 0.0
 
 
 def _unwrap(d: Distribution) -> Distribution:

@@ -580,23 +580,30 @@ class SparseVector(Distribution):
         prod_neg F_nu(r - c_i) prod_pos (1 - F_nu(r - c_i)) dr`` (``c_i = q_i - T_i``;
         without query noise the factors are the indicators of ``r > c_i`` and ``r <=
         c_i``), a product of piecewise exponentials integrated in closed form with
-        certified round-off (:func:`dpaudit.exact.piecewise_exponential_integral`).
+        certified round-off (:func:`dpaudit.exact.piecewise_exponential_integral`). With
+        released values a positive contributes the indicator of ``r <= v_i - T_i`` and the
+        density ``f_nu(v_i - q_i)``.
 
         Args:
-            codes: one pattern (a row of :meth:`patterns`).
+            codes: one release: a pattern (a row of :meth:`patterns`), or ``(2, k)`` codes
+                and values when the run releases values.
 
         Returns:
             ``(lower, upper)``; ``(-inf, -inf)`` for a pattern of mass 0.
         """
         c = np.asarray(self.queries - self.thresholds, dtype=float)
-        codes = np.asarray(codes, dtype=float)
+        value = np.asarray(codes, dtype=float)
+        codes = value[0] if self.release_values else value
         segment = np.cumsum(codes == 1.0) - (codes == 1.0) if self.resample else 0 * codes
         lower = upper = 0.0
         for s in np.unique(segment[codes >= 0]):
             factors = [ExpFactor.laplace_density(0.0, self.threshold_scale)]
             for i in np.flatnonzero((segment == s) & (codes >= 0)):
                 positive = codes[i] == 1.0
-                if self.query_scale == 0.0:
+                if self.release_values and positive:  # rho <= v_i - T_i, nu_i = v_i - q_i
+                    edge = float(value[1, i] - self.thresholds[i])
+                    factors.append(ExpFactor.indicator(edge, below=True))
+                elif self.query_scale == 0.0:
                     factors.append(ExpFactor.indicator(c[i], below=bool(positive)))
                 elif positive:
                     factors.append(ExpFactor.laplace_survival(c[i], self.query_scale))
@@ -607,14 +614,44 @@ class SparseVector(Distribution):
                 raise OverflowError
             lo, hi = log_bracket(bracket[0], min(bracket[1], 1.0))
             lower, upper = lower + lo, upper + hi
+        eps = np.finfo(float).eps
+        if self.release_values:  # the released values' densities f_nu(v_i - q_i), closed form
+            noise = np.abs(value[1] - np.asarray(self.queries))[codes == 1.0]
+            extra = -math.fsum(noise) / self.query_scale - noise.size * math.log(
+                2 * self.query_scale
+            )
+            slack = 8 * eps * (noise.size + 2) * (math.fsum(noise) / self.query_scale + abs(extra))
+            lower, upper = lower + extra - slack, upper + extra + slack
         # one rounding per added segment, outwards
         n = len(np.unique(segment)) + 1
-        eps = np.finfo(float).eps
         if math.isfinite(lower):
             lower = lower - n * eps * abs(lower)
         if math.isfinite(upper):
             upper = upper + n * eps * abs(upper)
         return lower, upper
+
+    def log_prob_error(self, value) -> float:
+        """A certified bound on ``|log_prob(value) - log P(value)|`` (the quadrature's error).
+
+        The truth lies in :meth:`certified_log_prob`'s bracket, so the distance from the
+        quadrature value to the far end of the bracket bounds the error.
+
+        Args:
+            value: one release (the event shape).
+
+        Returns:
+            The bound; ``inf`` when the pattern is too long to bracket (> 12 queries).
+        """
+        if self.queries.shape[0] > _MAX_SVT_QUERIES:
+            return math.inf
+        computed = float(self.log_prob(jnp.asarray(value, dtype=jnp.float64)))
+        try:
+            lower, upper = self.certified_log_prob(value)
+        except OverflowError:
+            return math.inf
+        if computed == -math.inf and upper == -math.inf:
+            return 0.0  # an impossible release, exactly
+        return max(abs(computed - lower), abs(upper - computed))
 
     def exact_sup_loss(self, other):
         """The supremum of the privacy loss against another SVT run, over every pattern.

@@ -122,3 +122,28 @@ def test_hosmer_lemeshow_half_open_groups_and_large_epsilon_limit():
     )
     h_same_cuts, _ = hosmer_lemeshow(m, y, cuts)
     assert h_private == pytest.approx(h_same_cuts, rel=1e-3)
+
+
+def test_hosmer_lemeshow_budget_split_is_epsilon_over_L_plus_9(monkeypatch):
+    """The tree nodes get Lap((L + 9)/epsilon) and so do the 4 Q group sums: with all labels
+    0 the observed-positive row is pure noise, z (L + 9)/epsilon for the key's own draws
+    (a split epsilon/(L + 1) would overspend 2x at L = 6 and fails both checks)."""
+    import mechanisms.ecdf.analysis as analysis
+
+    scales = []
+    real = analysis.AncestorLaplace
+
+    def spy(values, depth, scale, **kwargs):
+        scales.append((depth, scale))
+        return real(values, depth, scale, **kwargs)
+
+    monkeypatch.setattr(analysis, "AncestorLaplace", spy)
+    rng = np.random.default_rng(0)
+    m, y = rng.uniform(size=200), np.zeros(200)
+    key, epsilon, n_groups = jax.random.PRNGKey(7), 2.0, 10
+    _, sums, _ = private_hosmer_lemeshow(m, y, epsilon=epsilon, key=key, n_groups=n_groups)
+    ((depth, scale),) = scales
+    assert depth == 6 and scale == pytest.approx((depth + 9) / epsilon, rel=1e-15)
+    _, key_sums = jax.random.split(key)
+    z = np.asarray(jax.random.laplace(key_sums, (4, n_groups)))
+    np.testing.assert_allclose(sums[2], z[2] * (depth + 9) / epsilon, rtol=1e-12, atol=1e-12)

@@ -251,3 +251,45 @@ def test_finite_sup_loss_reads_brackets_outwards():
     assert r.backward_upper >= math.log(0.75 / 0.5)
     zero = finite_sup_loss(np.log([[0.5, 0.5], [0.5, 0.5]]), [[0.0, 0.0], [-np.inf, -np.inf]])
     assert math.isinf(zero.forward_lower)
+
+
+def _margin_case():
+    """An SVT pair and the release whose quadrature loss most exceeds the certified truth."""
+    kwargs = {"cutoff": None, "query_scale": 2.0}
+    p, q = _svt([2.0] * 4, **kwargs), _svt([3.0] * 4, **kwargs)  # quadrature off by ~1e-4
+    patterns = p.patterns()
+    quad = np.asarray(p.log_prob(jnp.asarray(patterns)) - q.log_prob(jnp.asarray(patterns)))
+    truth_hi = np.array([p.certified_log_prob(r)[1] - q.certified_log_prob(r)[0] for r in patterns])
+    i = int(np.argmax(np.where(truth_hi > 0.05, quad - truth_hi, -np.inf)))  # claims are > 0
+    return p, q, patterns[i], float(quad[i]), float(truth_hi[i])
+
+
+def test_certificate_margin_includes_the_quadrature_error(monkeypatch):
+    """The certificate-margin case: a claim between the true loss at a release and its
+    quadrature value (within the quadrature error of the truth) is not certified as
+    violated; with the numerical error left out of the margin (a mutation) it would be."""
+    from types import SimpleNamespace
+
+    from dpaudit.mechanism import Claim
+    from dpaudit.whitebox.certificate import find_certificate
+
+    p, q, x, quad, truth_hi = _margin_case()
+    assert quad - truth_hi > 1e-5  # the quadrature overstates the loss at x
+    claim = Claim(epsilon=truth_hi + (quad - truth_hi) / 2)
+    kernels = [SimpleNamespace(dist_p=p, dist_q=q), SimpleNamespace(dist_p=q, dist_q=p)]
+    certificate, verified = find_certificate(claim, kernels, [x, None], None)
+    assert certificate is None
+    assert verified[0] <= truth_hi  # the verified lower bound is below the truth
+    monkeypatch.setattr(SparseVector, "log_prob_error", lambda self, value: 0.0)
+    certificate, _ = find_certificate(claim, kernels, [x, None], None)
+    assert certificate is not None  # the case is sharp: only the margin refuses it
+
+
+def test_tree_quadrature_refuses_certificates():
+    """AncestorLaplace beyond depth 1 has no certified quadrature bound: inf (closed forms 0)."""
+    from dpaudit.exact import log_density_error
+    from dpaudit.noise.linear_laplace import AncestorLaplace
+
+    x = jnp.zeros(4)
+    assert log_density_error(AncestorLaplace(jnp.zeros(4), 2, 1.0), x) == math.inf
+    assert log_density_error(AncestorLaplace(jnp.zeros(2), 1, 1.0), x[:2]) == 0.0
