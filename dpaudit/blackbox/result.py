@@ -202,6 +202,50 @@ class BlackBoxResult(AuditRecord):
             "notes": list(self.notes),
         }
 
+    def __repr__(self) -> str:
+        """One line: sampler, verdict, claim, statistic and the certified bound (no arrays)."""
+        return (
+            f"BlackBoxResult({self.mechanism!r}, verdict={self.verdict!r}, claim=("
+            f"{self.claim.epsilon:g}, {self.claim.delta:g}), statistic={self.statistic!r}, "
+            f"epsilon_lower={self.epsilon_lower:.4g}, samples={self.samples})"
+        )
+
+    def summary(self) -> str:
+        """A few lines for people: verdict, claim, certified bound, the event, and why.
+
+        Returns:
+            The text (no trailing newline).
+        """
+        c, e = self.claim, self.event
+        lines = [
+            f"{self.mechanism}: {self.verdict} (black-box, {self.statistic})",
+            f"  claim: ({c.epsilon:g}, {c.delta:g})-DP, {c.adjacency}",
+            f"  certified: epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
+            f"{self.confidence:g}",
+            f"  event: {e.direction}, statistic > {e.threshold:.4g}, counts P {e.counts['P']} / "
+            f"Q {e.counts['Q']} of {e.n}",
+        ]
+        if self.notes:
+            lines.append(f"  why: {self.notes[-1]}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The summary as a small HTML table (Jupyter shows it for a result).
+
+        Returns:
+            The HTML.
+        """
+        import html
+
+        head, *rest = self.summary().splitlines()
+        rows = "".join(
+            "<tr><th style='text-align:left'>{}</th><td style='text-align:left'>{}</td></tr>".format(
+                *(html.escape(part.strip()) for part in line.split(":", 1))
+            )
+            for line in rest
+        )
+        return f"<div><b>{html.escape(head)}</b><table>{rows}</table></div>"
+
 
 def selection_epsilon(selected: SelectedEvent, delta: float) -> float:
     """The plug-in ``log((p_hat - delta) / q_hat)`` of the selected event (not certified).

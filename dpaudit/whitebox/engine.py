@@ -105,6 +105,16 @@ def _validate(mechanism, samples, confidence, route, bound_method, keep_samples,
         raise ValueError(f"discretization must be a finite number > 0, got {discretization!r}.")
 
 
+def _validate_epsilons(epsilons) -> None:
+    """A curve grid of finite epsilons >= 0 (a negative epsilon is no privacy level)."""
+    try:
+        grid = np.asarray([] if epsilons is None else epsilons, dtype=float)
+    except (TypeError, ValueError):
+        grid = np.array([math.nan])
+    if grid.ndim > 1 or not np.all(np.isfinite(grid) & (grid >= 0)):
+        raise ValueError(f"epsilons must be a list of finite numbers >= 0, got {epsilons!r}.")
+
+
 def _bound_method(bound_method: str, method: str | None) -> str:
     """The confidence-bound method, honouring the deprecated ``method=`` alias."""
     if method is None:
@@ -182,6 +192,7 @@ def audit(
     started = time.perf_counter()
     bound_method = _bound_method(bound_method, method)
     _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization)
+    _validate_epsilons(epsilons)
     notion = mechanism.claim if is_notion_claim(mechanism.claim) else None
     if notion is not None:  # audit the (epsilon, delta) anchor, then judge the notion
         mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())
