@@ -99,15 +99,16 @@ def renyi_figure(result):
         if low is not None and np.any(low != up):
             ax.plot(orders, low, color="C0", ls=":", lw=1, label="exact (lower)")
     mc = _array(profile["monte_carlo_lower"])
-    ax.plot(
-        orders,
-        mc,
-        color="C1",
-        marker="^",
-        ms=3,
-        lw=1,
-        label=f"Monte Carlo lower bound ({notion['confidence']:g})",
-    )
+    if np.any(mc > 0):  # absent while the Monte Carlo Renyi bound is off (evaluation.py)
+        ax.plot(
+            orders,
+            mc,
+            color="C1",
+            marker="^",
+            ms=3,
+            lw=1,
+            label=f"Monte Carlo lower bound ({notion['confidence']:g})",
+        )
     ax.set_xscale("log")
     ax.set_xticks(orders, [f"{o:g}" for o in orders], fontsize=6)
     ax.minorticks_off()
