@@ -16,10 +16,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
+import numpy as np
 
 from dpaudit.adjacency import check_adjacent
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, one_sided_pair
 from dpaudit.blackbox.certification import KEPT_SCORES, count_event
+from dpaudit.blackbox.percall import per_call, per_call_kind
 from dpaudit.blackbox.result import (
     DIRECTIONS,
     BlackBoxResult,
@@ -45,6 +47,10 @@ from dpaudit.progress import progress_bar, should_show
 
 __all__ = ["blackbox_audit"]
 
+_SCALAR_NOTE = (
+    "The datasets are scalars: their adjacency cannot be checked from records; the audit "
+    "takes the pair as neighbours, as given."
+)
 # Key of the certification draws: fold_in(root, 2 i) derives the selection keys of pair i, so
 # an odd constant can never coincide with them (selection and certification releases are
 # disjoint, as the validity of the bound requires).
@@ -60,6 +66,7 @@ _SELECT_FRACTION = 10
 class _Plan(NamedTuple):
     """The validated arguments of one audit."""
 
+    sampler: Callable
     claim: Claim
     pairs: list
     reference: Mechanism | None
@@ -75,6 +82,7 @@ class _Plan(NamedTuple):
     name: str
     seed: int
     reproducible: bool
+    notes: tuple
 
 
 def blackbox_audit(
@@ -103,8 +111,12 @@ def blackbox_audit(
 
     Args:
         sampler: ``sampler(data, n, key) -> releases`` of shape ``(n, ...)`` (a
-            JAX key; numpy code can use :func:`~dpaudit.blackbox.numpy_generator`).
-            Releases are vectors or curves on a grid; booleans and integers are fine.
+            JAX key; numpy code can use :func:`~dpaudit.blackbox.numpy_generator`), or
+            a tuple / dict of such arrays (a multi-output release). Releases are
+            vectors or curves on a grid; booleans, integers and strings (categories)
+            are fine. A one-argument ``f(data) -> release`` is a per-call, unseeded
+            implementation (wrapped by :func:`~dpaudit.blackbox.per_call`; use that
+            function for samplers taking a seed or a numpy Generator).
         data, data_prime: a neighbouring pair; or give ``pairs`` instead.
         claim: the :class:`~dpaudit.Claim` (or ``(epsilon, delta)``).
         pairs: several candidate pairs (e.g. from
@@ -112,18 +124,22 @@ def blackbox_audit(
             search); the selection set picks one, which alone is certified.
         reference: a :class:`~dpaudit.Mechanism` modelling the *intended*
             mechanism; its privacy loss is the test statistic (``statistic="model"``).
-        statistic: the test statistic: ``"auto"`` (``"model"`` with a reference,
-            else ``"logistic"``), ``"model"``, ``"logistic"`` or ``"mlp"``.
-        features: for classifiers, ``features(releases (n, ...)) -> (n, p)``;
-            default the flattened release; :func:`~dpaudit.blackbox.kl_features` for curves.
+        statistic: the test statistic: ``"auto"`` (with a reference: its privacy loss
+            and the default classifier, chosen between on the selection set; else
+            ``"logistic"``), ``"model"``, ``"logistic"`` or ``"mlp"``.
+        features: for classifiers, ``features(releases (n, ...)) -> (n, p)``; default
+            the release values with ``|x|``, ``x^2`` and fitted log-density ratios per
+            coordinate (see ``docs/blackbox.md``); :func:`~dpaudit.blackbox.kl_features`
+            for curves.
         samples: certification releases per dataset.
         select_samples: selection releases per dataset and pair (default
             ``max(10000, samples // 10)``).
         confidence: ``1 - alpha`` of the certified bounds.
         objective: choose the event maximising the ``"epsilon"`` bound at the
             claimed delta (tightness), or the ``"delta"`` bound at the claimed
-            epsilon (the margin of a violation); ``"auto"``: ``"delta"`` for an
-            approximate claim, ``"epsilon"`` for a pure one.
+            epsilon; ``"auto"``: ``"epsilon"`` for a pure claim; for an approximate
+            one, the best event of each, certifying the one with the larger planned
+            violation margin, or the epsilon one when no violation is planned.
         seed: everything is reproducible from it.
         check_adjacency: check each pair is adjacent under the claim's adjacency.
         chunk_size: releases per sampler call (default from the release size).
@@ -157,7 +173,7 @@ def blackbox_audit(
                  chunk_size, classifier_options, name, seed)
     # fmt: on
     root = jax.random.key(seed)
-    sources = open_sources(sampler, plan.pairs, plan.name, plan.chunk_size, root)
+    sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.chunk_size, root)
     chunk = sources[0][0].chunk
     total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk) + 2 * chunks_of(plan.samples, chunk)
     show = should_show(progress, total, _PROGRESS_MIN_CHUNKS)
@@ -245,6 +261,7 @@ def _result(
     strength = audit_strength(counts.k_q, n, claim, confidence)
     notes = verdict_notes(claim, selected.chosen_for, eps_lo, confidence, n_sel, n)
     notes += strength_notes(strength, claim, confidence, plan.kinds, arm.kind, plan.reproducible)
+    notes += plan.notes
     return BlackBoxResult(
         mechanism=plan.name,
         claim=claim,
@@ -319,10 +336,7 @@ def _plan(
 ) -> _Plan:
     """Check every argument (one sentence naming the bad one) and resolve the defaults."""
     # fmt: on
-    if not callable(sampler):
-        raise TypeError(
-            f"sampler must be a callable (data, n, key) -> releases, got {type(sampler).__name__}."
-        )
+    sampler, name = _check_sampler(sampler, name)
     claim = _check_claim(claim)
     pairs = _check_pairs(data, data_prime, pairs)
     statistic = check_choice("statistic", statistic, STATISTICS)
@@ -343,10 +357,15 @@ def _plan(
     if chunk_size is not None:
         chunk_size = check_count("chunk_size", chunk_size)
     settings = classifier_settings(classifier_options)  # checked before the adjacency
+    notes = []
     if check_adjacency:
         for d, dp in pairs:
+            if np.ndim(d) == 0 and np.ndim(dp) == 0:  # a scalar dataset has no records to compare
+                notes.append(_SCALAR_NOTE)
+                continue
             check_adjacent(d, dp, claim.adjacency)
     return _Plan(
+        sampler=sampler,
         claim=claim,
         pairs=pairs,
         reference=reference,
@@ -359,10 +378,30 @@ def _plan(
         chunk_size=chunk_size,
         settings=settings,
         features=features,
-        name=name or getattr(sampler, "__name__", type(sampler).__name__),
+        name=name,
         seed=int(seed),
-        reproducible=True,
+        reproducible=bool(getattr(sampler, "reproducible", True)),
+        notes=tuple(dict.fromkeys(notes)),
     )
+
+
+def _check_sampler(sampler, name: str | None) -> tuple[Callable, str]:
+    """The batch sampler (a per-call ``f(data)`` wrapped by :func:`per_call`) and its name."""
+    if not callable(sampler):
+        raise TypeError(
+            f"sampler must be a callable (data, n, key) -> releases, got {type(sampler).__name__}."
+        )
+    name = name or getattr(sampler, "__name__", type(sampler).__name__)
+    kind = per_call_kind(sampler)
+    if kind is None:
+        raise TypeError(
+            f"the sampler {name!r} takes two arguments: wrap it with "
+            "dpaudit.blackbox.per_call(f, seed='int') or seed='generator' to say what its second "
+            "argument is (a batch sampler takes (data, n, key))."
+        )
+    if kind == "none":  # f(data) -> one release, with its own randomness
+        sampler = per_call(sampler, name=name)
+    return sampler, name
 
 
 def _check_claim(claim) -> Claim:

@@ -317,9 +317,7 @@ def audit_strength(k_q: int, n: int, claim: Claim, confidence: float) -> dict:
     q = k_q / n
     eps, delta = detectable_violation(q, n, claim.epsilon, claim.delta, confidence)
     grid = np.geomspace(1.0 / n, math.exp(-claim.epsilon), _STRENGTH_GRID)
-    best = min(
-        detectable_violation(float(g), n, claim.epsilon, claim.delta, confidence)[0] for g in grid
-    )
+    best = float(np.min(detectable_violation(grid, n, claim.epsilon, claim.delta, confidence)[0]))
     return {"epsilon": eps, "delta": delta, "q": q, "epsilon_any_event": best}
 
 

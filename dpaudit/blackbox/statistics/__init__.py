@@ -57,6 +57,11 @@ __all__ = [
 #: (``"auto"``: ``"model"`` with a reference, else ``"logistic"``).
 STATISTICS = ("auto", "model", "logistic", "mlp")
 
+#: At most this many releases per dataset train the classifier and fit the default features:
+#: beyond 2^17 a model of a few hundred parameters gains nothing measurable, and training
+#: cost would dominate large audits; the whole second half still chooses the threshold.
+MAX_TRAIN = 1 << 17
+
 #: Classifier settings: ridge penalty of the logistic regression (small: only keeps separable
 #: selection sets from diverging); the MLP's hidden widths, Adam steps, minibatch and learning
 #: rate (enough to fit smooth log-odds of low-dimensional features in seconds on a CPU).
@@ -88,7 +93,35 @@ def classifier_settings(options: dict | None) -> dict:
             f"unknown classifier_options {sorted(unknown)}; known: {sorted(settings)}."
         )
     settings.update(options or {})
+    _check_settings(settings)
     return settings
+
+
+def _check_settings(settings: dict) -> None:
+    """One sentence per bad classifier option (the trainers would fail deep inside JAX)."""
+    for key in ("l2", "learning_rate"):
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ValueError(
+                f"classifier_options[{key!r}] must be a finite number >= 0, got {value!r}."
+            )
+        if not np.isfinite(value):
+            raise ValueError(f"classifier_options[{key!r}] must be finite, got {value!r}.")
+    if settings["learning_rate"] == 0:
+        raise ValueError("classifier_options['learning_rate'] must be > 0, got 0.")
+    for key in ("steps", "batch"):
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"classifier_options[{key!r}] must be an integer >= 1, got {value!r}.")
+    hidden = settings["hidden"]
+    widths = list(hidden) if isinstance(hidden, list | tuple) else None
+    if not widths or not all(
+        isinstance(w, int | np.integer) and not isinstance(w, bool) and w >= 1 for w in widths
+    ):
+        raise ValueError(
+            "classifier_options['hidden'] must be a non-empty list of layer widths >= 1 (e.g. "
+            f"[32, 16]), got {hidden!r}."
+        )
 
 
 class FittedStatistic(NamedTuple):
@@ -157,12 +190,18 @@ def fit_statistics(
     z_d = sources[0].draw(select, keys[0], per_chunk, progress)
     z_dp = sources[1].draw(select, keys[1], per_chunk, progress)
     check_same_shape(sources, name)
+    offset = 0 if reference_score is None else 1
+    finite = np.isfinite(z_d[:, offset:]).all() and np.isfinite(z_dp[:, offset:]).all()
+    if features is not None and not finite:
+        raise ValueError(
+            f"the features {feature_description(features)!r} returned NaN or infinite values on "
+            f"releases of {name!r}; return finite features."
+        )
     fitted = []
     for kind in kinds:
         if kind == "model":
             fitted.append(FittedStatistic(reference_score, model, z_d[:, 0], z_dp[:, 0]))
         else:
-            offset = 0 if reference_score is None else 1
             fitted.append(
                 _fit_classifier_statistic(
                     kind, z_d[:, offset:], z_dp[:, offset:], keys[2], features, settings
@@ -177,8 +216,9 @@ def _fit_classifier_statistic(kind, v_d, v_dp, key, features, settings) -> Fitte
     # unseen in training, is scored to choose the threshold (scores of training points would
     # overstate the separation).
     half = v_d.shape[0] // 2
+    train = min(half, MAX_TRAIN)
     if features is None:
-        expand = fit_standard_features(v_d[:half], v_dp[:half])
+        expand = fit_standard_features(v_d[:train], v_dp[:train])
         description = feature_description(expand)
     else:
         expand = None
@@ -187,7 +227,7 @@ def _fit_classifier_statistic(kind, v_d, v_dp, key, features, settings) -> Fitte
     def inputs(v):
         return jnp.asarray(v if expand is None else expand(v))
 
-    fitted = _fit_classifier(kind, inputs(v_d[:half]), inputs(v_dp[:half]), key, settings)
+    fitted = _fit_classifier(kind, inputs(v_d[:train]), inputs(v_dp[:train]), key, settings)
     fixed = features if features is not None else identity_features
 
     def score(x):

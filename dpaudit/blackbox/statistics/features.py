@@ -20,8 +20,10 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -110,38 +112,57 @@ def feature_description(features: Callable) -> str:
     return getattr(features, "description", getattr(features, "__name__", "custom features"))
 
 
-class _Histogram:
-    """Per-coordinate histogram log-ratio ``log p_D(bin) - log p_D'(bin)`` (atoms, then quantiles)."""
+def _histogram(v_p: np.ndarray, v_q: np.ndarray):
+    """One coordinate's histogram: sorted atoms, quantile edges, and the log-ratio per bin.
 
-    def __init__(self, v_p: np.ndarray, v_q: np.ndarray):
-        pooled = np.concatenate([v_p, v_q])
-        values, counts = np.unique(pooled, return_counts=True)
-        atom = counts >= max(_ATOM_MIN_COUNT, _ATOM_MIN_SHARE * pooled.size)
-        keep = np.argsort(-counts[atom], kind="stable")[:_MAX_ATOMS]
-        self.atoms = np.sort(values[atom][keep])
-        rest = pooled[~self._is_atom(pooled)]
-        qs = np.linspace(0, 1, _BINS + 1)[1:-1]
-        self.edges = np.unique(np.quantile(rest, qs)) if rest.size else np.zeros(0)
-        c_p = np.bincount(self._bins(v_p), minlength=self._size()) + 0.5
-        c_q = np.bincount(self._bins(v_q), minlength=self._size()) + 0.5
-        self.log_ratio = np.log(c_p / c_p.sum()) - np.log(c_q / c_q.sum())
+    Bins are the atoms (index ``i < len(atoms)``), then ``len(edges) + 1`` intervals of the
+    other values (index ``_MAX_ATOMS + #{edges <= x}``: a fixed offset, so that the
+    coordinates' tables can be stacked).
+    """
+    pooled = np.concatenate([v_p, v_q])
+    values, counts = np.unique(pooled, return_counts=True)
+    atom = counts >= max(_ATOM_MIN_COUNT, _ATOM_MIN_SHARE * pooled.size)
+    keep = np.argsort(-counts[atom], kind="stable")[:_MAX_ATOMS]
+    atoms = np.sort(values[atom][keep])
+    rest = pooled[~np.isin(pooled, atoms)]
+    qs = np.linspace(0, 1, _BINS + 1)[1:-1]
+    edges = np.unique(np.quantile(rest, qs)) if rest.size else np.zeros(0)
 
-    def _size(self) -> int:
-        return self.atoms.size + self.edges.size + 1
+    def bins(v):
+        i = np.clip(np.searchsorted(atoms, v), 0, max(atoms.size - 1, 0))
+        is_atom = atoms[i] == v if atoms.size else np.zeros(v.shape, bool)
+        return np.where(is_atom, i, _MAX_ATOMS + np.searchsorted(edges, v, side="right"))
 
-    def _is_atom(self, v):
-        if not self.atoms.size:
-            return np.zeros(v.shape, bool)
-        i = np.clip(np.searchsorted(self.atoms, v), 0, self.atoms.size - 1)
-        return self.atoms[i] == v
+    size = _MAX_ATOMS + _BINS
+    c_p = np.bincount(bins(v_p), minlength=size) + 0.5
+    c_q = np.bincount(bins(v_q), minlength=size) + 0.5
+    # Normalise over the bins that exist (atoms and len(edges) + 1 intervals), not the padding.
+    real = np.zeros(size, bool)
+    real[: atoms.size] = True
+    real[_MAX_ATOMS : _MAX_ATOMS + edges.size + 1] = True
+    log_ratio = np.log(c_p / c_p[real].sum()) - np.log(c_q / c_q[real].sum())
+    pad = np.full(_MAX_ATOMS, np.inf)
+    pad[: atoms.size] = atoms
+    pad_edges = np.full(_BINS - 1, np.inf)
+    pad_edges[: edges.size] = edges
+    return pad, pad_edges, np.where(real, log_ratio, 0.0)
 
-    def _bins(self, v):
-        i = np.clip(np.searchsorted(self.atoms, v), 0, max(self.atoms.size - 1, 0))
-        continuous = self.atoms.size + np.searchsorted(self.edges, v, side="right")
-        return np.where(self._is_atom(v), i, continuous)
 
-    def __call__(self, v):
-        return self.log_ratio[self._bins(v)]
+@jax.jit
+def _standard_features(v, params):
+    """The default features (jitted: fused, no numpy temporaries per chunk)."""
+    m1, s1, m0, s0, c1, b1, c0, b0, atoms, edges, table = params
+    v = jnp.reshape(v, (v.shape[0], -1))
+    g = -0.5 * ((v - m1) / s1) ** 2 - jnp.log(s1) + 0.5 * ((v - m0) / s0) ** 2 + jnp.log(s0)
+    lap = -jnp.abs(v - c1) / b1 - jnp.log(b1) + jnp.abs(v - c0) / b0 + jnp.log(b0)
+
+    def coordinate(x, atoms, edges, table):
+        i = jnp.clip(jnp.searchsorted(atoms, x), 0, atoms.size - 1)
+        b = jnp.where(atoms[i] == x, i, _MAX_ATOMS + jnp.searchsorted(edges, x, side="right"))
+        return table[b]
+
+    h = jax.vmap(coordinate, in_axes=(1, 0, 0, 0), out_axes=1)(v, atoms, edges, table)
+    return jnp.concatenate([v, jnp.abs(v), v**2, g, lap, h], axis=1)
 
 
 def fit_standard_features(v_p, v_q):
@@ -158,7 +179,7 @@ def fit_standard_features(v_p, v_q):
         v_q: the same for ``D'``, ``(n_q, p)``.
 
     Returns:
-        The feature map ``(n, p) -> (n, k)`` (numpy), with a ``description``.
+        The feature map ``(n, p) -> (n, k)`` (jitted), with a ``description``.
     """
     v_p, v_q = np.asarray(v_p, np.float64), np.asarray(v_q, np.float64)
     p = v_p.shape[1]
@@ -166,22 +187,15 @@ def fit_standard_features(v_p, v_q):
         return identity_features
     pooled_scale = np.concatenate([v_p, v_q]).std(axis=0)
     floor = _SCALE_FLOOR * pooled_scale + 1e-300
-    gauss = [(v.mean(axis=0), np.maximum(v.std(axis=0), floor)) for v in (v_p, v_q)]
-    laplace = []
+    params = []
+    for v in (v_p, v_q):
+        params += [v.mean(axis=0), np.maximum(v.std(axis=0), floor)]
     for v in (v_p, v_q):
         med = np.median(v, axis=0)
-        laplace.append((med, np.maximum(np.mean(np.abs(v - med), axis=0), floor)))
-    hists = [_Histogram(v_p[:, j], v_q[:, j]) for j in range(p)]
-
-    def features(v):
-        v = np.asarray(v, np.float64).reshape(v.shape[0], -1)
-        (m1, s1), (m0, s0) = gauss
-        g = -0.5 * ((v - m1) / s1) ** 2 - np.log(s1) + 0.5 * ((v - m0) / s0) ** 2 + np.log(s0)
-        (c1, b1), (c0, b0) = laplace
-        lap = -np.abs(v - c1) / b1 - np.log(b1) + np.abs(v - c0) / b0 + np.log(b0)
-        h = np.stack([hist(v[:, j]) for j, hist in enumerate(hists)], axis=1)
-        return np.concatenate([v, np.abs(v), v**2, g, lap, h], axis=1)
-
+        params += [med, np.maximum(np.mean(np.abs(v - med), axis=0), floor)]
+    hists = [_histogram(v_p[:, j], v_q[:, j]) for j in range(p)]
+    params += [np.stack([h[k] for h in hists]) for k in range(3)]
+    features = functools.partial(_standard_features, params=tuple(jnp.asarray(a) for a in params))
     features.description = (
         "release values, |x|, x^2 and fitted Gaussian / Laplace / histogram log-density ratios"
     )
