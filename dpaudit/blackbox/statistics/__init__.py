@@ -58,9 +58,9 @@ __all__ = [
 STATISTICS = ("auto", "model", "logistic", "mlp")
 
 #: At most this many releases per dataset train the classifier and fit the default features:
-#: beyond 2^17 a model of a few hundred parameters gains nothing measurable, and training
+#: beyond 2^15 a model of a few hundred parameters gains little, and training
 #: cost would dominate large audits; the whole second half still chooses the threshold.
-MAX_TRAIN = 1 << 17
+MAX_TRAIN = 1 << 15
 
 #: Classifier settings: ridge penalty of the logistic regression (small: only keeps separable
 #: selection sets from diverging); the MLP's hidden widths, Adam steps, minibatch and learning
