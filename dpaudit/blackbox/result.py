@@ -338,6 +338,16 @@ def strength_notes(
         The notes.
     """
     level = f"{100 * confidence:g} %"
+    if not math.isfinite(strength["epsilon"]):  # no P(S) <= 1 certifies at this Q-frequency
+        delta = strength["delta"]
+        also = f" (a delta >= {delta:.3g} would)" if math.isfinite(delta) else ""
+        return (
+            f"Audit strength: on an event with the certified one's frequency under Q (q = "
+            f"{strength['q']:.3g}) no epsilon violation could have been certified at {level}"
+            f"{also}; with the best event of any size, epsilon >= "
+            f"{strength['epsilon_any_event']:.3g}. A smaller violation can go unseen.",
+            *_choice_notes(kinds, kind, reproducible),
+        )
     notes = [
         f"Audit strength: an epsilon >= {strength['epsilon']:.3g} (at delta {claim.delta:g}) "
         f"or a delta >= {strength['delta']:.3g} (at epsilon {claim.epsilon:g}) on an event as "
@@ -345,6 +355,12 @@ def strength_notes(
         f"counts); with the best event of any size, epsilon >= "
         f"{strength['epsilon_any_event']:.3g}. A smaller violation can go unseen."
     ]
+    return (*notes, *_choice_notes(kinds, kind, reproducible))
+
+
+def _choice_notes(kinds, kind: str, reproducible: bool) -> list[str]:
+    """The notes on the statistic chosen and on reproducibility."""
+    notes = []
     if len(kinds) > 1:
         notes.append(
             f"The statistic was chosen on the selection set among {', '.join(kinds)}: {kind}."
@@ -354,4 +370,4 @@ def strength_notes(
             "The sampler does not use the audit's seed (its own randomness): the bounds are "
             "valid, but a rerun with the same seed draws other releases."
         )
-    return tuple(notes)
+    return notes
