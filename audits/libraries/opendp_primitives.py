@@ -118,13 +118,14 @@ AUDITS = [
 ]
 
 
-def run(audit: LibraryAudit, samples: int, seed: int = 0):
+def run(audit: LibraryAudit, samples: int, seed: int = 0, select_samples: int | None = None):
     """Audit one primitive as an unseeded per-call sampler.
 
     Args:
         audit: the :class:`LibraryAudit`.
         samples: certification releases per dataset.
         seed: the audit's seed (selection and tie draws; the primitive has its own randomness).
+        select_samples: selection releases per dataset (default the audit's).
 
     Returns:
         The :class:`~dpaudit.BlackBoxResult`.
@@ -137,7 +138,14 @@ def run(audit: LibraryAudit, samples: int, seed: int = 0):
     primitive.__name__ = f"opendp/{audit.name}"
     d, d1 = audit.inputs
     return blackbox_audit(
-        primitive, d, d1, dpaudit.Claim(*audit.claim), samples=samples, seed=seed, progress=False
+        primitive,
+        d,
+        d1,
+        dpaudit.Claim(*audit.claim),
+        samples=samples,
+        select_samples=select_samples,
+        seed=seed,
+        progress=False,
     )
 
 

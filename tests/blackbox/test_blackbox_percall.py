@@ -65,7 +65,8 @@ def test_tuple_and_dict_releases_are_one_multi_output_release():
         rng = np.random.default_rng(seed)
         return (float(data) + rng.laplace(), "tag")
 
-    res = blackbox_audit(per_call(single, seed="int"), 0.0, 3.0, dpaudit.Claim(1.0), **KW)
+    small = {**KW, "samples": 1000, "select_samples": 1000}
+    res = blackbox_audit(per_call(single, seed="int"), 0.0, 3.0, dpaudit.Claim(1.0), **small)
     assert res.verdict == "violation"
 
 
