@@ -67,7 +67,7 @@ PUBLIC = {
         "assert_compatible", "assert_dp", "assert_sensitivity_bound", "record_space_of",
         "sensitivity_target", "strategies", "worst_neighbours",
     },
-    "mechanisms": {"classic", "common", "ecdf", "faulty", "hrw", "iclp", "mrs"},
+    "mechanisms": {"classic", "common", "composed", "ecdf", "faulty", "hrw", "iclp", "mrs"},
 }  # fmt: skip
 
 
