@@ -38,6 +38,8 @@ import numpy as np
 from numpyro import handlers
 from numpyro.distributions import Distribution, constraints
 
+from dpaudit.exact import ExactSupLoss, exact_sup_loss
+
 __all__ = [
     "DECLARATIONS",
     "MAX_ENUMERATION",
@@ -391,6 +393,43 @@ class JointRelease(Distribution):
         """
         trace = model_trace(self._model, self._data)
         return {s: trace[s]["fn"] for s in self.release_sites}
+
+    def exact_sup_loss(self, other):
+        """Certified bounds on the suprema of the loss: the sum of the sites' suprema.
+
+        For a non-adaptive release without latent or shared sites the law is the
+        product of the sites' laws, so ``L(x) = sum_i L_i(x_i)`` with each ``L_i`` a
+        function of its own coordinates, and ``sup L = sum_i sup L_i`` (attained, or
+        approached, site by site). Each site's bounds come from
+        :func:`dpaudit.exact.exact_sup_loss`; sums are rounded outward.
+
+        Args:
+            other: the joint release under the other dataset.
+
+        Returns:
+            An :class:`~dpaudit.exact.ExactSupLoss` (method ``"sites: ..."``), or ``None``
+            when the release is adaptive or a site's supremum is not known.
+        """
+        if not isinstance(other, JointRelease) or self.sites != other.sites or self.adaptive():
+            return None
+        if other.adaptive():
+            return None
+        mine, theirs = self.site_distributions(), other.site_distributions()
+        parts = [exact_sup_loss(mine[s], theirs[s]) for s in self.release_sites]
+        if any(p is None for p in parts):
+            return None
+
+        def total(field, direction):
+            value = math.fsum(getattr(p, field) for p in parts)
+            return math.nextafter(value, direction) if math.isfinite(value) else value
+
+        return ExactSupLoss(
+            forward_lower=total("forward_lower", -math.inf),
+            forward_upper=total("forward_upper", math.inf),
+            backward_lower=total("backward_lower", -math.inf),
+            backward_upper=total("backward_upper", math.inf),
+            method="sites: " + "+".join(sorted({p.method for p in parts})),
+        )
 
     def adaptive(self) -> bool:
         """Whether a release site's law may depend on another site's value.

@@ -46,3 +46,16 @@ def test_faulty_laplace_reaches_k_epsilon_on_its_pair():
     np.testing.assert_allclose(
         result.certificate.release, np.stack([result.certificate.sites[f"q{i}"] for i in range(3)])
     )
+
+
+def test_two_site_roc_supremum_is_the_sum_of_the_two_ecdf_suprema():
+    """Sequential composition holds on the worst pair; the parallel variant reaches 4/3 epsilon."""
+    name = "faulty/composed-bmr-roc-parallel"
+    d, d_prime = example_pair(name)
+    faulty, correct = dpaudit.build(name), dpaudit.build("composed-bmr-roc")
+    sup = faulty.release_distribution(d).exact_sup_loss(faulty.release_distribution(d_prime))
+    assert sup.sup_loss_lower <= faulty.known_flaw.true_epsilon <= sup.sup_loss
+    assert faulty.known_flaw.true_epsilon == pytest.approx(4 / 3)
+    ok = correct.release_distribution(d).exact_sup_loss(correct.release_distribution(d_prime))
+    assert ok.sup_loss <= correct.claim.epsilon
+    assert ok.sup_loss == pytest.approx(sup.sup_loss / 2, rel=1e-12)
