@@ -40,7 +40,7 @@ from mechanisms.ecdf import (
 )
 from mechanisms.faulty import register_pair
 
-__all__ = ["two_site_roc"]
+__all__ = ["example_pair", "two_site_roc"]
 
 _SITES = ("true_positive", "false_positive")
 _EXAMPLE = {"epsilon": 1.0, "n": 40, "n_points": 8}
@@ -144,3 +144,21 @@ def _worst_pair():
     scores[0], labels[0] = grid[a], y
     scores_prime[0], labels_prime[0] = grid[c], y_prime
     return (scores, labels), (scores_prime, labels_prime)
+
+
+def example_pair(name: str, seed: int = 0):
+    """The neighbouring pair audit specs read for ``faulty/composed-bmr-roc-parallel``.
+
+    Args:
+        name: the catalogue name (only the faulty ROC variant documents a pair).
+        seed: unused (the pair is the fixed worst move); accepted for the spec loader.
+
+    Returns:
+        ``((scores, labels), (scores', labels'))``.
+
+    Raises:
+        ValueError: for another name.
+    """
+    if name != "faulty/composed-bmr-roc-parallel":
+        raise ValueError(f"mechanisms.composed.roc documents no example pair for {name!r}.")
+    return _worst_pair()
