@@ -20,7 +20,8 @@ from dpaudit.compatibility import compatibility as compatibility_of
 from dpaudit.densities import check_has_density
 from dpaudit.exact import exact_sup_loss
 from dpaudit.mechanism import Claim, Mechanism
-from dpaudit.whitebox.shift import NoiseShift, noise_shift
+from dpaudit.sites import JointRelease
+from dpaudit.whitebox.shift import NoiseShift, joint_noise_shift, noise_shift
 
 __all__ = ["AuditPlan", "choose_chunk_size", "plan_audit", "release_width"]
 
@@ -99,7 +100,10 @@ def plan_audit(
         check_adjacent(data, data_prime, claim.adjacency)
     dist_d = mechanism.release_distribution(data)
     dist_dp = mechanism.release_distribution(data_prime)
-    shift = noise_shift(dist_d, dist_dp)
+    if isinstance(dist_d, JointRelease) and isinstance(dist_dp, JointRelease):
+        shift = joint_noise_shift(dist_d, dist_dp)
+    else:
+        shift = noise_shift(dist_d, dist_dp)
     if shift is None:  # shifted Gaussian/ICLP/Laplace noise has a density by construction
         check_has_density(dist_d, mechanism.name)
         check_has_density(dist_dp, mechanism.name)
