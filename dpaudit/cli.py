@@ -387,7 +387,16 @@ def run(args) -> int:
         f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} white-box, "
         f"{kinds.count('black-box')} black-box); running."
     )
-    outcomes = _audit_all(prepared, console)
+    if args.workers is not None or args.ray:  # specs as parallel Ray tasks, same results
+        from dpaudit.distributed import run_suite_parallel
+
+        paths = [p.spec.path for p in prepared]
+        results = run_suite_parallel(
+            paths, args.seed, args.samples, workers=args.workers, address=args.ray
+        )
+        outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
+    else:
+        outcomes = _audit_all(prepared, console)
     console.print(_summary_table(outcomes))
     _write_outputs(outcomes, args, started, console)
     failed = [o.name for o in outcomes if _failed(o, args.strict)]
@@ -648,6 +657,8 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument("--seed", type=int, help="override every spec's seed")
     run_p.add_argument("--samples", type=int, help="override every spec's sample budget")
     run_p.add_argument("--strict", action="store_true", help="fail on inconclusive verdicts too")
+    run_p.add_argument("--workers", type=int, help="run specs in parallel on N local Ray workers")
+    run_p.add_argument("--ray", metavar="ADDRESS", help="run specs on the Ray cluster at ADDRESS")
     list_p = sub.add_parser("list", help="show the catalogue of mechanisms", parents=[verbose])
     group = list_p.add_mutually_exclusive_group()
     group.add_argument("--faulty", action="store_true", help="only the known-faulty mechanisms")

@@ -24,6 +24,7 @@ from dpaudit.distributed.executors import (
     LocalExecutor,
     RayExecutor,
     ShardExecutor,
+    connect_ray,
     resolve_executor,
     shard_ranges,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "LocalExecutor",
     "RayExecutor",
     "ShardExecutor",
+    "connect_ray",
     "resolve_executor",
     "run_suite_parallel",
     "shard_ranges",

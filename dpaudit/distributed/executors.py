@@ -8,7 +8,10 @@ merges: the result is the serial run's, bit for bit.
 from __future__ import annotations
 
 import itertools
+import os
 import socket
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 
 from dpaudit.blackbox.certification import TallyJob, merge_tally, tally_job_shard
@@ -197,15 +200,23 @@ def connect_ray(address: str | None = None, workers: int | None = None):
     ray = _import_ray()
     if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
         raise ValueError(f"workers must be >= 1 (one Ray worker per CPU), got {workers!r}.")
-    if ray.is_initialized():
-        return ray
     if address is not None and address != "auto":
         _check_reachable(address)
+    if ray.is_initialized():
+        return ray
     options = {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": False}
     if address is None:
-        ray.init(num_cpus=workers, **options)
+        # Local workers see the driver's import path: a sampler defined in the caller's own
+        # module (a script folder, a test folder) unpickles on them as it does here.
+        path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+        options.update(num_cpus=workers, runtime_env={"env_vars": {"PYTHONPATH": path}})
     else:
-        ray.init(address=address, **options)
+        options["address"] = address
+    with warnings.catch_warnings():
+        # Ray starts its processes by fork + exec: JAX's warning about fork in a threaded
+        # process does not apply (nothing of JAX runs in the child before exec).
+        warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
+        ray.init(**options)
     return ray
 
 
