@@ -49,7 +49,7 @@ def shard_ranges(n_chunks: int, shards: int) -> list[range]:
 
     Example:
         >>> shard_ranges(5, 2)
-        [range(0, 3), range(3, 5)]
+        [range(0, 2), range(2, 5)]
     """
     shards = max(1, min(int(shards), int(n_chunks)))
     bounds = [n_chunks * i // shards for i in range(shards + 1)]
