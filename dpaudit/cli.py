@@ -365,7 +365,7 @@ def run(args) -> int:
 
     Args:
         args: the parsed command line (``target``, ``json``, ``report``,
-            ``seed``, ``samples``, ``strict``).
+            ``seed``, ``samples``, ``strict``, ``workers``, ``ray``).
 
     Returns:
         :data:`EXIT_OK`, or :data:`EXIT_FOUND` when an audit failed (see the module docstring).
@@ -381,6 +381,10 @@ def run(args) -> int:
         check_report_folder(args.report)
     if args.json:
         check_json_path(args.json)
+    if args.workers is not None or args.ray:  # Ray checked and started before any audit
+        from dpaudit.distributed import run_suite_parallel, start_suite
+
+        start_suite(args.workers, args.ray)
     prepared = prepare(find_specs(args.target), args.seed, args.samples)
     kinds = [p.spec.kind for p in prepared]
     console.print(
@@ -388,8 +392,6 @@ def run(args) -> int:
         f"{kinds.count('black-box')} black-box); running."
     )
     if args.workers is not None or args.ray:  # specs as parallel Ray tasks, same results
-        from dpaudit.distributed import run_suite_parallel
-
         paths = [p.spec.path for p in prepared]
         results = run_suite_parallel(
             paths, args.seed, args.samples, workers=args.workers, address=args.ray

@@ -28,7 +28,7 @@ from dpaudit.distributed.executors import (
     resolve_executor,
     shard_ranges,
 )
-from dpaudit.distributed.suite import run_suite_parallel
+from dpaudit.distributed.suite import run_suite_parallel, start_suite
 
 __all__ = [
     "LocalExecutor",
@@ -38,4 +38,5 @@ __all__ = [
     "resolve_executor",
     "run_suite_parallel",
     "shard_ranges",
+    "start_suite",
 ]

@@ -33,6 +33,9 @@ EXECUTORS = ("ray",)
 # A shard that fails because its worker process died is rerun (same keys, same result) up
 # to this many times before the run stops.
 _RETRIES = 3
+# Object store of a local instance: shards return a few hundred numbers per chunk and the
+# shared inputs are small, so 512 MiB is ample (Ray's default takes 30 % of the RAM).
+_LOCAL_OBJECT_STORE = 512 * 1024 * 1024
 # Seconds to wait for the head node of a Ray cluster before saying it cannot be reached.
 _CONNECT_TIMEOUT = 5.0
 
@@ -210,6 +213,7 @@ def connect_ray(address: str | None = None, workers: int | None = None):
         # module (a script folder, a test folder) unpickles on them as it does here.
         path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         options.update(num_cpus=workers, runtime_env={"env_vars": {"PYTHONPATH": path}})
+        options["object_store_memory"] = _LOCAL_OBJECT_STORE
     else:
         options["address"] = address
     with warnings.catch_warnings():

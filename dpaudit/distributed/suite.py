@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dpaudit.distributed.executors import connect_ray, gather, ship
 
-__all__ = ["run_spec", "run_suite_parallel"]
+__all__ = ["run_spec", "run_suite_parallel", "start_suite"]
 
 
 def run_spec(overrides: tuple, path: str):
@@ -46,6 +46,21 @@ def run_spec(overrides: tuple, path: str):
         raise RuntimeError(f"{path}: the audit crashed ({first}); no report was written.") from None
 
 
+def start_suite(workers: int | None = None, address: str | None = None) -> None:
+    """Check the options of a parallel suite and connect to Ray, before any audit runs.
+
+    Args:
+        workers: CPUs of a local Ray instance started on demand (``None``: all cores).
+        address: a running Ray cluster (``host:port`` or ``"auto"``) instead.
+
+    Raises:
+        ValueError: ``workers < 1``, Ray missing, or an unreachable address.
+    """
+    if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
+        raise ValueError(f"--workers must be >= 1 (Ray worker processes), got {workers!r}.")
+    connect_ray(address, workers)
+
+
 def run_suite_parallel(
     paths: Sequence,
     seed: int | None = None,
@@ -73,8 +88,7 @@ def run_suite_parallel(
             failed on bad input (nothing partial is returned).
         RuntimeError: an audit crashed.
     """
-    if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
-        raise ValueError(f"--workers must be >= 1 (Ray worker processes), got {workers!r}.")
+    start_suite(workers, address)
     ray = connect_ray(address, workers)
     ref = ship(ray, (seed, samples), "the command-line overrides")
     remote = ray.remote(num_cpus=1, max_retries=3)(run_spec)
