@@ -64,8 +64,8 @@ def record(result) -> str:
     "route, samples, chunk, keep",
     [
         ("closed-form", 40_000, 3000, 10_000),
-        ("density", 12_000, 1000, 5000),
-        ("model", 6000, 700, 6000),
+        pytest.param("density", 12_000, 1000, 5000, marks=pytest.mark.slow),
+        pytest.param("model", 6000, 700, 6000, marks=pytest.mark.slow),
     ],
 )
 def test_white_box_shards_give_the_serial_bits(route, samples, chunk, keep):
