@@ -62,12 +62,13 @@ PUBLIC = {
         "neighbour_candidates", "numpy_generator",
     },
     "dpaudit.testing": {
-        "Box", "CompatibilityViolation", "DPViolation", "L2Ball", "Labels", "Product",
-        "RecordSpace", "SearchBudget", "SensitivityTarget", "SensitivityViolation", "WorstCase",
-        "assert_compatible", "assert_dp", "assert_sensitivity_bound", "record_space_of",
+        "Box", "CompatibilityViolation", "DPViolation", "L2Ball", "Labels", "PowerCheck",
+        "Product", "RecordSpace", "SearchBudget", "SensitivityTarget", "SensitivityViolation",
+        "TestPowerViolation", "WorstCase", "assert_compatible", "assert_dp",
+        "assert_sensitivity_bound", "assert_test_power_bounded", "record_space_of",
         "sensitivity_target", "strategies", "worst_neighbours",
     },
-    "mechanisms": {"classic", "common", "ecdf", "faulty", "hrw", "iclp", "mrs"},
+    "mechanisms": {"classic", "common", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"},
 }  # fmt: skip
 
 

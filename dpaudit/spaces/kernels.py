@@ -125,7 +125,11 @@ class Matern(Kernel):
 
     ``C(r) = 2^(1-nu)/Gamma(nu) * (sqrt(2 nu) r/rho)^nu * K_nu(sqrt(2 nu) r/rho)``, ``C(0) = 1``.
     The normalising constant uses Gamma(nu) (the LR paper prints Gamma of the
-    wrong symbol; see docs/paper-errors.md#lr-matern-formula). Eigenvalues on [0,1]^d decay like ``j^(-2(nu + d/2))``.
+    wrong symbol; see docs/paper-errors.md#lr-matern-formula). Eigenvalues on
+    [0,1]^d decay like ``j^(-(2 nu + d)/d)``, i.e. ``j^(-(2 nu + 1))`` in d = 1
+    (Weyl asymptotics of the Sobolev space ``H^(nu + d/2)``, see
+    docs/conventions.md#eigenvalue-decay); the paper's ``j^(-2(nu + d/2))`` is right
+    for d = 1 only.
 
     Args:
         nu: smoothness > 0. 1/2, 3/2 and 5/2 use closed forms; other values use

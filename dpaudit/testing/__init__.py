@@ -9,6 +9,8 @@
   ascent, random search, differential evolution) returning a :class:`WorstCase`.
 * Assertions — :func:`assert_sensitivity_bound`, :func:`assert_compatible`,
   :func:`assert_dp`, raising an ``AssertionError`` that names the counterexample.
+* :func:`assert_test_power_bounded` — HRW Prop. 2.6 as a check: a test's
+  certified power on ``D'`` must stay below ``e^epsilon size + delta``.
 * :mod:`dpaudit.testing.plugin` — an optional pytest plugin (profiles, fixtures).
 
 Example (a test file)::
@@ -31,15 +33,18 @@ __all__ = [
     "DPViolation",
     "L2Ball",
     "Labels",
+    "PowerCheck",
     "Product",
     "RecordSpace",
     "SearchBudget",
     "SensitivityTarget",
     "SensitivityViolation",
+    "TestPowerViolation",
     "WorstCase",
     "assert_compatible",
     "assert_dp",
     "assert_sensitivity_bound",
+    "assert_test_power_bounded",
     "record_space_of",
     "sensitivity_target",
     "strategies",
@@ -53,6 +58,9 @@ from dpaudit.testing.assertions import SensitivityViolation as SensitivityViolat
 from dpaudit.testing.assertions import assert_compatible as assert_compatible
 from dpaudit.testing.assertions import assert_dp as assert_dp
 from dpaudit.testing.assertions import assert_sensitivity_bound as assert_sensitivity_bound
+from dpaudit.testing.power import PowerCheck as PowerCheck
+from dpaudit.testing.power import TestPowerViolation as TestPowerViolation
+from dpaudit.testing.power import assert_test_power_bounded as assert_test_power_bounded
 from dpaudit.testing.record_spaces import Box as Box
 from dpaudit.testing.record_spaces import L2Ball as L2Ball
 from dpaudit.testing.record_spaces import Labels as Labels

@@ -6,20 +6,25 @@
 * :mod:`mechanisms.hrw.kde` — private kernel density estimates (registered).
 * :mod:`mechanisms.hrw.erm` — private kernel ERM: ridge, logistic, SVM
   (registered).
+* :mod:`mechanisms.hrw.online` — the online release for a general kernel
+  (Schur-complement recursion; registered with a faulty variant).
 
 The package re-exports the public names of these modules.
 """
 
-from mechanisms.hrw import erm, kde, release
+from mechanisms.hrw import erm, kde, online, release
 from mechanisms.hrw.erm import *  # noqa: F403
 from mechanisms.hrw.kde import *  # noqa: F403
+from mechanisms.hrw.online import *  # noqa: F403
 from mechanisms.hrw.release import *  # noqa: F403
 
 __all__ = [
     "erm",
     "kde",
+    "online",
     "release",
     *erm.__all__,
     *kde.__all__,
+    *online.__all__,
     *release.__all__,
 ]

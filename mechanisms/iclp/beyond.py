@@ -104,11 +104,14 @@ from mechanisms.iclp.mean import (
 )
 
 __all__ = [
+    "alabi_slope",
     "centred_second_moment",
     "covariance_hs_sensitivity",
     "covariance_sensitivity",
     "eigenfunctions_at",
+    "example_pair",
     "fos_coefficient_functions",
+    "fos_dataset",
     "fos_sensitivities",
     "fos_summary",
     "iclp_qr_covariance",
@@ -1170,3 +1173,115 @@ def iclp_qr_fos_regression(
         f"{eta:.4g}, psi = {psi:.4g}) with ICLP noise at (1-gamma) eps, Delta_2 = "
         f"{delta_2:.4g}; released as coefficients; beta = T1^-1 T2 is post-processing.",
     )
+
+
+# ------------------------------------------------- function-on-scalar data and the scalar case
+
+
+def fos_dataset(
+    n: int,
+    p: int = 2,
+    *,
+    tau: float = 4.0,
+    covariate_bound: float = 1.0,
+    grid_size: int = 100,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Simulated function-on-scalar data ``Y_i(t) = X_i^T beta(t) + e_i(t)`` within public bounds.
+
+    ``X_i = (xi / sqrt p) (1, u_i2, ..., u_ip)`` with ``u ~ U[-1, 1]`` (an intercept and
+    ``p - 1`` covariates, ``||X_i||_2 <= xi``); ``beta_1(t) = sin(2 pi t)``,
+    ``beta_k(t) = t^(k-1)``; ``e_i`` a smooth random curve (three random Fourier terms of
+    amplitude 0.3); each curve rescaled to ``||Y_i||_{L2} <= tau`` on the midpoint grid
+    (a public bound, as the release needs).
+
+    Args:
+        n: records.
+        p: covariates (the first is the intercept).
+        tau: the public bound on ``||Y_i||_{L2}``.
+        covariate_bound: the public ``xi``.
+        grid_size: midpoint grid points (``default_basis``'s grid has 100).
+        seed: the seed.
+
+    Returns:
+        ``(X (n, p), Y (n, grid_size))``.
+    """
+    n, p, grid_size = check_count("n", n), check_count("p", p), check_count("grid_size", grid_size)
+    rng = np.random.default_rng(seed)
+    t = (np.arange(grid_size) + 0.5) / grid_size
+    u = np.concatenate([np.ones((n, 1)), rng.uniform(-1.0, 1.0, (n, p - 1))], axis=1)
+    x = covariate_bound / math.sqrt(p) * u
+    beta = np.stack([np.sin(2 * np.pi * t)] + [t**k for k in range(1, p)])
+    freq = np.arange(1, 4)
+    noise = 0.3 * rng.standard_normal((n, 3)) @ np.sin(np.pi * freq[:, None] * t[None, :])
+    y = x @ beta + noise
+    norms = np.sqrt(np.mean(y * y, axis=1))
+    return x, y * np.minimum(1.0, tau / np.maximum(norms, 1e-300))[:, None]
+
+
+def example_pair(name: str, seed: int = 0, **params):
+    """The documented neighbouring pair of ``iclp-qr-fos-regression`` (``generator = "example"``).
+
+    :func:`fos_dataset` with record 0 replaced by an extreme one: covariates
+    ``xi e_1`` and curve ``tau sqrt 2 sin(pi t)`` in ``D``, ``xi e_2`` and the
+    negated curve in ``D'`` (both on their bounds).
+
+    Args:
+        name: ``"iclp-qr-fos-regression"``.
+        seed: the seed of :func:`fos_dataset`.
+        **params: ``n``, ``p``, ``tau``, ``covariate_bound`` (default: the catalogue example).
+
+    Returns:
+        ``((X, Y), (X', Y'))``.
+
+    Raises:
+        ValueError: another name, or ``p < 2``.
+    """
+    if name != "iclp-qr-fos-regression":
+        raise ValueError(f"no example pair for {name!r} in mechanisms.iclp.beyond.")
+    from dpaudit.registry import entry
+
+    setting = {**entry(name).example, **params}
+    n, p = setting["n"], setting["p"]
+    tau, xi = setting["tau"], setting["covariate_bound"]
+    if p < 2:
+        raise ValueError("the example pair moves the covariates between two axes: p >= 2.")
+    x, y = fos_dataset(n, p, tau=tau, covariate_bound=xi, seed=seed)
+    t = (np.arange(y.shape[1]) + 0.5) / y.shape[1]
+    x_prime, y_prime = x.copy(), y.copy()
+    x[0], x_prime[0] = 0.0, 0.0
+    x[0, 0], x_prime[0, 1] = xi, xi
+    y[0] = tau * math.sqrt(2.0) * np.sin(np.pi * t) * (1 - 1e-12)  # on the bound, not above it
+    y_prime[0] = -y[0]
+    return (x, y), (x_prime, y_prime)
+
+
+def alabi_slope(x, y, *, epsilon: float, gamma: float = 0.5, key=None) -> jax.Array:
+    r"""The scalar private slope of Alabi et al. (LR App. C.2): ``(n cov + Z_1)/(n var + Z_2)``.
+
+    ``Z_1 ~ Lap(1/(gamma eps))`` and ``Z_2 ~ Lap(1/((1-gamma) eps))``, assuming (as
+    LR state it) that the sensitivities of ``n cov(x, y)`` and ``n var(x)`` are both 1
+    (e.g. ``x, y`` in ``[0, 1]`` with public means, or after clipping); with
+    ``key=None`` the non-private slope ``cov/var`` is returned. Sequential
+    composition: ``gamma eps + (1 - gamma) eps = eps``.
+
+    Args:
+        x: ``(n,)`` covariates.
+        y: ``(n,)`` responses.
+        epsilon: the budget.
+        gamma: the share spent on the numerator.
+        key: a ``jax.random`` key, or ``None`` for the non-private slope.
+
+    Returns:
+        The slope (scalar).
+    """
+    x = jnp.asarray(x, dtype=jnp.float64)
+    y = jnp.asarray(y, dtype=jnp.float64)
+    cov = jnp.sum((x - x.mean()) * (y - y.mean()))
+    var = jnp.sum((x - x.mean()) ** 2)
+    if key is None:
+        return cov / var
+    k1, k2 = jax.random.split(key)
+    z1 = jax.random.laplace(k1) / (gamma * epsilon)
+    z2 = jax.random.laplace(k2) / ((1.0 - gamma) * epsilon)
+    return (cov + z1) / (var + z2)
