@@ -27,8 +27,9 @@ test-notebooks: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python notebooks/execute.py
 
+# compiled XLA programs are kept in .cache/jax: a second run skips most compilation
 audit: $(STAMP)
-	$(BIN)/dpaudit run audits/ --report reports/
+	$(BIN)/dpaudit audit audits/ --report reports/ --cache-dir .cache/jax
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -46,4 +47,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/blackbox_tightness.py --seed 7
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis reports
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis reports .cache

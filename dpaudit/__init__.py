@@ -3,11 +3,22 @@
 Importing dpaudit turns on 64-bit floats in JAX (``jax_enable_x64``): privacy
 losses are differences of large log densities, and float32 round-off would be
 read as privacy loss.
+
+The package is imported lazily: ``import dpaudit`` loads neither JAX nor a
+submodule (so ``dpaudit --help`` answers at once); each public name is imported
+on first use (module ``__getattr__``). x64 is still on before any JAX
+computation: when JAX is already loaded its flag is set here, otherwise the
+``JAX_ENABLE_X64`` environment variable is, which JAX reads when it is imported.
 """
 
-import jax
+import importlib
+import os
+import sys
 
-jax.config.update("jax_enable_x64", True)
+if "jax" in sys.modules:
+    sys.modules["jax"].config.update("jax_enable_x64", True)
+else:  # read by jax at import time; the same effect as jax.config.update, without importing jax
+    os.environ["JAX_ENABLE_X64"] = "1"
 
 __version__ = "0.1.0.dev0"
 
@@ -36,25 +47,58 @@ __all__ = [
     "spaces",
 ]
 
-from dpaudit import accounting as accounting  # noqa: E402
-from dpaudit import blackbox as blackbox  # noqa: E402
-from dpaudit import compatibility as compatibility  # noqa: E402
-from dpaudit import loss as loss  # noqa: E402
-from dpaudit import noise as noise  # noqa: E402
-from dpaudit import pld as pld  # noqa: E402
-from dpaudit import spaces as spaces  # noqa: E402
-from dpaudit.adjacency import check_adjacent as check_adjacent  # noqa: E402
-from dpaudit.blackbox import BlackBoxResult as BlackBoxResult  # noqa: E402
-from dpaudit.blackbox import blackbox_audit as blackbox_audit  # noqa: E402
-from dpaudit.compatibility import Compatibility as Compatibility  # noqa: E402
-from dpaudit.compatibility import classify_pair as classify_pair  # noqa: E402
-from dpaudit.loss import privacy_loss as privacy_loss  # noqa: E402
-from dpaudit.mechanism import Claim as Claim  # noqa: E402
-from dpaudit.mechanism import KnownFlaw as KnownFlaw  # noqa: E402
-from dpaudit.mechanism import Mechanism as Mechanism  # noqa: E402
-from dpaudit.registry import build as build  # noqa: E402
-from dpaudit.registry import catalogue as catalogue  # noqa: E402
-from dpaudit.registry import register as register  # noqa: E402
-from dpaudit.whitebox.engine import audit as audit  # noqa: E402
-from dpaudit.whitebox.result import AuditResult as AuditResult  # noqa: E402
-from dpaudit.whitebox.result import Certificate as Certificate  # noqa: E402
+#: Where each public name lives: ``name -> (module, attribute)``; attribute ``None``: the module.
+_LAZY = {
+    "accounting": ("dpaudit.accounting", None),
+    "blackbox": ("dpaudit.blackbox", None),
+    "compatibility": ("dpaudit.compatibility", None),
+    "loss": ("dpaudit.loss", None),
+    "noise": ("dpaudit.noise", None),
+    "pld": ("dpaudit.pld", None),
+    "spaces": ("dpaudit.spaces", None),
+    "check_adjacent": ("dpaudit.adjacency", "check_adjacent"),
+    "BlackBoxResult": ("dpaudit.blackbox", "BlackBoxResult"),
+    "blackbox_audit": ("dpaudit.blackbox", "blackbox_audit"),
+    "Compatibility": ("dpaudit.compatibility", "Compatibility"),
+    "classify_pair": ("dpaudit.compatibility", "classify_pair"),
+    "privacy_loss": ("dpaudit.loss", "privacy_loss"),
+    "Claim": ("dpaudit.mechanism", "Claim"),
+    "KnownFlaw": ("dpaudit.mechanism", "KnownFlaw"),
+    "Mechanism": ("dpaudit.mechanism", "Mechanism"),
+    "build": ("dpaudit.registry", "build"),
+    "catalogue": ("dpaudit.registry", "catalogue"),
+    "register": ("dpaudit.registry", "register"),
+    "audit": ("dpaudit.whitebox.engine", "audit"),
+    "AuditResult": ("dpaudit.whitebox.result", "AuditResult"),
+    "Certificate": ("dpaudit.whitebox.result", "Certificate"),
+}
+
+
+def __getattr__(name: str):
+    """Import a public name on first use and keep it in the package namespace.
+
+    Args:
+        name: an attribute of ``dpaudit``.
+
+    Returns:
+        The public object (a function, a class or a submodule).
+
+    Raises:
+        AttributeError: for a name dpaudit does not export.
+    """
+    if name not in _LAZY:
+        raise AttributeError(f"module 'dpaudit' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names and the module's own (for tab completion).
+
+    Returns:
+        The sorted names.
+    """
+    return sorted({*globals(), *__all__})

@@ -52,7 +52,6 @@ import math
 import numpy as np
 import scipy.fft
 import scipy.optimize
-import scipy.signal
 
 from dpaudit.noise.calibration import gaussian_delta
 from dpaudit.serialize import json_float
@@ -61,12 +60,15 @@ __all__ = [
     "DiscretePLD",
     "ExactAccounting",
     "compose_pmfs",
+    "declared_accounting",
     "exact_accounting",
+    "gaussian_curve",
     "gaussian_epsilon",
     "gaussian_mu",
     "laplace_delta",
     "laplace_parameters",
     "laplace_pld",
+    "laplace_pmfs",
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -109,6 +111,27 @@ def _gaussian_delta(epsilon, mu: float) -> np.ndarray:
         d = gaussian_delta(-eps[neg], mu)
         out[neg] = 1.0 - np.exp(eps[neg]) * (1.0 - d)
     return out
+
+
+def gaussian_curve(epsilon, mu: float) -> np.ndarray:
+    """Exact hockey-stick curve of the Gaussian loss ``N(mu^2/2, mu^2)`` at every real epsilon.
+
+    ``gaussian_delta`` for ``epsilon >= 0`` and ``1 - e^epsilon (1 - delta(-epsilon))``
+    below 0 (the loss law is symmetric); ``mu = 0`` gives ``(1 - e^epsilon)_+`` and
+    ``mu = inf`` gives 1.
+
+    Args:
+        epsilon: epsilon(s), any real values.
+        mu: the Gaussian loss parameter (:func:`gaussian_mu`), ``>= 0``.
+
+    Returns:
+        ``delta(epsilon)`` shaped like ``epsilon``.
+
+    Example:
+        >>> round(float(gaussian_curve(1.0, 1.0)), 6)
+        0.126937
+    """
+    return _gaussian_delta(epsilon, float(mu))
 
 
 def gaussian_epsilon(delta: float, mu: float) -> float:
@@ -292,6 +315,26 @@ def _connect_dots_components(a: np.ndarray, discretization: float):
     return [(int(lo[j]), probs[starts[j] : starts[j] + lengths[j]]) for j in range(a.size)]
 
 
+def laplace_pmfs(a, discretization: float, estimate: str) -> list[tuple[int, np.ndarray]]:
+    """Per-component discrete loss laws of Laplace losses with parameters ``a_j > 0``.
+
+    Args:
+        a: ``(K,)`` positive loss parameters.
+        discretization: grid spacing.
+        estimate: ``"pessimistic"`` (connect-the-dots pmfs whose curves dominate the
+            true ones at every epsilon) or ``"optimistic"`` (losses rounded down).
+
+    Returns:
+        ``[(offset, probs), ...]``, one per component, on the grid ``discretization * k``.
+    """
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    if not a.size:
+        return []
+    if estimate == "pessimistic":
+        return _connect_dots_components(a, discretization)
+    return _rounded_down_components(a, discretization)
+
+
 def _rounded_down_components(a: np.ndarray, discretization: float):
     """P-laws of Laplace losses with every value rounded down to the grid."""
     out = []
@@ -365,6 +408,10 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
         probs = probs[: nz[-1] + 1] if nz.size else probs[:1]
         parts.append((probs.size, len(parts), off, probs))  # index breaks ties: no array compares
     heapq.heapify(parts)
+    # Imported here: scipy.signal (and the scipy.stats it loads) costs seconds at import
+    # time, and only compositions of large pmfs need it.
+    from scipy.signal import fftconvolve
+
     tie = len(parts)
     while len(parts) > 1:
         n1, _, o1, p1 = heapq.heappop(parts)
@@ -372,7 +419,7 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
         if min(n1, n2) <= 64:
             p = np.convolve(p1, p2)
         else:
-            p = np.maximum(scipy.signal.fftconvolve(p1, p2), 0.0)
+            p = np.maximum(fftconvolve(p1, p2), 0.0)
         heapq.heappush(parts, (p.size, tie, o1 + o2, p))
         tie += 1
     _, _, offset, probs = parts[0]
@@ -427,18 +474,28 @@ def laplace_pld(a, discretization: float = 1e-4, *, estimate: str = "pessimistic
 
 @dataclasses.dataclass(frozen=True)
 class ExactAccounting:
-    """The exact (Gaussian) or numerical (Laplace) privacy curve of a shifted-noise pair.
+    """The exact (Gaussian) or numerical (Laplace, composed) privacy curve of a pair of laws.
 
-    Both directions have the same curve (the loss laws are symmetric).
+    Single shifted-noise pairs have the same curve in both directions (their loss
+    laws are symmetric). Compositions built by :func:`dpaudit.composition.compose_accounting`
+    may include asymmetric components (subsampling); they then carry the curves of
+    the reverse direction too, and every bound is the maximum over the two directions.
 
     Attributes:
-        family: ``"gaussian"``, ``"laplace"`` or ``"singular"`` (mutually
-            singular laws: ``delta(epsilon) = 1`` for every epsilon).
-        sup_loss: ``ess sup L``: ``sum_j a_j`` for Laplace, ``inf`` otherwise
-            (``0`` when the summaries coincide).
-        mu: ``||h||_C / sigma`` (Gaussian), else ``None``.
-        laplace_parameters: ``a_j`` (Laplace), else ``None``.
-        upper_pld, lower_pld: the Laplace :class:`DiscretePLD` curves.
+        family: ``"gaussian"``, ``"laplace"``, ``"composed"`` or ``"singular"``
+            (mutually singular laws: ``delta(epsilon) = 1`` for every epsilon).
+            ``"laplace"`` means every component has a finite supremum known
+            exactly, which is ``sup_loss``; ``"composed"`` mixes in components
+            (Gaussian, supremum-only) for which the curve is the only evidence.
+        sup_loss: ``ess sup L``: ``sum_j a_j`` for Laplace, ``inf`` with any
+            Gaussian component (``0`` when the summaries coincide); the maximum
+            over the two directions.
+        mu: ``||h||_C / sigma`` of the (combined) Gaussian part, else ``None``.
+        laplace_parameters: ``a_j`` of the Laplace components, else ``None``.
+        upper_pld, lower_pld: the numerical :class:`DiscretePLD` curves.
+        reverse_upper_pld, reverse_lower_pld: the curves of the reverse direction
+            (``None`` when both directions share ``upper_pld``/``lower_pld``).
+        components: the ``(component, count)`` pairs of a composition, else ``None``.
     """
 
     family: str
@@ -447,6 +504,9 @@ class ExactAccounting:
     laplace_parameters: np.ndarray | None = None
     upper_pld: DiscretePLD | None = None
     lower_pld: DiscretePLD | None = None
+    reverse_upper_pld: DiscretePLD | None = None
+    reverse_lower_pld: DiscretePLD | None = None
+    components: tuple | None = None
 
     def delta_upper(self, epsilon) -> np.ndarray:
         """An upper bound on ``delta(epsilon)`` (exact for Gaussian).
@@ -470,15 +530,20 @@ class ExactAccounting:
         """
         return self._delta(epsilon, upper=False)
 
+    def _plds(self, *, upper: bool) -> list[DiscretePLD]:
+        forward = self.upper_pld if upper else self.lower_pld
+        reverse = self.reverse_upper_pld if upper else self.reverse_lower_pld
+        return [forward] if reverse is None else [forward, reverse]
+
     def _delta(self, epsilon, *, upper: bool) -> np.ndarray:
         eps = np.asarray(epsilon, dtype=np.float64)
         if self.family == "singular":
             return np.ones_like(eps)
         if self.family == "gaussian":
             return _gaussian_delta(eps, float(self.mu))
-        pld = self.upper_pld if upper else self.lower_pld
+        curve = np.max([pld.delta(eps) for pld in self._plds(upper=upper)], axis=0)
         exact_zero = eps >= self.sup_loss
-        return np.where(exact_zero, 0.0, pld.delta(eps))
+        return np.where(exact_zero, 0.0, curve)
 
     def epsilon_upper(self, delta: float) -> float:
         """An upper bound on ``epsilon(delta)``, the smallest epsilon with ``delta(epsilon) <= delta``.
@@ -509,29 +574,34 @@ class ExactAccounting:
             return gaussian_epsilon(delta, float(self.mu))
         if delta <= 0:
             return self.sup_loss
-        pld = self.upper_pld if upper else self.lower_pld
-        return min(self.sup_loss, pld.epsilon(delta))
+        return min(self.sup_loss, max(pld.epsilon(delta) for pld in self._plds(upper=upper)))
 
     def summary(self) -> dict:
         """JSON-able description.
 
         Returns:
-            ``{family, sup_loss[, mu][, n_components, discretization]}``.
+            ``{family, sup_loss[, mu][, n_components, discretization][, symmetric]}``.
         """
         out = {"family": self.family, "sup_loss": json_float(self.sup_loss)}
         if self.mu is not None:
             out["mu"] = float(self.mu)
-        if self.laplace_parameters is not None:
+        if self.components is not None:
+            out["n_components"] = int(sum(count for _, count in self.components))
+            out["discretization"] = self.upper_pld.discretization
+            out["symmetric"] = self.reverse_upper_pld is None
+        elif self.laplace_parameters is not None:
             out["n_components"] = int(self.laplace_parameters.size)
             out["discretization"] = self.upper_pld.discretization
         return out
 
 
 def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
-    """Exact/numerical accounting for a :class:`~dpaudit.loss.NoiseShift`.
+    """Exact/numerical accounting for a :class:`~dpaudit.loss.NoiseShift` (or several).
 
     Args:
-        shift: from :func:`dpaudit.loss.noise_shift`.
+        shift: from :func:`dpaudit.loss.noise_shift`; a list or tuple of them (one per
+            independent release site) is composed by
+            :func:`dpaudit.composition.compose_accounting`.
         discretization: Laplace grid spacing (ignored for Gaussian noise).
 
     Returns:
@@ -544,6 +614,10 @@ def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
         >>> round(float(exact_accounting(s).delta_upper(1.0)), 6)
         0.126937
     """
+    if isinstance(shift, list | tuple):
+        from dpaudit.composition import compose_accounting  # composition imports this module
+
+        return compose_accounting(shift, discretization=discretization)
     if shift.singular:
         return ExactAccounting(family="singular", sup_loss=math.inf)
     if shift.family == "gaussian":
@@ -557,3 +631,25 @@ def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
         upper_pld=laplace_pld(a, discretization, estimate="pessimistic"),
         lower_pld=laplace_pld(a, discretization, estimate="optimistic"),
     )
+
+
+def declared_accounting(dist_p, dist_q, *, discretization: float = 1e-4):
+    """The accounting a release law declares for itself and a neighbouring law, if any.
+
+    A distribution may define ``privacy_accounting(other, *, discretization)`` returning
+    an :class:`ExactAccounting` of the pair (both orders), or ``None`` when it does not
+    recognise ``other`` (the DP-SGD trajectory of the catalogue does: its pair is
+    ``T`` Poisson-subsampled Gaussian steps, :mod:`dpaudit.subsampling`).
+
+    Args:
+        dist_p: the release law under ``D``.
+        dist_q: the release law under ``D'``.
+        discretization: grid spacing of numerical curves.
+
+    Returns:
+        The declared accounting, or ``None``.
+    """
+    method = getattr(dist_p, "privacy_accounting", None)
+    if callable(method) and type(dist_p) is type(dist_q):
+        return method(dist_q, discretization=discretization)
+    return None

@@ -2,19 +2,28 @@
 
 Commands:
 
-* ``dpaudit run SPEC_OR_DIR [--json FILE] [--report DIR] [--seed N] [--samples N] [--strict]``
-  validates every spec first — white-box specs (``[mechanism]``, audited with
-  :func:`dpaudit.audit`) and black-box specs (``[blackbox]``, audited from
-  samples with :func:`dpaudit.blackbox_audit`) alike — then audits each and
-  writes the JSON results and an HTML report.
+* ``dpaudit audit TARGET... [-k EXPR] [-q] [-v] [--json FILE|-] [--report DIR]
+  [--junitxml FILE] [--seed N] [--samples N] [--strict]`` validates every
+  target first, then audits each. A target is a ``.toml`` spec, a folder of
+  specs (searched recursively), or ``FILE.py:CALLABLE``: a user's mechanism
+  (a :class:`~dpaudit.Mechanism` or a builder returning one) audited against
+  its own claim unless ``--epsilon``/``--delta``/``--adjacency`` replace part of
+  it (the output then says which claim was audited), or with ``--blackbox`` a
+  plain sampler ``(data, n, key) -> releases`` audited from its samples.
+* ``dpaudit validate TARGET...`` builds every mechanism, sampler and dataset
+  pair and runs each model once, without auditing.
 * ``dpaudit list [--faulty | --all]`` shows the catalogue.
-* ``dpaudit check SPEC_OR_DIR`` validates specs (builds every mechanism,
-  sampler and dataset pair) without auditing; ``dpaudit check FILE.py:CALLABLE
-  --epsilon E [--delta D] (--data D.npy D2.npy | --generator NAME)`` audits a
-  user's mechanism once, without a spec file (``--blackbox``: the callable is a
-  plain sampler ``(data, n, key) -> releases``, audited from its samples).
-* ``dpaudit info [SPEC_OR_DIR]`` shows the version and the JAX configuration,
-  and with specs their kind (white-box / black-box), what they audit and how.
+* ``dpaudit info [TARGET]`` shows the version and the JAX configuration, and
+  with specs their kind (white-box / black-box), what they audit and how.
+* ``dpaudit run`` and ``dpaudit check`` are the former names of ``audit`` and
+  ``validate`` (``check FILE.py:CALLABLE`` audits the callable), kept for one
+  release with their former output: everything on stderr.
+
+Output: results (one line per audit, the table, the closing counts line
+``"3 as expected, 1 unexpected (1 missed violation) in 12.1s"``) go to stdout;
+progress and log lines to stderr. Output that is not a terminal is plain text,
+never truncated. ``--json -`` writes the JSON document to stdout (the table
+then goes to stderr).
 
 Exit codes:
 
@@ -24,10 +33,11 @@ Exit codes:
 * **1** — every audit finished, and one found an unexpected violation or
   incompatibility, or missed its expected verdict (with ``--strict``, an
   inconclusive verdict also counts).
-* **2** — invalid input (a bad spec, a missing or malformed data file,
-  datasets that are not neighbours, a ``--report`` path that is not a previous
-  dpaudit report, a ``--json`` path that cannot be written); found before any
-  audit runs where possible, and nothing is written.
+* **2** — invalid input (a bad spec, a missing file, a missing or malformed
+  data file, datasets that are not neighbours, a ``--report`` path that is not
+  a previous dpaudit report, a ``--json`` path that cannot be written, ``-k``
+  selecting nothing); found before any audit runs where possible, and nothing
+  is written.
 * **3** — an internal error or an interrupted run: a builder, sampler or audit
   that crashed, a user's ``sys.exit`` inside a mechanism or sampler file,
   Ctrl-C, a full disk, a report that could not be drawn. No verdict is
@@ -35,6 +45,12 @@ Exit codes:
 
 Errors are one sentence on stderr; ``-v``/``--verbose`` adds the traceback.
 A black-box audit's verdict is ``violation`` or ``inconclusive``.
+
+JAX compilation cache: run as the ``dpaudit`` program, the command keeps
+compiled XLA programs in ``--cache-dir`` (default ``$DPAUDIT_CACHE_DIR``, else
+``~/.cache/dpaudit/jax``; ``none`` turns it off), so a second run skips most
+compilation. Nothing here imports JAX before a command needs it, so ``--help``
+and ``--version`` answer at once.
 """
 
 from __future__ import annotations
@@ -42,45 +58,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import errno
+import json
+import os
+import re
 import sys
+import tempfile
 import time
+import tomllib
 import traceback
 from pathlib import Path
 
-import jax
-
 import dpaudit
-from dpaudit import audit
-from dpaudit.blackbox import blackbox_audit
-from dpaudit.datasets import generate
-from dpaudit.registry import entry
-from dpaudit.report import (
-    AuditOutcome,
-    ReportPathError,
-    check_json_path,
-    check_report_folder,
-    now,
-    write_json,
-    write_report,
-)
-from dpaudit.spec import (
-    AuditSpec,
-    BlackBoxTarget,
-    PublicParameters,
-    SpecError,
-    blackbox_features,
-    check_model_runs,
-    check_sampler_runs,
-    check_seed,
-    find_specs,
-    load_array_file,
-    load_callable,
-    load_pair,
-    load_spec,
-    resolve_blackbox,
-    resolve_mechanism,
-    with_overrides,
-)
 
 __all__ = [
     "BAD_VERDICTS",
@@ -90,18 +78,26 @@ __all__ = [
     "EXIT_OK",
     "AuditCrash",
     "PreparedAudit",
+    "audit_targets",
+    "build_parser",
     "check",
+    "closing_line",
     "info",
     "list_catalogue",
     "main",
+    "matches",
     "prepare",
     "run",
     "run_audit",
+    "validate",
 ]
 
 EXIT_OK, EXIT_FOUND, EXIT_INVALID, EXIT_ERROR = 0, 1, 2, 3
 #: Verdicts that fail a run unless the spec expects them.
 BAD_VERDICTS = ("violation", "incompatible")
+#: Releases per direction of a ``FILE.py:CALLABLE`` audit without ``--samples``
+#: (a spec's default is larger; a one-off audit from the command line answers sooner).
+CALLABLE_SAMPLES = 100_000
 
 
 class AuditCrash(RuntimeError):
@@ -118,10 +114,10 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
-def _console():
-    from rich.console import Console
+def _spec_error(message: str):
+    from dpaudit.spec import SpecError
 
-    return Console(stderr=True, highlight=False)
+    return SpecError(message)
 
 
 def _with_claim(mechanism, claim):
@@ -153,44 +149,67 @@ class PreparedAudit:
         target: black-box: the :class:`~dpaudit.spec.BlackBoxTarget`; white-box: ``None``.
         features: black-box: the classifier features, or ``None`` for the release values.
         pair: the neighbouring datasets ``(D, D')``.
+        claim_note: for a ``FILE.py:CALLABLE`` target, which claim is audited
+            and where it comes from; empty for a spec.
     """
 
-    spec: AuditSpec
-    mechanism: dpaudit.Mechanism | None = None
-    target: BlackBoxTarget | None = None
+    spec: object
+    mechanism: object = None
+    target: object = None
     features: object = None
     pair: tuple = ()
+    claim_note: str = ""
 
 
 def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
     """One spec prepared; a builder, sampler or generator that crashes is an :class:`AuditCrash`."""
+    from dpaudit.spec import load_spec, with_overrides
+
+    return _guarded(path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples)))
+
+
+def _guarded(where, build, what: str = "the audit"):
+    """``build()``; invalid input passes through, any other failure is an :class:`AuditCrash`."""
     try:
-        return _build_one(path, seed, samples)
-    except (SpecError, ValueError, TypeError):  # invalid input, already one sentence
+        return build()
+    except (ValueError, TypeError):  # invalid input (SpecError included), already one sentence
         raise
     except Exception as err:  # RuntimeError, KeyError, ... in user code: not the input's fault
-        raise AuditCrash(f"{path}: building the audit crashed ({_first_line(err)}).") from err
+        raise AuditCrash(f"{where}: building {what} crashed ({_first_line(err)}).") from err
 
 
-def _build_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
-    """Load one spec, apply the overrides, build its mechanism or target and its datasets."""
-    spec = with_overrides(load_spec(path), seed, samples)
+def _build_spec(spec, mechanism=None, claim_note: str = "") -> PreparedAudit:
+    """Build a loaded spec's mechanism or target and its datasets, and run each once.
+
+    ``mechanism``: the white-box mechanism when the caller built it already.
+    """
+    from dpaudit.adjacency import check_adjacent
+    from dpaudit.spec import (
+        blackbox_features,
+        check_model_runs,
+        check_sampler_runs,
+        load_pair,
+        resolve_blackbox,
+        resolve_mechanism,
+    )
+
     if spec.blackbox is None:
-        mechanism, target = _with_claim(resolve_mechanism(spec), spec.claim), None
+        built = mechanism if mechanism is not None else resolve_mechanism(spec)
+        mechanism, target = _with_claim(built, spec.claim), None
         pair = load_pair(spec, mechanism)
     else:
         mechanism, target = None, resolve_blackbox(spec)
         pair = load_pair(spec, target.public)
     try:
-        dpaudit.check_adjacent(pair[0], pair[1], spec.claim.adjacency)
+        check_adjacent(pair[0], pair[1], spec.claim.adjacency)
     except ValueError as err:
-        raise SpecError(f"{spec.path}: data: {err}") from None
+        raise _spec_error(f"{spec.path}: data: {err}") from None
     if mechanism is not None:
         check_model_runs(spec.path, mechanism, pair)
     features = None if target is None else blackbox_features(spec, target, pair[0])
     if target is not None:
         check_sampler_runs(spec, target.sampler, features, pair)
-    return PreparedAudit(spec, mechanism, target, features, tuple(pair))
+    return PreparedAudit(spec, mechanism, target, features, tuple(pair), claim_note)
 
 
 def prepare(paths, seed: int | None = None, samples: int | None = None) -> list[PreparedAudit]:
@@ -209,11 +228,15 @@ def prepare(paths, seed: int | None = None, samples: int | None = None) -> list[
             two specs with the same name.
     """
     prepared = [_prepare_one(path, seed, samples) for path in paths]
+    _check_unique(prepared)
+    return prepared
+
+
+def _check_unique(prepared) -> None:
     names = [p.spec.name for p in prepared]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise SpecError(f"two specs share the name {duplicates[0]!r}; names must be unique.")
-    return prepared
+        raise _spec_error(f"two specs share the name {duplicates[0]!r}; names must be unique.")
 
 
 def run_audit(item: PreparedAudit):
@@ -235,9 +258,9 @@ def run_audit(item: PreparedAudit):
         "progress": False,
     }
     if item.target is None:
-        return audit(item.mechanism, data, data_prime, **budget)
+        return dpaudit.audit(item.mechanism, data, data_prime, **budget)
     bb = spec.blackbox
-    return blackbox_audit(
+    return dpaudit.blackbox_audit(
         item.target.sampler,
         data,
         data_prime,
@@ -258,7 +281,7 @@ def _run_checked(item: PreparedAudit):
     try:
         return run_audit(item)
     except (TypeError, ValueError) as err:
-        raise SpecError(f"{item.spec.path}: audit failed: {err}") from None
+        raise _spec_error(f"{item.spec.path}: audit failed: {err}") from None
     except MemoryError as err:
         raise AuditCrash(
             f"{item.spec.path}: the audit ran out of memory; no report was written. Lower "
@@ -270,8 +293,11 @@ def _run_checked(item: PreparedAudit):
         ) from err
 
 
-def _outcome(item: PreparedAudit, result) -> AuditOutcome:
+def _outcome(item: PreparedAudit, result):
+    from dpaudit.report import AuditOutcome
+
     spec = item.spec
+    description = " ".join(t for t in (spec.description, item.claim_note) if t)
     return AuditOutcome(
         name=spec.name,
         result=result,
@@ -279,142 +305,526 @@ def _outcome(item: PreparedAudit, result) -> AuditOutcome:
         spec=str(spec.path),
         mechanism=item.mechanism if item.target is None else item.target.mechanism,
         data=item.pair,
-        description=spec.description,
+        description=description,
     )
 
 
-def _audit_all(prepared: list[PreparedAudit], console) -> list[AuditOutcome]:
-    """Audit every prepared spec in turn, one line per verdict under a suite-level bar.
+# ------------------------------------------------------------------ FILE.py:CALLABLE targets
 
-    The bar is rich's own (not :mod:`dpaudit.progress`): it changes its label per
-    audit and prints the verdict lines above itself on the run's stderr console.
+
+def _is_callable_ref(target: str) -> bool:
+    """``FILE.py:CALLABLE`` (a spec or a folder has no ``.py:`` in it)."""
+    file, sep, _ = target.rpartition(":")
+    return bool(sep) and file.endswith(".py")
+
+
+def _check_target(target: str) -> None:
+    """A missing file or a malformed target is "no such file", never read as a callable."""
+    if _is_callable_ref(target):
+        file, _, attr = target.rpartition(":")
+        if not Path(file).is_file():
+            raise _spec_error(f"{file}: no such file.")
+        if not attr.isidentifier():
+            raise _spec_error(f"{target}: {attr!r} after the ':' is not a Python name.")
+    elif target.endswith(".py"):
+        raise _spec_error(
+            f"{target}: name the callable to audit as {target}:NAME (a Mechanism, a builder "
+            "returning one, or with --blackbox a sampler)."
+        )
+    elif not Path(target).exists():
+        raise _spec_error(f"{target}: no such file or folder.")
+
+
+def _value(text: str):
+    """A ``KEY=VALUE`` option's value: a TOML value (``3``, ``0.5``, ``true``, ``[1, 2]``), else a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _pairs(option: str, items) -> dict:
+    """``["n=20", "tau=0.5"]`` as ``{"n": 20, "tau": 0.5}``."""
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise _spec_error(f"{option} {item!r}: write KEY=VALUE, for example {option} n=20.")
+        out[key.strip()] = _value(value.strip())
+    return out
+
+
+def _toml(value) -> str:
+    """``value`` (str, bool, number, list, dict) as a TOML value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return repr(float(value)) if isinstance(value, float) else str(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+
+
+def _toml_document(tables: dict) -> str:
+    lines = []
+    for name, table in tables.items():
+        if isinstance(table, dict):
+            lines.append(f"[{name}]")
+            lines += [f"{key} = {_toml(v)}" for key, v in table.items() if v is not None]
+        else:
+            lines.insert(0, f"{name} = {_toml(table)}")
+    return "\n".join(lines) + "\n"
+
+
+#: Spec fields of a command-line audit and the options that set them (for error messages).
+_OPTION_OF_FIELD = {
+    "claim.epsilon": "--epsilon",
+    "claim.delta": "--delta",
+    "claim.adjacency": "--adjacency",
+    "mechanism.params": "--param",
+    "blackbox.params": "--param",
+    "blackbox.method": "--method",
+    "blackbox.reference_params": "--reference-param",
+    "blackbox.reference": "--reference",
+    "blackbox.features": "--features",
+    "blackbox.components": "--components",
+    "blackbox.objective": "--objective",
+    "budget.select_samples": "--select-samples",
+    "budget.samples": "--samples",
+    "budget.seed": "--seed",
+    "data.params": "--data-param",
+    "data.generator": "--generator",
+    "data.files": "--data",
+}
+
+
+def _command_line_tables(args, ref: str) -> dict:
+    """The spec a ``FILE.py:CALLABLE`` audit stands for, as TOML tables."""
+    file, _, attr = ref.rpartition(":")
+    absolute = f"{Path(file).resolve()}:{attr}"
+    claim = {"epsilon": args.epsilon or 1.0, "delta": args.delta, "adjacency": args.adjacency}
+    data = {"params": _pairs("--data-param", args.data_param) or None}
+    if args.data:
+        data["files"] = [str(Path(f).resolve()) for f in args.data]
+    else:
+        data["generator"] = args.generator
+    budget = {
+        "samples": args.samples or CALLABLE_SAMPLES,
+        "seed": 0 if args.seed is None else args.seed,
+        "select_samples": args.select_samples,
+    }
+    tables = {"name": f"{Path(file).name}:{attr}"}
+    params = _pairs("--param", args.param) or None
+    if not args.blackbox:
+        return tables | {"mechanism": {"path": absolute, "params": params}, "claim": claim,
+                         "data": data, "budget": budget}  # fmt: skip
+    reference = args.reference
+    if reference is not None and _is_callable_ref(reference):
+        _check_target(reference)
+        reference = f"{Path(reference.rpartition(':')[0]).resolve()}:{reference.rpartition(':')[2]}"
+    blackbox = {
+        "sampler": absolute,
+        "params": params,
+        "method": args.method,
+        "reference": reference,
+        "reference_params": _pairs("--reference-param", args.reference_param) or None,
+        "features": args.features,
+        "components": args.components,
+        "objective": args.objective,
+    }
+    return tables | {"blackbox": blackbox, "claim": claim, "data": data, "budget": budget}
+
+
+def _load_command_line_spec(args, ref: str):
+    """Write the command line's spec to a temporary file and load it (the spec loader validates
+    every field); errors name the option, not the temporary file."""
+    from dpaudit.spec import SpecError, load_spec
+
+    text = _toml_document(_command_line_tables(args, ref))
+    with tempfile.TemporaryDirectory(prefix="dpaudit-") as folder:
+        path = Path(folder) / "command-line.toml"
+        path.write_text(text)
+        try:
+            spec = load_spec(path)
+        except SpecError as err:
+            raise SpecError(str(err).replace(f"{path}: ", f"{ref}: ")) from None
+    # every file in the spec is absolute: the display path only names the target in messages
+    return dataclasses.replace(spec, path=Path(ref))
+
+
+def _check_callable_options(args) -> None:
+    blackbox_only = ("method", "reference", "reference_param", "features", "components",
+                     "objective", "select_samples")  # fmt: skip
+    given = [o for o in blackbox_only if getattr(args, o, None) is not None]
+    if given and not args.blackbox:
+        option = "--" + given[0].replace("_", "-")
+        raise _spec_error(f"{option} is for black-box audits of a sampler (add --blackbox).")
+    if not args.data and not args.generator:
+        raise _spec_error(
+            f"{args.targets[0] if args.targets else 'FILE.py:CALLABLE'} needs its datasets: "
+            "--data D.npy D_PRIME.npy or --generator NAME (see dpaudit info)."
+        )
+
+
+def _claim_note(ref: str, args, declared, audited) -> str:
+    """Which claim a callable's audit checks, and where it comes from."""
+    text = f"({audited.epsilon:g}, {audited.delta:g})-DP, {audited.adjacency}"
+    given = [f"--{o}" for o in ("epsilon", "delta", "adjacency") if getattr(args, o) is not None]
+    if not given:
+        return f"audited claim: {text}, as the {declared[1]} declares."
+    if declared[0] is None:
+        return f"audited claim: {text}, from {', '.join(given)} (a plain sampler declares none)."
+    d = declared[0]
+    return (
+        f"audited claim: {text}, from {', '.join(given)}; the {declared[1]} declares "
+        f"({d.epsilon:g}, {d.delta:g})-DP, {d.adjacency}."
+    )
+
+
+def _merged_claim(args, declared):
+    """The command line's epsilon / delta / adjacency over the declared claim (if any)."""
+    from dpaudit.mechanism import Claim
+
+    pick = {o: getattr(args, o) for o in ("epsilon", "delta", "adjacency")}
+    if declared is not None:
+        pick = {o: getattr(declared, o) if v is None else v for o, v in pick.items()}
+    return Claim(epsilon=pick["epsilon"], delta=pick["delta"] or 0.0,
+                 adjacency=pick["adjacency"] or "replace-one")  # fmt: skip
+
+
+def _prepare_callable(ref: str, args) -> PreparedAudit:
+    """Validate and build a ``FILE.py:CALLABLE`` audit: its own claim unless options replace it.
+
+    Errors name the command-line option where the spec loader names a spec field.
     """
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from dpaudit.spec import SpecError
 
-    outcomes = []
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("auditing", total=len(prepared))
-        for item in prepared:
-            progress.update(task, description=f"auditing {item.spec.name}")
-            t0 = time.perf_counter()
-            outcome = _outcome(item, _run_checked(item))
-            outcomes.append(outcome)
-            mark = "" if outcome.as_expected is None else (" ✓" if outcome.as_expected else " ✗")
-            progress.console.print(
-                f"  {item.spec.name}: {outcome.result.verdict}{mark} "
-                f"({time.perf_counter() - t0:.1f} s)"
+    try:
+        return _prepare_callable_spec(ref, args)
+    except SpecError as err:
+        message = str(err)
+        for field, option in _OPTION_OF_FIELD.items():
+            message = message.replace(f": {field}:", f": {option}:")
+        raise SpecError(message) from None
+
+
+def _prepare_callable_spec(ref: str, args) -> PreparedAudit:
+    from dpaudit.spec import resolve_blackbox, resolve_mechanism
+
+    _check_callable_options(args)
+    spec = _load_command_line_spec(args, ref)
+    if spec.blackbox is None:
+        mechanism = _guarded(ref, lambda: resolve_mechanism(spec), "the mechanism")
+        declared = (mechanism.claim, "mechanism")
+    else:
+        mechanism, reference = None, _guarded(ref, lambda: resolve_blackbox(spec)).reference
+        declared = (None if reference is None else reference.claim, "reference model")
+        if declared[0] is None and args.epsilon is None:
+            raise _spec_error(
+                f"{ref}: a plain sampler declares no claim; give --epsilon (and --delta), or "
+                "--reference MODEL to audit the reference model's claim."
             )
-            progress.advance(task)
-    return outcomes
+    claim = _merged_claim(args, declared[0])
+    spec = dataclasses.replace(spec, claim=claim)
+    note = _claim_note(ref, args, declared, claim)
+    return _guarded(ref, lambda: _build_spec(spec, mechanism, note))
+
+
+# ------------------------------------------------------------------ selecting with -k
+
+
+def matches(expression: str, names) -> bool:
+    """Whether ``-k expression`` selects an audit known by ``names`` (pytest's ``-k`` rules).
+
+    The expression is words joined by ``and``, ``or``, ``not`` and parentheses;
+    a word matches when it is a substring (case-insensitive) of one of the names.
+
+    Args:
+        expression: for example ``"faulty and not ecdf"``.
+        names: the audit's name, its spec path, ...
+
+    Returns:
+        True when the audit is selected.
+
+    Raises:
+        SpecError: when the expression is not well formed.
+    """
+    haystack = [str(n).lower() for n in names]
+    tokens = re.findall(r"\(|\)|[^\s()]+", expression)
+    python = []
+    for token in tokens:
+        if token in ("and", "or", "not", "(", ")"):
+            python.append(token)
+        else:
+            python.append(str(any(token.lower() in h for h in haystack)))
+    try:
+        return bool(eval(" ".join(python) or "True", {"__builtins__": {}}, {}))
+    except SyntaxError:
+        raise _spec_error(
+            f"-k {expression!r} is not a valid expression; use words joined by and, or, not "
+            "and parentheses."
+        ) from None
+
+
+def _select_paths(paths, expression: str | None):
+    """The spec paths whose spec name or path ``-k`` selects (specs are loaded, not built)."""
+    if expression is None:
+        return paths
+    from dpaudit.spec import load_spec
+
+    matches(expression, [])  # a malformed expression is reported before any spec is read
+    return [p for p in paths if matches(expression, [load_spec(p).name, p])]
 
 
 # ------------------------------------------------------------------ output
+
+
+def _plain(stream) -> bool:
+    """Plain text (no colour, no table borders, never truncated) when not on a terminal."""
+    return not (hasattr(stream, "isatty") and stream.isatty())
+
+
+def closing_line(outcomes, seconds: float, strict: bool = False) -> str:
+    """The run's closing counts line, in the manner of pytest (:func:`dpaudit.report.counts_line`).
+
+    Args:
+        outcomes: the run's :class:`~dpaudit.report.AuditOutcome` list.
+        seconds: the run's wall time.
+        strict: whether an inconclusive verdict without expectation fails.
+
+    Returns:
+        For example ``"47 as expected, 2 unexpected (1 missed violation, 1 false
+        alarm) in 3m12s"``.
+    """
+    from dpaudit.report import counts_line
+
+    return counts_line(outcomes, seconds, strict)
+
+
+def _number(value) -> str:
+    if value is None:
+        return "–"
+    value = float(value)
+    return "∞" if value == float("inf") else f"{value:.4g}"
+
+
+def _row(o) -> list[str]:
+    r = o.result
+    expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
+    estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
+    return [o.name, o.kind, f"({r.claim.epsilon:g}, {r.claim.delta:g})", r.verdict, expected,
+            _number(r.epsilon_lower), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
+
+
+_COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "ε lower (cert.)", "ε at δ", "s")
+
+
+def _verdict_colour(o) -> str:
+    """Red only for what fails the run; an expected violation is not alarming."""
+    if o.as_expected is False or (o.expected is None and o.result.verdict in BAD_VERDICTS):
+        return "red"
+    return {"pass": "green", "inconclusive": "yellow"}.get(o.result.verdict, "cyan")
 
 
 def _summary_table(outcomes):
     from rich.table import Table
 
     table = Table(title="dpaudit results")
-    for column in (
-        "audit",
-        "kind",
-        "claim",
-        "verdict",
-        "expected",
-        "ε lower (cert.)",
-        "ε at δ",
-        "s",
-    ):
-        table.add_column(column)
-    colours = {"pass": "green", "violation": "red", "incompatible": "red"}
+    for column in _COLUMNS:
+        table.add_column(column, overflow="fold")
     for o in outcomes:
-        r = o.result
-        colour = colours.get(r.verdict, "yellow")
-        expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
-        table.add_row(
-            o.name,
-            o.kind,
-            f"({r.claim.epsilon:g}, {r.claim.delta:g})",
-            f"[{colour}]{r.verdict}[/{colour}]",
-            expected,
-            f"{r.epsilon_lower:.4g}",
-            _estimate(r),
-            f"{r.seconds:.1f}",
-        )
+        row = _row(o)
+        colour = _verdict_colour(o)
+        row[3] = f"[{colour}]{row[3]}[/{colour}]"
+        table.add_row(*row)
     return table
 
 
-def _estimate(result) -> str:
-    """The Monte Carlo epsilon at the claimed delta (white-box), or '–' (black-box: none)."""
-    value = getattr(result, "epsilon_at_claimed_delta", {}).get("estimate")
-    return "–" if value is None else f"{float(value):.4g}"
+def _plain_table(outcomes) -> str:
+    """The results as aligned plain text, nothing truncated."""
+    rows = [list(_COLUMNS), *(_row(o) for o in outcomes)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)  # fmt: skip
 
 
-# ------------------------------------------------------------------ commands
+def _print_table(outcomes, stream) -> None:
+    if _plain(stream):
+        print(_plain_table(outcomes), file=stream, flush=True)
+    else:
+        from rich.console import Console
+
+        Console(file=stream, highlight=False).print(_summary_table(outcomes))
 
 
-def run(args) -> int:
-    """``dpaudit run``: validate every spec, audit each, print the table, write JSON and report.
+def _audit_line(o, seconds: float) -> str:
+    mark = "" if o.as_expected is None else (" ✓" if o.as_expected else f" ✗ expected {o.expected}")
+    return f"{o.name}: {o.result.verdict}{mark} ({seconds:.1f} s)"
+
+
+# ------------------------------------------------------------------ auditing
+
+
+def _audit_all(prepared: list[PreparedAudit], out, quiet: bool = False) -> list:
+    """Audit every prepared target in turn, one result line per verdict on ``out``.
+
+    A suite-level bar (rich's own, not :mod:`dpaudit.progress`: it changes its
+    label per audit) is drawn on stderr when stderr is a terminal; on a terminal
+    the result lines are printed above it.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    show_bar = not quiet and sys.stderr.isatty()
+    outcomes = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True, highlight=False),
+        transient=True,
+        disable=not show_bar,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    ) as progress:
+        task = progress.add_task("auditing", total=len(prepared))
+        for item in prepared:
+            progress.update(task, description=f"auditing {item.spec.name}")
+            if item.claim_note:
+                print(f"{item.spec.name}: {item.claim_note}", file=out, flush=True)
+            t0 = time.perf_counter()
+            outcome = _outcome(item, _run_checked(item))
+            outcomes.append(outcome)
+            if not quiet:
+                line = _audit_line(outcome, time.perf_counter() - t0)
+                if show_bar and not _plain(out):  # the same terminal: print above the bar
+                    progress.console.print(line, markup=False, highlight=False)
+                else:
+                    print(line, file=out, flush=True)
+            progress.advance(task)
+    return outcomes
+
+
+def _log(args, message: str) -> None:
+    """A progress or log line on stderr (not under ``-q``)."""
+    if not getattr(args, "quiet", False):
+        print(message, file=sys.stderr, flush=True)
+
+
+def _prepare_targets(args) -> list[PreparedAudit]:
+    """Every target validated and built (specs first, then callables), ``-k`` applied."""
+    from dpaudit.spec import find_specs
+
+    for target in args.targets:
+        _check_target(target)
+    refs = [t for t in args.targets if _is_callable_ref(t)]
+    if not refs:
+        given = [o for o in ("epsilon", "delta", "data", "generator", "param") if getattr(args, o)]
+        if given or args.blackbox:
+            option = "--" + (given or ["blackbox"])[0]
+            raise _spec_error(
+                f"{option} is for a FILE.py:CALLABLE target; a spec states its claim and data "
+                "itself."
+            )
+    paths = [p for t in args.targets if t not in refs for p in find_specs(t)]
+    paths = _select_paths(list(dict.fromkeys(Path(p) for p in paths)), args.k)
+    prepared = [_prepare_one(path, args.seed, args.samples) for path in paths]
+    prepared += [
+        _prepare_callable(ref, args) for ref in refs if args.k is None or matches(args.k, [ref])
+    ]
+    if not prepared:
+        raise _spec_error(f"-k {args.k!r} selects none of the audits of {' '.join(args.targets)}.")
+    _check_unique(prepared)
+    return prepared
+
+
+def _check_outputs(args) -> None:
+    """The output paths, checked first: a run is never spent on output it cannot keep."""
+    from dpaudit.report import check_json_path, check_output_file, check_report_folder
+
+    if args.report:
+        check_report_folder(args.report)
+    if args.json and args.json != "-":
+        check_json_path(args.json)
+    if args.junitxml:
+        check_output_file(args.junitxml, "--junitxml")
+
+
+def audit_targets(args, legacy: bool = False) -> int:
+    """``dpaudit audit``: validate every target, audit each, print the results, write the files.
 
     Args:
-        args: the parsed command line (``target``, ``json``, ``report``,
-            ``seed``, ``samples``, ``strict``, ``workers``, ``ray``).
+        args: the parsed command line (``targets``, ``k``, ``quiet``, ``json``,
+            ``report``, ``junitxml``, ``seed``, ``samples``, ``strict``, ``workers``,
+            ``ray``, and the options of a ``FILE.py:CALLABLE`` target).
+        legacy: the output of the former ``run`` / ``check`` commands (everything on stderr).
 
     Returns:
         :data:`EXIT_OK`, or :data:`EXIT_FOUND` when an audit failed (see the module docstring).
 
     Raises:
-        SpecError: for an invalid spec or an audit that failed or crashed
-            (nothing is written then).
+        SpecError: for an invalid target or an audit that failed (nothing is written then).
+        AuditCrash: for a builder, audit or report that crashed.
     """
-    console = _console()
-    started = now()
-    # the output paths are checked first: a run is never spent on output it cannot keep
-    if args.report:
-        check_report_folder(args.report)
-    if args.json:
-        check_json_path(args.json)
-    if args.workers is not None or args.ray:  # Ray checked and started before any audit
+    from dpaudit.report import now
+
+    clock, started = time.perf_counter(), now()
+    out = sys.stderr if legacy or args.json == "-" else sys.stdout
+    _check_outputs(args)
+    parallel = getattr(args, "workers", None) is not None or getattr(args, "ray", None)
+    if parallel:  # Ray checked and started before any audit (dpaudit.distributed)
         from dpaudit.distributed import run_suite_parallel, start_suite
 
         start_suite(args.workers, args.ray)
-    prepared = prepare(find_specs(args.target), args.seed, args.samples)
+    prepared = _prepare_targets(args)
     kinds = [p.spec.kind for p in prepared]
-    console.print(
-        f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} white-box, "
-        f"{kinds.count('black-box')} black-box); running."
-    )
-    if args.workers is not None or args.ray:  # specs as parallel Ray tasks, same results
+    _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} "
+               f"white-box, {kinds.count('black-box')} black-box); running.")  # fmt: skip
+    if parallel:  # spec files as parallel Ray tasks: the serial results
         paths = [p.spec.path for p in prepared]
         results = run_suite_parallel(
             paths, args.seed, args.samples, workers=args.workers, address=args.ray
         )
         outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
     else:
-        outcomes = _audit_all(prepared, console)
-    console.print(_summary_table(outcomes))
-    _write_outputs(outcomes, args, started, console)
+        outcomes = _audit_all(prepared, out, args.quiet)
+    if not args.quiet:
+        _print_table(outcomes, out)
+    for item, o in zip(prepared, outcomes, strict=True):
+        if args.verbose or item.claim_note:  # a one-off audit's notes are its explanation
+            for note in o.result.notes:
+                print(f"  note: {note}", file=out)
+    seconds = time.perf_counter() - clock
+    _write_outputs(outcomes, args, started, seconds)
     failed = [o.name for o in outcomes if _failed(o, args.strict)]
     if failed:
-        console.print(f"[red]{len(failed)} audit(s) failed:[/red] {', '.join(failed)}")
-        return EXIT_FOUND
-    return EXIT_OK
+        print(f"{len(failed)} audit(s) failed: {', '.join(failed)}", file=sys.stderr, flush=True)
+    print(closing_line(outcomes, time.perf_counter() - clock, args.strict), file=out, flush=True)
+    return EXIT_FOUND if failed else EXIT_OK
 
 
-def _write_outputs(outcomes, args, started: str, console) -> None:
-    """Write the report and the JSON; a failure other than the file system's is an AuditCrash."""
+def _write_outputs(outcomes, args, started: str, seconds: float) -> None:
+    """Write the report, the JSON and the JUnit XML; a failure other than the file system's is
+    an AuditCrash."""
+    from dpaudit.report import ReportPathError, json_document, write_json, write_junit, write_report
+
     try:
         if args.report:
-            console.print(f"report: {write_report(outcomes, args.report, started=started)}")
-        if args.json:
-            console.print(f"json: {write_json(outcomes, args.json, started=started)}")
+            page = write_report(
+                outcomes, args.report, started=started, seconds=seconds, strict=args.strict
+            )
+            _log(args, f"report: {page}")
+        if args.json == "-":
+            json.dump(json_document(outcomes, started), sys.stdout, indent=1, allow_nan=False)
+            print(file=sys.stdout, flush=True)
+        elif args.json:
+            _log(args, f"json: {write_json(outcomes, args.json, started=started)}")
+        if args.junitxml:
+            path = write_junit(outcomes, args.junitxml, strict=args.strict, started=started)
+            _log(args, f"junitxml: {path}")
     except (OSError, ReportPathError):  # disk full, permissions: reported by main
         raise
     except Exception as err:  # e.g. a model raising while its sample paths are drawn
@@ -424,36 +834,26 @@ def _write_outputs(outcomes, args, started: str, console) -> None:
         ) from err
 
 
-def list_catalogue(args) -> int:
-    """``dpaudit list``: the catalogue's names, claims and summaries as a table.
+def run(args) -> int:
+    """``dpaudit run`` (deprecated name of ``dpaudit audit``, kept for one release).
 
     Args:
-        args: the parsed command line (``faulty``, ``all``).
+        args: the parsed command line (as for ``audit``).
 
     Returns:
-        :data:`EXIT_OK`.
+        The exit code of :func:`audit_targets`; the output is the former one (all on stderr).
     """
-    from rich.console import Console
-    from rich.table import Table
-
-    faulty = True if args.faulty else (None if args.all else False)
-    table = Table(title="dpaudit catalogue" + (" (faulty)" if faulty else ""))
-    table.add_column("name")
-    table.add_column("claim")
-    table.add_column("summary")
-    for name in dpaudit.catalogue(faulty=faulty):
-        e = entry(name)
-        try:
-            claim = dpaudit.build(name).claim
-            text = f"({claim.epsilon:g}, {claim.delta:g}) {claim.adjacency}"
-        except Exception as err:  # an entry that cannot build its example is shown, not hidden
-            text = f"example does not build: {err}"
-        table.add_row(name, text, e.summary[:100])
-    Console().print(table)
-    return EXIT_OK
+    _deprecated("run", "audit")
+    return audit_targets(args, legacy=True)
 
 
-def _describe(spec: AuditSpec) -> str:
+def _deprecated(old: str, new: str) -> None:
+    # on a terminal only: scripts and CI logs that parse stderr keep their former output
+    if sys.stderr.isatty():
+        print(f"dpaudit: '{old}' is deprecated; use 'dpaudit {new}'.", file=sys.stderr)
+
+
+def _describe(spec) -> str:
     """One line: the spec's kind, what it audits and how, its claim and expectation."""
     claim = f"claim ({spec.claim.epsilon:g}, {spec.claim.delta:g}) {spec.claim.adjacency}"
     expected = f"expected {spec.expected}" if spec.expected else "no expected verdict"
@@ -475,17 +875,22 @@ def _describe(spec: AuditSpec) -> str:
     return f"{spec.name}: {spec.kind} — {what}; {how}; {claim}; {expected}"
 
 
-def _check_specs(args) -> int:
-    """Validate specs completely (mechanisms, samplers, datasets built) without auditing."""
-    given = [f for f in ("epsilon", "data", "generator") if getattr(args, f) is not None]
-    if given or args.blackbox:
-        raise SpecError(
-            f"dpaudit check {args.target} validates specs; --{(given or ['blackbox'])[0]} is "
-            "for a FILE.py:CALLABLE."
-        )
-    prepared = prepare(find_specs(args.target))
+def validate(args) -> int:
+    """``dpaudit validate``: build every target's mechanism, sampler and datasets; no audit.
+
+    Args:
+        args: the parsed command line (``targets``, ``k``, and the options of a
+            ``FILE.py:CALLABLE`` target).
+
+    Returns:
+        :data:`EXIT_OK` (an invalid target raises).
+
+    Raises:
+        SpecError: for an invalid target.
+    """
+    prepared = _prepare_targets(args)
     for item in prepared:
-        print(_describe(item.spec))
+        print(_describe(item.spec) + (f" ({item.claim_note})" if item.claim_note else ""))
     kinds = [p.spec.kind for p in prepared]
     print(
         f"{len(prepared)} spec(s) valid ({kinds.count('white-box')} white-box, "
@@ -494,113 +899,68 @@ def _check_specs(args) -> int:
     return EXIT_OK
 
 
-def _user_mechanism(ref: str, here: Path) -> dpaudit.Mechanism:
-    """``FILE.py:CALLABLE`` on the command line: a Mechanism, or a builder called without params."""
-    target = load_callable(here, ref)
-    mechanism = target if isinstance(target, dpaudit.Mechanism) else None
-    if mechanism is None:
-        if not callable(target):
-            raise SpecError(f"{ref} is not callable.")
-        try:
-            mechanism = target()
-        except TypeError as err:
-            raise SpecError(f"{ref}: cannot call it without parameters ({err}).") from None
-        except ValueError:
-            raise
-        except Exception as err:  # the user's builder crashed: no verdict
-            raise AuditCrash(
-                f"{ref}: building the mechanism crashed ({_first_line(err)})."
-            ) from err
-    if not isinstance(mechanism, dpaudit.Mechanism):
-        raise SpecError(f"{ref} does not give a dpaudit.Mechanism.")
-    return mechanism
-
-
-def _command_line_pair(args, here: Path, public) -> tuple:
-    """``(D, D')`` from ``--data`` files, else from ``--generator`` reading ``public``'s params."""
-    if args.data:
-        return tuple(load_array_file(here, Path(f)) for f in args.data)
-    return generate(args.generator, public, seed=args.seed)
-
-
-def _print_single(outcome: AuditOutcome, strict: bool) -> int:
-    """Print one command-line audit's table and notes; its exit code."""
-    _console().print(_summary_table([outcome]))
-    for note in outcome.result.notes:
-        _console().print(f"  note: {note}")
-    return EXIT_FOUND if _failed(outcome, strict) else EXIT_OK
-
-
 def check(args) -> int:
-    """``dpaudit check``: validate specs, or audit one user callable without a spec file.
+    """``dpaudit check`` (deprecated): ``validate`` for specs, ``audit`` for a ``FILE.py:CALLABLE``.
 
     Args:
-        args: the parsed command line: ``target`` (a ``.toml``, a folder, or
-            ``FILE.py:CALLABLE``) and, for a callable, ``epsilon``, ``delta``,
-            ``adjacency``, ``data`` or ``generator``, ``samples``, ``seed``,
-            ``strict``, ``blackbox``, ``method``, ``reference``.
+        args: the parsed command line (as for ``audit``).
 
     Returns:
         :data:`EXIT_OK`, or :data:`EXIT_FOUND` when the callable's audit failed.
 
     Raises:
-        SpecError: for invalid specs, a missing ``--epsilon`` or data source,
-            or a callable that gives no Mechanism (sampler).
+        SpecError: for invalid specs, a missing data source, or a callable that
+            gives no Mechanism (sampler).
     """
-    if args.target.endswith(".toml") or Path(args.target).is_dir():
-        return _check_specs(args)
-    if args.epsilon is None:
-        raise SpecError(f"dpaudit check {args.target} needs --epsilon (the claim audited).")
-    if not args.data and not args.generator:
-        raise SpecError(
-            f"dpaudit check {args.target} needs --data D.npy D_PRIME.npy or --generator NAME."
+    if all(_is_callable_ref(t) for t in args.targets):
+        _deprecated("check FILE.py:CALLABLE", "audit FILE.py:CALLABLE")
+        return audit_targets(args, legacy=True)
+    given = [f for f in ("epsilon", "data", "generator") if getattr(args, f) is not None]
+    if given or args.blackbox:
+        raise _spec_error(
+            f"dpaudit check {' '.join(args.targets)} validates specs; "
+            f"--{(given or ['blackbox'])[0]} is for a FILE.py:CALLABLE."
         )
-    here = Path.cwd() / "command-line"
-    claim = dpaudit.Claim(
-        epsilon=args.epsilon, delta=args.delta, adjacency=args.adjacency
-    )  # validates epsilon/delta
-    if args.blackbox:
-        return _check_sampler(args, claim, here)
-    if args.method is not None or args.reference is not None:
-        raise SpecError("--method and --reference are for black-box checks (add --blackbox).")
-    check_seed(here, "--seed", args.seed)
-    mechanism = _with_claim(_user_mechanism(args.target, here), claim)
-    pair = _command_line_pair(args, here, mechanism)
-    check_model_runs(here, mechanism, pair)
-    try:
-        result = audit(
-            mechanism, pair[0], pair[1], samples=args.samples, seed=args.seed, confidence=0.95
-        )
-    except (TypeError, ValueError):  # the engine's own input checks: invalid input
-        raise
-    except Exception as err:
-        raise AuditCrash(f"{args.target}: the audit crashed ({_first_line(err)}).") from err
-    outcome = AuditOutcome(name=mechanism.name, result=result, mechanism=mechanism, data=pair)
-    return _print_single(outcome, args.strict)
+    _deprecated("check", "validate")
+    return validate(args)
 
 
-def _check_sampler(args, claim, here: Path) -> int:
-    """``dpaudit check FILE.py:SAMPLER --blackbox``: audit a plain sampler from its samples."""
-    sampler = load_callable(here, args.target, "sampler")
-    if not callable(sampler):
-        raise SpecError(f"{args.target} is not callable.")
-    name = f"{Path(args.target.rpartition(':')[0]).name}:{args.target.rpartition(':')[2]}"
-    reference = None if args.reference is None else dpaudit.build(args.reference)
-    public = reference if reference is not None else PublicParameters(name, {})
-    pair = _command_line_pair(args, here, public)
-    result = blackbox_audit(
-        sampler,
-        pair[0],
-        pair[1],
-        claim,
-        reference=reference,
-        statistic=args.method or "auto",
-        samples=args.samples,
-        seed=args.seed,
-        name=name,
-        progress=False,
-    )
-    return _print_single(AuditOutcome(name=name, result=result, data=pair), args.strict)
+def list_catalogue(args) -> int:
+    """``dpaudit list``: the catalogue's names, claims and summaries as a table.
+
+    Args:
+        args: the parsed command line (``faulty``, ``all``).
+
+    Returns:
+        :data:`EXIT_OK`.
+    """
+    from dpaudit.registry import entry
+
+    faulty = True if args.faulty else (None if args.all else False)
+    title = "dpaudit catalogue" + (" (faulty)" if faulty else "")
+    rows = []
+    for name in dpaudit.catalogue(faulty=faulty):
+        try:
+            claim = dpaudit.build(name).claim
+            text = f"({claim.epsilon:g}, {claim.delta:g}) {claim.adjacency}"
+        except Exception as err:  # an entry that cannot build its example is shown, not hidden
+            text = f"example does not build: {err}"
+        rows.append((name, text, entry(name).summary[:100]))
+    if _plain(sys.stdout):
+        print(title)
+        for row in rows:
+            print("  ".join(row))
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("name", "claim", "summary"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+    return EXIT_OK
 
 
 def info(args) -> int:
@@ -615,87 +975,176 @@ def info(args) -> int:
     Raises:
         SpecError: for an invalid spec.
     """
+    import jax
+
+    from dpaudit.datasets import generators
+    from dpaudit.spec import find_specs, load_spec
+
     print(f"dpaudit {dpaudit.__version__}")
     print(
         f"jax {jax.__version__}, backend {jax.default_backend()}, "
-        f"x64 {'on' if jax.config.jax_enable_x64 else 'off'}"
+        f"x64 {'on' if jax.config.jax_enable_x64 else 'off'}, "
+        f"compilation cache {jax.config.jax_compilation_cache_dir or 'off'}"
     )
+    print(f"dataset generators: {', '.join(generators())}")
     if args.target:
         for path in find_specs(args.target):
             print(_describe(load_spec(path)))
     return EXIT_OK
 
 
-def _parser() -> argparse.ArgumentParser:
+# ------------------------------------------------------------------ the command line
+
+
+def _default_cache() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return os.environ.get("DPAUDIT_CACHE_DIR") or str(Path(base) / "dpaudit" / "jax")
+
+
+def _configure_cache(folder: str) -> None:
+    """Keep compiled XLA programs in ``folder`` across runs (``"none"``: no cache).
+
+    Compilation dominates small audits (most of their first call); a warm cache
+    turns it into a file read.
+    """
+    if folder.lower() in ("", "none", "off"):
+        return
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", folder)
+    # jax caches only programs that took >= 1 s to compile by default; an audit compiles
+    # many smaller ones (0.1-1 s each), which together dominate a suite's run time
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
+
+
+def _add_target_options(p: argparse.ArgumentParser) -> None:
+    """Targets, ``-k``, and the options of a ``FILE.py:CALLABLE`` target (audit, validate)."""
+    p.add_argument(
+        "targets",
+        nargs="+",
+        metavar="TARGET",
+        help="a .toml spec, a folder of specs (searched recursively), or FILE.py:CALLABLE: a "
+        "Mechanism or a builder returning one (with --blackbox: a sampler (data, n, key) -> "
+        "releases)",
+    )
+    p.add_argument("-k", metavar="EXPR", help="only audits whose name or spec path matches EXPR: "
+                   "words joined by and/or/not, as in pytest (e.g. -k 'faulty and not ecdf')")  # fmt: skip
+    p.add_argument("--seed", type=int, help="override every spec's seed (FILE.py:CALLABLE: 0)")
+    p.add_argument("--samples", type=int, help="override every spec's sample budget "
+                   f"(FILE.py:CALLABLE: {CALLABLE_SAMPLES})")  # fmt: skip
+    c = p.add_argument_group(
+        "a FILE.py:CALLABLE target",
+        "Audited against the claim its mechanism declares; --epsilon, --delta and --adjacency "
+        "replace that part of it (the output says which claim was audited).",
+    )
+    c.add_argument("--epsilon", type=float, help="the epsilon audited instead of the declared one")
+    c.add_argument("--delta", type=float, help="the delta audited instead of the declared one")
+    c.add_argument("--adjacency", choices=("replace-one", "add-remove"),
+                   help="the neighbour relation instead of the declared one")  # fmt: skip
+    c.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="a keyword argument of the builder (or sampler), repeatable; VALUE is a "
+                   "TOML value (20, 0.5, true, [1, 2]) or else a string")  # fmt: skip
+    source = c.add_mutually_exclusive_group()
+    source.add_argument("--data", nargs=2, metavar=("D", "D_PRIME"),
+                        help="the neighbouring datasets as two .npy/.npz files")  # fmt: skip
+    source.add_argument("--generator", help="a named dataset generator (dpaudit info lists them)")
+    c.add_argument("--data-param", action="append", metavar="KEY=VALUE",
+                   help="a parameter of the generator, repeatable")  # fmt: skip
+    b = p.add_argument_group("black-box audit of a sampler (with --blackbox)")
+    b.add_argument("--blackbox", action="store_true",
+                   help="the callable is a plain sampler (data, n, key) -> releases: audit it "
+                   "from its samples (verdict violation or inconclusive)")  # fmt: skip
+    b.add_argument("--method", choices=("auto", "model", "logistic", "mlp"),
+                   help="the test statistic: the reference's privacy loss (model) or a "
+                   "classifier (logistic, mlp); auto: model when --reference is given")  # fmt: skip
+    b.add_argument("--reference", metavar="MODEL",
+                   help="a model of the intended release: a catalogue name or FILE.py:CALLABLE; "
+                   "its claim is audited unless --epsilon is given")  # fmt: skip
+    b.add_argument("--reference-param", action="append", metavar="KEY=VALUE",
+                   help="a parameter of the reference's builder, repeatable")  # fmt: skip
+    b.add_argument("--features", choices=("values", "kl"),
+                   help="classifier features: the release values, or Karhunen–Loève "
+                   "coefficients of the reference's basis")  # fmt: skip
+    b.add_argument("--components", type=int, help="number of KL coefficients (--features kl)")
+    b.add_argument("--objective", choices=("epsilon", "delta"),
+                   help="what the chosen event maximises (default epsilon)")  # fmt: skip
+    b.add_argument("--select-samples", type=int,
+                   help="selection releases per dataset (default: the engine's)")  # fmt: skip
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """Output files, verbosity, strictness and the compilation cache (audit, run, check)."""
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print only the closing counts line (and the failures)")  # fmt: skip
+    p.add_argument("--json", metavar="FILE", help="write the JSON results to FILE ('-': stdout)")
+    p.add_argument("--report", metavar="DIR",
+                   help="write results.json and index.html (plots embedded) into DIR")  # fmt: skip
+    p.add_argument("--junitxml", metavar="FILE",
+                   help="write a JUnit XML file: one test case per audit, a failure for each "
+                   "unexpected verdict (for CI systems)")  # fmt: skip
+    p.add_argument("--strict", action="store_true",
+                   help="an inconclusive verdict without an expected one fails the run")  # fmt: skip
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="JAX compilation cache (default $DPAUDIT_CACHE_DIR, else "
+                   "~/.cache/dpaudit/jax; 'none' turns it off)")  # fmt: skip
+    p.add_argument("--workers", type=int, help="run the specs in parallel on N local Ray workers")
+    p.add_argument("--ray", metavar="ADDRESS", help="run the specs on the Ray cluster at ADDRESS")
+
+
+def _verbose_parent() -> argparse.ArgumentParser:
+    # -v also after the command (dpaudit audit SPEC -v); SUPPRESS keeps the top-level value
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                         help="show the traceback of an error, and every audit's notes")  # fmt: skip
+    return verbose
+
+
+_EPILOG = (
+    "Exit codes: 0 every audit finished and every verdict is acceptable; 1 an unexpected "
+    "verdict (a violation, or a missed expected verdict); 2 invalid input (nothing written); 3 "
+    "an internal error or an interrupted run (a crash, a user's sys.exit, Ctrl-C, a full disk; no "
+    "verdict, nothing published). Results go to stdout, progress and logs to stderr. Errors are "
+    "one sentence on stderr; -v adds the traceback."
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``dpaudit`` argument parser (built without importing JAX).
+
+    Returns:
+        The parser, with one sub-parser per command.
+    """
     parser = argparse.ArgumentParser(
         prog="dpaudit",
-        description="Audit differential-privacy claims of mechanisms declared as numpyro models.",
-        epilog="Exit codes: 0 every audit finished and every verdict is acceptable; 1 an "
-        "unexpected verdict (a violation, or a missed expected verdict); 2 invalid input "
-        "(nothing written); 3 an internal error or an interrupted run (a crash, a user's "
-        "sys.exit, Ctrl-C, a full disk; no verdict, nothing published). Errors are one "
-        "sentence on stderr; -v adds the traceback.",
+        description="Audit differential-privacy claims of mechanisms declared as numpyro models, "
+        "or of implementations from their samples.",
+        epilog=_EPILOG,
     )
-    parser.add_argument("--version", action="version", version=dpaudit.__version__)
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="show the traceback of an error"
-    )
-    # -v also after the command (dpaudit run SPEC -v); SUPPRESS keeps the top-level value
-    verbose = argparse.ArgumentParser(add_help=False)
-    verbose.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="show the traceback of an error",
-    )
-    sub = parser.add_subparsers(dest="command")
-    run_p = sub.add_parser(
-        "run", help="run an audit spec or every spec in a folder", parents=[verbose]
-    )
-    run_p.add_argument("target", help="a .toml spec or a folder of specs")
-    run_p.add_argument("--json", help="write the JSON results to this file")
-    run_p.add_argument("--report", help="write results.json and index.html into this folder")
-    run_p.add_argument("--seed", type=int, help="override every spec's seed")
-    run_p.add_argument("--samples", type=int, help="override every spec's sample budget")
-    run_p.add_argument("--strict", action="store_true", help="fail on inconclusive verdicts too")
-    run_p.add_argument("--workers", type=int, help="run specs in parallel on N local Ray workers")
-    run_p.add_argument("--ray", metavar="ADDRESS", help="run specs on the Ray cluster at ADDRESS")
-    list_p = sub.add_parser("list", help="show the catalogue of mechanisms", parents=[verbose])
+    parser.add_argument("--version", action="version", version=f"dpaudit {dpaudit.__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show the traceback of an error, and every audit's notes")  # fmt: skip
+    parents = [_verbose_parent()]
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="one of:")
+    for name, text in (
+        ("audit", "audit specs, folders of specs, or FILE.py:CALLABLE targets"),
+        ("run", "deprecated name of 'audit' (former output: everything on stderr)"),
+        ("check", "deprecated: 'validate' for specs, 'audit' for a FILE.py:CALLABLE"),
+    ):
+        p = sub.add_parser(name, help=text, description=text, parents=parents, epilog=_EPILOG)
+        _add_target_options(p)
+        _add_output_options(p)
+    p = sub.add_parser("validate", help="build every target's mechanism, sampler and datasets "
+                       "and run each once, without auditing", parents=parents)  # fmt: skip
+    _add_target_options(p)
+    list_p = sub.add_parser("list", help="show the catalogue of mechanisms", parents=parents)
     group = list_p.add_mutually_exclusive_group()
     group.add_argument("--faulty", action="store_true", help="only the known-faulty mechanisms")
     group.add_argument("--all", action="store_true", help="correct and faulty mechanisms")
-    check_p = sub.add_parser(
-        "check",
-        help="validate specs (a .toml or a folder), or audit one mechanism or sampler from a "
-        "file without a spec",
-        parents=[verbose],
-    )
-    check_p.add_argument(
-        "target",
-        help="a .toml spec or a folder of specs (validated, not run), or file.py:callable "
-        "(a Mechanism or a builder; with --blackbox a sampler (data, n, key) -> releases)",
-    )
-    check_p.add_argument("--epsilon", type=float)
-    check_p.add_argument("--delta", type=float, default=0.0)
-    check_p.add_argument("--adjacency", default="replace-one")
-    source = check_p.add_mutually_exclusive_group()
-    source.add_argument("--data", nargs=2, metavar=("D", "D_PRIME"), help="two .npy/.npz files")
-    source.add_argument("--generator", help="a named generator (curves, points, ...)")
-    check_p.add_argument("--samples", type=int, default=100_000)
-    check_p.add_argument("--seed", type=int, default=0)
-    check_p.add_argument("--strict", action="store_true")
-    check_p.add_argument(
-        "--blackbox", action="store_true", help="the callable is a plain sampler: audit its samples"
-    )
-    check_p.add_argument(
-        "--method", choices=("auto", "model", "logistic", "mlp"), help="black-box statistic"
-    )
-    check_p.add_argument("--reference", help="black-box: a catalogue model of the intended release")
     info_p = sub.add_parser(
         "info",
-        help="show the version and the JAX configuration, and the kind of specs",
-        parents=[verbose],
+        help="show the version, the JAX configuration and the dataset generators, and what each "
+        "spec audits",
+        parents=parents,
     )
     info_p.add_argument("target", nargs="?", help="a .toml spec or a folder of specs")
     return parser
@@ -703,7 +1152,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _error_sentence(err: BaseException) -> tuple[str, int]:
     """The one-sentence message and the exit code of an error that stopped a command."""
-    if isinstance(err, (SpecError, ValueError, TypeError)):  # ReportPathError included
+    if isinstance(err, ValueError | TypeError):  # SpecError and ReportPathError included
         return str(err), EXIT_INVALID
     if isinstance(err, KeyboardInterrupt):
         return "interrupted; no verdict, nothing was published.", EXIT_ERROR
@@ -723,28 +1172,43 @@ def _error_sentence(err: BaseException) -> tuple[str, int]:
     return f"internal error ({_first_line(err)}); please report it with -v.", EXIT_ERROR
 
 
+_COMMANDS = {
+    "audit": audit_targets,
+    "validate": validate,
+    "run": run,
+    "check": check,
+    "list": list_catalogue,
+    "info": info,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``dpaudit`` command line.
 
     Args:
-        argv: the arguments (without the program name); ``None`` reads ``sys.argv``.
+        argv: the arguments (without the program name); ``None`` reads
+            ``sys.argv`` (and turns on the compilation cache by default).
 
     Returns:
         The exit code (see the module docstring): :data:`EXIT_OK`,
         :data:`EXIT_FOUND`, :data:`EXIT_INVALID` or :data:`EXIT_ERROR`. An
         error is one sentence on stderr, with the traceback under ``--verbose``.
     """
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
-    commands = {"run": run, "list": list_catalogue, "check": check, "info": info}
-    if args.command not in commands:
+    if args.command not in _COMMANDS:
         parser.print_help()
         return EXIT_OK
-    if getattr(args, "samples", None) is not None and args.samples < 1:
-        print("dpaudit: --samples must be >= 1.", file=sys.stderr)
-        return EXIT_INVALID
+    for option in ("samples", "select_samples", "components"):
+        if (getattr(args, option, None) or 1) < 1:
+            print(f"dpaudit: --{option.replace('_', '-')} must be >= 1.", file=sys.stderr)
+            return EXIT_INVALID
     try:
-        return commands[args.command](args)
+        cache = getattr(args, "cache_dir", None)
+        if cache is not None or (argv is None and hasattr(args, "cache_dir")):
+            # in-process callers (tests, notebooks) keep their own JAX configuration
+            _configure_cache(cache if cache is not None else _default_cache())
+        return _COMMANDS[args.command](args)
     except (Exception, KeyboardInterrupt, SystemExit) as err:
         message, code = _error_sentence(err)
         if args.verbose:

@@ -28,7 +28,19 @@ for three structures (:func:`exact_sup_loss`):
   over the enumerated support; a point with ``p_k > 0 = q_k`` gives ``inf``.
 * **Distributions that declare their supremum**: any release law with a method
   ``exact_sup_loss(other) -> ExactSupLoss | None`` (the catalogue's two-sided
-  geometric law does, through :func:`two_sided_geometric_sup_loss`).
+  geometric law does, through :func:`two_sided_geometric_sup_loss`; report-noisy-max
+  and the sparse vector technique do, through :func:`finite_sup_loss` over their finite
+  output sets, whose masses are integrals computed by
+  :func:`piecewise_exponential_integral`).
+
+**Integrals of products of Laplace (and exponential) densities and CDFs.** Every mass
+of report-noisy-max and of an SVT pattern is ``int prod_m g_m(r) dr`` where each factor
+``g_m`` is, on either side of one kink ``mu_m``, a sum of at most two terms
+``c e^{lambda (r - mu_m)}`` (a Laplace density, CDF or survival function, an exponential
+density or CDF, an indicator). Between consecutive kinks the product expands into a sum
+of exponentials ``C e^{Lambda r}`` whose integrals are closed forms, so the mass is
+computed *exactly* up to floating-point round-off, which is bounded term by term
+(:func:`piecewise_exponential_integral`): no quadrature error at all.
 
 The result, :class:`ExactSupLoss`, converts to a :class:`SupremumAccounting` that
 has the interface of :class:`~dpaudit.accounting.ExactAccounting` (family
@@ -39,6 +51,7 @@ and is violated when ``sup_loss_lower > epsilon``.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -50,8 +63,13 @@ from dpaudit.serialize import json_float
 
 __all__ = [
     "ExactSupLoss",
+    "ExpFactor",
     "SupremumAccounting",
     "exact_sup_loss",
+    "finite_sup_loss",
+    "log_bracket",
+    "log_density_error",
+    "piecewise_exponential_integral",
     "two_sided_geometric_sup_loss",
 ]
 
@@ -72,6 +90,16 @@ _ENUMERABLE = (
     dist.BinomialLogits,
     dist.DiscreteUniform,
 )
+
+
+# Expanding a product of two-term factors doubles the terms per factor: past 2^20 terms
+# per interval (a few 8 MiB arrays) the exact route declines and sampling decides.
+_MAX_TERMS = 1 << 20
+
+# Round-off of one expanded term: the log of its magnitude is a sum of at most m + 2
+# rounded products, exp/expm1/log are within a few ulps in numpy and libm; 64 ulps per
+# operation covers both with a wide margin (the bound is still ~1e-12 relative).
+_ULPS = 64.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,6 +270,267 @@ def two_sided_geometric_sup_loss(loc_p, loc_q, a) -> ExactSupLoss:
     # each product and the difference are rounded once (<= 2 eps relative), the fsum once
     slack = 4.0 * _EPS * (value + math.fsum(np.abs(terms)))
     return _symmetric(max(0.0, value - slack), value + slack, "declared")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpFactor:
+    r"""A piecewise-exponential factor ``g(r)`` of an integrand, with one kink.
+
+    ``g(r) = sum_{(c, lam) in left} c e^{lam (r - kink)}`` for ``r < kink`` and the same
+    with ``right`` for ``r >= kink``; an empty side is ``0``. The constructors cover the
+    laws the catalogue needs: :meth:`laplace_density`, :meth:`laplace_cdf`,
+    :meth:`laplace_survival`, :meth:`exponential_density`, :meth:`exponential_cdf`,
+    :meth:`indicator`.
+
+    Attributes:
+        kink: the point where the two expressions meet.
+        left, right: ``((coefficient, rate), ...)`` on each side.
+    """
+
+    kink: float
+    left: tuple[tuple[float, float], ...]
+    right: tuple[tuple[float, float], ...]
+
+    @classmethod
+    def laplace_density(cls, loc: float, scale: float) -> ExpFactor:
+        """The density of ``Lap(loc, scale)``.
+
+        Args:
+            loc, scale: location and scale (> 0).
+
+        Returns:
+            The factor ``e^{-|r - loc|/scale} / (2 scale)``.
+        """
+        c, lam = 0.5 / scale, 1.0 / scale
+        return cls(float(loc), ((c, lam),), ((c, -lam),))
+
+    @classmethod
+    def laplace_cdf(cls, loc: float, scale: float) -> ExpFactor:
+        """The CDF ``P(loc + scale Z <= r)`` of ``Lap(loc, scale)``.
+
+        Args:
+            loc, scale: location and scale (> 0).
+
+        Returns:
+            The factor (``e^{t}/2`` below ``loc``, ``1 - e^{-t}/2`` above, ``t = (r-loc)/scale``).
+        """
+        lam = 1.0 / scale
+        return cls(float(loc), ((0.5, lam),), ((1.0, 0.0), (-0.5, -lam)))
+
+    @classmethod
+    def laplace_survival(cls, loc: float, scale: float) -> ExpFactor:
+        """The survival function ``P(loc + scale Z > r)`` of ``Lap(loc, scale)``.
+
+        Args:
+            loc, scale: location and scale (> 0).
+
+        Returns:
+            The factor ``1 - F``.
+        """
+        lam = 1.0 / scale
+        return cls(float(loc), ((1.0, 0.0), (-0.5, lam)), ((0.5, -lam),))
+
+    @classmethod
+    def exponential_density(cls, loc: float, scale: float) -> ExpFactor:
+        """The density of ``loc + Exp(scale)`` (zero below ``loc``).
+
+        Args:
+            loc, scale: location and scale (> 0).
+
+        Returns:
+            The factor.
+        """
+        return cls(float(loc), (), ((1.0 / scale, -1.0 / scale),))
+
+    @classmethod
+    def exponential_cdf(cls, loc: float, scale: float) -> ExpFactor:
+        """The CDF of ``loc + Exp(scale)``.
+
+        Args:
+            loc, scale: location and scale (> 0).
+
+        Returns:
+            The factor ``(1 - e^{-(r - loc)/scale})_+``.
+        """
+        return cls(float(loc), (), ((1.0, 0.0), (-1.0, -1.0 / scale)))
+
+    @classmethod
+    def indicator(cls, kink: float, below: bool) -> ExpFactor:
+        """The indicator of ``r < kink`` (``below``) or ``r >= kink``.
+
+        Args:
+            kink: the edge.
+            below: which side is 1.
+
+        Returns:
+            The factor.
+        """
+        one = ((1.0, 0.0),)
+        return cls(float(kink), one, ()) if below else cls(float(kink), (), one)
+
+
+def _expand(factors, lo: float, hi: float, ref: float):
+    """The expanded terms of ``prod g_m`` on ``[lo, hi]``: sign, log-magnitude at ``ref``,
+    rate, and the sizes that bound their round-off (``None`` when the product is 0)."""
+    sign, logmag, rate = np.ones(1), np.zeros(1), np.zeros(1)
+    size, abs_rate = np.zeros(1), np.zeros(1)
+    for factor in factors:
+        piece = factor.left if hi <= factor.kink else factor.right
+        if not piece:
+            return None
+        coef, lam = np.array(piece).T
+        log_coef, exponent = np.log(np.abs(coef)), lam * (ref - factor.kink)
+        sign = np.outer(sign, np.sign(coef)).ravel()
+        logmag = np.add.outer(logmag, log_coef + exponent).ravel()
+        rate = np.add.outer(rate, lam).ravel()
+        size = np.add.outer(size, np.abs(log_coef) + np.abs(exponent)).ravel()
+        abs_rate = np.add.outer(abs_rate, np.abs(lam)).ravel()
+        if sign.size > _MAX_TERMS:
+            raise OverflowError
+    return sign, logmag, rate, size, abs_rate
+
+
+def _interval_terms(factors, lo: float, hi: float):
+    """Signed values and round-off bounds of the expanded terms' integrals over ``[lo, hi]``."""
+    ref = lo if math.isfinite(lo) else hi
+    expanded = _expand(factors, lo, hi, ref)
+    if expanded is None:
+        return np.zeros(0), np.zeros(0)
+    sign, logmag, rate, size, abs_rate = expanded
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if math.isfinite(lo) and math.isfinite(hi):
+            w = hi - lo
+            rw = rate * w
+            log_j = np.where(
+                rate > 0,
+                rw + np.log(-np.expm1(-np.abs(rw))) - np.log(np.abs(rate)),
+                np.log(-np.expm1(-np.abs(rw))) - np.log(np.abs(rate)),
+            )
+            log_j = np.where(rate == 0, math.log(w), log_j)
+            spread = np.abs(rw) + abs_rate * w
+        else:
+            outward = rate > 0 if math.isinf(lo) else rate < 0
+            if not np.all(outward):  # a tail that does not decay: not a finite integral
+                raise ValueError("the integrand does not decay in a tail (not a density).")
+            log_j = -np.log(np.abs(rate))
+            spread = 1.0 + abs_rate / np.abs(rate)
+    values = sign * np.exp(logmag + log_j)
+    # relative round-off of each term: the log-magnitude's absolute error (sums of the
+    # exponents, `size`), the closed-form integral's sensitivity to the rounded rate and
+    # width (`spread`), and the elementary functions, at _ULPS per operation
+    m = len(factors) + 4
+    rel = _ULPS * m * _EPS * (1.0 + size + spread)
+    return values, np.abs(values) * np.expm1(np.minimum(2.0 * rel, 700.0))
+
+
+def piecewise_exponential_integral(factors) -> tuple[float, float] | None:
+    r"""Certified bounds on ``int_R prod_m g_m(r) dr`` for piecewise-exponential factors.
+
+    The kinks split the line into intervals; on each, every factor is one of its two
+    expressions, the product expands into terms ``C e^{Lambda r}`` and each term is
+    integrated in closed form (``(e^{Lambda w} - 1)/Lambda`` on a bounded interval,
+    ``1/|Lambda|`` on a tail). The terms are summed exactly (``math.fsum``); the bound
+    adds each term's round-off (module constants) and the final rounding, so the true
+    integral of the factors as given lies in ``[lower, upper]``.
+
+    Args:
+        factors: a sequence of :class:`ExpFactor`.
+
+    Returns:
+        ``(lower, upper)`` with ``0 <= lower <= upper``, or ``None`` when an interval
+        expands into more than ``2^20`` terms.
+
+    Raises:
+        ValueError: a tail where the product does not decay (the integral diverges).
+
+    Example:
+        >>> lo, hi = piecewise_exponential_integral(  # int f F = 1/2 for any law
+        ...     [ExpFactor.laplace_density(1.0, 2.0), ExpFactor.laplace_cdf(1.0, 2.0)])
+        >>> lo <= 0.5 <= hi and hi - lo < 1e-11
+        True
+    """
+    edges = [-math.inf, *sorted({f.kink for f in factors}), math.inf]
+    values, errors = [], []
+    try:
+        for lo, hi in itertools.pairwise(edges):
+            v, e = _interval_terms(factors, lo, hi)
+            values.extend(v.tolist())
+            errors.extend(e.tolist())
+    except OverflowError:
+        return None
+    if not values:  # every interval has a factor that vanishes: exactly 0
+        return 0.0, 0.0
+    total = math.fsum(values)
+    # fsum is correctly rounded: one more eps of the total, and the error sum rounded up
+    error = math.fsum(errors) * (1.0 + len(errors) * _EPS) + 2.0 * _EPS * abs(total)
+    return max(0.0, _down(total - error)), float(np.nextafter(total + error, np.inf))
+
+
+def log_bracket(lower: float, upper: float) -> tuple[float, float]:
+    """``log`` of a bracket ``[lower, upper]`` of a mass, widened by the rounding of ``log``.
+
+    Args:
+        lower, upper: bounds on a non-negative quantity.
+
+    Returns:
+        ``(log lower, log upper)`` moved outwards by 8 ulps (``-inf`` for a bound ``<= 0``).
+    """
+    lo = -math.inf if lower <= 0 else math.log(lower)
+    hi = -math.inf if upper <= 0 else math.log(upper)
+    lo = lo if math.isinf(lo) else lo - 8 * _EPS * abs(lo) - 1e-300
+    hi = hi if math.isinf(hi) else hi + 8 * _EPS * abs(hi) + 1e-300
+    return lo, hi
+
+
+def finite_sup_loss(log_p, log_q, method: str = "declared") -> ExactSupLoss:
+    """Certified ``sup L`` of two laws on one finite output set from bracketed log-masses.
+
+    ``sup log dP/dQ = max_k (log p_k - log q_k)`` over the outputs with ``p_k > 0``;
+    the upper bound pairs each ``p_k``'s upper bound with ``q_k``'s lower bound, the lower
+    bound the other way round; an output with ``p_k > 0 = q_k`` certainly gives ``inf``.
+    Both suprema are ``>= 0`` for probability laws, so the lower bounds are clamped at 0.
+
+    Args:
+        log_p, log_q: ``(n_outputs, 2)`` arrays of ``[lower, upper]`` bounds on the
+            log-masses (``-inf`` for a mass that may be 0).
+        method: recorded in the result.
+
+    Returns:
+        An :class:`ExactSupLoss`.
+    """
+    log_p, log_q = np.asarray(log_p, dtype=float), np.asarray(log_q, dtype=float)
+    out = []
+    for first, second in ((log_p, log_q), (log_q, log_p)):
+        possible = first[:, 1] > -np.inf
+        sure = first[:, 0] > -np.inf
+        with np.errstate(invalid="ignore"):
+            top = np.where(possible, first[:, 1] - second[:, 0], -np.inf)
+            bottom = np.where(sure, first[:, 0] - second[:, 1], -np.inf)
+        upper = float(np.nextafter(np.max(top), np.inf))
+        lower = float(np.max(bottom))
+        lower = lower if math.isinf(lower) else _down(lower)
+        out += [max(0.0, lower), max(0.0, upper)]
+    return ExactSupLoss(*out, method)
+
+
+def log_density_error(distribution: Distribution, release) -> float:
+    """A certified bound on the numerical error of ``distribution.log_prob(release)``.
+
+    Laws whose log-density is computed numerically (quadrature) declare
+    ``log_prob_error(value) -> float``; closed-form laws do not and their error is
+    float round-off only, which the certificate's own margin covers (``0`` here). A law
+    that cannot bound its error returns ``inf``, and no certificate rests on it.
+    ``Independent`` wrappers are looked through.
+
+    Args:
+        distribution: the release law.
+        release: one release.
+
+    Returns:
+        The bound (``>= 0``, possibly ``inf``).
+    """
+    declared = getattr(_unwrap(distribution), "log_prob_error", None)
+    return float(declared(release)) if callable(declared) else 0.0
 
 
 def _unwrap(d: Distribution) -> Distribution:

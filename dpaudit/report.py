@@ -38,8 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import dpaudit
 from dpaudit.serialize import json_float
 
@@ -49,11 +47,16 @@ __all__ = [
     "AuditOutcome",
     "ReportPathError",
     "check_json_path",
+    "check_output_file",
     "check_report_folder",
+    "counts_line",
+    "json_document",
     "now",
     "result_record",
     "score_histogram",
+    "unexpected_reason",
     "write_json",
+    "write_junit",
     "write_report",
 ]
 
@@ -64,6 +67,11 @@ _COLOURS = {
     "incompatible": "#b00020",
     "inconclusive": "#9a6700",
 }
+#: A violation the spec expects (a known-faulty mechanism caught) is the suite working:
+#: slate blue, not the red of a verdict that fails the run.
+_EXPECTED_FINDING = "#4a5a8c"
+#: Verdicts that fail a run unless the spec expects them.
+_BAD = ("violation", "incompatible")
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,65 @@ class AuditOutcome:
     def kind(self) -> str:
         """``"black-box"`` for a :class:`dpaudit.BlackBoxResult`, else ``"white-box"``."""
         return getattr(self.result, "kind", "white-box")
+
+
+def unexpected_reason(outcome: AuditOutcome, strict: bool = False) -> str | None:
+    """Why an audit fails its run, in a few words; ``None`` when it does not.
+
+    An audit fails when its verdict differs from the spec's ``expected``, or,
+    without an expectation, when it is a violation or an incompatibility (with
+    ``strict``, also an inconclusive verdict).
+
+    Args:
+        outcome: one audit of a run.
+        strict: whether an inconclusive verdict without expectation fails.
+
+    Returns:
+        ``"missed violation"``, ``"missed incompatibility"``, ``"false alarm"``
+        (a violation where the spec expects pass or inconclusive),
+        ``"unexpected violation"``, ``"inconclusive"``, ``"pass instead of
+        inconclusive"``, ..., or ``None``.
+    """
+    verdict, expected = outcome.result.verdict, outcome.expected
+    if expected is not None and verdict == expected:
+        return None
+    if expected is None and verdict not in _BAD and not (strict and verdict == "inconclusive"):
+        return None
+    if expected in _BAD and verdict not in _BAD:
+        return "missed violation" if expected == "violation" else "missed incompatibility"
+    if verdict in _BAD and expected in ("pass", "inconclusive"):
+        return "false alarm"
+    if verdict in _BAD:
+        return "unexpected " + verdict
+    return f"{verdict} instead of {expected}" if expected else verdict
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes}m{seconds:02d}s"
+
+
+def counts_line(outcomes: Sequence[AuditOutcome], seconds: float, strict: bool = False) -> str:
+    """A run's counts in one line, in the manner of pytest's closing line.
+
+    Args:
+        outcomes: the audits of the run.
+        seconds: the run's wall time.
+        strict: whether an inconclusive verdict without expectation fails.
+
+    Returns:
+        For example ``"47 as expected, 2 unexpected (1 missed violation, 1 false
+        alarm) in 3m12s"``.
+    """
+    bad = [k for k in (unexpected_reason(o, strict) for o in outcomes) if k is not None]
+    text = f"{len(outcomes) - len(bad)} as expected"
+    if bad:
+        counts = {k: bad.count(k) for k in dict.fromkeys(bad)}
+        text += f", {len(bad)} unexpected (" + ", ".join(f"{n} {k}" for k, n in counts.items())
+        text += ")"
+    return f"{text} in {_duration(seconds)}"
 
 
 def _common_record(outcome, kind: str) -> dict:
@@ -200,7 +267,17 @@ def result_record(outcome: AuditOutcome) -> dict:
     }
 
 
-def _document(outcomes: Sequence[AuditOutcome], started: str) -> dict:
+def json_document(outcomes: Sequence[AuditOutcome], started: str = "") -> dict:
+    """The results document of a run (schema ``dpaudit.results/1``), as written by :func:`write_json`.
+
+    Args:
+        outcomes: the audits of the run, in order.
+        started: the run's start time (:func:`now`); empty: now.
+
+    Returns:
+        ``{"schema", "dpaudit_version", "started", "audits": [record, ...]}``, JSON-able.
+    """
+    started = started or now()
     return {
         "schema": SCHEMA,
         "dpaudit_version": dpaudit.__version__,
@@ -226,12 +303,105 @@ def write_json(outcomes: Sequence[AuditOutcome], path: str | Path, *, started: s
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    document = _document(outcomes, started or now())
+    document = json_document(outcomes, started)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
         try:
             json.dump(document, tmp, indent=1, allow_nan=False)
             tmp.flush()
         except BaseException:  # disk full, interrupt: no half-written temp file left behind
+            tmp.close()
+            os.unlink(tmp.name)
+            raise
+    try:
+        os.chmod(tmp.name, 0o644)  # NamedTemporaryFile creates 0600
+        os.replace(tmp.name, path)
+    except BaseException:
+        Path(tmp.name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _junit_case(outcome: AuditOutcome, strict: bool):
+    """One ``<testcase>``: a failure for an unexpected verdict, the numbers in ``system-out``."""
+    from xml.etree import ElementTree
+
+    r = outcome.result
+    case = ElementTree.Element(
+        "testcase",
+        classname=f"dpaudit.{outcome.kind}",
+        name=outcome.name,
+        file=outcome.spec,
+        time=f"{float(r.seconds):.3f}",
+    )
+    expected = outcome.expected
+    if expected is not None:
+        failed = r.verdict != expected
+    else:
+        failed = r.verdict in ("violation", "incompatible") or (
+            strict and r.verdict == "inconclusive"
+        )
+    claim = f"({r.claim.epsilon:g}, {r.claim.delta:g})-DP, {r.claim.adjacency}"
+    summary = (
+        f"verdict {r.verdict} (expected {expected or 'no violation'}); claim {claim}; "
+        f"certified epsilon lower bound {_fmt(r.epsilon_lower)} at confidence {r.confidence}"
+    )
+    if failed:
+        failure = ElementTree.SubElement(case, "failure", message=summary, type=r.verdict)
+        failure.text = "\n".join([summary, *r.notes])
+    ElementTree.SubElement(case, "system-out").text = "\n".join([summary, *r.notes])
+    return case, failed
+
+
+def write_junit(
+    outcomes: Sequence[AuditOutcome], path: str | Path, *, strict: bool = False, started: str = ""
+) -> Path:
+    """Write the run as a JUnit XML file: one test case per audit, a failure per unexpected verdict.
+
+    CI systems (GitLab, Jenkins, GitHub test reporters) then list audits like tests.
+
+    Args:
+        outcomes: the audits of the run, in order.
+        path: the XML file (its folder is created); written atomically.
+        strict: an inconclusive verdict without an expected verdict is a failure.
+        started: the run's start time (:func:`now`); empty: now.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        OSError: when the file cannot be written.
+    """
+    from xml.etree import ElementTree
+
+    cases = [_junit_case(o, strict) for o in outcomes]
+    suite = ElementTree.Element(
+        "testsuite",
+        name="dpaudit",
+        tests=str(len(cases)),
+        failures=str(sum(failed for _, failed in cases)),
+        errors="0",
+        skipped="0",
+        time=f"{sum(float(o.result.seconds) for o in outcomes):.3f}",
+        timestamp=started or now(),
+    )
+    suite.extend(case for case, _ in cases)
+    root = ElementTree.Element("testsuites")
+    root.append(suite)
+    ElementTree.indent(root)
+    text = ElementTree.tostring(root, encoding="unicode", xml_declaration=True)
+    return _write_atomically(Path(path), text + "\n")
+
+
+def _write_atomically(path: Path, text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
+    ) as tmp:
+        try:
+            tmp.write(text)
+            tmp.flush()
+        except BaseException:
             tmp.close()
             os.unlink(tmp.name)
             raise
@@ -329,12 +499,30 @@ def check_json_path(path: str | Path) -> Path:
         ReportPathError: when ``path`` is a folder, lies under a file or an
             unwritable folder, or is an existing file that cannot be replaced.
     """
+    return check_output_file(path, "--json", "results.json")
+
+
+def check_output_file(path: str | Path, option: str, example: str = "results.xml") -> Path:
+    """``path`` as a :class:`~pathlib.Path`, once it is known that an output file may be written there.
+
+    Args:
+        path: the file asked for.
+        option: the command-line option naming it, for the message (``"--junitxml"``).
+        example: a file name suggested when ``path`` is a folder.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        ReportPathError: when ``path`` is a folder, lies under a file or an
+            unwritable folder, or is an existing file that cannot be replaced.
+    """
     path = Path(path)
     if path.is_dir():
-        raise ReportPathError(f"--json {path} is a folder; give a file name such as results.json.")
-    _check_parent(path, "--json")
+        raise ReportPathError(f"{option} {path} is a folder; give a file name such as {example}.")
+    _check_parent(path, option)
     if path.exists() and not os.access(path, os.W_OK):
-        raise ReportPathError(f"--json {path}: the file exists and cannot be written.")
+        raise ReportPathError(f"{option} {path}: the file exists and cannot be written.")
     return path
 
 
@@ -350,144 +538,23 @@ def now() -> str:
 # ------------------------------------------------------------------------- plots
 
 
-def _png(fig) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+def _png(ax) -> str | None:
+    """The figure of ``ax`` as a PNG data URI (the figure is closed); ``None`` for no axes."""
+    if ax is None:
+        return None
     import matplotlib.pyplot as plt
 
+    fig = ax.figure
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _figure():
-    """A new figure and axes of the report's plot size."""
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(figsize=(5.2, 3.2))
-
-
-def _finish(fig, ax, title: str, xlabel: str, ylabel: str | None = None) -> str:
-    """Label, title and legend ``ax``; the figure as a PNG data URI (the figure is closed)."""
-    ax.set_xlabel(xlabel)
-    if ylabel is not None:
-        ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    return _png(fig)
-
-
-def _finite(values) -> np.ndarray:
-    a = np.asarray(values, dtype=float).ravel()
-    return a[np.isfinite(a)]
-
-
-def _loss_histogram(result) -> str | None:
-    series = [(d.direction, _finite(d.losses), d.n_infinite) for d in result.directions]
-    if not any(s[1].size for s in series):
-        return None
-    fig, ax = _figure()
-    for name, losses, n_inf in series:
-        if losses.size:
-            label = name + (f" (+{n_inf} infinite)" if n_inf else "")
-            ax.hist(losses, bins=80, density=True, histtype="step", lw=1.4, label=label)
-    ax.axvline(result.claim.epsilon, color="k", ls="--", lw=1, label="claimed epsilon")
-    return _finish(fig, ax, "Privacy-loss distribution", "privacy loss L(x)", "density")
-
-
-def _epsilon_delta_curve(result) -> str | None:
-    curves = result.curves
-    epsilons = np.asarray(curves.get("epsilons", []), dtype=float)
-    if epsilons.size == 0:
-        return None
-    fig, ax = _figure()
-    # the x axis is log(delta): deltas at or below 1e-12 are Monte Carlo zeros, not drawn
-    floor = 1e-12
-
-    def draw(delta, **kw):
-        delta = np.asarray(delta, dtype=float)
-        ok = np.isfinite(delta) & (delta > floor)
-        if ok.any():
-            ax.plot(delta[ok], epsilons[ok], **kw)
-
-    for i, name in enumerate(("D->D'", "D'->D")):
-        c = curves.get(name)
-        if c is None:
-            continue
-        colour = f"C{i}"
-        draw(c["estimate"], color=colour, lw=1.4, label=f"Monte Carlo {name}")
-        draw(c["lower"], color=colour, lw=0.8, ls=":", label=f"{name} lower/upper bounds")
-        draw(c["upper"], color=colour, lw=0.8, ls=":")
-    if curves.get("exact_upper") is not None:
-        draw(curves["exact_upper"], color="k", lw=1.2, label="exact (upper)")
-    if curves.get("exact_lower") is not None:
-        draw(curves["exact_lower"], color="k", lw=0.8, ls="--", label="exact (lower)")
-    claim = result.claim
-    # a pure claim (delta = 0) has no place on a log axis: its star is drawn at 1e-10
-    claim_delta = max(claim.delta, 1e-10)
-    ax.scatter([claim_delta], [claim.epsilon], marker="*", s=120, color="red", zorder=5)
-    ax.annotate("claim", (claim_delta, claim.epsilon), textcoords="offset points", xytext=(6, 6))
-    ax.set_xscale("log")
-    return _finish(
-        fig, ax, "epsilon(delta) of the mechanism on this pair", "delta", "epsilon(delta)"
-    )
-
-
-def _compatibility_plot(result) -> str | None:
-    comp = result.compatibility
-    if comp is None:
-        return None
-    fig, ax = _figure()
-    for evidence, label in (
-        (comp.cameron_martin, "Cameron–Martin ||h||_C^2"),
-        (comp.one_c, "1,C norm ||h||_{1,C}"),
-    ):
-        sums = np.asarray(evidence.partial_sums, dtype=float)
-        if sums.size:
-            # log axis: a zero partial sum is drawn at the smallest positive double, not dropped
-            ax.plot(np.arange(1, sums.size + 1), np.maximum(sums, 1e-300), label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    return _finish(
-        fig, ax, f"Compatibility: {comp.classification}", "K (components)", "partial sum"
-    )
-
-
-def _sample_paths(outcome: AuditOutcome, n_paths: int = 3) -> str | None:
-    mech, data = outcome.mechanism, outcome.data
-    if mech is None or data is None or mech.summary is None:
-        return None
-    import jax
-
-    try:
-        summary = np.asarray(mech.summary(data[0]), dtype=float).ravel()
-        releases = np.asarray(mech.sample(data[0], jax.random.key(0), n_paths), dtype=float)
-    except Exception:  # a plot is a courtesy; the audit itself already ran
-        return None
-    releases = releases.reshape(n_paths, -1)
-    if releases.shape[1] != summary.size or summary.size < 2:
-        return None
-    dist = mech.release_distribution(data[0])
-    grid = getattr(getattr(dist, "basis", None), "grid", None)
-    x = np.arange(summary.size)
-    xlabel = "coordinate"
-    if grid is not None and grid.dim == 1:
-        x, xlabel = np.asarray(grid.points)[:, 0], "t"
-    fig, ax = _figure()
-    for i in range(n_paths):
-        ax.plot(x, releases[i], lw=0.8, alpha=0.8, label="release" if i == 0 else None)
-    ax.plot(x, summary, color="k", lw=1.6, label="non-private summary f_D")
-    return _finish(fig, ax, "Releases against the summary", xlabel)
-
-
-def _datasets(direction: str) -> tuple[str, str]:
-    """Which dataset's releases are P (numerator) and Q for a certified direction."""
-    return ("D", "D'") if direction == "D->D'" else ("D'", "D")
-
-
 def score_histogram(result) -> str | None:
-    """Histograms of the certification statistic under P and Q, the threshold marked.
+    """Histograms of the certification statistic under P and Q, the threshold marked, as a PNG.
 
-    Infinite scores are counted in the legend, not drawn.
+    The figure is :func:`dpaudit.plot.certification_scores`.
 
     Args:
         result: a :class:`dpaudit.BlackBoxResult`.
@@ -495,28 +562,24 @@ def score_histogram(result) -> str | None:
     Returns:
         The plot as a PNG data URI, or ``None`` when no score is finite.
     """
-    scores = result.certification_scores
-    full = {k: np.asarray(scores[k], dtype=float).ravel() for k in ("P", "Q")}
-    finite = {k: v[np.isfinite(v)] for k, v in full.items()}
-    if not any(v.size for v in finite.values()):
-        return None
-    threshold = float(result.event.threshold)
-    pooled = np.concatenate([*finite.values(), [threshold] if math.isfinite(threshold) else []])
-    edges = np.histogram_bin_edges(pooled, bins=80)
-    names = dict(zip(("P", "Q"), _datasets(result.event.direction), strict=True))
-    fig, ax = _figure()
-    for key in ("P", "Q"):
-        n_inf = full[key].size - finite[key].size
-        label = f"{key}: releases of {names[key]}" + (f" (+{n_inf} infinite)" if n_inf else "")
-        ax.hist(finite[key], bins=edges, histtype="step", lw=1.4, label=label)
-    if math.isfinite(threshold):
-        ax.axvline(threshold, color="k", ls="--", lw=1, label=f"threshold t = {threshold:.4g}")
-    ax.set_yscale("log")
-    ylabel = f"count (of {full['P'].size} shown)"
-    return _finish(fig, ax, "Certified event S = {s > t}", "certification statistic s(x)", ylabel)
+    from dpaudit.plot import certification_scores
+
+    return _png(certification_scores(result))
 
 
-#: Deprecated private name of :func:`score_histogram`, kept until its last user moves.
+def _whitebox_plots(o: AuditOutcome) -> list[str]:
+    from dpaudit import plot
+
+    r = o.result
+    data = None if o.data is None else o.data[0]
+    axes = [
+        plot.loss_distribution(r),
+        plot.privacy_profile(r),
+        plot.compatibility_sums(r),
+        plot.releases(o.mechanism, data),
+    ]
+    return [p for p in (_png(ax) for ax in axes) if p]
+
 
 # -------------------------------------------------------------------------- html
 
@@ -540,40 +603,82 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 font-size:14px;text-align:left}th{background:#f3f3f3}.v{font-weight:bold;color:#fff;
 padding:2px 6px;border-radius:4px}.audit{border-top:2px solid #ddd;margin-top:2em}
 .plots img{width:48%;min-width:380px;margin:4px}.note{color:#555;font-size:13px}
+.banner{padding:10px 14px;border-radius:6px;margin:1em 0;font-size:16px}
+.banner.ok{background:#e3f4e8;border:1px solid #1b7f3b}.banner.bad{background:#fbe4e8;
+border:1px solid #b00020}
 """
 
 
-def _verdict_badge(verdict: str) -> str:
+def _verdict_badge(o: AuditOutcome, strict: bool = False) -> str:
+    """The verdict as a coloured badge: red only for a verdict that fails the run."""
+    verdict = o.result.verdict
     colour = _COLOURS.get(verdict, "#555")
-    return f'<span class="v" style="background:{colour}">{html.escape(verdict)}</span>'
+    title = "as expected"
+    if verdict in _BAD and unexpected_reason(o, strict) is None:
+        colour = _EXPECTED_FINDING
+    elif unexpected_reason(o, strict) is not None:
+        colour, title = _COLOURS["violation"], unexpected_reason(o, strict)
+    return (
+        f'<span class="v" title="{html.escape(title)}" style="background:{colour}">'
+        f"{html.escape(verdict)}</span>"
+    )
 
 
-def _html(outcomes: Sequence[AuditOutcome], started: str) -> str:
+def _row(o: AuditOutcome, strict: bool) -> str:
     esc = html.escape
-    rows = []
-    for o in outcomes:
-        r = o.result
-        ok = o.as_expected
-        mark = "" if ok is None else ("✓" if ok else "✗ expected " + esc(o.expected))
-        estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
-        rows.append(
-            f"<tr><td><a href='#{esc(o.name)}'>{esc(o.name)}</a></td><td>{esc(o.kind)}</td>"
-            f"<td>{esc(r.mechanism)}</td>"
-            f"<td>ε={_fmt(r.claim.epsilon)}, δ={_fmt(r.claim.delta)}</td>"
-            f"<td>{_verdict_badge(r.verdict)} {mark}</td><td>{_fmt(r.epsilon_lower)}</td>"
-            f"<td>{_fmt(estimate)}</td><td>{_fmt(r.seconds)}</td></tr>"
-        )
+    r = o.result
+    reason = unexpected_reason(o, strict)
+    if o.expected is None:
+        mark = "" if reason is None else f"✗ {esc(reason)}"
+    else:
+        mark = "✓" if reason is None else f"✗ {esc(reason)} (expected {esc(o.expected)})"
+    estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
+    return (
+        f"<tr><td><a href='#{esc(o.name)}'>{esc(o.name)}</a></td><td>{esc(o.kind)}</td>"
+        f"<td>{esc(r.mechanism)}</td>"
+        f"<td>ε={_fmt(r.claim.epsilon)}, δ={_fmt(r.claim.delta)}</td>"
+        f"<td>{_verdict_badge(o, strict)} {mark}</td><td>{_fmt(r.epsilon_lower)}</td>"
+        f"<td>{_fmt(estimate)}</td><td>{_fmt(r.seconds)}</td></tr>"
+    )
+
+
+def _banner(outcomes: Sequence[AuditOutcome], seconds: float, strict: bool) -> str:
+    """The counts line at the top of the page, green when every audit is as expected, and
+    links to the unexpected audits."""
+    esc = html.escape
+    unexpected = [o for o in outcomes if unexpected_reason(o, strict) is not None]
+    links = ", ".join(
+        f"<a href='#{esc(o.name)}'>{esc(o.name)}</a> ({esc(unexpected_reason(o, strict))})"
+        for o in unexpected
+    )
+    kind = "bad" if unexpected else "ok"
+    text = esc(counts_line(outcomes, seconds, strict))
+    return f"<div class='banner {kind}'><b>{text}</b>" + (
+        f"<br>unexpected: {links}</div>" if unexpected else "</div>"
+    )
+
+
+def _html(
+    outcomes: Sequence[AuditOutcome], started: str, seconds: float | None = None, strict=False
+) -> str:
+    esc = html.escape
+    if seconds is None:
+        seconds = sum(float(o.result.seconds) for o in outcomes)
+    # the unexpected audits first, in the table and in the sections below it
+    ordered = sorted(outcomes, key=lambda o: unexpected_reason(o, strict) is None)
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>dpaudit report</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>dpaudit report</h1><p class='note'>dpaudit {esc(dpaudit.__version__)}, "
-        f"started {esc(started)}, {len(outcomes)} audit(s).</p>",
+        f"<h1>dpaudit report</h1>{_banner(outcomes, seconds, strict)}<p class='note'>dpaudit "
+        f"{esc(dpaudit.__version__)}, started {esc(started)}, {len(outcomes)} audit(s). A "
+        "violation in slate blue is one its spec expects (a known-faulty mechanism caught); red "
+        "marks only what fails the run.</p>",
         "<table><tr><th>audit</th><th>kind</th><th>mechanism</th><th>claim</th><th>verdict</th>"
         "<th>certified ε lower bound</th><th>ε at claimed δ (estimate)</th><th>seconds</th></tr>",
-        *rows,
+        *(_row(o, strict) for o in ordered),
         "</table>",
     ]
-    for o in outcomes:
+    for o in ordered:
         parts += _blackbox_section(o) if o.kind == "black-box" else _whitebox_section(o)
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -585,7 +690,7 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
     r = o.result
     delta = r.delta_at_claimed_epsilon
     parts = [
-        f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(r.verdict)}</h2>",
+        f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(o)}</h2>",
         f"<p>{esc(o.description)}</p>" if o.description else "",
         "<table>",
         f"<tr><th>mechanism</th><td>{esc(r.mechanism)}</td></tr>",
@@ -617,12 +722,7 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
     parts.append("</table>")
     for note in r.notes:
         parts.append(f"<p class='note'>{esc(note)}</p>")
-    plots = [
-        _loss_histogram(r),
-        _epsilon_delta_curve(r),
-        _compatibility_plot(r),
-        _sample_paths(o),
-    ]
+    plots = _whitebox_plots(o)
     parts.append("<div class='plots'>")
     parts += [f"<img alt='plot' src='{p}'>" for p in plots if p]
     parts.append("</div></div>")
@@ -631,16 +731,18 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
 
 def _blackbox_section(o: AuditOutcome) -> list[str]:
     """The HTML of one black-box audit: bound vs claim, the certified event, the histogram."""
+    from dpaudit.plot.blackbox import datasets_of
+
     esc = html.escape
     r = o.result
     e = r.event
-    p_name, q_name = _datasets(e.direction)
+    p_name, q_name = datasets_of(e.direction)
     exceeds = "exceeds" if r.epsilon_lower > r.claim.epsilon else "does not exceed"
     flaw = getattr(o.mechanism, "known_flaw", None)
     sel = e.selection
     timings = ", ".join(f"{k} {_fmt(v)} s" for k, v in r.timings.items())
     parts = [
-        f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(r.verdict)}</h2>",
+        f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(o)}</h2>",
         f"<p>{esc(o.description)}</p>" if o.description else "",
         "<table>",
         f"<tr><th>kind</th><td>black-box audit from samples ({esc(r.method)})</td></tr>",
@@ -713,7 +815,12 @@ def _publish(staging: Path, folder: Path) -> None:
 
 
 def write_report(
-    outcomes: Sequence[AuditOutcome], folder: str | Path, *, started: str = ""
+    outcomes: Sequence[AuditOutcome],
+    folder: str | Path,
+    *,
+    started: str = "",
+    seconds: float | None = None,
+    strict: bool = False,
 ) -> Path:
     """Write ``results.json`` and ``index.html`` into ``folder``, atomically.
 
@@ -726,6 +833,8 @@ def write_report(
         outcomes: the audits of the run, in order.
         folder: the report folder (replaced when it is a previous report).
         started: the run's start time (:func:`now`); empty: now.
+        seconds: the run's wall time for the banner; ``None``: the sum of the audits' times.
+        strict: an inconclusive verdict without an expected verdict counts as unexpected.
 
     Returns:
         The path of ``index.html``.
@@ -748,7 +857,8 @@ def write_report(
             encoding="utf-8",
         )
         write_json(outcomes, staging / "results.json", started=started)
-        (staging / "index.html").write_text(_html(outcomes, started), encoding="utf-8")
+        page = _html(outcomes, started, seconds, strict)
+        (staging / "index.html").write_text(page, encoding="utf-8")
         os.chmod(staging, 0o755)  # mkdtemp creates 0700
         _publish(staging, folder)
     except BaseException:

@@ -44,7 +44,13 @@ from numpyro.distributions import Distribution, constraints
 
 import dpaudit
 from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
-from dpaudit.exact import two_sided_geometric_sup_loss
+from dpaudit.exact import (
+    ExpFactor,
+    finite_sup_loss,
+    log_bracket,
+    piecewise_exponential_integral,
+    two_sided_geometric_sup_loss,
+)
 from dpaudit.noise import analytic_gaussian_sigma, classical_gaussian_sigma
 from mechanisms.common import gaussian_release, laplace_release, summary_release
 
@@ -330,6 +336,59 @@ class NoisyArgmax(Distribution):
             inside, jnp.log(self.probs)[jnp.clip(index, 0, self.loc.shape[0] - 1)], -jnp.inf
         )
 
+    def certified_log_probs(self) -> np.ndarray | None:
+        r"""``[lower, upper]`` bounds on ``log P(i)`` for every index, with no quadrature error.
+
+        Gumbel noise: ``log softmax(u / b)``, with its round-off bounded (``16 (k + 4)``
+        ulps of the magnitudes involved). Laplace and exponential noise: ``P(i) = int
+        f(x - u_i) prod_{j != i} F(x - u_j) dx`` is an integral of a product of
+        piecewise exponentials, evaluated in closed form with certified round-off
+        (:func:`dpaudit.exact.piecewise_exponential_integral`).
+
+        Returns:
+            A ``(k, 2)`` array, or ``None`` when the expansion is too large (``k > 21``).
+        """
+        u, b = np.asarray(self.loc, dtype=float), float(self.scale)
+        if self.noise == "gumbel":
+            z = u / b
+            top = np.max(z)
+            log_p = z - (top + math.log(math.fsum(np.exp(z - top))))
+            err = 16.0 * (u.size + 4) * np.finfo(float).eps * (1.0 + np.abs(z) + abs(top))
+            return np.stack([log_p - err, log_p + err], axis=1)
+        density = (
+            ExpFactor.laplace_density
+            if self.noise == "laplace"
+            else (ExpFactor.exponential_density)
+        )
+        cdf = ExpFactor.laplace_cdf if self.noise == "laplace" else ExpFactor.exponential_cdf
+        out = []
+        for i in range(u.size):
+            factors = [density(u[i], b)] + [cdf(u[j], b) for j in range(u.size) if j != i]
+            bracket = piecewise_exponential_integral(factors)
+            if bracket is None:
+                return None
+            out.append(log_bracket(bracket[0], min(bracket[1], 1.0)))
+        return np.array(out)
+
+    def exact_sup_loss(self, other):
+        """The supremum of the privacy loss against another noisy argmax, over the indices.
+
+        Args:
+            other: the release law of the neighbouring dataset.
+
+        Returns:
+            A :class:`dpaudit.exact.ExactSupLoss` (method ``"declared"``), or ``None`` when
+            ``other`` has another noise, scale or number of candidates.
+        """
+        if type(other) is not type(self) or other.noise != self.noise:
+            return None
+        if other.loc.shape != self.loc.shape or float(other.scale) != float(self.scale):
+            return None
+        log_p, log_q = self.certified_log_probs(), other.certified_log_probs()
+        if log_p is None or log_q is None:
+            return None
+        return finite_sup_loss(log_p, log_q)
+
 
 class SparseVector(Distribution):
     r"""Output of a sparse-vector-technique run on fixed queries (Lyu, Su & Li 2017).
@@ -494,6 +553,140 @@ class SparseVector(Distribution):
 
         total = _richardson(integral, self.n_grid) + extra
         return jnp.where(valid, total, -jnp.inf)
+
+    def patterns(self) -> np.ndarray:
+        """Every pattern of codes the run can output (``1``, ``0``, then ``-1`` after the cutoff).
+
+        Returns:
+            A ``(n_patterns, k)`` float array (``n_patterns <= 2^k``).
+        """
+        k = self.queries.shape[0]
+        cutoff = k + 1 if self.cutoff is None else self.cutoff
+        rows = [[]]
+        for _ in range(k):
+            grown = []
+            for row in rows:
+                if sum(c == 1.0 for c in row) >= cutoff:
+                    grown.append([*row, -1.0])
+                else:
+                    grown += [[*row, 0.0], [*row, 1.0]]
+            rows = grown
+        return np.array(rows, dtype=float)
+
+    def certified_log_prob(self, codes) -> tuple[float, float]:
+        r"""``[lower, upper]`` bounds on ``log P(codes)`` with no quadrature error.
+
+        Each stretch of queries sharing one threshold noise contributes ``int p_rho(r)
+        prod_neg F_nu(r - c_i) prod_pos (1 - F_nu(r - c_i)) dr`` (``c_i = q_i - T_i``;
+        without query noise the factors are the indicators of ``r > c_i`` and ``r <=
+        c_i``), a product of piecewise exponentials integrated in closed form with
+        certified round-off (:func:`dpaudit.exact.piecewise_exponential_integral`). With
+        released values a positive contributes the indicator of ``r <= v_i - T_i`` and the
+        density ``f_nu(v_i - q_i)``.
+
+        Args:
+            codes: one release: a pattern (a row of :meth:`patterns`), or ``(2, k)`` codes
+                and values when the run releases values.
+
+        Returns:
+            ``(lower, upper)``; ``(-inf, -inf)`` for a pattern of mass 0.
+        """
+        c = np.asarray(self.queries - self.thresholds, dtype=float)
+        value = np.asarray(codes, dtype=float)
+        codes = value[0] if self.release_values else value
+        segment = np.cumsum(codes == 1.0) - (codes == 1.0) if self.resample else 0 * codes
+        lower = upper = 0.0
+        for s in np.unique(segment[codes >= 0]):
+            factors = [ExpFactor.laplace_density(0.0, self.threshold_scale)]
+            for i in np.flatnonzero((segment == s) & (codes >= 0)):
+                positive = codes[i] == 1.0
+                if self.release_values and positive:  # rho <= v_i - T_i, nu_i = v_i - q_i
+                    edge = float(value[1, i] - self.thresholds[i])
+                    factors.append(ExpFactor.indicator(edge, below=True))
+                elif self.query_scale == 0.0:
+                    factors.append(ExpFactor.indicator(c[i], below=bool(positive)))
+                elif positive:
+                    factors.append(ExpFactor.laplace_survival(c[i], self.query_scale))
+                else:
+                    factors.append(ExpFactor.laplace_cdf(c[i], self.query_scale))
+            bracket = piecewise_exponential_integral(factors)
+            if bracket is None:
+                raise OverflowError
+            lo, hi = log_bracket(bracket[0], min(bracket[1], 1.0))
+            lower, upper = lower + lo, upper + hi
+        eps = np.finfo(float).eps
+        if self.release_values:  # the released values' densities f_nu(v_i - q_i), closed form
+            noise = np.abs(value[1] - np.asarray(self.queries))[codes == 1.0]
+            extra = -math.fsum(noise) / self.query_scale - noise.size * math.log(
+                2 * self.query_scale
+            )
+            slack = 8 * eps * (noise.size + 2) * (math.fsum(noise) / self.query_scale + abs(extra))
+            lower, upper = lower + extra - slack, upper + extra + slack
+        # one rounding per added segment, outwards
+        n = len(np.unique(segment)) + 1
+        if math.isfinite(lower):
+            lower = lower - n * eps * abs(lower)
+        if math.isfinite(upper):
+            upper = upper + n * eps * abs(upper)
+        return lower, upper
+
+    def log_prob_error(self, value) -> float:
+        """A certified bound on ``|log_prob(value) - log P(value)|`` (the quadrature's error).
+
+        The truth lies in :meth:`certified_log_prob`'s bracket, so the distance from the
+        quadrature value to the far end of the bracket bounds the error.
+
+        Args:
+            value: one release (the event shape).
+
+        Returns:
+            The bound; ``inf`` when the pattern is too long to bracket (> 12 queries).
+        """
+        if self.queries.shape[0] > _MAX_SVT_QUERIES:
+            return math.inf
+        computed = float(self.log_prob(jnp.asarray(value, dtype=jnp.float64)))
+        try:
+            lower, upper = self.certified_log_prob(value)
+        except OverflowError:
+            return math.inf
+        if computed == -math.inf and upper == -math.inf:
+            return 0.0  # an impossible release, exactly
+        return max(abs(computed - lower), abs(upper - computed))
+
+    def exact_sup_loss(self, other):
+        """The supremum of the privacy loss against another SVT run, over every pattern.
+
+        The patterns are enumerated (at most ``2^12``; more declines), their masses
+        bracketed by :meth:`certified_log_prob`. Runs that release noisy values are
+        continuous and decline.
+
+        Args:
+            other: the release law of the neighbouring dataset.
+
+        Returns:
+            A :class:`dpaudit.exact.ExactSupLoss` (method ``"declared"``), or ``None``.
+        """
+        same = type(other) is type(self) and other.queries.shape == self.queries.shape
+        same = same and all(
+            getattr(self, name) == getattr(other, name)
+            for name in ("threshold_scale", "query_scale", "cutoff", "resample")
+        )
+        if not same or self.release_values or other.release_values:
+            return None
+        if self.queries.shape[0] > _MAX_SVT_QUERIES:
+            return None
+        patterns = self.patterns()
+        try:
+            log_p = [self.certified_log_prob(row) for row in patterns]
+            log_q = [other.certified_log_prob(row) for row in patterns]
+        except OverflowError:
+            return None
+        return finite_sup_loss(np.array(log_p), np.array(log_q))
+
+
+# 2^12 patterns of up to 12 two-term factors each (4096 terms per interval): a few
+# seconds; longer query streams are left to sampling.
+_MAX_SVT_QUERIES = 12
 
 
 def _log_interval(lo, hi, b):

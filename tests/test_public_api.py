@@ -59,7 +59,7 @@ PUBLIC = {
     "dpaudit.blackbox": {
         "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
         "certified_delta", "certified_epsilon", "clopper_pearson", "kl_features",
-        "neighbour_candidates", "numpy_generator",
+        "neighbour_candidates", "numpy_generator", "per_call",
     },
     "dpaudit.testing": {
         "Box", "CompatibilityViolation", "DPViolation", "L2Ball", "Labels", "PowerCheck",

@@ -5,8 +5,10 @@ claim is violated: the densities are continuous, so the density ratio exceeds
 ``e^epsilon`` on a neighbourhood ``A`` of ``x`` and ``P_D(A) > e^epsilon
 P_D'(A)``. ``tol = 1e-9 (1 + sum_j |t_j|)`` over the summands of both log
 densities (:func:`dpaudit.loss.evaluate_release`), so float64 round-off never
-certifies. Candidates are the Monte Carlo draw with the largest loss in each
-direction and the constructed worst cases (:func:`constructed_candidates`).
+certifies; laws whose log-density is numerical add their certified error
+(:func:`dpaudit.exact.log_density_error`; ``inf`` refuses the certificate).
+Candidates are the Monte Carlo draw with the largest loss in each direction and
+the constructed worst cases (:func:`constructed_candidates`).
 Two grid releases whose summaries differ off the Karhunen–Loève span are
 mutually singular: ``P_D`` is carried by ``f_D + span``, which ``P_D'`` gives
 mass 0, so ``delta(epsilon) = 1`` and every claim with ``delta < 1`` fails.
@@ -18,6 +20,7 @@ import math
 
 import numpy as np
 
+from dpaudit.exact import log_density_error
 from dpaudit.loss import evaluate_release
 from dpaudit.mechanism import Claim
 from dpaudit.whitebox.result import DIRECTIONS, Certificate
@@ -135,6 +138,8 @@ def find_certificate(
         for source, x in candidates:
             try:
                 loss, lp, lq, tol = evaluate_release(kernel.dist_p, kernel.dist_q, x)
+                if math.isfinite(loss):  # numerical densities: their certified error too
+                    tol += log_density_error(kernel.dist_p, x) + log_density_error(kernel.dist_q, x)
             except (ValueError, TypeError):
                 continue  # a candidate the densities cannot evaluate certifies nothing
             if math.isnan(loss) or lp == -math.inf:

@@ -109,6 +109,16 @@ def _validate(mechanism, samples, confidence, route, bound_method, keep_samples,
         raise ValueError(f"discretization must be a finite number > 0, got {discretization!r}.")
 
 
+def _validate_epsilons(epsilons) -> None:
+    """A curve grid of finite epsilons >= 0 (a negative epsilon is no privacy level)."""
+    try:
+        grid = np.asarray([] if epsilons is None else epsilons, dtype=float)
+    except (TypeError, ValueError):
+        grid = np.array([math.nan])
+    if grid.ndim > 1 or not np.all(np.isfinite(grid) & (grid >= 0)):
+        raise ValueError(f"epsilons must be a list of finite numbers >= 0, got {epsilons!r}.")
+
+
 def _bound_method(bound_method: str, method: str | None) -> str:
     """The confidence-bound method, honouring the deprecated ``method=`` alias."""
     if method is None:
@@ -189,6 +199,7 @@ def audit(
     started = time.perf_counter()
     bound_method = _bound_method(bound_method, method)
     _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization)
+    _validate_epsilons(epsilons)
     samples, seed, confidence = int(samples), int(seed), float(confidence)
     if executor is not None:
         from dpaudit.distributed import resolve_executor

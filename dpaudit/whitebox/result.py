@@ -167,6 +167,57 @@ class AuditResult(AuditRecord):
             "notes": list(self.notes),
         }
 
+    def __repr__(self) -> str:
+        """One line: mechanism, verdict, claim and the certified bound (no arrays)."""
+        return (
+            f"AuditResult({self.mechanism!r}, verdict={self.verdict!r}, claim=({self.claim.epsilon:g}, "
+            f"{self.claim.delta:g}), epsilon_lower={self.epsilon_lower:.4g}, samples={self.samples})"
+        )
+
+    def summary(self) -> str:
+        """A few lines for people: verdict, claim, certified bound, and why.
+
+        Returns:
+            The text (no trailing newline).
+        """
+        c = self.claim
+        estimate = self.epsilon_at_claimed_delta.get("estimate")
+        exact = self.epsilon_at_claimed_delta.get("exact")
+        lines = [
+            f"{self.mechanism}: {self.verdict}",
+            f"  claim: ({c.epsilon:g}, {c.delta:g})-DP, {c.adjacency}",
+            f"  certified: epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
+            f"{self.confidence:g}"
+            + ("" if estimate is None else f"; estimate {float(estimate):.4g}")
+            + ("" if exact is None else f" (exact {float(exact):.4g})"),
+        ]
+        if self.certificate is not None:
+            why = self.certificate.explanation
+        elif self.compatibility is not None and self.verdict == "incompatible":
+            why = self.compatibility.reason
+        else:
+            why = self.notes[0] if self.notes else ""
+        if why:
+            lines.append(f"  why: {why}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The summary as a small HTML table (Jupyter shows it for a result).
+
+        Returns:
+            The HTML.
+        """
+        import html
+
+        head, *rest = self.summary().splitlines()
+        rows = "".join(
+            "<tr><th style='text-align:left'>{}</th><td style='text-align:left'>{}</td></tr>".format(
+                *(html.escape(part.strip()) for part in line.split(":", 1))
+            )
+            for line in rest
+        )
+        return f"<div><b>{html.escape(head)}</b><table>{rows}</table></div>"
+
     def to_inference_data(self):
         """ArviZ ``InferenceData``: kept losses and ``Y_epsilon_claim`` as draws, curves as data.
 

@@ -15,6 +15,13 @@ from test_cli import SPEC, USER
 from dpaudit.cli import main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# the report's colours (dpaudit/report.py): expected finding, banners, unexpected verdict
+SLATE, RED = (0x4A / 255, 0x5A / 255, 0x8C / 255), (0xB0 / 255, 0.0, 0x20 / 255)
+BANNER_OK, BANNER_BAD = (0xE3 / 255, 0xF4 / 255, 0xE8 / 255), (0xFB / 255, 0xE4 / 255, 0xE8 / 255)
+
+
+def _near(pixels, colour, tol=0.03):
+    return (np.abs(pixels - np.array(colour)) < tol).all(axis=-1)
 
 
 def _screenshot(page, shot):
@@ -34,11 +41,18 @@ def test_report_renders_in_headless_chromium(tmp_path):
     (tmp_path / "faulty.toml").write_text(SPEC.format(expected='expected = "violation"', scale=0.5))
     assert main(["run", str(tmp_path / "faulty.toml"), "--report", str(tmp_path / "r")]) == 0
     pixels = _screenshot(tmp_path / "r" / "index.html", tmp_path / "shot.png")
-    # A blank or failed page is one colour; the report has text, a red badge and plots.
+    # A blank or failed page is one colour; the report has text, badges, a banner and plots.
     assert pixels.std() > 0.05
-    red = (pixels[..., 0] > 0.6) & (pixels[..., 1] < 0.2) & (pixels[..., 2] < 0.25)
-    assert red.sum() > 200  # the "violation" badge
+    assert _near(pixels, SLATE).sum() > 200  # the expected "violation" badge: not alarming red
+    assert _near(pixels, BANNER_OK).sum() > 5000  # the green banner: all as expected
+    assert _near(pixels, BANNER_BAD).sum() < 1000  # (anti-aliased plot lines come near it)
     assert np.unique(pixels.reshape(-1, 3).round(2), axis=0).shape[0] > 50
+    (tmp_path / "faulty.toml").write_text(SPEC.format(expected='expected = "pass"', scale=0.5))
+    assert main(["audit", str(tmp_path / "faulty.toml"), "--report", str(tmp_path / "r")]) == 1
+    page = tmp_path / "r" / "index.html"
+    assert "0 as expected, 1 unexpected (1 false alarm)" in page.read_text()
+    pixels = _screenshot(page, tmp_path / "shot2.png")
+    assert _near(pixels, BANNER_BAD).sum() > 5000 and _near(pixels, RED).sum() > 200
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium)")
@@ -50,8 +64,7 @@ def test_black_box_report_renders_its_histogram(tmp_path):
     page = tmp_path / "r" / "index.html"
     assert "Certified event" not in page.read_text()  # the title is drawn inside the PNG
     pixels = _screenshot(page, tmp_path / "shot.png")
-    red = (pixels[..., 0] > 0.6) & (pixels[..., 1] < 0.2) & (pixels[..., 2] < 0.25)
-    assert red.sum() > 200  # the "violation" badges
+    assert _near(pixels, SLATE).sum() > 200  # the expected "violation" badges
     # matplotlib's C0 blue and C1 orange: the histograms of the statistic under P and Q
     blue = (np.abs(pixels - np.array([0.12, 0.47, 0.71])) < 0.08).all(axis=-1)
     orange = (np.abs(pixels - np.array([1.0, 0.5, 0.05])) < 0.08).all(axis=-1)

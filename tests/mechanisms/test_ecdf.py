@@ -122,3 +122,89 @@ def test_hosmer_lemeshow_half_open_groups_and_large_epsilon_limit():
     )
     h_same_cuts, _ = hosmer_lemeshow(m, y, cuts)
     assert h_private == pytest.approx(h_same_cuts, rel=1e-3)
+
+
+def test_hosmer_lemeshow_budget_split_is_epsilon_over_L_plus_9(monkeypatch):
+    """The tree nodes get Lap((L + 9)/epsilon) and so do the 4 Q group sums: with all labels
+    0 the observed-positive row is pure noise, z (L + 9)/epsilon for the key's own draws
+    (a split epsilon/(L + 1) would overspend 2x at L = 6 and fails both checks)."""
+    import mechanisms.ecdf.analysis as analysis
+
+    scales = []
+    real = analysis.AncestorLaplace
+
+    def spy(values, depth, scale, **kwargs):
+        scales.append((depth, scale))
+        return real(values, depth, scale, **kwargs)
+
+    monkeypatch.setattr(analysis, "AncestorLaplace", spy)
+    rng = np.random.default_rng(0)
+    m, y = rng.uniform(size=200), np.zeros(200)
+    key, epsilon, n_groups = jax.random.PRNGKey(7), 2.0, 10
+    _, sums, _ = private_hosmer_lemeshow(m, y, epsilon=epsilon, key=key, n_groups=n_groups)
+    ((depth, scale),) = scales
+    assert depth == 6 and scale == pytest.approx((depth + 9) / epsilon, rel=1e-15)
+    _, key_sums = jax.random.split(key)
+    z = np.asarray(jax.random.laplace(key_sums, (4, n_groups)))
+    np.testing.assert_allclose(sums[2], z[2] * (depth + 9) / epsilon, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_inverse_ecdf_is_the_smallest_grid_point_reaching_p(seed):
+    """Minimality by brute force: the answer reaches p and no earlier grid point does (the
+    last point when none does); ties in the values included."""
+    rng = np.random.default_rng(seed)
+    values = np.sort(np.round(rng.uniform(size=12), 1))  # rounded: repeated values
+    grid = np.cumsum(rng.uniform(0.1, 1.0, size=12))
+    levels = np.concatenate([rng.uniform(size=20), values[:3], [0.0, 1.0]])
+    answers = np.asarray(inverse_ecdf(values, grid, levels))
+    for p, t in zip(levels, answers, strict=True):
+        reaching = [i for i in range(12) if values[i] >= p]
+        assert t == grid[reaching[0] if reaching else 11]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_p1_smoothing_is_optimal_against_an_independent_lp(seed):
+    """p = 1: the smoothed values are feasible (monotone, in [0, 1]), and the cheapest
+    correction reaching them, min ||nu||_1 s.t. A nu = x - F (equality LP), equals the optimum
+    of the smoothing problem written independently (split |nu| <= t, dual simplex)."""
+    from scipy.optimize import linprog
+
+    from dpaudit.noise.linear_laplace import ancestor_matrix
+
+    rng = np.random.default_rng(seed)
+    n_points = 8
+    noisy = np.sort(rng.uniform(size=n_points)) + rng.laplace(scale=0.2, size=n_points)
+    x = smooth_ecdf(noisy, p=1)
+    assert np.all(np.diff(x) >= 0) and x[0] >= 0 and x[-1] <= 1
+    a = ancestor_matrix(3, n_points)
+    nodes = a.shape[1]
+    # reaching x exactly: min sum t, -t <= nu <= t, A nu = x - F
+    eye = np.eye(nodes)
+    split = np.block([[eye, -eye], [-eye, -eye]])
+    cost = np.concatenate([np.zeros(nodes), np.ones(nodes)])
+    reach = linprog(
+        cost,
+        A_ub=split,
+        b_ub=np.zeros(2 * nodes),
+        A_eq=np.hstack([a, 0 * a]),
+        b_eq=x - noisy,
+        bounds=(None, None),
+        method="highs-ds",
+    )
+    # the smoothing problem: x = F + A nu monotone in [0, 1], min sum t
+    order = np.zeros((n_points + 1, n_points))
+    order[0, 0], order[1, -1] = -1.0, 1.0
+    order[2 + np.arange(n_points - 1), np.arange(n_points - 1)] = 1.0
+    order[2 + np.arange(n_points - 1), np.arange(1, n_points)] = -1.0
+    rhs = np.zeros(n_points + 1)
+    rhs[1] = 1.0
+    best = linprog(
+        cost,
+        A_ub=np.vstack([split, np.hstack([order @ a, 0 * order @ a])]),
+        b_ub=np.concatenate([np.zeros(2 * nodes), rhs - order @ noisy]),
+        bounds=(None, None),
+        method="highs-ds",
+    )
+    assert reach.status == 0 and best.status == 0
+    assert reach.fun == pytest.approx(best.fun, rel=1e-9, abs=1e-9)

@@ -718,3 +718,55 @@ class TestBadInput:
     def test_builders_reject_bad_parameters(self, name, params, error, message):
         with pytest.raises(error, match=message):
             dpaudit.build(name, grid_size=8, **params)
+
+
+def _krr_rkhs_distance(x, y, x2, y2, lam, lengthscale=0.3):
+    """||f_D - f_D'||_H for square-loss KRR, fitted here from the first-order condition
+    alpha = (K + lambda n I)^{-1} y (independent of mechanisms.hrw), Gaussian kernel, kappa = 1."""
+
+    def gram(a, b):
+        return np.exp(-((a[:, None] - b[None, :]) ** 2) / (2 * lengthscale**2))
+
+    n = x.size
+    alpha = np.linalg.solve(gram(x, x) + lam * n * np.eye(n), y)
+    alpha2 = np.linalg.solve(gram(x2, x2) + lam * n * np.eye(n), y2)
+    points, coef = np.concatenate([x, x2]), np.concatenate([alpha, -alpha2])
+    return math.sqrt(max(0.0, coef @ gram(points, points) @ coef))
+
+
+@pytest.mark.parametrize("lam", [0.05, 1.0, 100.0])
+def test_krr_sensitivity_by_brute_force(lam):
+    """Brute-force maximisation of ||f_D - f_D'||_H over replace-one neighbours (n = 2,
+    |y| <= B = 1, x in [0, 1]; random search then Nelder-Mead from the best start): it never
+    exceeds Delta = 2B (1 + sqrt(kappa/lambda)) sqrt(kappa) / (lambda n), and it approaches
+    Delta / (1 + sqrt(kappa/lambda)) -- the derivation's only slack is the bound
+    ||f_D||_inf <= B sqrt(kappa/lambda) on the fitted values -- as lambda grows."""
+    from mechanisms.hrw.erm import kernel_ridge_sensitivity
+
+    n, bound = 2, 1.0
+    delta = kernel_ridge_sensitivity(n, lam, bound, 1.0)
+
+    def distance(z):
+        x, y = np.clip(z[:2], 0, 1), np.clip(z[2:4], -bound, bound)
+        x2, y2 = x.copy(), y.copy()
+        x2[0], y2[0] = np.clip(z[4], 0, 1), np.clip(z[5], -bound, bound)
+        return _krr_rkhs_distance(x, y, x2, y2, lam)
+
+    rng = np.random.default_rng(0)
+    starts = np.column_stack(
+        [
+            rng.uniform(size=(400, 2)),
+            rng.uniform(-1, 1, (400, 2)),
+            rng.uniform(size=400),
+            rng.uniform(-1, 1, 400),
+        ]
+    )
+    values = np.array([distance(z) for z in starts])
+    best = scipy.optimize.minimize(
+        lambda z: -distance(z), starts[np.argmax(values)], method="Nelder-Mead"
+    )
+    worst = max(values.max(), -best.fun)
+    assert worst <= delta * (1 + 1e-12)
+    floor = 1.0 / (1.0 + math.sqrt(1.0 / lam))  # the limit of worst / delta as lambda grows
+    if lam >= 100:
+        assert worst / delta >= 0.97 * floor

@@ -348,21 +348,20 @@ def skip_unless_searchable(mech):
     return space
 
 
-# The gradient search on these never returns (an XLA computation blocks in a futex wait,
-# reproducible in isolation on 2 cores with jax 0.10.2); skipped until it is understood.
-KNOWN_HANGS = {
-    "iclp-qr-krr": "gradient search on the KRR summary (vmapped grad of jnp.linalg.solve) "
-    "deadlocks in XLA on this machine; see the issue note",
-}
-CORRECT = dpaudit.catalogue(faulty=False)
+# The gradient search on iclp-qr-krr once hung in an XLA futex wait on a loaded 2-core
+# machine (jax 0.10.2); re-run in isolation (session 5, load average ~20) it finished in 42 s
+# wall and did not hang, so it runs again, marked slow for its length.
+SLOW_SEARCHES = {"iclp-qr-krr"}
+CORRECT = [
+    pytest.param(name, marks=pytest.mark.slow) if name in SLOW_SEARCHES else name
+    for name in dpaudit.catalogue(faulty=False)
+]
 FAULTY = dpaudit.catalogue(faulty=True)
 
 
 @pytest.mark.parametrize("name", CORRECT or [pytest.param(None, marks=pytest.mark.skip)])
 def test_catalogue_sensitivity_claims_hold(name):
     """Property check: hypothesis pairs and the worst-case search stay within the claim."""
-    if name in KNOWN_HANGS:
-        pytest.skip(KNOWN_HANGS[name])
     mech = build_small(name)
     space = skip_unless_searchable(mech)
     n = int(mech.params.get("n", DOGFOOD_N))
