@@ -68,7 +68,7 @@ PUBLIC = {
         "assert_sensitivity_bound", "assert_test_power_bounded", "record_space_of",
         "sensitivity_target", "strategies", "worst_neighbours",
     },
-    "mechanisms": {"classic", "common", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"},
+    "mechanisms": {"classic", "common", "composed", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"},
 }  # fmt: skip
 
 

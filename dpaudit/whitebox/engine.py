@@ -46,6 +46,7 @@ in ``report.diagnostics["epsilon_lower_raw"]``
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -59,6 +60,7 @@ from dpaudit.loss import ROUTES
 from dpaudit.mechanism import Mechanism
 from dpaudit.pld import BOUND_METHODS
 from dpaudit.progress import progress_bar, should_show
+from dpaudit.sites import JointRelease
 from dpaudit.whitebox.certificate import find_certificate
 from dpaudit.whitebox.kernels import loss_kernel
 from dpaudit.whitebox.plan import AuditPlan, choose_chunk_size, plan_audit, release_width
@@ -243,8 +245,42 @@ def audit(
     certificate, verified = find_certificate(
         plan.claim, kernels, [r.best_release for r in runs], plan.shift
     )
+    if certificate is not None and isinstance(plan.dist_d, JointRelease):
+        sites = plan.dist_d.unflatten(np.asarray(certificate.release))
+        certificate = dataclasses.replace(
+            certificate, sites={k: np.asarray(v) for k, v in sites.items()}
+        )
     evidence = _Evidence(runs, certificate, verified)
     return _conclude(mechanism.name, plan, settings, evidence, seed, confidence, started)
+
+
+def _conditional(shared, outcome, reported, certificate, notes, diagnostics):
+    """Qualify an audit conditioned on shared randomness (docs/whole-trace.md).
+
+    The shared sites were audited as if released: dropping them is post-processing,
+    so a pass holds for the mechanism itself; a violation holds only for the
+    augmented release (conditional on the shared randomness), so it is reported as
+    inconclusive, its certificate and lower bound kept in the diagnostics.
+    """
+    names = ", ".join(map(repr, shared))
+    notes = (
+        *notes,
+        f"audited conditionally on the shared randomness ({names}), released alongside; a pass "
+        "holds for the mechanism (dropping them is post-processing), a violation only "
+        "conditionally.",
+    )
+    if outcome != "violation":
+        return outcome, reported, certificate, notes
+    diagnostics["conditional_epsilon_lower"] = reported.value
+    if certificate is not None:
+        diagnostics["conditional_certificate"] = certificate.to_dict()
+    notes = (
+        *notes,
+        f"violation conditional on the shared randomness ({names}): not a certified violation "
+        "of the mechanism, whose release marginalises it; declare those sites latent (when "
+        "discrete) to audit the marginal law.",
+    )
+    return "inconclusive", reported._replace(value=0.0), None, notes
 
 
 def _conclude(name, plan, settings, evidence, seed, confidence, started) -> AuditResult:
@@ -264,6 +300,11 @@ def _conclude(name, plan, settings, evidence, seed, confidence, started) -> Audi
     if reported.note is not None:
         diagnostics["epsilon_lower_raw"] = reported.raw
         notes = (*notes, reported.note)
+    shared = plan.dist_d.shared_sites if isinstance(plan.dist_d, JointRelease) else ()
+    if shared:
+        outcome, reported, certificate, notes = _conditional(
+            shared, outcome, reported, certificate, notes, diagnostics
+        )
     return AuditResult(
         mechanism=name,
         claim=claim,
