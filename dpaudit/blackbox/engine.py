@@ -106,6 +106,7 @@ def blackbox_audit(
     name: str | None = None,
     progress: bool | None = None,
     method: str | None = None,
+    executor=None,
 ) -> BlackBoxResult:
     """Audit an implementation's claim from its samples alone.
 
@@ -149,6 +150,8 @@ def blackbox_audit(
         name: the implementation's name in reports (default the sampler's name).
         progress: show a progress bar (default: on a terminal, for long runs).
         method: deprecated alias of ``statistic`` (``DeprecationWarning``).
+        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
+            executor: the certification chunks run as shards on workers (same counts).
 
     Returns:
         A :class:`~dpaudit.blackbox.BlackBoxResult`.
@@ -172,6 +175,10 @@ def blackbox_audit(
                  features, samples, select_samples, confidence, objective, check_adjacency,
                  chunk_size, classifier_options, name, seed)
     # fmt: on
+    if executor is not None:
+        from dpaudit.distributed import resolve_executor
+
+        executor = resolve_executor(executor)
     root = jax.random.key(seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.chunk_size, root)
     chunk = sources[0][0].chunk
@@ -184,7 +191,7 @@ def blackbox_audit(
         arms = _fit_statistics(plan, sources, root, bar)  # per pair, on selection releases
         selected = _select(plan, arms)  # one event among all arms and directions
         t1 = time.perf_counter()
-        counts = _certify(plan, selected, arms, sources, root, bar)  # on fresh releases
+        counts = _certify(plan, selected, arms, sources, root, bar, executor)  # fresh releases
     timings = {"selection": t1 - t0, "certification": time.perf_counter() - t1}
     return _result(plan, arms, selected, counts, timings, start)
 
@@ -217,11 +224,15 @@ def _fit_statistics(plan: _Plan, sources, root, bar) -> list[_Arm]:
     return arms
 
 
-def _certify(plan: _Plan, selected: SelectedEvent, arms, sources, root, bar) -> CertifiedCounts:
+def _certify(
+    plan: _Plan, selected: SelectedEvent, arms, sources, root, bar, executor=None
+) -> CertifiedCounts:
     """Count the selected event on fresh releases of its pair (one event, counted once)."""
     keys = jax.random.split(jax.random.fold_in(root, _CERTIFICATION_FOLD), 3)
     arm = arms[selected.pair]
-    return count_event(selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar)
+    return count_event(
+        selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar, executor
+    )
 
 
 def _select(plan: _Plan, arms: list[_Arm]) -> SelectedEvent:

@@ -294,6 +294,33 @@ class ReleaseSource:
         n_chunks = -(-n // chunk)
         return chunk, jax.random.split(key, n_chunks)
 
+    def chunk_keys(self, n: int, key) -> tuple[int, jax.Array]:
+        """The chunk size and the chunk keys of ``n`` releases drawn with ``key``.
+
+        Args:
+            n: releases wanted.
+            key: a JAX key; chunk ``i`` uses ``split(key, chunks)[i]``.
+
+        Returns:
+            ``(chunk, keys)``.
+        """
+        return self._chunk_keys(n, key)
+
+    def call(self, n: int, key) -> np.ndarray:
+        """One sampler call of ``n`` releases, checked (shape, dtype, no NaN).
+
+        Args:
+            n: releases wanted.
+            key: the call's JAX key.
+
+        Returns:
+            The ``(n, ...)`` float64 releases.
+
+        Raises:
+            ValueError, TypeError: if the sampler fails or returns bad releases.
+        """
+        return self._call(n, key)
+
     def draw(self, n: int, key, score: Callable | None = None, progress=None) -> np.ndarray:
         """``n`` releases (``score is None``) or their scores ``score(chunk)``, drawn in chunks.
 

@@ -65,7 +65,13 @@ from dpaudit.whitebox.certificate import find_certificate
 from dpaudit.whitebox.kernels import loss_kernel
 from dpaudit.whitebox.plan import AuditPlan, choose_chunk_size, plan_audit, release_width
 from dpaudit.whitebox.result import AuditResult, Certificate
-from dpaudit.whitebox.run import DirectionRun, RunSettings, epsilon_grid, run_direction
+from dpaudit.whitebox.run import (
+    DirectionRun,
+    KernelRecipe,
+    RunSettings,
+    epsilon_grid,
+    run_directions,
+)
 from dpaudit.whitebox.summaries import (
     audit_curves,
     audit_diagnostics,
@@ -155,6 +161,7 @@ def audit(
     discretization: float = 1e-4,
     progress: bool | None = None,
     method: str | None = None,
+    executor=None,
 ) -> AuditResult:
     """Audit ``mechanism``'s claim on the neighbouring datasets ``data`` and ``data_prime``.
 
@@ -180,6 +187,8 @@ def audit(
         discretization: grid spacing of the numerical Laplace accounting.
         progress: show a progress bar (default: for long runs on a terminal).
         method: deprecated alias of ``bound_method`` (emits a ``DeprecationWarning``).
+        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
+            executor: the chunks run as shards on workers, with bit-identical results.
 
     Returns:
         An :class:`~dpaudit.AuditResult`.
@@ -194,6 +203,10 @@ def audit(
     _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization)
     _validate_epsilons(epsilons)
     samples, seed, confidence = int(samples), int(seed), float(confidence)
+    if executor is not None:
+        from dpaudit.distributed import resolve_executor
+
+        executor = resolve_executor(executor)
     plan = plan_audit(
         mechanism,
         data,
@@ -225,7 +238,10 @@ def audit(
     with progress_bar(
         "auditing", total=total_chunks, unit="chunks", label=mechanism.name, show=show
     ) as bar:
-        runs = [run_direction(kernel, d, key, settings, bar) for d, kernel in enumerate(kernels)]
+        recipe = KernelRecipe(
+            plan.route, mechanism, data, data_prime, plan.dist_d, plan.dist_dp, plan.shift
+        )
+        runs = run_directions(kernels, key, settings, bar, executor, recipe)
     certificate, verified = find_certificate(
         plan.claim, kernels, [r.best_release for r in runs], plan.shift
     )
