@@ -766,8 +766,8 @@ def audit_targets(args, legacy: bool = False) -> int:
 
     Args:
         args: the parsed command line (``targets``, ``k``, ``quiet``, ``json``,
-            ``report``, ``junitxml``, ``seed``, ``samples``, ``strict``, and the
-            options of a ``FILE.py:CALLABLE`` target).
+            ``report``, ``junitxml``, ``seed``, ``samples``, ``strict``, ``workers``,
+            ``ray``, and the options of a ``FILE.py:CALLABLE`` target).
         legacy: the output of the former ``run`` / ``check`` commands (everything on stderr).
 
     Returns:
@@ -782,11 +782,23 @@ def audit_targets(args, legacy: bool = False) -> int:
     clock, started = time.perf_counter(), now()
     out = sys.stderr if legacy or args.json == "-" else sys.stdout
     _check_outputs(args)
+    parallel = getattr(args, "workers", None) is not None or getattr(args, "ray", None)
+    if parallel:  # Ray checked and started before any audit (dpaudit.distributed)
+        from dpaudit.distributed import run_suite_parallel, start_suite
+
+        start_suite(args.workers, args.ray)
     prepared = _prepare_targets(args)
     kinds = [p.spec.kind for p in prepared]
     _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} "
                f"white-box, {kinds.count('black-box')} black-box); running.")  # fmt: skip
-    outcomes = _audit_all(prepared, out, args.quiet)
+    if parallel:  # spec files as parallel Ray tasks: the serial results
+        paths = [p.spec.path for p in prepared]
+        results = run_suite_parallel(
+            paths, args.seed, args.samples, workers=args.workers, address=args.ray
+        )
+        outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
+    else:
+        outcomes = _audit_all(prepared, out, args.quiet)
     if not args.quiet:
         _print_table(outcomes, out)
     for item, o in zip(prepared, outcomes, strict=True):
@@ -1083,8 +1095,8 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", metavar="DIR",
                    help="JAX compilation cache (default $DPAUDIT_CACHE_DIR, else "
                    "~/.cache/dpaudit/jax; 'none' turns it off)")  # fmt: skip
-    # Parallel audits: dpaudit.distributed adds its options (--workers N, --ray ADDRESS) to the
-    # audit commands here, and audit_targets hands `prepared` to it instead of _audit_all.
+    p.add_argument("--workers", type=int, help="run the specs in parallel on N local Ray workers")
+    p.add_argument("--ray", metavar="ADDRESS", help="run the specs on the Ray cluster at ADDRESS")
 
 
 def _verbose_parent() -> argparse.ArgumentParser:

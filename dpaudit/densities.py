@@ -20,6 +20,7 @@ from numpyro.distributions import Distribution
 from numpyro.infer.util import log_density
 
 from dpaudit.mechanism import Mechanism
+from dpaudit.sites import JointRelease
 
 __all__ = [
     "check_has_density",
@@ -200,6 +201,8 @@ def model_log_prob(mechanism: Mechanism, data, releases, *, chunk_size: int = 40
     releases); the returned value is the release site's log density read from
     the model's trace (other, observed, sites do not belong to the release's
     marginal density). Not jitted, so models that use numpy on their data work.
+    A release of several sites (or with latent/shared sites) is evaluated by its
+    :class:`~dpaudit.sites.JointRelease`, which substitutes every site the same way.
 
     Args:
         mechanism: the mechanism.
@@ -213,8 +216,16 @@ def model_log_prob(mechanism: Mechanism, data, releases, *, chunk_size: int = 40
     Raises:
         ValueError: if the model has no sample site named ``mechanism.release_site``.
     """
-    site = mechanism.release_site
     releases = jnp.asarray(releases)
+    law = mechanism.release_distribution(data)
+    if isinstance(law, JointRelease):
+        # the joint law's log_prob is itself the model's trace with the sites substituted
+        parts = [
+            law.log_prob(releases[i : i + chunk_size])
+            for i in range(0, releases.shape[0], chunk_size)
+        ]
+        return jnp.concatenate(parts) if parts else jnp.zeros((0,))
+    site = mechanism.release_sites[0]
 
     def one(x):
         _, trace = log_density(mechanism.model, (data,), {}, {site: x})

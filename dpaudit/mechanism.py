@@ -6,7 +6,11 @@ engine, the CLI and users all read it the same way:
 * ``model(data)`` is a numpyro model. It computes the summary ``f_D`` from the
   dataset and samples the release at the site ``release_site`` (``"release"``)
   from a distribution whose ``log_prob`` is the *marginal* density of the
-  release (any other sample site must be observed). So ``log p_D(x)`` can be
+  release. A release of several sites names them all (``release_site=("a",
+  "b")``, read back as ``release_sites``); every other random site must be
+  declared ``infer={"dpaudit": "latent"}`` or ``"shared"`` (or observed), and
+  the release law is then the joint law of the sites (:mod:`dpaudit.sites`,
+  docs/whole-trace.md). So ``log p_D(x)`` can be
   evaluated at every release ``x`` and the privacy loss
   ``L(x) = log p_D(x) - log p_D'(x)`` follows from the model alone.
 * ``claim`` is a frozen :class:`Claim`: epsilon, delta, adjacency relation,
@@ -57,10 +61,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro import handlers
 from numpyro.distributions import Distribution
 
 from dpaudit.adjacency import ADJACENCIES
+from dpaudit.sites import check_release_sites, joint_release
 
 __all__ = [
     "SENSITIVITY_NORMS",
@@ -219,7 +223,10 @@ class Mechanism:
             the *name* of that norm.)
         params: the public parameters the builder was called with (reports
             show them; read-only).
-        release_site: name of the release sample site.
+        release_site: name of the release sample site, or a tuple of names when the
+            mechanism releases several sites (:attr:`release_sites`; every other
+            random site must be declared latent or shared, see
+            :meth:`release_distribution` and docs/whole-trace.md).
         description: one paragraph for reports and ``dpaudit list``.
         known_flaw: the true guarantee, for the faulty catalogue only.
         sensitivity_norm: deprecated keyword alias of ``difference_norm``
@@ -237,7 +244,7 @@ class Mechanism:
     summary: Callable[[Any], jax.Array] | None = None
     difference_norm: Callable[[jax.Array], jax.Array] | None = None
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    release_site: str = "release"
+    release_site: str | tuple[str, ...] = "release"
     description: str = ""
     known_flaw: KnownFlaw | None = None
 
@@ -249,7 +256,7 @@ class Mechanism:
         summary: Callable[[Any], jax.Array] | None = None,
         difference_norm: Callable[[jax.Array], jax.Array] | None = None,
         params: Mapping[str, Any] | None = None,
-        release_site: str = "release",
+        release_site: str | tuple[str, ...] = "release",
         description: str = "",
         known_flaw: KnownFlaw | None = None,
         *,
@@ -302,6 +309,9 @@ class Mechanism:
             value = getattr(self, field)
             if value is not None and not callable(value):
                 raise TypeError(f"Mechanism {self.name!r}: {field} must be callable or None.")
+        sites = check_release_sites(self.release_site, self.name)
+        if not isinstance(self.release_site, str):
+            object.__setattr__(self, "release_site", sites)
         if self.known_flaw is not None and not isinstance(self.known_flaw, KnownFlaw):
             raise TypeError(f"Mechanism {self.name!r}: known_flaw must be a dpaudit.KnownFlaw.")
         object.__setattr__(self, "params", types.MappingProxyType(dict(self.params)))
@@ -324,44 +334,42 @@ class Mechanism:
 
     # ------------------------------------------------------------------ reading
 
+    @property
+    def release_sites(self) -> tuple[str, ...]:
+        """The release's sample sites, in declaration order (one for a one-site release).
+
+        Returns:
+            The tuple of site names.
+        """
+        return check_release_sites(self.release_site, self.name)
+
     def release_distribution(self, data) -> Distribution:
-        """The distribution the model samples its release from, given ``data``.
+        """The law of the release given ``data``: one site's distribution, or the joint law.
 
         Args:
             data: a dataset the model accepts.
 
         Returns:
-            The numpyro distribution at the ``release_site`` sample site.
+            The numpyro distribution at the release site when the model releases one
+            site and declares no latent or shared site; otherwise a
+            :class:`dpaudit.sites.JointRelease`, the joint law of all release (and
+            shared) sites over the flat vector of their concatenated values.
 
         Raises:
-            ValueError: if the model has no sample site named ``release_site``,
-                or samples a random site besides it (see below).
-            TypeError: if that site's distribution has no usable ``log_prob``.
+            ValueError: if a release site is missing, or the model samples a random
+                site that is neither released nor declared (below), or a latent site
+                cannot be marginalised (:mod:`dpaudit.sites`).
+            TypeError: if a release site is drawn from something without a ``log_prob``.
 
-        A random site other than the release would be ignored by every audit:
-        two independent epsilon-DP draws of the same sum, one released at
-        ``"release"`` and one elsewhere, are 2 epsilon-DP together, yet the
-        release site alone passes an epsilon claim exactly. Until whole-trace
-        auditing exists, such a model is refused. Observed sites (``obs=``)
-        are data, not randomness, and stay allowed.
+        A random site the audit did not account for would be ignored by it: two
+        independent epsilon-DP draws of the same sum, one released at ``"release"``
+        and one elsewhere, are 2 epsilon-DP together, yet the first site alone passes
+        an epsilon claim exactly. So every random site must be released (named in
+        ``release_site``) or declared with ``infer={"dpaudit": "latent"}`` (integrated
+        out) or ``infer={"dpaudit": "shared"}`` (data-independent, conditioned on);
+        observed sites (``obs=``) are data and stay allowed.
         """
-        trace = handlers.trace(handlers.seed(self.model, rng_seed=0)).get_trace(data)
-        site = trace.get(self.release_site)
-        if site is None or site["type"] != "sample":
-            sites = sorted(k for k, v in trace.items() if v["type"] == "sample")
-            raise ValueError(
-                f"mechanism {self.name!r} has no sample site named {self.release_site!r} "
-                f"(its sample sites are {sites}); sample the release with "
-                f"numpyro.sample({self.release_site!r}, ...)."
-            )
-        _refuse_other_random_sites(self.name, self.release_site, trace)
-        fn = site["fn"]
-        if not isinstance(fn, Distribution):
-            raise TypeError(
-                f"mechanism {self.name!r}: the release site {self.release_site!r} is drawn from "
-                f"{type(fn).__name__}, not a numpyro Distribution with a log_prob."
-            )
-        return fn
+        return joint_release(self.model, data, self.release_sites, self.name)
 
     def release_log_prob(self, data, release) -> jax.Array:
         """``log p_D(release)``: the release density under ``data``.
@@ -416,20 +424,3 @@ class Mechanism:
                 "sensitivity cannot be measured."
             )
         return self.difference_norm(self.summary(data) - self.summary(data_prime))
-
-
-def _refuse_other_random_sites(name: str, release_site: str, trace) -> None:
-    """Raise ``ValueError`` naming the first unobserved sample site besides the release."""
-    others = [
-        key
-        for key, site in trace.items()
-        if site["type"] == "sample" and key != release_site and not site.get("is_observed")
-    ]
-    if others:
-        raise ValueError(
-            f"mechanism {name!r} draws the random site {others[0]!r} besides its release site "
-            f"{release_site!r}, and an audit of {release_site!r} alone would ignore it (a false "
-            "pass when both are released); release one site whose distribution is the whole "
-            f"release (e.g. stack the draws into one distribution), or observe {others[0]!r} "
-            "with obs= if it is data."
-        )

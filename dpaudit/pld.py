@@ -27,7 +27,7 @@ simultaneous by Bonferroni: each point gets ``alpha / G``.
 The bounds are accumulated in a streaming state (``init`` / ``update`` /
 ``finalize``, after optax and blackjax), so 10^8 losses never need to be held
 in memory: :func:`init_hockey_stick`, :func:`update_hockey_stick` (pure, jit-able,
-merging chunk moments with Chan et al.'s parallel update) and
+merging chunk moments with Chan et al.'s parallel update, :func:`merge_hockey_stick`) and
 :func:`hockey_stick_curve`.
 """
 
@@ -53,6 +53,7 @@ __all__ = [
     "hockey_stick_terms",
     "init_hockey_stick",
     "interpolate_epsilon",
+    "merge_hockey_stick",
     "update_hockey_stick",
 ]
 
@@ -231,15 +232,36 @@ def update_hockey_stick(state: HockeyStickState, losses, epsilons, mask=None) ->
         return mean_b, m2_b
 
     mean_b, m2_b = jax.lax.map(moments, jnp.asarray(epsilons, dtype=jnp.float64))
-    n_a = state.count
+    max_b = jnp.max(jnp.where(use, losses, -jnp.inf))
+    n_inf = jnp.sum(use & (losses == jnp.inf))
+    chunk = HockeyStickState(n_b, mean_b, m2_b, max_b, n_inf.astype(jnp.float64), n_nan)
+    return merge_hockey_stick(state, chunk)
+
+
+def merge_hockey_stick(first: HockeyStickState, second: HockeyStickState) -> HockeyStickState:
+    """The state of the losses of ``first`` followed by those of ``second`` (pure; jit-able).
+
+    Chan et al.'s parallel update of the moments. It is exact for the counts and the
+    maximum but, like any floating-point sum, not associative: states merged in another
+    order differ in the last bits. :mod:`dpaudit.whitebox.run` therefore always merges
+    chunk states in chunk order, whatever machine computed them.
+
+    Args:
+        first: the state of the earlier losses.
+        second: the state of the later losses (e.g. one chunk's, folded into an empty state).
+
+    Returns:
+        The merged :class:`HockeyStickState`.
+    """
+    n_a, n_b = first.count, second.count
     n = n_a + n_b
-    d = mean_b - state.mean
+    d = second.mean - first.mean
     frac = jnp.where(n > 0, n_b / jnp.maximum(n, 1.0), 0.0)
-    mean = state.mean + d * frac
-    m2 = state.m2 + m2_b + d * d * n_a * frac
-    max_loss = jnp.maximum(state.max_loss, jnp.max(jnp.where(use, losses, -jnp.inf)))
-    n_inf = state.n_infinite + jnp.sum(use & (losses == jnp.inf))
-    return HockeyStickState(n, mean, m2, max_loss, n_inf, state.n_nan + n_nan)
+    mean = first.mean + d * frac
+    m2 = first.m2 + second.m2 + d * d * n_a * frac
+    max_loss = jnp.maximum(first.max_loss, second.max_loss)
+    n_inf = first.n_infinite + second.n_infinite
+    return HockeyStickState(n, mean, m2, max_loss, n_inf, first.n_nan + second.n_nan)
 
 
 @dataclasses.dataclass(frozen=True)

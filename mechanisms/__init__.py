@@ -8,6 +8,7 @@ One subpackage per paper, plus the textbook mechanisms and the faulty catalogue:
 * :mod:`mechanisms.ecdf` — Barczewski, Mawass & Ramon (private ECDF and ROC);
 * :mod:`mechanisms.continual` — BMR's continual counter (Thm 0.A.1);
 * :mod:`mechanisms.classic` — Laplace, Gaussian, geometric, noisy max, SVT;
+* :mod:`mechanisms.composed` — programs of several noisy releases (whole-trace audits);
 * :mod:`mechanisms.faulty` — mechanisms with a known flaw, for testing audits;
 * :mod:`mechanisms.common` — the builder tail shared by most of the above.
 
@@ -23,9 +24,9 @@ import pkgutil as _pkgutil
 
 import dpaudit as _dpaudit  # noqa: F401  (enables jax_enable_x64)
 
-__all__ = ["classic", "common", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"]
+__all__ = ["classic", "common", "composed", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"]
 
 for _module in _pkgutil.walk_packages(__path__, prefix=__name__ + "."):
     _importlib.import_module(_module.name)
 
-from mechanisms import classic, common, continual, ecdf, faulty, hrw, iclp, mrs  # noqa: E402  (imported above)
+from mechanisms import classic, common, composed, continual, ecdf, faulty, hrw, iclp, mrs  # noqa: E402  (imported above)

@@ -59,7 +59,7 @@ PUBLIC = {
     "dpaudit.blackbox": {
         "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
         "certified_delta", "certified_epsilon", "clopper_pearson", "kl_features",
-        "neighbour_candidates", "numpy_generator",
+        "neighbour_candidates", "numpy_generator", "per_call",
     },
     "dpaudit.testing": {
         "Box", "CompatibilityViolation", "DPViolation", "L2Ball", "Labels", "PowerCheck",
@@ -68,7 +68,7 @@ PUBLIC = {
         "assert_sensitivity_bound", "assert_test_power_bounded", "record_space_of",
         "sensitivity_target", "strategies", "worst_neighbours",
     },
-    "mechanisms": {"classic", "common", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"},
+    "mechanisms": {"classic", "common", "composed", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"},
 }  # fmt: skip
 
 

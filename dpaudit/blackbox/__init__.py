@@ -45,11 +45,15 @@ outputs). The statistic ``s`` (:mod:`~dpaudit.blackbox.statistics`) is:
 * ``"logistic"`` / ``"mlp"`` — model-free: a classifier trained to tell
   releases of ``D`` from releases of ``D'`` (logistic regression fitted with
   scipy's L-BFGS, or a small ReLU network trained with Adam in JAX), on
-  features of the release: the flattened release (default), Karhunen–Loève
-  coefficients of a functional release (:func:`kl_features`), or any
-  callable. Its log-odds estimate ``L`` (this is DP-Sniper's idea). Half the
+  features of the release: by default the release values with ``|x|``,
+  ``x^2`` and fitted per-coordinate log-density ratios (Gaussian, Laplace,
+  histogram), so that changes of scale, support and atoms are seen;
+  Karhunen–Loève coefficients of a functional release (:func:`kl_features`);
+  or any callable. Its log-odds estimate ``L`` (this is DP-Sniper's idea). Half the
   selection set trains the classifier, the other half chooses the threshold.
 
+With a reference and ``statistic="auto"``, both the model's loss and the
+default classifier are candidates, chosen between on the selection set.
 Both directions are tried (``s`` for ``D -> D'``, ``-s`` for ``D' -> D``) and
 each candidate event is scored on the selection set by the bound it would
 certify with the certification sample size (Jeffreys-type plug-in counts, so
@@ -61,7 +65,8 @@ certified ``epsilon`` lower bound at the claimed ``delta`` exceeds the claimed
 ``epsilon`` (equivalently, the certified ``delta`` lower bound at the claimed
 ``epsilon`` exceeds the claimed ``delta``); otherwise ``"inconclusive"``:
 samples can refute a claim, never prove it. A black-box audit never returns
-``"pass"``.
+``"pass"``. Every result states its *strength*: the smallest violation its
+budget would have certified (``result.strength``; see ``docs/blackbox.md``).
 
 **Floating point.** Releases computed in floating point are not exactly the
 mathematical mechanism: ``0 + Z`` and ``1 + Z`` land on different sets of
@@ -82,6 +87,7 @@ from __future__ import annotations
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, clopper_pearson
 from dpaudit.blackbox.engine import blackbox_audit
 from dpaudit.blackbox.neighbours import neighbour_candidates
+from dpaudit.blackbox.percall import per_call
 from dpaudit.blackbox.result import BlackBoxResult, CertifiedEvent
 from dpaudit.blackbox.samplers import as_sampler, numpy_generator
 from dpaudit.blackbox.selection import OBJECTIVES as OBJECTIVES
@@ -104,6 +110,7 @@ __all__ = [
     "kl_features",
     "neighbour_candidates",
     "numpy_generator",
+    "per_call",
 ]
 
 #: The former name of :data:`~dpaudit.blackbox.statistics.STATISTICS` (the choices of

@@ -18,11 +18,21 @@ import math
 import numpy as np
 import scipy.stats
 
-__all__ = ["certified_delta", "certified_epsilon", "clopper_pearson", "one_sided_pair"]
+__all__ = [
+    "certified_delta",
+    "certified_epsilon",
+    "clopper_pearson",
+    "detectable_violation",
+    "one_sided_pair",
+]
 
 # Beta parameters must be > 0: at k = 0 (resp. k = n) the bound is set by np.where, but the
 # untaken branch is still evaluated, so its parameter is clamped away from 0.
 _TINY = 1e-300
+# Bisection of the detectable violation: epsilon up to 50 (e^50 ~ 5e21: no budget resolves more),
+# 48 halvings (below 2e-13 of the interval), delta on [0, 1].
+_MAX_DETECTABLE_EPSILON = 50.0
+_BISECTIONS = 48
 
 
 def clopper_pearson(k, n, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -139,3 +149,59 @@ def certified_delta(k_p, n_p, k_q, n_q, *, epsilon: float, confidence: float = 0
     """
     p_lo, q_hi = one_sided_pair(k_p, n_p, k_q, n_q, confidence)
     return np.maximum(p_lo - math.exp(epsilon) * q_hi, 0.0)
+
+
+def _bisect(certifies, lo: float, hi: float, shape) -> np.ndarray:
+    """Per element, the smallest ``x`` in ``[lo, hi]`` with ``certifies(x)`` (monotone; ``inf``
+    where even ``hi`` does not certify), by vectorised bisection."""
+    lo_a, hi_a = np.full(shape, lo), np.full(shape, hi)
+    never = ~certifies(hi_a)
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (lo_a + hi_a)
+        ok = certifies(mid)
+        lo_a, hi_a = np.where(ok, lo_a, mid), np.where(ok, mid, hi_a)
+    return np.where(never, np.inf, hi_a)
+
+
+def detectable_violation(q, n: int, epsilon: float, delta: float, confidence: float):
+    """The smallest violations a budget certifies on an event of ``Q``-probability ``q``.
+
+    The audit strength: an implementation with ``P(S) = min(1, e^eps_true q + delta)``
+    on the event, and the expected counts ``n P(S)``, ``n q`` among ``n`` releases per
+    dataset, gets a certified violation of the claim ``(epsilon, delta)`` at
+    ``confidence`` exactly when ``eps_true`` is at least the first returned value;
+    likewise ``P(S) = min(1, e^epsilon q + delta_true)`` for the second. Expected
+    counts make this the median outcome (about even odds of certifying), not a power
+    guarantee.
+
+    Args:
+        q: the event's probability under ``Q`` (in ``[0, 1)``; a float or an array).
+        n: certification releases per dataset.
+        epsilon: the claimed epsilon.
+        delta: the claimed delta.
+        confidence: ``1 - alpha`` of the certified bounds.
+
+    Returns:
+        ``(epsilon_detectable, delta_detectable)`` of ``q``'s shape (floats for a float
+        ``q``); ``inf`` where even ``P(S) = 1`` would not be certified.
+
+    Example:
+        >>> eps, dlt = detectable_violation(0.1, 100_000, 1.0, 0.0, 0.95)
+        >>> bool(1.0 < eps < 1.05), bool(0.0 < dlt < 0.01)
+        (True, True)
+    """
+    q = np.clip(np.asarray(q, dtype=float), 0.0, 1.0)
+
+    def eps_certifies(eps_true):
+        k_p = n * np.minimum(1.0, np.exp(eps_true) * q + delta)
+        return certified_epsilon(k_p, n, n * q, n, delta=delta, confidence=confidence) > epsilon
+
+    def delta_certifies(delta_true):
+        k_p = n * np.minimum(1.0, math.exp(epsilon) * q + delta_true)
+        return certified_delta(k_p, n, n * q, n, epsilon=epsilon, confidence=confidence) > delta
+
+    eps = _bisect(eps_certifies, epsilon, _MAX_DETECTABLE_EPSILON, q.shape)
+    dlt = _bisect(delta_certifies, delta, 1.0, q.shape)
+    if q.ndim == 0:
+        return float(eps), float(dlt)
+    return eps, dlt

@@ -10,14 +10,195 @@ the noise of the releases it is judged on.
 
 from __future__ import annotations
 
-from dpaudit.blackbox.result import CertifiedCounts, SelectedEvent
-from dpaudit.blackbox.samplers import ReleaseSource, numpy_generator
+from typing import NamedTuple
 
-__all__ = ["KEPT_SCORES", "count_event"]
+import numpy as np
+
+from dpaudit.blackbox.result import CertifiedCounts, SelectedEvent
+from dpaudit.blackbox.samplers import ReleaseSource, chunks_of, numpy_generator
+
+__all__ = [
+    "KEPT_SCORES",
+    "TallyJob",
+    "TallyState",
+    "count_event",
+    "finish_tally",
+    "init_tally",
+    "merge_tally",
+    "step_tally",
+    "tally_job_shard",
+    "tally_shard",
+]
 
 #: Scores kept for plots per dataset (of selection and certification releases): enough for a
 #: smooth histogram, small enough for a report.
 KEPT_SCORES = 20_000
+
+
+class TallyState(NamedTuple):
+    """Counts of the event over some chunks of one dataset's certification releases.
+
+    Integer counts merge exactly, so a run split into shards (ranges of chunk keys) and
+    merged in any order gives the serial run's counts; the kept scores are stored per chunk
+    and joined in chunk order.
+
+    Attributes:
+        above: ``#{sign*s > t}`` over the chunks seen.
+        ties: ``#{sign*s = t}`` over the chunks seen.
+        chunks: the chunk indices seen.
+        heads: chunk index -> that chunk's signed scores among the first ``keep``.
+    """
+
+    above: int
+    ties: int
+    chunks: frozenset
+    heads: dict
+
+
+class TallyJob(NamedTuple):
+    """Everything a shard needs to count the event on one dataset (shipped once to workers).
+
+    Attributes:
+        source: the dataset's :class:`~dpaudit.blackbox.samplers.ReleaseSource` (with its
+            chunk size fixed).
+        score: the statistic, releases ``(m, ...) -> (m,)``.
+        sign: ``+1`` or ``-1``.
+        threshold: ``t``.
+        samples: certification releases of the dataset.
+        keep: how many leading signed scores are kept.
+        key: the dataset's certification key (chunk ``c`` uses ``split(key, chunks)[c]``).
+    """
+
+    source: ReleaseSource
+    score: object
+    sign: float
+    threshold: float
+    samples: int
+    keep: int
+    key: object
+
+
+def init_tally() -> TallyState:
+    """The empty tally (no chunk seen).
+
+    Returns:
+        A :class:`TallyState`.
+    """
+    return TallyState(0, 0, frozenset(), {})
+
+
+def step_tally(state: TallyState, job: TallyJob, chunk_keys, c: int) -> TallyState:
+    """Draw chunk ``c`` of the job's releases and add its counts.
+
+    Args:
+        state: the running tally (must not hold chunk ``c``).
+        job: the :class:`TallyJob`.
+        chunk_keys: ``(chunk, keys)`` from ``job.source.chunk_keys(job.samples, job.key)``.
+        c: the chunk index.
+
+    Returns:
+        The new :class:`TallyState`.
+
+    Raises:
+        ValueError, TypeError: if the sampler fails or returns bad releases.
+    """
+    chunk, keys = chunk_keys
+    x = job.source.call(chunk, keys[c])
+    s = job.sign * np.asarray(job.score(x))[: job.samples - c * chunk]
+    head = {c: s[: job.keep - c * chunk]} if c * chunk < job.keep else {}
+    part = TallyState(
+        int(np.count_nonzero(s > job.threshold)),
+        int(np.count_nonzero(s == job.threshold)),
+        frozenset((c,)),
+        head,
+    )
+    return merge_tally(state, part)
+
+
+def merge_tally(first: TallyState, second: TallyState) -> TallyState:
+    """The tally of the union of two disjoint sets of chunks (exact, in either order).
+
+    Args:
+        first: a tally.
+        second: a tally over other chunks of the same dataset.
+
+    Returns:
+        The merged :class:`TallyState`.
+
+    Raises:
+        ValueError: if the two tallies share a chunk.
+    """
+    if first.chunks & second.chunks:
+        raise ValueError(
+            "the two tallies share chunks; each chunk key must be counted by exactly one shard."
+        )
+    return TallyState(
+        first.above + second.above,
+        first.ties + second.ties,
+        first.chunks | second.chunks,
+        {**first.heads, **second.heads},
+    )
+
+
+def finish_tally(state: TallyState, job: TallyJob, chunk: int) -> tuple[int, int, np.ndarray]:
+    """``(above, ties, head)`` of a complete tally.
+
+    Args:
+        state: the merged tally; it must hold every chunk.
+        job: the :class:`TallyJob`.
+        chunk: releases per chunk.
+
+    Returns:
+        The two counts and the first ``keep`` signed scores (in chunk order).
+
+    Raises:
+        RuntimeError: if chunks are missing (nothing partial is reported as complete).
+    """
+    n_chunks = chunks_of(job.samples, chunk)
+    if state.chunks != frozenset(range(n_chunks)):
+        raise RuntimeError(
+            f"only {len(state.chunks)} of {n_chunks} certification chunks were counted; the "
+            "run is incomplete and no result is reported."
+        )
+    heads = [state.heads[c] for c in sorted(state.heads)]
+    return state.above, state.ties, np.concatenate(heads) if heads else np.zeros(0)
+
+
+def tally_shard(job: TallyJob, chunks, progress=None) -> TallyState:
+    """Count the event on the chunks ``chunks`` (e.g. a ``range``) of the job: one shard.
+
+    Args:
+        job: the :class:`TallyJob`.
+        chunks: the chunk indices of the shard.
+        progress: a :class:`dpaudit.progress.ProgressBar` advanced once per chunk.
+
+    Returns:
+        The shard's :class:`TallyState` (merge shards with :func:`merge_tally`).
+
+    Raises:
+        ValueError, TypeError: if the sampler fails or returns bad releases.
+    """
+    chunk_keys = job.source.chunk_keys(job.samples, job.key)
+    state = init_tally()
+    for c in chunks:
+        state = step_tally(state, job, chunk_keys, c)
+        if progress is not None:
+            progress.advance()
+    return state
+
+
+def tally_job_shard(jobs: tuple[TallyJob, ...], task: tuple[int, range]) -> TallyState:
+    """One shard of a certification fanned out by an executor: ``task = (job index, chunks)``.
+
+    Args:
+        jobs: the jobs (one per dataset), shipped once to each worker.
+        task: which job and which chunks.
+
+    Returns:
+        The shard's :class:`TallyState`.
+    """
+    index, chunks = task
+    return tally_shard(jobs[index], chunks)
 
 
 def count_event(
@@ -27,6 +208,7 @@ def count_event(
     samples: int,
     keys,
     progress=None,
+    executor=None,
 ) -> CertifiedCounts:
     """Count the event ``{sign*s > t} + gamma {sign*s = t}`` on ``samples`` fresh releases each.
 
@@ -41,6 +223,8 @@ def count_event(
         samples: certification releases per dataset.
         keys: three JAX keys: releases of ``D``, releases of ``D'``, the tie resolution.
         progress: a :class:`dpaudit.progress.ProgressBar`.
+        executor: ``None`` (this process, chunk after chunk) or an executor of
+            :mod:`dpaudit.distributed` (shards of chunks on workers; the same counts).
 
     Returns:
         The :class:`~dpaudit.blackbox.result.CertifiedCounts`.
@@ -53,8 +237,18 @@ def count_event(
     key_p, key_q = (keys[0], keys[1]) if sign > 0 else (keys[1], keys[0])
     keep = min(KEPT_SCORES, samples)
     t = selected.threshold
-    p_above, p_ties, s_p = source_p.tally(samples, key_p, score, sign, t, keep, progress)
-    q_above, q_ties, s_q = source_q.tally(samples, key_q, score, sign, t, keep, progress)
+    jobs = tuple(
+        TallyJob(source, score, sign, t, samples, keep, key)
+        for source, key in ((source_p, key_p), (source_q, key_q))
+    )
+    chunk = source_p.chunk_keys(samples, key_p)[0]
+    if executor is None:
+        states = [tally_shard(job, range(chunks_of(samples, chunk)), progress) for job in jobs]
+    else:
+        states = executor.run_tallies(jobs, chunks_of(samples, chunk), progress)
+    (p_above, p_ties, s_p), (q_above, q_ties, s_q) = (
+        finish_tally(state, job, chunk) for state, job in zip(states, jobs, strict=True)
+    )
     rng = numpy_generator(keys[2])
     k_p = p_above + (int(rng.binomial(p_ties, selected.gamma)) if p_ties else 0)
     k_q = q_above + (int(rng.binomial(q_ties, selected.gamma)) if q_ties else 0)

@@ -16,17 +16,21 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
+import numpy as np
 
 from dpaudit.adjacency import check_adjacent
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, one_sided_pair
 from dpaudit.blackbox.certification import KEPT_SCORES, count_event
+from dpaudit.blackbox.percall import per_call, per_call_kind
 from dpaudit.blackbox.result import (
     DIRECTIONS,
     BlackBoxResult,
     CertifiedCounts,
     CertifiedEvent,
     SelectedEvent,
+    audit_strength,
     selection_epsilon,
+    strength_notes,
     verdict_notes,
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
@@ -35,8 +39,7 @@ from dpaudit.blackbox.statistics import (
     STATISTICS,
     FittedStatistic,
     classifier_settings,
-    fit_statistic,
-    identity_features,
+    fit_statistics,
 )
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
 from dpaudit.checks import check_choice, check_count
@@ -46,6 +49,10 @@ from dpaudit.progress import progress_bar, should_show
 
 __all__ = ["blackbox_audit"]
 
+_SCALAR_NOTE = (
+    "The datasets are scalars: their adjacency cannot be checked from records; the audit "
+    "takes the pair as neighbours, as given."
+)
 # Key of the certification draws: fold_in(root, 2 i) derives the selection keys of pair i, so
 # an odd constant can never coincide with them (selection and certification releases are
 # disjoint, as the validity of the bound requires).
@@ -61,19 +68,23 @@ _SELECT_FRACTION = 10
 class _Plan(NamedTuple):
     """The validated arguments of one audit."""
 
+    sampler: Callable
     claim: Claim
     pairs: list
     reference: Mechanism | None
     statistic: str
+    kinds: tuple
     objective: str
     samples: int
     select: int
     confidence: float
     chunk_size: int | None
     settings: dict
-    features: Callable
+    features: Callable | None
     name: str
     seed: int
+    reproducible: bool
+    notes: tuple
 
 
 def blackbox_audit(
@@ -97,13 +108,18 @@ def blackbox_audit(
     name: str | None = None,
     progress: bool | None = None,
     method: str | None = None,
+    executor=None,
 ) -> BlackBoxResult:
     """Audit an implementation's claim from its samples alone.
 
     Args:
         sampler: ``sampler(data, n, key) -> releases`` of shape ``(n, ...)`` (a
-            JAX key; numpy code can use :func:`~dpaudit.blackbox.numpy_generator`).
-            Releases are vectors or curves on a grid; booleans and integers are fine.
+            JAX key; numpy code can use :func:`~dpaudit.blackbox.numpy_generator`), or
+            a tuple / dict of such arrays (a multi-output release). Releases are
+            vectors or curves on a grid; booleans, integers and strings (categories)
+            are fine. A one-argument ``f(data) -> release`` is a per-call, unseeded
+            implementation (wrapped by :func:`~dpaudit.blackbox.per_call`; use that
+            function for samplers taking a seed or a numpy Generator).
         data, data_prime: a neighbouring pair; or give ``pairs`` instead.
         claim: the :class:`~dpaudit.Claim` (or ``(epsilon, delta)``).
         pairs: several candidate pairs (e.g. from
@@ -111,18 +127,22 @@ def blackbox_audit(
             search); the selection set picks one, which alone is certified.
         reference: a :class:`~dpaudit.Mechanism` modelling the *intended*
             mechanism; its privacy loss is the test statistic (``statistic="model"``).
-        statistic: the test statistic: ``"auto"`` (``"model"`` with a reference,
-            else ``"logistic"``), ``"model"``, ``"logistic"`` or ``"mlp"``.
-        features: for classifiers, ``features(releases (n, ...)) -> (n, p)``;
-            default the flattened release; :func:`~dpaudit.blackbox.kl_features` for curves.
+        statistic: the test statistic: ``"auto"`` (with a reference: its privacy loss
+            and the default classifier, chosen between on the selection set; else
+            ``"logistic"``), ``"model"``, ``"logistic"`` or ``"mlp"``.
+        features: for classifiers, ``features(releases (n, ...)) -> (n, p)``; default
+            the release values with ``|x|``, ``x^2`` and fitted log-density ratios per
+            coordinate (see ``docs/blackbox.md``); :func:`~dpaudit.blackbox.kl_features`
+            for curves.
         samples: certification releases per dataset.
         select_samples: selection releases per dataset and pair (default
             ``max(10000, samples // 10)``).
         confidence: ``1 - alpha`` of the certified bounds.
         objective: choose the event maximising the ``"epsilon"`` bound at the
             claimed delta (tightness), or the ``"delta"`` bound at the claimed
-            epsilon (the margin of a violation); ``"auto"``: ``"delta"`` for an
-            approximate claim, ``"epsilon"`` for a pure one.
+            epsilon; ``"auto"``: ``"epsilon"`` for a pure claim; for an approximate
+            one, the best event of each, certifying the one with the larger planned
+            violation margin, or the epsilon one when no violation is planned.
         seed: everything is reproducible from it.
         check_adjacency: check each pair is adjacent under the claim's adjacency.
         chunk_size: releases per sampler call (default from the release size).
@@ -132,6 +152,8 @@ def blackbox_audit(
         name: the implementation's name in reports (default the sampler's name).
         progress: show a progress bar (default: on a terminal, for long runs).
         method: deprecated alias of ``statistic`` (``DeprecationWarning``).
+        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
+            executor: the certification chunks run as shards on workers (same counts).
 
     Returns:
         A :class:`~dpaudit.blackbox.BlackBoxResult`.
@@ -155,8 +177,12 @@ def blackbox_audit(
                  features, samples, select_samples, confidence, objective, check_adjacency,
                  chunk_size, classifier_options, name, seed)
     # fmt: on
+    if executor is not None:
+        from dpaudit.distributed import resolve_executor
+
+        executor = resolve_executor(executor)
     root = jax.random.key(seed)
-    sources = open_sources(sampler, plan.pairs, plan.name, plan.chunk_size, root)
+    sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.chunk_size, root)
     chunk = sources[0][0].chunk
     total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk) + 2 * chunks_of(plan.samples, chunk)
     show = should_show(progress, total, _PROGRESS_MIN_CHUNKS)
@@ -164,56 +190,67 @@ def blackbox_audit(
         "black-box audit", total=total, unit="chunks", label=plan.name, show=show
     ) as bar:
         t0 = time.perf_counter()
-        fitted = _fit_statistics(plan, sources, root, bar)  # per pair, on selection releases
-        selected = _select(plan, fitted)  # one event among all pairs and directions
+        arms = _fit_statistics(plan, sources, root, bar)  # per pair, on selection releases
+        selected = _select(plan, arms)  # one event among all arms and directions
         t1 = time.perf_counter()
-        counts = _certify(plan, selected, fitted, sources, root, bar)  # on fresh releases
+        counts = _certify(plan, selected, arms, sources, root, bar, executor)  # fresh releases
     timings = {"selection": t1 - t0, "certification": time.perf_counter() - t1}
-    result = _result(plan, fitted, selected, counts, timings, start)
+    result = _result(plan, arms, selected, counts, timings, start)
     # zCDP / RDP / GDP / f-DP claims: judged in their notion (dpaudit.blackbox.tradeoff)
     return notion_blackbox_result(result, plan.claim) if is_notion_claim(plan.claim) else result
 
 
-def _fit_statistics(plan: _Plan, sources, root, bar) -> list[FittedStatistic]:
-    """Per pair, draw the selection releases and fix the statistic on them."""
-    fitted = []
+class _Arm(NamedTuple):
+    """One candidate statistic on one pair (selection chooses among all arms)."""
+
+    pair: int
+    kind: str
+    fitted: FittedStatistic
+
+
+def _fit_statistics(plan: _Plan, sources, root, bar) -> list[_Arm]:
+    """Per pair, draw the selection releases and fix each statistic on them."""
+    arms = []
     for i, (pair, pair_sources) in enumerate(zip(plan.pairs, sources, strict=True)):
         keys = jax.random.split(jax.random.fold_in(root, 2 * i), 3)
-        fitted.append(
-            fit_statistic(
-                plan.statistic,
-                pair,
-                pair_sources,
-                keys,
-                select=plan.select,
-                reference=plan.reference,
-                features=plan.features,
-                settings=plan.settings,
-                progress=bar,
-            )
+        fitted = fit_statistics(
+            plan.kinds,
+            pair,
+            pair_sources,
+            keys,
+            select=plan.select,
+            reference=plan.reference,
+            features=plan.features,
+            settings=plan.settings,
+            progress=bar,
         )
-    return fitted
+        arms.extend(_Arm(i, kind, f) for kind, f in zip(plan.kinds, fitted, strict=True))
+    return arms
 
 
-def _certify(plan: _Plan, selected: SelectedEvent, fitted, sources, root, bar) -> CertifiedCounts:
+def _certify(
+    plan: _Plan, selected: SelectedEvent, arms, sources, root, bar, executor=None
+) -> CertifiedCounts:
     """Count the selected event on fresh releases of its pair (one event, counted once)."""
     keys = jax.random.split(jax.random.fold_in(root, _CERTIFICATION_FOLD), 3)
-    score = fitted[selected.pair].score
-    return count_event(selected, score, sources[selected.pair], plan.samples, keys, bar)
+    arm = arms[selected.pair]
+    return count_event(
+        selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar, executor
+    )
 
 
-def _select(plan: _Plan, fitted: list[FittedStatistic]) -> SelectedEvent:
-    scores = [(f.selection_d, f.selection_d_prime) for f in fitted]
+def _select(plan: _Plan, arms: list[_Arm]) -> SelectedEvent:
+    scores = [(a.fitted.selection_d, a.fitted.selection_d_prime) for a in arms]
     n_sel = scores[0][0].size
     # Importance-sampling plans need the statistic to be a privacy loss (the reference's).
-    is_loss = plan.statistic == "model"
+    is_loss = [a.kind == "model" for a in arms]
     alpha = 1.0 - plan.confidence
     return select_event(scores, n_sel, plan.samples, plan.claim, plan.objective, alpha, is_loss)
 
 
 def _result(
     plan: _Plan,
-    fitted: list[FittedStatistic],
+    arms: list[_Arm],
     selected: SelectedEvent,
     counts: CertifiedCounts,
     timings: dict,
@@ -221,19 +258,57 @@ def _result(
 ) -> BlackBoxResult:
     """The :class:`BlackBoxResult` of the certified counts."""
     n, claim, confidence = plan.samples, plan.claim, plan.confidence
-    p_lo, q_hi = one_sided_pair(counts.k_p, n, counts.k_q, n, confidence)
     eps_lo = float(
         certified_epsilon(counts.k_p, n, counts.k_q, n, delta=claim.delta, confidence=confidence)
     )
     delta_lo = float(
         certified_delta(counts.k_p, n, counts.k_q, n, epsilon=claim.epsilon, confidence=confidence)
     )
-    stat = fitted[selected.pair]
-    n_sel = int(fitted[0].selection_d.size)
-    event = CertifiedEvent(
+    arm = arms[selected.pair]
+    stat = arm.fitted
+    n_sel = int(stat.selection_d.size)
+    # Scores in the certified direction: P's first (s for D->D', -s of D' for D'->D).
+    if selected.direction == 0:
+        sel_p, sel_q = stat.selection_d, stat.selection_d_prime
+    else:
+        sel_p, sel_q = -stat.selection_d_prime, -stat.selection_d
+    kept = min(KEPT_SCORES, n_sel)
+    strength = audit_strength(counts.k_q, n, claim, confidence)
+    notes = verdict_notes(claim, selected.chosen_for, eps_lo, confidence, n_sel, n)
+    notes += strength_notes(strength, claim, confidence, plan.kinds, arm.kind, plan.reproducible)
+    notes += plan.notes
+    return BlackBoxResult(
+        mechanism=plan.name,
+        claim=claim,
+        verdict="violation" if eps_lo > claim.epsilon else "inconclusive",
+        confidence=confidence,
+        samples=n,
+        samples_select=plan.select,
+        seed=plan.seed,
+        statistic=arm.kind,
+        epsilon_lower=eps_lo,
+        delta_lower=delta_lo,
+        event=_certified_event(plan, arm, selected, counts, n_sel),
+        selection_scores={"P": sel_p[:kept], "Q": sel_q[:kept]},
+        certification_scores={"P": counts.scores_p, "Q": counts.scores_q},
+        seconds=time.perf_counter() - start,
+        timings=timings,
+        notes=notes,
+        objective=selected.chosen_for,
+        strength=strength,
+        reproducible=plan.reproducible,
+    )
+
+
+def _certified_event(plan: _Plan, arm: _Arm, selected, counts, n_sel: int) -> CertifiedEvent:
+    """The public record of the certified event and its counts."""
+    n = plan.samples
+    p_lo, q_hi = one_sided_pair(counts.k_p, n, counts.k_q, n, plan.confidence)
+    name = arm.fitted.name
+    return CertifiedEvent(
         direction=DIRECTIONS[selected.direction],
-        pair=selected.pair,
-        statistic=stat.name if selected.direction == 0 else f"minus the {stat.name}",
+        pair=arm.pair,
+        statistic=name if selected.direction == 0 else f"minus the {name}",
         threshold=selected.threshold,
         tie_probability=selected.gamma,
         counts={"P": counts.k_p, "Q": counts.k_q},
@@ -243,34 +318,10 @@ def _result(
         selection={
             "p_hat": selected.p_hat,
             "q_hat": selected.q_hat,
-            "epsilon_hat": selection_epsilon(selected, claim.delta),
+            "epsilon_hat": selection_epsilon(selected, plan.claim.delta),
             "n": n_sel,
             "pairs": len(plan.pairs),
         },
-    )
-    # Scores in the certified direction: P's first (s for D->D', -s of D' for D'->D).
-    if selected.direction == 0:
-        sel_p, sel_q = stat.selection_d, stat.selection_d_prime
-    else:
-        sel_p, sel_q = -stat.selection_d_prime, -stat.selection_d
-    kept = min(KEPT_SCORES, n_sel)
-    return BlackBoxResult(
-        mechanism=plan.name,
-        claim=claim,
-        verdict="violation" if eps_lo > claim.epsilon else "inconclusive",
-        confidence=confidence,
-        samples=n,
-        samples_select=plan.select,
-        seed=plan.seed,
-        statistic=plan.statistic,
-        epsilon_lower=eps_lo,
-        delta_lower=delta_lo,
-        event=event,
-        selection_scores={"P": sel_p[:kept], "Q": sel_q[:kept]},
-        certification_scores={"P": counts.scores_p, "Q": counts.scores_q},
-        seconds=time.perf_counter() - start,
-        timings=timings,
-        notes=verdict_notes(claim, plan.objective, eps_lo, confidence, n_sel, n),
     )
 
 
@@ -300,15 +351,12 @@ def _plan(
 ) -> _Plan:
     """Check every argument (one sentence naming the bad one) and resolve the defaults."""
     # fmt: on
-    if not callable(sampler):
-        raise TypeError(
-            f"sampler must be a callable (data, n, key) -> releases, got {type(sampler).__name__}."
-        )
+    sampler, name = _check_sampler(sampler, name)
     claim = _check_claim(claim)
     pairs = _check_pairs(data, data_prime, pairs)
     statistic = check_choice("statistic", statistic, STATISTICS)
     objective = resolve_objective(check_choice("objective", objective, OBJECTIVES), claim)
-    statistic = _check_reference(statistic, reference)
+    statistic, kinds = _check_reference(statistic, reference)
     if features is not None and not callable(features):
         raise TypeError("features must be a callable releases (n, ...) -> features (n, p).")
     samples = check_count("samples", samples)
@@ -317,31 +365,58 @@ def _plan(
     )
     select = check_count("select_samples", select)
     # A classifier trains on one half of the selection releases and thresholds on the other.
-    if statistic in ("logistic", "mlp") and select < 4:
+    if any(k != "model" for k in kinds) and select < 4:
         raise ValueError("select_samples must be >= 4 to train and threshold a classifier.")
     if not (isinstance(confidence, float | int) and 0 < confidence < 1):
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
     if chunk_size is not None:
         chunk_size = check_count("chunk_size", chunk_size)
     settings = classifier_settings(classifier_options)  # checked before the adjacency
+    notes = []
     if check_adjacency:
         for d, dp in pairs:
+            if np.ndim(d) == 0 and np.ndim(dp) == 0:  # a scalar dataset has no records to compare
+                notes.append(_SCALAR_NOTE)
+                continue
             check_adjacent(d, dp, claim.adjacency)
     return _Plan(
+        sampler=sampler,
         claim=claim,
         pairs=pairs,
         reference=reference,
         statistic=statistic,
+        kinds=kinds,
         objective=objective,
         samples=samples,
         select=select,
         confidence=float(confidence),
         chunk_size=chunk_size,
         settings=settings,
-        features=features or identity_features,
-        name=name or getattr(sampler, "__name__", type(sampler).__name__),
+        features=features,
+        name=name,
         seed=int(seed),
+        reproducible=bool(getattr(sampler, "reproducible", True)),
+        notes=tuple(dict.fromkeys(notes)),
     )
+
+
+def _check_sampler(sampler, name: str | None) -> tuple[Callable, str]:
+    """The batch sampler (a per-call ``f(data)`` wrapped by :func:`per_call`) and its name."""
+    if not callable(sampler):
+        raise TypeError(
+            f"sampler must be a callable (data, n, key) -> releases, got {type(sampler).__name__}."
+        )
+    name = name or getattr(sampler, "__name__", type(sampler).__name__)
+    kind = per_call_kind(sampler)
+    if kind is None:
+        raise TypeError(
+            f"the sampler {name!r} takes two arguments: wrap it with "
+            "dpaudit.blackbox.per_call(f, seed='int') or seed='generator' to say what its second "
+            "argument is (a batch sampler takes (data, n, key))."
+        )
+    if kind == "none":  # f(data) -> one release, with its own randomness
+        sampler = per_call(sampler, name=name)
+    return sampler, name
 
 
 def _check_claim(claim) -> Claim:
@@ -371,14 +446,23 @@ def _check_pairs(data, data_prime, pairs) -> list:
     return pairs
 
 
-def _check_reference(statistic: str, reference) -> str:
-    """``statistic`` with ``"auto"`` resolved, checked against ``reference``."""
+def _check_reference(statistic: str, reference) -> tuple[str, tuple]:
+    """``statistic`` with ``"auto"`` resolved, checked against ``reference``, and its arms.
+
+    ``"auto"`` with a reference fits both the reference's privacy loss and the default
+    classifier, and selection chooses between them (with the multiple-testing correction
+    of selection): a reference model never yields a weaker planned bound than the default
+    statistic on the same data.
+    """
     if statistic == "auto":
-        statistic = "model" if reference is not None else "logistic"
+        if reference is not None:
+            _check_reference("model", reference)
+            return "model+logistic", ("model", "logistic")
+        statistic = "logistic"
     if statistic == "model" and reference is None:
         raise ValueError(
             "statistic='model' needs reference=<a dpaudit.Mechanism of the intended mechanism>."
         )
     if reference is not None and not isinstance(reference, Mechanism):
         raise TypeError(f"reference must be a dpaudit.Mechanism, got {type(reference).__name__}.")
-    return statistic
+    return statistic, (statistic,)

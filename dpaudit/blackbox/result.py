@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpaudit.audit_record import DIRECTIONS, AuditRecord
+from dpaudit.blackbox.bounds import detectable_violation
 from dpaudit.mechanism import Claim
 from dpaudit.serialize import json_float
 
@@ -24,9 +25,16 @@ __all__ = [
     "CertifiedCounts",
     "CertifiedEvent",
     "SelectedEvent",
+    "audit_strength",
     "selection_epsilon",
+    "strength_notes",
     "verdict_notes",
 ]
+
+# Event sizes tried for the budget's best detectable epsilon: Q-probabilities log-spaced from
+# 1/n to e^-epsilon (above it P = e^epsilon q would exceed 1); 24 points resolve the minimum
+# to a few per cent of epsilon, enough for a statement of strength.
+_STRENGTH_GRID = 24
 
 
 class SelectedEvent(NamedTuple):
@@ -40,6 +48,7 @@ class SelectedEvent(NamedTuple):
         gamma: the tie probability.
         p_hat: the event's frequency among the selection releases under ``P``.
         q_hat: the same under ``Q``.
+        chosen_for: the objective whose best event this is (``"epsilon"`` or ``"delta"``).
     """
 
     objective: float
@@ -49,6 +58,7 @@ class SelectedEvent(NamedTuple):
     gamma: float
     p_hat: float
     q_hat: float
+    chosen_for: str = "epsilon"
 
     @property
     def sign(self) -> float:
@@ -151,6 +161,15 @@ class BlackBoxResult(AuditRecord):
             direction, for plots.
         seconds: wall time; ``timings``: selection / certification.
         notes: sentences qualifying the verdict.
+        objective: what the certified event was chosen for, ``"epsilon"`` (the epsilon
+            bound at the claimed delta) or ``"delta"`` (the delta bound at the claimed
+            epsilon). Both bounds are certified on that one event.
+        strength: the audit strength (:func:`~dpaudit.blackbox.bounds.detectable_violation`):
+            ``epsilon`` / ``delta``, the smallest violations that would have been certified
+            on an event as frequent under ``Q`` as the certified one (``q``), and
+            ``epsilon_any_event``, the smallest over all event sizes at this budget.
+        reproducible: ``False`` when the sampler ignores the audit's seed (its own
+            randomness): the verdict is valid, but a rerun draws other releases.
     """
 
     samples_select: int
@@ -165,6 +184,9 @@ class BlackBoxResult(AuditRecord):
     timings: dict
     notes: tuple[str, ...]
     kind: str = "black-box"
+    objective: str = "epsilon"
+    strength: dict = dataclasses.field(default_factory=dict)
+    reproducible: bool = True
 
     @property
     def method(self) -> str:
@@ -175,6 +197,20 @@ class BlackBoxResult(AuditRecord):
     def route(self) -> str:
         """``"black-box (<statistic>)"``, the counterpart of the white-box route."""
         return f"black-box ({self.statistic})"
+
+    @property
+    def detectable_epsilon(self) -> float:
+        """The smallest epsilon this audit would have certified (see :attr:`strength`)."""
+        return float(self.strength.get("epsilon", math.inf))
+
+    @property
+    def bounds(self) -> dict:
+        """Both certified bounds, each with the claim parameter it is at and its event."""
+        event = f"the certified event (chosen for the {self.objective} bound)"
+        return {
+            "epsilon": {"lower": self.epsilon_lower, "at_delta": self.claim.delta, "event": event},
+            "delta": {"lower": self.delta_lower, "at_epsilon": self.claim.epsilon, "event": event},
+        }
 
     @property
     def delta_at_claimed_epsilon(self) -> dict:
@@ -197,6 +233,13 @@ class BlackBoxResult(AuditRecord):
             "epsilon_lower": json_float(self.epsilon_lower),
             "delta_at_claimed_epsilon": {"lower": json_float(self.delta_lower)},
             "event": self.event.to_dict(),
+            "objective": self.objective,
+            "bounds": {
+                k: {f: json_float(v) if isinstance(v, float) else v for f, v in b.items()}
+                for k, b in self.bounds.items()
+            },
+            "strength": {k: json_float(v) for k, v in self.strength.items()},
+            "reproducible": self.reproducible,
             "seconds": self.seconds,
             "timings": dict(self.timings),
             "notes": list(self.notes),
@@ -283,7 +326,8 @@ def verdict_notes(
     if objective == "delta" and claim.delta > 0:
         notes.append(
             "The event was chosen for the delta margin at the claimed epsilon (objective "
-            "'delta'); pass objective='epsilon' for the tightest epsilon lower bound."
+            "'delta'): it planned the larger violation margin; pass objective='epsilon' for the "
+            "tightest epsilon lower bound."
         )
     if epsilon_lower > claim.epsilon:
         notes.append(
@@ -298,3 +342,76 @@ def verdict_notes(
             f"epsilon {claim.epsilon:g}."
         )
     return tuple(notes)
+
+
+def audit_strength(k_q: int, n: int, claim: Claim, confidence: float) -> dict:
+    """The smallest violations this audit and this budget would have certified.
+
+    Args:
+        k_q: the certified event's count under ``Q``.
+        n: certification releases per dataset.
+        claim: the claim audited.
+        confidence: ``1 - alpha``.
+
+    Returns:
+        ``{"epsilon", "delta", "q", "epsilon_any_event"}`` (see
+        :func:`~dpaudit.blackbox.bounds.detectable_violation`): at the certified event's
+        ``Q``-frequency ``q = k_q / n``, and the smallest epsilon over all event sizes.
+    """
+    q = k_q / n
+    eps, delta = detectable_violation(q, n, claim.epsilon, claim.delta, confidence)
+    grid = np.geomspace(1.0 / n, math.exp(-claim.epsilon), _STRENGTH_GRID)
+    best = float(np.min(detectable_violation(grid, n, claim.epsilon, claim.delta, confidence)[0]))
+    return {"epsilon": eps, "delta": delta, "q": q, "epsilon_any_event": best}
+
+
+def strength_notes(
+    strength: dict, claim: Claim, confidence: float, kinds, kind: str, reproducible: bool
+) -> tuple[str, ...]:
+    """Sentences on the audit's strength, the statistic chosen and reproducibility.
+
+    Args:
+        strength: :func:`audit_strength`.
+        claim: the claim audited.
+        confidence: ``1 - alpha``.
+        kinds: the statistics selection chose among.
+        kind: the one certified.
+        reproducible: whether the sampler used the audit's seed.
+
+    Returns:
+        The notes.
+    """
+    level = f"{100 * confidence:g} %"
+    if not math.isfinite(strength["epsilon"]):  # no P(S) <= 1 certifies at this Q-frequency
+        delta = strength["delta"]
+        also = f" (a delta >= {delta:.3g} would)" if math.isfinite(delta) else ""
+        return (
+            f"Audit strength: on an event with the certified one's frequency under Q (q = "
+            f"{strength['q']:.3g}) no epsilon violation could have been certified at {level}"
+            f"{also}; with the best event of any size, epsilon >= "
+            f"{strength['epsilon_any_event']:.3g}. A smaller violation can go unseen.",
+            *_choice_notes(kinds, kind, reproducible),
+        )
+    notes = [
+        f"Audit strength: an epsilon >= {strength['epsilon']:.3g} (at delta {claim.delta:g}) "
+        f"or a delta >= {strength['delta']:.3g} (at epsilon {claim.epsilon:g}) on an event as "
+        f"frequent as the certified one would have been certified at {level} (expected "
+        f"counts); with the best event of any size, epsilon >= "
+        f"{strength['epsilon_any_event']:.3g}. A smaller violation can go unseen."
+    ]
+    return (*notes, *_choice_notes(kinds, kind, reproducible))
+
+
+def _choice_notes(kinds, kind: str, reproducible: bool) -> list[str]:
+    """The notes on the statistic chosen and on reproducibility."""
+    notes = []
+    if len(kinds) > 1:
+        notes.append(
+            f"The statistic was chosen on the selection set among {', '.join(kinds)}: {kind}."
+        )
+    if not reproducible:
+        notes.append(
+            "The sampler does not use the audit's seed (its own randomness): the bounds are "
+            "valid, but a rerun with the same seed draws other releases."
+        )
+    return notes

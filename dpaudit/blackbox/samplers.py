@@ -24,6 +24,8 @@ import numpy as np
 from dpaudit.mechanism import Mechanism
 
 __all__ = [
+    "Categories",
+    "OutputLayout",
     "ReleaseSource",
     "as_sampler",
     "check_same_shape",
@@ -101,6 +103,107 @@ def chunks_of(n: int, chunk: int) -> int:
     return -(-n // min(chunk, n))
 
 
+class Categories:
+    """One index per distinct non-numeric output (strings, objects), in order of first sight.
+
+    Shared by every source of an audit, so that a category has one index in the
+    selection and the certification releases of both datasets. The indices are
+    labels, not magnitudes: the default features give each its own histogram bin.
+    """
+
+    def __init__(self) -> None:
+        self.index: dict = {}
+
+    def indices(self, x: np.ndarray, name: str) -> np.ndarray:
+        """The index of each output (new categories get the next indices).
+
+        Args:
+            x: outputs of any non-numeric dtype.
+            name: the sampler's name in error messages.
+
+        Returns:
+            A float array of indices, of ``x``'s shape.
+
+        Raises:
+            TypeError: for unhashable outputs.
+        """
+        flat = x.ravel()
+        try:
+            uniques = dict.fromkeys(flat.tolist())
+        except TypeError as err:
+            raise TypeError(
+                f"the sampler {name!r} returned outputs that are neither numbers nor hashable "
+                f"categories ({err}); return numbers or strings."
+            ) from None
+        for u in uniques:
+            self.index.setdefault(u, len(self.index))
+        return np.fromiter((self.index[v] for v in flat.tolist()), float, flat.size).reshape(
+            x.shape
+        )
+
+
+class OutputLayout:
+    """Flattens multi-output releases (a tuple or dict of arrays) into one array per release.
+
+    The structure (tuple length or dict keys, and each part's shape) is fixed by the
+    first call; a sampler whose outputs change structure or shape between calls is
+    refused with one sentence.
+    """
+
+    def __init__(self) -> None:
+        self.categories = Categories()
+        self.structure = None
+
+    def flatten(self, x, n: int, name: str) -> np.ndarray:
+        """``x`` as an ``(n, p)`` array if it is a tuple/list/dict of arrays, else as an array.
+
+        Args:
+            x: the sampler's output for ``n`` releases.
+            n: releases requested.
+            name: the sampler's name in error messages.
+
+        Returns:
+            The array.
+
+        Raises:
+            ValueError: if a part is not ``(n, ...)`` or the structure changed.
+        """
+        if isinstance(x, dict):
+            keys = tuple(sorted(x, key=str))
+            parts = [x[k] for k in keys]
+        elif isinstance(x, tuple | list):
+            keys, parts = len(x), list(x)
+        else:
+            return np.asarray(x)
+        arrays = []
+        for part in parts:
+            a = np.asarray(part)
+            if a.ndim == 0 or a.shape[0] != n:
+                raise ValueError(
+                    f"the sampler {name!r} returned a multi-output release with a part of shape "
+                    f"{a.shape} when asked for {n} releases; every part must have shape (n, ...)."
+                )
+            if a.dtype.kind in "OUS":
+                a = self.categories.indices(a, name)
+            arrays.append(a.reshape(n, -1).astype(np.float64))
+        structure = (keys, tuple(np.asarray(p).shape[1:] for p in parts))
+        if self.structure is None:
+            self.structure = structure
+        elif structure != self.structure:
+            raise ValueError(
+                f"the sampler {name!r} returned outputs {_describe(structure)} after "
+                f"{_describe(self.structure)}; a multi-output sampler must return the same parts "
+                "of the same shapes on every call."
+            )
+        return np.concatenate(arrays, axis=1)
+
+
+def _describe(structure) -> str:
+    keys, shapes = structure
+    names = [f"[{k}]" for k in keys] if isinstance(keys, tuple) else range(keys)
+    return "(" + ", ".join(f"{k}: {s}" for k, s in zip(names, shapes, strict=True)) + ")"
+
+
 class ReleaseSource:
     """Draws releases of one dataset in fixed-size chunks (one sampler shape: no recompiles).
 
@@ -114,32 +217,40 @@ class ReleaseSource:
         shape: the shape of one release, known after the first call.
     """
 
-    def __init__(self, sampler: Callable, data, name: str, chunk: int | None):
+    def __init__(self, sampler: Callable, data, name: str, chunk: int | None, outputs=None) -> None:
         self.sampler = sampler
         self.data = data
         self.name = name
         self.chunk = chunk
         self.shape: tuple[int, ...] | None = None
+        # Shared by the sources of one audit: one category index and one output structure.
+        self.outputs = outputs if outputs is not None else OutputLayout()
 
     def _call(self, n: int, key) -> np.ndarray:
         try:
             x = self.sampler(self.data, n, key)
-        except (ValueError, TypeError):
-            raise
         except Exception as err:  # report, with the sampler's name, what went wrong
-            raise ValueError(
+            message = (
                 f"the sampler {self.name!r} failed on a request for {n} releases: "
                 f"{type(err).__name__}: {err}"
-            ) from err
-        return self._checked(np.asarray(x), n)
+            )
+            kind = type(err) if isinstance(err, ValueError | TypeError) else ValueError
+            try:
+                renamed = kind(message)
+            except Exception:  # an exception class with another constructor
+                renamed = ValueError(message)
+            raise renamed from err
+        return self._checked(self.outputs.flatten(x, n, self.name), n)
 
     def _checked(self, x: np.ndarray, n: int) -> np.ndarray:
         if x.dtype == bool:
             x = x.astype(np.float64)
+        if x.dtype.kind in "OUS" and x.ndim >= 1 and x.shape[0] == n:
+            x = self.outputs.categories.indices(x, self.name)
         if not np.issubdtype(x.dtype, np.number):
             raise TypeError(
                 f"the sampler {self.name!r} returned {x.dtype} values; return a numeric array of "
-                "releases (booleans and integers are fine)."
+                "releases (booleans, integers and strings are fine)."
             )
         if x.ndim == 0 or x.shape[0] != n:
             raise ValueError(
@@ -182,6 +293,33 @@ class ReleaseSource:
         chunk = min(self.chunk_size(jax.random.fold_in(key, _PROBE_FOLD)), n)
         n_chunks = -(-n // chunk)
         return chunk, jax.random.split(key, n_chunks)
+
+    def chunk_keys(self, n: int, key) -> tuple[int, jax.Array]:
+        """The chunk size and the chunk keys of ``n`` releases drawn with ``key``.
+
+        Args:
+            n: releases wanted.
+            key: a JAX key; chunk ``i`` uses ``split(key, chunks)[i]``.
+
+        Returns:
+            ``(chunk, keys)``.
+        """
+        return self._chunk_keys(n, key)
+
+    def call(self, n: int, key) -> np.ndarray:
+        """One sampler call of ``n`` releases, checked (shape, dtype, no NaN).
+
+        Args:
+            n: releases wanted.
+            key: the call's JAX key.
+
+        Returns:
+            The ``(n, ...)`` float64 releases.
+
+        Raises:
+            ValueError, TypeError: if the sampler fails or returns bad releases.
+        """
+        return self._call(n, key)
 
     def draw(self, n: int, key, score: Callable | None = None, progress=None) -> np.ndarray:
         """``n`` releases (``score is None``) or their scores ``score(chunk)``, drawn in chunks.
@@ -262,8 +400,12 @@ def open_sources(
     Raises:
         ValueError, TypeError: if the probe call fails or returns bad releases.
     """
+    layout = OutputLayout()
     sources = [
-        (ReleaseSource(sampler, d, name, chunk_size), ReleaseSource(sampler, dp, name, chunk_size))
+        (
+            ReleaseSource(sampler, d, name, chunk_size, layout),
+            ReleaseSource(sampler, dp, name, chunk_size, layout),
+        )
         for d, dp in pairs
     ]
     chunk = sources[0][0].chunk_size(jax.random.fold_in(root, _AUDIT_PROBE_FOLD))

@@ -27,11 +27,19 @@ from dpaudit.blackbox.bounds import clopper_pearson
 from dpaudit.blackbox.result import SelectedEvent
 from dpaudit.mechanism import Claim
 
-__all__ = ["OBJECTIVES", "candidate_events", "plan_bound", "resolve_objective", "select_event"]
+__all__ = [
+    "OBJECTIVES",
+    "candidate_events",
+    "plan_bound",
+    "planned_margin",
+    "resolve_objective",
+    "select_event",
+]
 
 #: What the event selection maximises: the epsilon bound at the claimed delta, or the delta
 #: bound at the claimed epsilon (``"auto"``: see :func:`resolve_objective`).
 OBJECTIVES = ("auto", "epsilon", "delta")
+
 
 # Every distinct value among the 400 largest scores is a candidate threshold: the extreme tail
 # is where the best events of a privacy violation live, and it is resolved release by release.
@@ -57,17 +65,23 @@ _MIN_LOSS = -50.0
 
 
 def resolve_objective(objective: str, claim: Claim) -> str:
-    """``"auto"`` resolved: the delta margin for an approximate claim, epsilon for a pure one.
+    """``"auto"`` resolved: ``"epsilon"`` for a pure claim; kept ``"auto"`` for an approximate one.
+
+    For an approximate claim, ``"auto"`` means: on the selection set, find the event
+    with the best epsilon bound at the claimed delta and the event with the best delta
+    bound at the claimed epsilon; certify the one with the larger planned violation
+    margin, or the epsilon event when neither plans a violation (so a correct
+    mechanism still gets its tightest epsilon lower bound, never "0, 0").
 
     Args:
         objective: one of :data:`OBJECTIVES`.
         claim: the claim audited.
 
     Returns:
-        ``"epsilon"`` or ``"delta"``.
+        ``"epsilon"``, ``"delta"`` or ``"auto"`` (approximate claims only).
     """
-    if objective == "auto":  # detection margin for approximate claims, tightness for pure ones
-        return "delta" if claim.delta > 0 else "epsilon"
+    if objective == "auto" and claim.delta == 0:  # pure: the tightest epsilon bound
+        return "epsilon"
     return objective
 
 
@@ -88,6 +102,12 @@ def plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: flo
     Returns:
         The planned bounds (``-1`` for an epsilon bound where nothing would be certified).
     """
+    p_lo, q_hi, _ = _planned(k_p, k_q, n_sel, n_cert, alpha, level, q_is)
+    return _bound_of(p_lo, q_hi, claim, objective)
+
+
+def _planned(k_p, k_q, n_sel, n_cert, alpha, level, q_is):
+    """Planned certification bounds ``(p_lo, q_hi)`` and the pessimistic estimates behind them."""
     p_tilde, _ = clopper_pearson(k_p, n_sel, level)
     _, q_tilde = clopper_pearson(k_q, n_sel, level)
     # A reference model's importance-sampling estimate replaces an upper bound that only
@@ -95,12 +115,29 @@ def plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: flo
     q_tilde = np.where(np.isnan(q_is), q_tilde, np.minimum(q_tilde, np.maximum(q_is, k_q / n_sel)))
     p_lo, _ = clopper_pearson(p_tilde * n_cert, n_cert, alpha / 2)
     _, q_hi = clopper_pearson(q_tilde * n_cert, n_cert, alpha / 2)
-    if objective == "delta":
-        return p_lo - math.exp(claim.epsilon) * q_hi
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(
-            p_lo > claim.delta, np.log(np.maximum(p_lo - claim.delta, 1e-300)) - np.log(q_hi), -1.0
-        )
+    return p_lo, q_hi, (p_tilde, q_tilde)
+
+
+def planned_margin(p, q, n_cert: int, claim: Claim) -> float:
+    """The planned violation margin ``p - e^epsilon q - delta`` in standard errors of ``n_cert``.
+
+    Scale-free, so an event chosen for the epsilon bound and one chosen for the delta
+    bound can be compared: both certify a violation exactly when ``p - e^eps q > delta``
+    (``log((p - delta)/q) > eps`` is the same inequality), and the one further from the
+    boundary in standard errors is the likelier to be certified.
+
+    Args:
+        p: the planned probability of the event under ``P``.
+        q: the same under ``Q``.
+        n_cert: certification releases per dataset.
+        claim: the claim audited.
+
+    Returns:
+        The margin (negative when no violation is planned).
+    """
+    e = math.exp(claim.epsilon)
+    sd = math.sqrt((p * (1 - p) + e * e * q * (1 - q)) / n_cert)
+    return (p - e * q - claim.delta) / max(sd, 1e-300)
 
 
 def _thresholds(s_p: np.ndarray) -> np.ndarray:
@@ -203,45 +240,76 @@ def _trust_reference(table, n_sel):
 def select_event(
     scores, n_sel: int, n_cert: int, claim: Claim, objective: str, alpha: float, loss=False
 ) -> SelectedEvent:
-    """The best (pair, direction, threshold, gamma) on the selection scores.
+    """The best (arm, direction, threshold, gamma) on the selection scores.
 
     Candidates are ranked by the bound they would certify, computed from
     pessimistic selection estimates at level ``_PLAN_ALPHA / N`` over all ``N``
-    candidates (Bonferroni): the maximum of ``N`` noisy tail estimates would
-    otherwise favour a rare event that happened to look extreme in selection.
-    This only affects power; validity rests on the certification set alone.
+    candidates of all arms (Bonferroni): the maximum of ``N`` noisy tail estimates
+    would otherwise favour a rare event that happened to look extreme in selection.
+    This only affects power; validity rests on the certification set alone. An
+    *arm* is one pair with one statistic (e.g. a reference model's privacy loss and
+    a classifier on the same pair are two arms).
+
+    With ``objective="auto"`` (approximate claims, see :func:`resolve_objective`) the
+    best event for each objective is found, and the one with the larger
+    :func:`planned_margin` is kept when a violation is planned, else the epsilon one.
 
     Args:
-        scores: per pair, ``(scores of D, scores of D')`` on the selection releases.
-        n_sel: selection releases per dataset (the length of each score array).
+        scores: per arm, ``(scores of D, scores of D')`` on the selection releases.
+        n_sel: selection releases per dataset (the default length of the score arrays;
+            each arm's own length is used).
         n_cert: certification releases per dataset.
         claim: the claim audited.
-        objective: ``"epsilon"`` or ``"delta"``.
+        objective: ``"epsilon"``, ``"delta"`` or ``"auto"``.
         alpha: ``1 - confidence``.
-        loss: the statistic is a reference model's privacy loss (see :func:`candidate_events`).
+        loss: whether the statistic is a reference model's privacy loss (see
+            :func:`candidate_events`): one flag for all arms, or one per arm.
 
     Returns:
-        The :class:`~dpaudit.blackbox.result.SelectedEvent` (the first best on ties).
+        The :class:`~dpaudit.blackbox.result.SelectedEvent` (the first best on ties);
+        its ``pair`` is the index of the arm.
     """
+    flags = [loss] * len(scores) if isinstance(loss, bool) else list(loss)
     tables = []
-    for pair, (s_d, s_dp) in enumerate(scores):
+    for arm, ((s_d, s_dp), is_loss) in enumerate(zip(scores, flags, strict=True)):
         for direction, (s_p, s_q) in enumerate(((s_d, s_dp), (-s_dp, -s_d))):
-            tables.append((pair, direction, candidate_events(s_p, s_q, loss)))
-    level = _PLAN_ALPHA / sum(table[0].size for _, _, table in tables)
-    best = None
-    for pair, direction, table in tables:
-        t, g, k_p, k_q, q_is = _trust_reference(table, n_sel)
-        bound = plan_bound(k_p, k_q, n_sel, n_cert, claim, objective, alpha, level, q_is)
-        i = int(np.argmax(np.asarray(bound)))
-        candidate = SelectedEvent(
-            float(np.asarray(bound)[i]),
-            pair,
-            direction,
-            float(t[i]),
-            float(g[i]),
-            float(k_p[i] / n_sel),
-            float(k_q[i] / n_sel),
+            tables.append(
+                (arm, direction, np.asarray(s_p).size, candidate_events(s_p, s_q, is_loss))
+            )
+    level = _PLAN_ALPHA / sum(table[0].size for _, _, _, table in tables)
+    objectives = ("epsilon", "delta") if objective == "auto" else (objective,)
+    best: dict = {}
+    for arm, direction, n_arm, table in tables:
+        t, g, k_p, k_q, q_is = _trust_reference(table, n_arm)
+        p_lo, q_hi, (p_tilde, q_tilde) = _planned(k_p, k_q, n_arm, n_cert, alpha, level, q_is)
+        for name in objectives:
+            bound = np.asarray(_bound_of(p_lo, q_hi, claim, name))
+            i = int(np.argmax(bound))
+            candidate = SelectedEvent(
+                float(bound[i]), arm, direction, float(t[i]), float(g[i]),
+                float(k_p[i] / n_arm), float(k_q[i] / n_arm), name,
+            )  # fmt: skip
+            if name not in best or candidate.objective > best[name][0].objective:
+                best[name] = (candidate, float(p_tilde[i]), float(q_tilde[i]))
+    return _choose(best, claim, n_cert)
+
+
+def _bound_of(p_lo, q_hi, claim: Claim, objective: str):
+    """The planned bound of one objective from planned ``(p_lo, q_hi)``."""
+    if objective == "delta":
+        return p_lo - math.exp(claim.epsilon) * q_hi
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(
+            p_lo > claim.delta, np.log(np.maximum(p_lo - claim.delta, 1e-300)) - np.log(q_hi), -1.0
         )
-        if best is None or candidate.objective > best.objective:
-            best = candidate
-    return best
+
+
+def _choose(best: dict, claim: Claim, n_cert: int) -> SelectedEvent:
+    """One objective's best event; for ``"auto"``, the larger planned margin (see above)."""
+    if len(best) == 1:
+        return next(iter(best.values()))[0]
+    eps_event, delta_event = best["epsilon"], best["delta"]
+    if eps_event[0].objective <= claim.epsilon:  # no violation planned: the tightest epsilon
+        return eps_event[0]
+    margins = [planned_margin(p, q, n_cert, claim) for _, p, q in (eps_event, delta_event)]
+    return delta_event[0] if margins[1] > margins[0] else eps_event[0]

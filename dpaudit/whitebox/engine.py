@@ -61,11 +61,18 @@ from dpaudit.mechanism import Mechanism
 from dpaudit.notions.claims import is_notion_claim
 from dpaudit.pld import BOUND_METHODS
 from dpaudit.progress import progress_bar, should_show
+from dpaudit.sites import JointRelease
 from dpaudit.whitebox.certificate import find_certificate
 from dpaudit.whitebox.kernels import loss_kernel
 from dpaudit.whitebox.plan import AuditPlan, choose_chunk_size, plan_audit, release_width
 from dpaudit.whitebox.result import AuditResult, Certificate
-from dpaudit.whitebox.run import DirectionRun, RunSettings, epsilon_grid, run_direction
+from dpaudit.whitebox.run import (
+    DirectionRun,
+    KernelRecipe,
+    RunSettings,
+    epsilon_grid,
+    run_directions,
+)
 from dpaudit.whitebox.summaries import (
     audit_curves,
     audit_diagnostics,
@@ -155,6 +162,7 @@ def audit(
     discretization: float = 1e-4,
     progress: bool | None = None,
     method: str | None = None,
+    executor=None,
 ) -> AuditResult:
     """Audit ``mechanism``'s claim on the neighbouring datasets ``data`` and ``data_prime``.
 
@@ -180,6 +188,8 @@ def audit(
         discretization: grid spacing of the numerical Laplace accounting.
         progress: show a progress bar (default: for long runs on a terminal).
         method: deprecated alias of ``bound_method`` (emits a ``DeprecationWarning``).
+        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
+            executor: the chunks run as shards on workers, with bit-identical results.
 
     Returns:
         An :class:`~dpaudit.AuditResult`.
@@ -197,6 +207,10 @@ def audit(
     if notion is not None:  # audit the (epsilon, delta) anchor, then judge the notion
         mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())
     samples, seed, confidence = int(samples), int(seed), float(confidence)
+    if executor is not None:
+        from dpaudit.distributed import resolve_executor
+
+        executor = resolve_executor(executor)
     plan = plan_audit(
         mechanism,
         data,
@@ -228,13 +242,50 @@ def audit(
     with progress_bar(
         "auditing", total=total_chunks, unit="chunks", label=mechanism.name, show=show
     ) as bar:
-        runs = [run_direction(kernel, d, key, settings, bar) for d, kernel in enumerate(kernels)]
+        recipe = KernelRecipe(
+            plan.route, mechanism, data, data_prime, plan.dist_d, plan.dist_dp, plan.shift
+        )
+        runs = run_directions(kernels, key, settings, bar, executor, recipe)
     certificate, verified = find_certificate(
         plan.claim, kernels, [r.best_release for r in runs], plan.shift
     )
+    if certificate is not None and isinstance(plan.dist_d, JointRelease):
+        sites = plan.dist_d.unflatten(np.asarray(certificate.release))
+        certificate = dataclasses.replace(
+            certificate, sites={k: np.asarray(v) for k, v in sites.items()}
+        )
     evidence = _Evidence(runs, certificate, verified)
     result = _conclude(mechanism.name, plan, settings, evidence, seed, confidence, started)
     return result if notion is None else notion_result(result, notion)
+
+
+def _conditional(shared, outcome, reported, certificate, notes, diagnostics):
+    """Qualify an audit conditioned on shared randomness (docs/whole-trace.md).
+
+    The shared sites were audited as if released: dropping them is post-processing,
+    so a pass holds for the mechanism itself; a violation holds only for the
+    augmented release (conditional on the shared randomness), so it is reported as
+    inconclusive, its certificate and lower bound kept in the diagnostics.
+    """
+    names = ", ".join(map(repr, shared))
+    notes = (
+        *notes,
+        f"audited conditionally on the shared randomness ({names}), released alongside; a pass "
+        "holds for the mechanism (dropping them is post-processing), a violation only "
+        "conditionally.",
+    )
+    if outcome != "violation":
+        return outcome, reported, certificate, notes
+    diagnostics["conditional_epsilon_lower"] = reported.value
+    if certificate is not None:
+        diagnostics["conditional_certificate"] = certificate.to_dict()
+    notes = (
+        *notes,
+        f"violation conditional on the shared randomness ({names}): not a certified violation "
+        "of the mechanism, whose release marginalises it; declare those sites latent (when "
+        "discrete) to audit the marginal law.",
+    )
+    return "inconclusive", reported._replace(value=0.0), None, notes
 
 
 def _conclude(name, plan, settings, evidence, seed, confidence, started) -> AuditResult:
@@ -254,6 +305,11 @@ def _conclude(name, plan, settings, evidence, seed, confidence, started) -> Audi
     if reported.note is not None:
         diagnostics["epsilon_lower_raw"] = reported.raw
         notes = (*notes, reported.note)
+    shared = plan.dist_d.shared_sites if isinstance(plan.dist_d, JointRelease) else ()
+    if shared:
+        outcome, reported, certificate, notes = _conditional(
+            shared, outcome, reported, certificate, notes, diagnostics
+        )
     return AuditResult(
         mechanism=name,
         claim=claim,

@@ -26,6 +26,7 @@ from numpyro.distributions import Distribution
 from dpaudit.densities import combine_log_probs, model_log_prob, traced_or_closed
 from dpaudit.loss import closed_form_draws, closed_form_losses, density_losses
 from dpaudit.pld import HockeyStickState, init_hockey_stick, update_hockey_stick
+from dpaudit.sites import JointRelease
 from dpaudit.whitebox.shift import NoiseShift
 
 __all__ = ["LossKernel", "fold_chunk", "loss_kernel"]
@@ -108,8 +109,21 @@ def _closed_form_kernel(shift: NoiseShift, dist_p, dist_q) -> LossKernel:
     return LossKernel("closed-form", dist_p, dist_q, init_hockey_stick, step, release)
 
 
+@partial(jax.jit, static_argnames=("n",))
+def _joint_draws(key, dist_p, n):
+    return dist_p.sample(key, (n,))
+
+
 def _sample_release(dist_p):
     def release(key, n: int, index: int) -> np.ndarray:
+        if isinstance(dist_p, JointRelease):
+            # a joint release runs the model forward per draw: jitted, not op by op
+            draws = traced_or_closed(
+                (dist_p,),
+                lambda: _joint_draws(key, dist_p, n=n),
+                lambda: jax.jit(lambda k: dist_p.sample(k, (n,)))(key),
+            )
+            return np.asarray(draws[index])
         return np.asarray(dist_p.sample(key, (n,))[index])
 
     return release

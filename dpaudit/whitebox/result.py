@@ -43,6 +43,8 @@ class Certificate:
         kind: ``"density-ratio"`` or ``"singular"``.
         source: ``"monte-carlo"`` or ``"constructed"`` (analytic worst case).
         explanation: one sentence for reports.
+        sites: for a release of several sites, ``{site: value}`` of ``release``
+            (the flat vector split into its sites); ``None`` for one site.
     """
 
     release: np.ndarray
@@ -54,14 +56,16 @@ class Certificate:
     kind: str
     source: str
     explanation: str
+    sites: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict:
         """A JSON-able dict (non-finite floats as ``"inf"``/``"-inf"``).
 
         Returns:
-            The certificate's fields, the release as a nested list.
+            The certificate's fields, the release as a nested list (and, for a
+            release of several sites, ``"sites"``: each site's value).
         """
-        return {
+        out = {
             "release": np.asarray(self.release).tolist(),
             "loss": json_float(self.loss),
             "direction": self.direction,
@@ -72,6 +76,9 @@ class Certificate:
             "source": self.source,
             "explanation": self.explanation,
         }
+        if self.sites is not None:
+            out["sites"] = {k: np.asarray(v).tolist() for k, v in self.sites.items()}
+        return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,13 @@ r"""Run one direction of an audit over its chunks, and the pilot run that places
 :class:`~dpaudit.whitebox.kernels.LossKernel` into a hockey-stick state and
 returns a :class:`DirectionRun`: the direction's
 :class:`~dpaudit.whitebox.result.DirectionResult` and its largest loss with the
-release that produced it (a certificate candidate). :func:`epsilon_grid`
+release that produced it (a certificate candidate).
+
+The run is shardable: chunk ``c`` has its own key, :func:`chunk_part` summarises it
+alone, and a :class:`DirectionState` (``init_direction`` / ``step_direction`` /
+``merge_direction`` / ``finish_direction``) folds chunk summaries strictly in chunk
+order, so shards (ranges of chunks, :func:`run_shard`) run anywhere and merged in any
+order give the serial run's bits (:mod:`dpaudit.distributed` runs them on Ray). :func:`epsilon_grid`
 places the default epsilon grid from a short pilot run.
 """
 
@@ -19,20 +25,37 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.accounting import ExactAccounting
-from dpaudit.pld import delta_bounds, hockey_stick_curve, init_hockey_stick
+from dpaudit.pld import (
+    HockeyStickState,
+    delta_bounds,
+    hockey_stick_curve,
+    init_hockey_stick,
+    merge_hockey_stick,
+)
 from dpaudit.progress import ProgressBar
-from dpaudit.whitebox.kernels import LossKernel
+from dpaudit.whitebox.kernels import LossKernel, loss_kernel
 from dpaudit.whitebox.result import DIRECTIONS, DirectionResult, import_arviz
 
 __all__ = [
     "GRID_POINTS",
     "PILOT",
+    "ChunkPart",
     "DirectionRun",
+    "DirectionState",
+    "KernelRecipe",
     "RunSettings",
     "arviz_diagnostics",
+    "chunk_count",
+    "chunk_part",
     "direction_result",
     "epsilon_grid",
+    "finish_direction",
+    "init_direction",
+    "merge_direction",
     "run_direction",
+    "run_directions",
+    "run_shard",
+    "step_direction",
 ]
 
 #: Releases of the pilot run per direction.
@@ -93,10 +116,240 @@ def _raise_on_nan(state, name: str, d_index: int) -> None:
         )
 
 
+def chunk_count(settings: RunSettings) -> int:
+    """How many chunks (keys) one direction's run has.
+
+    Args:
+        settings: the shared :class:`RunSettings`.
+
+    Returns:
+        ``ceil(samples / chunk)``; chunk ``c`` has key ``fold_in(fold_in(key, d_index), c)``.
+    """
+    return -(-settings.samples // settings.chunk)
+
+
+class ChunkPart(NamedTuple):
+    """One chunk's contribution, before it is folded into the direction's state.
+
+    Attributes:
+        state: the chunk's own hockey-stick state (numpy arrays).
+        top: its largest valid loss (``-inf`` when none).
+        where: the index of that loss in the chunk.
+        kept: the chunk's losses among the first ``keep_samples`` of the direction.
+    """
+
+    state: HockeyStickState
+    top: float
+    where: int
+    kept: np.ndarray
+
+
+class DirectionState(NamedTuple):
+    """A shardable partial run of one direction: ``init``, ``step``, ``merge``, ``finish``.
+
+    Chunks ``0 .. folded_chunks - 1`` are folded, in chunk order, into ``folded``; chunks
+    beyond are kept as :class:`ChunkPart` in ``pending`` until every chunk before them has
+    arrived. Floating-point merges are not associative, so folding only ever proceeds in
+    chunk order from chunk 0: a run split into any shards, merged in any order, gives the
+    bits of the serial run.
+
+    Attributes:
+        folded: the hockey-stick state of chunks ``0 .. folded_chunks - 1`` (numpy).
+        folded_chunks: how many leading chunks are folded.
+        best: ``(loss, chunk, index)`` of the first largest loss among the folded chunks.
+        kept: the kept losses of the folded chunks, in order.
+        pending: chunk index -> :class:`ChunkPart` of chunks not yet folded.
+    """
+
+    folded: HockeyStickState
+    folded_chunks: int
+    best: tuple[float, int, int]
+    kept: tuple[np.ndarray, ...]
+    pending: dict
+
+
+# One compilation of the merge for every audit (states have the grid's shape).
+_merge_jit = jax.jit(merge_hockey_stick)
+
+
+def _host(state: HockeyStickState) -> HockeyStickState:
+    return HockeyStickState(*(np.asarray(x) for x in state))
+
+
+def init_direction(settings: RunSettings) -> DirectionState:
+    """The empty partial run of one direction (no chunk seen).
+
+    Args:
+        settings: the shared :class:`RunSettings`.
+
+    Returns:
+        A :class:`DirectionState`.
+    """
+    return DirectionState(
+        _host(init_hockey_stick(settings.grid.size)), 0, (-math.inf, -1, -1), (), {}
+    )
+
+
+def chunk_part(kernel: LossKernel, d_index: int, key, settings: RunSettings, c: int) -> ChunkPart:
+    """Draw chunk ``c`` of one direction and summarise it on its own.
+
+    Args:
+        kernel: the direction's loss kernel.
+        d_index: 0 for ``D->D'``, 1 for ``D'->D``.
+        key: the audit's root key.
+        settings: the shared :class:`RunSettings`.
+        c: the chunk index, ``0 <= c < chunk_count(settings)``.
+
+    Returns:
+        The chunk's :class:`ChunkPart`.
+
+    Raises:
+        ValueError: when a loss is NaN (no partial result is returned).
+    """
+    s = settings
+    n_valid = min(s.chunk, s.samples - c * s.chunk)
+    dkey = jax.random.fold_in(key, d_index)
+    state, loss, top, where = kernel.step(
+        kernel.init(s.grid.size), jax.random.fold_in(dkey, c), jnp.asarray(s.grid), n_valid, s.chunk
+    )
+    _raise_on_nan(state, s.name, d_index)
+    head = max(0, min(n_valid, s.keep_samples - c * s.chunk))
+    kept = np.asarray(loss[:head]) if head else np.zeros(0)
+    return ChunkPart(_host(state), float(top), int(where), kept)
+
+
+def _fold(state: DirectionState) -> DirectionState:
+    """Fold the pending chunks that continue the folded prefix, in chunk order."""
+    folded, c, best, kept, pending = state
+    pending = dict(pending)
+    while c in pending:
+        part = pending.pop(c)
+        folded = _host(_merge_jit(folded, part.state))
+        if part.top > best[0]:
+            best = (part.top, c, part.where)
+        if part.kept.size:
+            kept = (*kept, part.kept)
+        c += 1
+    return DirectionState(folded, c, best, kept, pending)
+
+
+def step_direction(
+    state: DirectionState, kernel: LossKernel, d_index: int, key, settings: RunSettings, c: int
+) -> DirectionState:
+    """Add chunk ``c`` to a partial run.
+
+    Args:
+        state: the partial run (must not hold chunk ``c`` yet).
+        kernel: the direction's loss kernel.
+        d_index: 0 for ``D->D'``, 1 for ``D'->D``.
+        key: the audit's root key.
+        settings: the shared :class:`RunSettings`.
+        c: the chunk index.
+
+    Returns:
+        The new :class:`DirectionState`.
+
+    Raises:
+        ValueError: when a loss is NaN, or chunk ``c`` is already in ``state``.
+    """
+    part = chunk_part(kernel, d_index, key, settings, c)
+    return merge_direction(
+        state, DirectionState(state.folded, 0, (-math.inf, -1, -1), (), {c: part})
+    )
+
+
+def merge_direction(first: DirectionState, second: DirectionState) -> DirectionState:
+    """Merge two partial runs of one direction over disjoint chunks (in either order).
+
+    Args:
+        first: a partial run.
+        second: another partial run of the same direction, over other chunks.
+
+    Returns:
+        The partial run of the union of their chunks; bit-identical whatever the order and
+        the split, because folding happens in chunk order only.
+
+    Raises:
+        ValueError: if the two runs share a chunk.
+    """
+    if second.folded_chunks > first.folded_chunks:
+        first, second = second, first
+    overlap = set(first.pending) & set(second.pending)
+    overlap |= {c for c in second.pending if c < first.folded_chunks}
+    if second.folded_chunks or overlap:
+        raise ValueError(
+            "the two partial runs share chunks; each chunk key must be run by exactly one shard."
+        )
+    return _fold(first._replace(pending={**first.pending, **second.pending}))
+
+
+def finish_direction(
+    state: DirectionState, kernel: LossKernel, d_index: int, key, settings: RunSettings
+) -> DirectionRun:
+    """The :class:`DirectionRun` of a complete partial run.
+
+    Args:
+        state: the merged partial run; it must hold every chunk.
+        kernel: the direction's loss kernel (regenerates the release with the largest loss).
+        d_index: 0 for ``D->D'``, 1 for ``D'->D``.
+        key: the audit's root key.
+        settings: the shared :class:`RunSettings`.
+
+    Returns:
+        A :class:`DirectionRun`.
+
+    Raises:
+        RuntimeError: if chunks are missing (nothing partial is reported as complete).
+    """
+    n_chunks = chunk_count(settings)
+    if state.folded_chunks != n_chunks or state.pending:
+        raise RuntimeError(
+            f"direction {DIRECTIONS[d_index]}: only {state.folded_chunks} of {n_chunks} chunks "
+            "arrived in order; the run is incomplete and no result is reported."
+        )
+    losses = np.concatenate(state.kept) if state.kept else np.zeros(0)
+    result = direction_result(d_index, state.folded, losses, settings)
+    best_loss, c, where = state.best
+    best_release = None
+    if c >= 0:
+        dkey = jax.random.fold_in(key, d_index)
+        best_release = kernel.release(jax.random.fold_in(dkey, c), settings.chunk, where)
+    return DirectionRun(result, best_loss, best_release)
+
+
+def run_shard(
+    kernel: LossKernel, d_index: int, key, settings: RunSettings, chunks, bar=None
+) -> DirectionState:
+    """Run the chunks ``chunks`` (e.g. a ``range``) of one direction: one shard.
+
+    Args:
+        kernel: the direction's loss kernel.
+        d_index: 0 for ``D->D'``, 1 for ``D'->D``.
+        key: the audit's root key.
+        settings: the shared :class:`RunSettings`.
+        chunks: the chunk indices of the shard.
+        bar: a progress bar advanced once per chunk, or ``None``.
+
+    Returns:
+        The shard's :class:`DirectionState` (merge shards with :func:`merge_direction`).
+
+    Raises:
+        ValueError: when a loss is NaN.
+    """
+    state = init_direction(settings)
+    for c in chunks:
+        state = step_direction(state, kernel, d_index, key, settings, c)
+        if bar is not None:
+            bar.advance()
+    return state
+
+
 def run_direction(
     kernel: LossKernel, d_index: int, key, settings: RunSettings, bar: ProgressBar
 ) -> DirectionRun:
     """Stream one direction's losses chunk by chunk into the hockey-stick state.
+
+    The serial run is one shard over every chunk (:func:`run_shard`, :func:`finish_direction`).
 
     Args:
         kernel: the direction's loss kernel.
@@ -111,32 +364,69 @@ def run_direction(
     Raises:
         ValueError: when a loss is NaN (no partial result is returned).
     """
-    s = settings
-    state = kernel.init(s.grid.size)
-    eps_j = jnp.asarray(s.grid)
-    dkey = jax.random.fold_in(key, d_index)
-    kept, n_kept = [], 0
-    best_loss, best_at = -math.inf, None
-    for c in range(-(-s.samples // s.chunk)):
-        n_valid = min(s.chunk, s.samples - c * s.chunk)
-        state, loss, top, where = kernel.step(
-            state, jax.random.fold_in(dkey, c), eps_j, n_valid, s.chunk
+    state = run_shard(kernel, d_index, key, settings, range(chunk_count(settings)), bar)
+    return finish_direction(state, kernel, d_index, key, settings)
+
+
+class KernelRecipe(NamedTuple):
+    """What builds a run's two loss kernels: shipped to workers, which build their own.
+
+    Attributes:
+        route: ``"closed-form"``, ``"density"`` or ``"model"``.
+        mechanism: the mechanism.
+        data: the dataset ``D``.
+        data_prime: its neighbour ``D'``.
+        dist_d: the release law of ``D``.
+        dist_dp: the release law of ``D'``.
+        shift: the noise structure ``D -> D'``, or ``None``.
+    """
+
+    route: str
+    mechanism: object
+    data: object
+    data_prime: object
+    dist_d: object
+    dist_dp: object
+    shift: object
+
+    def kernels(self) -> tuple[LossKernel, LossKernel]:
+        """The loss kernels of the two directions, ``D->D'`` then ``D'->D``.
+
+        Returns:
+            The two :class:`~dpaudit.whitebox.kernels.LossKernel`.
+        """
+        reverse = None if self.shift is None else self.shift.reversed()
+        r, m, d, dp = self.route, self.mechanism, self.data, self.data_prime
+        return (
+            loss_kernel(r, m, d, dp, self.dist_d, self.dist_dp, self.shift),
+            loss_kernel(r, m, dp, d, self.dist_dp, self.dist_d, reverse),
         )
-        _raise_on_nan(state, s.name, d_index)
-        if n_kept < s.keep_samples:
-            part = np.asarray(loss[: min(n_valid, s.keep_samples - n_kept)])
-            kept.append(part)
-            n_kept += part.size
-        top = float(top)
-        if top > best_loss:
-            best_loss, best_at = top, (c, int(where))
-        bar.advance()
-    losses = np.concatenate(kept) if kept else np.zeros(0)
-    result = direction_result(d_index, state, losses, s)
-    best_release = None
-    if best_at is not None:
-        best_release = kernel.release(jax.random.fold_in(dkey, best_at[0]), s.chunk, best_at[1])
-    return DirectionRun(result, best_loss, best_release)
+
+
+def run_directions(kernels, key, settings: RunSettings, bar, executor=None, recipe=None):
+    """Run both directions, in this process or as shards on an executor.
+
+    Args:
+        kernels: the two directions' loss kernels (this process's).
+        key: the audit's root key.
+        settings: the shared :class:`RunSettings`.
+        bar: the progress bar (advanced once per chunk).
+        executor: ``None`` (serial) or an executor of :mod:`dpaudit.distributed`.
+        recipe: the :class:`KernelRecipe` workers build their kernels from (with an executor).
+
+    Returns:
+        The two :class:`DirectionRun`, bit-identical whatever the executor.
+
+    Raises:
+        ValueError: when a loss is NaN (no partial result is returned).
+    """
+    if executor is None:
+        return [run_direction(kernel, d, key, settings, bar) for d, kernel in enumerate(kernels)]
+    states = executor.run_directions(recipe, key, settings, bar)
+    return [
+        finish_direction(state, kernel, d, key, settings)
+        for d, (state, kernel) in enumerate(zip(states, kernels, strict=True))
+    ]
 
 
 def direction_result(d_index: int, state, losses: np.ndarray, settings: RunSettings):

@@ -24,7 +24,7 @@ from dpaudit.noise.processes import (
 )
 from dpaudit.spaces.bases import KarhunenLoeveBasis
 
-__all__ = ["NoiseShift", "noise_shift", "unwrap_independent"]
+__all__ = ["NoiseShift", "joint_noise_shift", "noise_shift", "unwrap_independent"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,3 +287,53 @@ def noise_shift(dist_p: Distribution, dist_q: Distribution) -> NoiseShift | None
         if type(base_p) is cls and type(base_q) is cls:
             return _independent_shift(dist_p, dist_q, base_p, base_q, family)
     return None
+
+
+# Sources whose noise coordinates are the release's own coordinates (no embedding), so
+# their shifts concatenate into one independent-coordinate shift of the joint release.
+_CONCATENABLE = ("independent", "coefficients")
+
+
+def joint_noise_shift(joint_p, joint_q) -> NoiseShift | None:
+    """The noise structure of two joint releases whose sites are independent shifted noises.
+
+    When every release site's law is the same independent-coordinate noise shifted
+    (:func:`noise_shift`), of one family (all Gaussian or all Laplace), in the release's
+    own coordinates, and no site's law depends on another site's value
+    (:meth:`dpaudit.sites.JointRelease.adaptive`), the joint release is one shifted
+    noise over the concatenated coordinates: Gaussian sites compose into one Gaussian
+    with ``mu = sqrt(sum_i mu_i^2)`` and Laplace/ICLP sites into the Laplace PLD of the
+    concatenated ``a`` vectors. Each site's ``sigma`` is folded into its eigenvalues.
+
+    Args:
+        joint_p: the :class:`~dpaudit.sites.JointRelease` under ``D``.
+        joint_q: the :class:`~dpaudit.sites.JointRelease` under ``D'``.
+
+    Returns:
+        The joint :class:`NoiseShift` (source ``"independent"``), or ``None`` (mixed
+        families, adaptive sites, latent or shared sites, embedded noise such as grid
+        releases or multivariate normals).
+    """
+    if joint_p.adaptive() or joint_q.adaptive():
+        return None
+    laws_p, laws_q = joint_p.site_distributions(), joint_q.site_distributions()
+    shifts = [noise_shift(laws_p[s], laws_q[s]) for s in joint_p.release_sites]
+    if any(s is None or s.source not in _CONCATENABLE or s.singular for s in shifts):
+        return None
+    if len({s.family for s in shifts}) != 1:
+        return None
+    for s, site in zip(shifts, joint_p.release_sites, strict=True):
+        if s.centre.size != s.n_components or s.centre.size != joint_p.shapes_size(site):
+            return None
+    return NoiseShift(
+        family=shifts[0].family,
+        shift=np.concatenate([s.shift for s in shifts]),
+        eigenvalues=np.concatenate([s.eigenvalues * s.sigma**2 for s in shifts]),
+        sigma=1.0,
+        singular=False,
+        residual_norm=0.0,
+        centre=np.concatenate([np.reshape(s.centre, -1) for s in shifts]),
+        centre_other=np.concatenate([np.reshape(s.centre_other, -1) for s in shifts]),
+        basis=None,
+        source="independent",
+    )

@@ -66,8 +66,8 @@ def test_candidates_count_events_with_ties():
     assert np.isnan(q_is).all()  # no importance sampling without a privacy loss
 
 
-def test_objective_auto_is_delta_for_approximate_claims():
-    assert resolve_objective("auto", dpaudit.Claim(1.0, 1e-3)) == "delta"
+def test_objective_auto_chooses_between_both_bounds_for_approximate_claims():
+    assert resolve_objective("auto", dpaudit.Claim(1.0, 1e-3)) == "auto"
     assert resolve_objective("auto", dpaudit.Claim(1.0)) == "epsilon"
     assert resolve_objective("epsilon", dpaudit.Claim(1.0, 1e-3)) == "epsilon"
 

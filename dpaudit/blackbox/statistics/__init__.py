@@ -31,6 +31,7 @@ from dpaudit.blackbox.samplers import ReleaseSource, check_same_shape
 from dpaudit.blackbox.statistics.classifiers import logistic_fit, mlp_fit
 from dpaudit.blackbox.statistics.features import (
     feature_description,
+    fit_standard_features,
     identity_features,
     kl_features,
 )
@@ -45,7 +46,8 @@ __all__ = [
     "FittedStatistic",
     "classifier_settings",
     "feature_description",
-    "fit_statistic",
+    "fit_standard_features",
+    "fit_statistics",
     "identity_features",
     "kl_features",
     "snap",
@@ -54,6 +56,11 @@ __all__ = [
 #: Ways of building the test statistic: the reference model's privacy loss, or a classifier
 #: (``"auto"``: ``"model"`` with a reference, else ``"logistic"``).
 STATISTICS = ("auto", "model", "logistic", "mlp")
+
+#: At most this many releases per dataset train the classifier and fit the default features:
+#: beyond 2^15 a model of a few hundred parameters gains little, and training
+#: cost would dominate large audits; the whole second half still chooses the threshold.
+MAX_TRAIN = 1 << 15
 
 #: Classifier settings: ridge penalty of the logistic regression (small: only keeps separable
 #: selection sets from diverging); the MLP's hidden widths, Adam steps, minibatch and learning
@@ -86,7 +93,35 @@ def classifier_settings(options: dict | None) -> dict:
             f"unknown classifier_options {sorted(unknown)}; known: {sorted(settings)}."
         )
     settings.update(options or {})
+    _check_settings(settings)
     return settings
+
+
+def _check_settings(settings: dict) -> None:
+    """One sentence per bad classifier option (the trainers would fail deep inside JAX)."""
+    for key in ("l2", "learning_rate"):
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ValueError(
+                f"classifier_options[{key!r}] must be a finite number >= 0, got {value!r}."
+            )
+        if not np.isfinite(value):
+            raise ValueError(f"classifier_options[{key!r}] must be finite, got {value!r}.")
+    if settings["learning_rate"] == 0:
+        raise ValueError("classifier_options['learning_rate'] must be > 0, got 0.")
+    for key in ("steps", "batch"):
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"classifier_options[{key!r}] must be an integer >= 1, got {value!r}.")
+    hidden = settings["hidden"]
+    widths = list(hidden) if isinstance(hidden, list | tuple) else None
+    if not widths or not all(
+        isinstance(w, int | np.integer) and not isinstance(w, bool) and w >= 1 for w in widths
+    ):
+        raise ValueError(
+            "classifier_options['hidden'] must be a non-empty list of layer widths >= 1 (e.g. "
+            f"[32, 16]), got {hidden!r}."
+        )
 
 
 class FittedStatistic(NamedTuple):
@@ -105,66 +140,105 @@ class FittedStatistic(NamedTuple):
     selection_d_prime: np.ndarray
 
 
-def fit_statistic(
-    statistic: str,
+def fit_statistics(
+    kinds: tuple[str, ...],
     pair: tuple,
     sources: tuple[ReleaseSource, ReleaseSource],
     keys,
     *,
     select: int,
     reference: Mechanism | None,
-    features: Callable,
+    features: Callable | None,
     settings: dict,
     progress=None,
-) -> FittedStatistic:
-    """Draw one pair's selection releases and fix the statistic on them.
+) -> list[FittedStatistic]:
+    """Draw one pair's selection releases once and fix each statistic of ``kinds`` on them.
 
     Args:
-        statistic: ``"model"``, ``"logistic"`` or ``"mlp"``.
+        kinds: statistics to fit, among ``"model"``, ``"logistic"`` and ``"mlp"``.
         pair: ``(D, D')``.
         sources: their :class:`~dpaudit.blackbox.samplers.ReleaseSource`.
         keys: three JAX keys: releases of ``D``, of ``D'``, and the classifier's training.
         select: selection releases per dataset.
         reference: the reference model (``"model"`` only).
-        features: the feature map (classifiers only).
+        features: the feature map of the classifiers, or ``None`` for the default
+            :func:`~dpaudit.blackbox.statistics.features.fit_standard_features` (fitted on
+            the training half).
         settings: :func:`classifier_settings`.
         progress: a :class:`dpaudit.progress.ProgressBar`.
 
     Returns:
-        The :class:`FittedStatistic`.
+        One :class:`FittedStatistic` per kind, in order.
 
     Raises:
         ValueError, TypeError: on bad releases or releases of two shapes.
     """
     name = sources[0].name
-    if statistic == "model":
-        score, stat_name = model_statistic(reference, *pair)
-        s_d = sources[0].draw(select, keys[0], score, progress)
-        s_dp = sources[1].draw(select, keys[1], score, progress)
-        check_same_shape(sources, name)
-        return FittedStatistic(score, stat_name, s_d, s_dp)
+    model = reference_score = None
+    if "model" in kinds:
+        reference_score, model = model_statistic(reference, *pair)
+    fixed = features if features is not None else identity_features
 
-    # Features are computed chunk by chunk: raw releases are never all in memory.
-    def featurize(x):
-        return np.asarray(features(jnp.asarray(x)))
+    # Per chunk: the reference's score (one column) and the classifier's inputs, so the
+    # releases are drawn once and never all held in memory.
+    def per_chunk(x):
+        cols = [] if reference_score is None else [reference_score(x)[:, None]]
+        if any(k != "model" for k in kinds):
+            cols.append(np.asarray(fixed(jnp.asarray(x)), dtype=np.float64))
+        return np.concatenate(cols, axis=1)
 
-    z_d = jnp.asarray(sources[0].draw(select, keys[0], featurize, progress))
-    z_dp = jnp.asarray(sources[1].draw(select, keys[1], featurize, progress))
+    z_d = sources[0].draw(select, keys[0], per_chunk, progress)
+    z_dp = sources[1].draw(select, keys[1], per_chunk, progress)
     check_same_shape(sources, name)
-    # The first half trains the classifier; the second half, unseen in training, is scored
-    # to choose the threshold (scores of training points would overstate the separation).
-    half = select // 2
-    fitted = _fit_classifier(statistic, z_d[:half], z_dp[:half], keys[2], settings)
+    offset = 0 if reference_score is None else 1
+    finite = np.isfinite(z_d[:, offset:]).all() and np.isfinite(z_dp[:, offset:]).all()
+    if features is not None and not finite:
+        raise ValueError(
+            f"the features {feature_description(features)!r} returned NaN or infinite values on "
+            f"releases of {name!r}; return finite features."
+        )
+    fitted = []
+    for kind in kinds:
+        if kind == "model":
+            fitted.append(FittedStatistic(reference_score, model, z_d[:, 0], z_dp[:, 0]))
+        else:
+            fitted.append(
+                _fit_classifier_statistic(
+                    kind, z_d[:, offset:], z_dp[:, offset:], keys[2], features, settings
+                )
+            )
+    return fitted
+
+
+def _fit_classifier_statistic(kind, v_d, v_dp, key, features, settings) -> FittedStatistic:
+    """A classifier's statistic from the selection inputs (releases or fixed features)."""
+    # The first half trains the classifier (and fits the default features); the second half,
+    # unseen in training, is scored to choose the threshold (scores of training points would
+    # overstate the separation).
+    half = v_d.shape[0] // 2
+    train = min(half, MAX_TRAIN)
+    if features is None:
+        expand = fit_standard_features(v_d[:train], v_dp[:train])
+        description = feature_description(expand)
+    else:
+        expand = None
+        description = feature_description(features)
+
+    def inputs(v):
+        return jnp.asarray(v if expand is None else expand(v))
+
+    fitted = _fit_classifier(kind, inputs(v_d[:train]), inputs(v_dp[:train]), key, settings)
+    fixed = features if features is not None else identity_features
 
     def score(x):
-        return snap(np.asarray(fitted(jnp.asarray(features(jnp.asarray(x))))))
+        v = np.asarray(fixed(jnp.asarray(x)), dtype=np.float64)
+        return snap(np.asarray(fitted(inputs(v))))
 
-    stat_name = f"{statistic} log-odds on {feature_description(features)}"
     return FittedStatistic(
         score,
-        stat_name,
-        snap(np.asarray(fitted(z_d[half:]))),
-        snap(np.asarray(fitted(z_dp[half:]))),
+        f"{kind} log-odds on {description}",
+        snap(np.asarray(fitted(inputs(v_d[half:])))),
+        snap(np.asarray(fitted(inputs(v_dp[half:])))),
     )
 
 

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import jax
@@ -74,7 +75,13 @@ def logistic_fit(z_p, z_q, l2: float) -> Callable:
     res = scipy.optimize.minimize(fun, np.zeros(d + 1), jac=True, method="L-BFGS-B")
     theta = jnp.asarray(res.x)
     w, b = theta[:d], theta[d]
-    return jax.jit(lambda z: ((z - mean) / std) @ w + b)
+    return functools.partial(_logistic_apply, mean=mean, std=std, w=w, b=b)
+
+
+@jax.jit
+def _logistic_apply(z, mean, std, w, b):
+    """The fitted log-odds (parameters as arguments: compiled once per shape, across audits)."""
+    return ((z - mean) / std) @ w + b
 
 
 def _init_network(key, sizes: Sequence[int]):
@@ -138,4 +145,10 @@ def mlp_fit(z_p, z_q, key, hidden: Sequence[int], steps: int, batch: int, lr: fl
 
     state = train(optim.init(params), train_key, zs, y)
     fitted = optim.get_params(state)
-    return jax.jit(lambda z: _network(fitted, (z - mean) / std))
+    return functools.partial(_network_apply, params=fitted, mean=mean, std=std)
+
+
+@jax.jit
+def _network_apply(z, params, mean, std):
+    """The network's log-odds (parameters as arguments: compiled once per shape)."""
+    return _network(params, (z - mean) / std)

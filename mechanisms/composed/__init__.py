@@ -1,0 +1,15 @@
+"""Composed mechanisms: programs of several noisy releases, audited as whole traces.
+
+Each entry releases several numpyro sample sites (``Mechanism.release_sites``)
+and is audited on the joint law of all of them (docs/whole-trace.md):
+
+* :mod:`.queries` — k Laplace or k Gaussian queries released together at k
+  sites, their budget split by basic (or, for Laplace, advanced) composition;
+  faulty variants give every query the whole budget.
+* :mod:`.roc` — BMR's ROC as two ECDF release sites (sequential composition),
+  and a faulty variant that assumes parallel composition.
+"""
+
+from mechanisms.composed import queries, roc
+
+__all__ = ["queries", "roc"]

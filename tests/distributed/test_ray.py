@@ -1,0 +1,157 @@
+"""The Ray executor on a local Ray instance with 2 CPUs (started once for this module).
+
+Skipped when ray is not installed. Ray's start-up costs seconds, so the default suite
+runs one test here (white-box and black-box shards on Ray = serial); the fault and
+command-line tests are slow.
+"""
+
+import json
+import os
+import signal
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import dpaudit
+from dpaudit.blackbox import blackbox_audit
+from dpaudit.cli import main
+from dpaudit.distributed import RayExecutor, connect_ray
+
+ray = pytest.importorskip("ray")
+
+N = 10
+D, D_PRIME = jnp.zeros(N), jnp.zeros(N).at[0].set(1.0)
+DRIVER = os.getpid()
+SPECS = ["audits/catalogue/laplace-mean.toml", "audits/blackbox/laplace-mean.toml"]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    connect_ray(workers=2)
+    yield RayExecutor(shards=4)
+    ray.shutdown()
+
+
+def _mechanism():
+    def model(d):
+        numpyro.sample("release", dist.Laplace(jnp.mean(d), 0.8 / N))
+
+    claim = dpaudit.Claim(epsilon=1.0, sensitivity=1.0 / N, sensitivity_norm="l1")
+    return dpaudit.Mechanism("ray-laplace-mean", model, claim)
+
+
+def _sampler(data, n, key):
+    return jnp.sum(data) + jax.random.laplace(key, (n, 1)) / 0.8
+
+
+def _record(result):
+    from test_shards import record
+
+    return record(result)
+
+
+BB = dict(samples=40_000, select_samples=4000, chunk_size=2500, seed=3, progress=False)
+
+
+def test_ray_shards_give_the_serial_bits(local_ray):
+    """White-box (closed form, 8 chunks per direction) and black-box certification on 2 Ray
+    workers with 4 shards each: every number equals the serial run's."""
+    mech, kw = _mechanism(), dict(samples=20_000, chunk_size=2500, seed=1, progress=False)
+    serial = dpaudit.audit(mech, D, D_PRIME, **kw)
+    assert _record(dpaudit.audit(mech, D, D_PRIME, executor=local_ray, **kw)) == _record(serial)
+    claim = dpaudit.Claim(epsilon=0.5)
+    serial = blackbox_audit(_sampler, D, D_PRIME, claim, **BB)
+    on_ray = blackbox_audit(_sampler, D, D_PRIME, claim, executor="ray", **BB)
+    assert _record(on_ray) == _record(serial)
+
+
+def _dying_sampler(marker):
+    def sampler(data, n, key):
+        if os.getpid() != DRIVER and not os.path.exists(marker):
+            open(marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)  # the worker process dies mid-shard
+        return _sampler(data, n, key)
+
+    sampler.__name__ = "dying"
+    return sampler
+
+
+@pytest.mark.slow
+def test_a_killed_worker_does_not_change_the_result(local_ray, tmp_path):
+    """The first certification chunk drawn on a worker kills its process (SIGKILL); Ray
+    reruns the shard with the same keys and the result is the serial one."""
+    marker = tmp_path / "killed"
+    claim = dpaudit.Claim(epsilon=0.5)
+    serial = blackbox_audit(_sampler, D, D_PRIME, claim, name="dying", **BB)
+    after = blackbox_audit(_dying_sampler(str(marker)), D, D_PRIME, claim, executor=local_ray, **BB)
+    assert marker.exists()
+    assert _record(after) == _record(serial)
+
+
+@pytest.mark.slow
+def test_a_shard_that_raises_stops_the_run_with_its_error(local_ray):
+    def failing(data, n, key):
+        if os.getpid() != DRIVER:
+            raise RuntimeError("the device is gone")
+        return _sampler(data, n, key)
+
+    with pytest.raises(ValueError, match=r"sampler 'failing' failed.*the device is gone"):
+        blackbox_audit(failing, D, D_PRIME, (0.5, 0.0), executor=local_ray, **BB)
+
+
+@pytest.mark.slow
+def test_a_sampler_that_cannot_be_pickled_is_one_sentence(local_ray):
+    lock = threading.Lock()
+
+    def locked(data, n, key):
+        with lock:
+            return _sampler(data, n, key)
+
+    with pytest.raises(
+        TypeError, match="cannot be sent to Ray workers because it cannot be pickled"
+    ):
+        blackbox_audit(locked, D, D_PRIME, (0.5, 0.0), executor=local_ray, **BB)
+
+
+def _strip(obj):
+    if isinstance(obj, dict):
+        return {
+            k: _strip(v)
+            for k, v in obj.items()
+            if k not in ("seconds", "timings", "started", "finished", "created")
+        }
+    if isinstance(obj, list):
+        return [_strip(v) for v in obj]
+    return obj
+
+
+@pytest.mark.slow
+def test_suite_with_two_workers_equals_the_serial_suite(local_ray, tmp_path):
+    """The shipped black-box suite (6 specs), serial and on 2 workers: the same JSON."""
+    serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
+    args = ["--samples", "5000", "--seed", "5"]
+    assert main(["run", "audits/blackbox", "--json", str(serial), *args]) in (0, 1)
+    code = main(["run", "audits/blackbox", "--json", str(parallel), "--workers", "2", *args])
+    assert code in (0, 1)
+    a, b = (_strip(json.loads(p.read_text())) for p in (serial, parallel))
+    assert a == b and len(a["audits"]) == 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (["--workers", "0"], "--workers must be >= 1"),
+        (["--ray", "127.0.0.1:1"], "cannot reach a Ray cluster at '127.0.0.1:1'"),
+    ],
+)
+def test_bad_distributed_options_exit_2_and_write_nothing(option, message, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    assert main(["run", SPECS[0], "--json", str(out), *option]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not out.exists()
