@@ -639,6 +639,20 @@ class AncestorLaplace(LinearLaplace):
             self.batch_shape + self.event_shape,
         )
 
+    @property
+    def density_work_elements(self) -> int:
+        """Float64 intermediates of :meth:`log_prob` per release (the audit's memory bound).
+
+        The grid messages hold a few arrays of ``2^(L-1)`` leaf pairs by ``n_grid``
+        points (the level-1 closed form sorts three kinks per point: nine pairwise
+        terms), for the fine and the half-size coarse grid. Measured at depth 6: about
+        18 values per pair and fine-grid point under ``jit``; 32 is declared, so the
+        chunking of :func:`dpaudit.whitebox.plan.density_batch_size` errs on the safe side.
+        Depths 0 and 1 are closed forms over at most three kinks.
+        """
+        per_vector = 64 if self.depth <= 1 else 32 * 2 ** (self.depth - 1) * self.n_grid
+        return per_vector * math.prod(self.batch_shape)
+
     def log_prob(self, value):
         """The leaf-release log-density, marginalised over the tree noise.
 

@@ -23,13 +23,19 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions import Distribution
 
-from dpaudit.densities import combine_log_probs, model_log_prob, traced_or_closed
+from dpaudit.densities import (
+    combine_log_probs,
+    model_log_prob,
+    site_log_prob,
+    traced_or_closed,
+)
 from dpaudit.loss import closed_form_draws, closed_form_losses, density_losses
 from dpaudit.pld import HockeyStickState, init_hockey_stick, update_hockey_stick
 from dpaudit.sites import JointRelease
+from dpaudit.whitebox.plan import density_batch_size
 from dpaudit.whitebox.shift import NoiseShift
 
-__all__ = ["LossKernel", "fold_chunk", "loss_kernel"]
+__all__ = ["LossKernel", "batched_density_losses", "fold_chunk", "loss_kernel"]
 
 
 class LossKernel(NamedTuple):
@@ -88,9 +94,42 @@ def _closed_form_step(state, key, h, eigenvalues, sigma, singular, epsilons, n_v
     return fold_chunk(state, loss, epsilons, n_valid)
 
 
-@partial(jax.jit, static_argnames=("n",))
-def _density_step(state, key, dist_p, dist_q, epsilons, n_valid, *, n):
-    return fold_chunk(state, density_losses(key, dist_p, dist_q, n), epsilons, n_valid)
+def batched_density_losses(key, dist_p, dist_q, n: int, batch: int) -> jax.Array:
+    """:func:`~dpaudit.loss.density_losses` with the densities evaluated ``batch`` at a time.
+
+    The ``n`` releases are drawn at once (as in ``density_losses``: same key, same
+    draws); their two log-densities are then evaluated over ``ceil(n / batch)``
+    sequential batches (``lax.map``), so the density's intermediates never exceed one
+    batch. With ``batch >= n`` this is ``density_losses`` itself.
+
+    Args:
+        key: a JAX random key.
+        dist_p: the release law the releases are drawn from.
+        dist_q: the other release law.
+        n: number of draws.
+        batch: releases per density evaluation (:func:`density_batch_size`).
+
+    Returns:
+        ``(n,)`` losses ``log p(x) - log q(x)``.
+    """
+    if batch >= n:
+        return density_losses(key, dist_p, dist_q, n)
+    x = dist_p.sample(key, (n,))
+    n_batches = -(-n // batch)
+    pad = n_batches * batch - n  # < batch <= n: padded with copies of the first draws
+    padded = jnp.concatenate([x, x[:pad]]) if pad else x
+    batches = padded.reshape((n_batches, batch, *x.shape[1:]))
+
+    def losses(xs):
+        return combine_log_probs(site_log_prob(dist_p, xs), site_log_prob(dist_q, xs))
+
+    return jax.lax.map(losses, batches).reshape(-1)[:n]
+
+
+@partial(jax.jit, static_argnames=("n", "batch"))
+def _density_step(state, key, dist_p, dist_q, epsilons, n_valid, *, n, batch):
+    losses = batched_density_losses(key, dist_p, dist_q, n, batch)
+    return fold_chunk(state, losses, epsilons, n_valid)
 
 
 def _closed_form_kernel(shift: NoiseShift, dist_p, dist_q) -> LossKernel:
@@ -130,15 +169,20 @@ def _sample_release(dist_p):
 
 
 def _density_kernel(dist_p, dist_q) -> LossKernel:
+    def batch_of(n):  # releases per density evaluation: bounds its memory, not the draws
+        return density_batch_size(dist_p, dist_q, n)
+
     closed = {}  # one jit per chunk size for distributions that cannot be jit arguments
 
     def closed_step(n):
         if n not in closed:
             closed.clear()
 
+            batch = density_batch_size(dist_p, dist_q, n)
+
             @jax.jit
             def step(state, key, epsilons, n_valid):
-                losses = density_losses(key, dist_p, dist_q, n)
+                losses = batched_density_losses(key, dist_p, dist_q, n, batch)
                 return fold_chunk(state, losses, epsilons, n_valid)
 
             closed[n] = step
@@ -147,7 +191,9 @@ def _density_kernel(dist_p, dist_q) -> LossKernel:
     def step(state, key, epsilons, n_valid, n):
         return traced_or_closed(
             (dist_p, dist_q),
-            lambda: _density_step(state, key, dist_p, dist_q, epsilons, n_valid, n=n),
+            lambda: _density_step(
+                state, key, dist_p, dist_q, epsilons, n_valid, n=n, batch=batch_of(n)
+            ),
             lambda: closed_step(n)(state, key, epsilons, n_valid),
         )
 

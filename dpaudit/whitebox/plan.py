@@ -23,13 +23,26 @@ from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.sites import JointRelease
 from dpaudit.whitebox.shift import NoiseShift, joint_noise_shift, noise_shift
 
-__all__ = ["AuditPlan", "choose_chunk_size", "plan_audit", "release_width"]
+__all__ = [
+    "DENSITY_WORK_BYTES",
+    "AuditPlan",
+    "choose_chunk_size",
+    "density_batch_size",
+    "density_work_elements",
+    "plan_audit",
+    "release_width",
+]
 
 # Default chunk: 2^22 release coordinates (32 MiB of float64) bound the memory of a chunk;
 # at most 2^16 and at least 256 releases keep the per-chunk overhead small.
 _ELEMENTS_PER_CHUNK = 1 << 22
 _MAX_CHUNK = 1 << 16
 _MIN_CHUNK = 256
+
+# Working memory of the density evaluation of one chunk: 512 MiB of float64 intermediates.
+# With the JAX runtime (~300 MB), a compilation (~600 MB at 64 leaves) and the chunk's draws
+# (<= 32 MiB each) the process stays below 2 GB (tests/whitebox/test_density_memory.py).
+DENSITY_WORK_BYTES = 512 << 20
 
 
 class AuditPlan(NamedTuple):
@@ -166,3 +179,52 @@ def choose_chunk_size(requested: int | None, samples: int, width: int) -> int:
     if requested < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {requested!r}.")
     return int(min(requested, samples))
+
+
+def density_work_elements(dist: Distribution) -> int | None:
+    """Float64 intermediates of ``dist.log_prob`` per release, when the law declares them.
+
+    A law whose density is numerical (quadrature over a grid, belief propagation over a
+    tree) declares ``density_work_elements``: its ``log_prob`` holds about that many float64
+    values per release (one draw of the whole law, batch included) while it runs. Laws
+    wrapped by ``to_event`` inherit their base law's figure; other laws declare nothing
+    (their intermediates are a small multiple of the release width, which
+    :func:`choose_chunk_size` already bounds).
+
+    Args:
+        dist: a release law.
+
+    Returns:
+        The declared figure, or ``None``.
+    """
+    while True:
+        work = getattr(dist, "density_work_elements", None)
+        if work is not None:
+            return int(work)
+        base = getattr(dist, "base_dist", None)
+        if base is None:
+            return None
+        dist = base
+
+
+def density_batch_size(dist_p: Distribution, dist_q: Distribution, chunk: int) -> int:
+    """Releases whose two densities are evaluated at once: the chunk, or fewer.
+
+    The draws of a chunk do not depend on this (they come from the chunk's key), so
+    splitting the density evaluation never changes a result; it only bounds its memory
+    by :data:`DENSITY_WORK_BYTES` (at least one release at a time).
+
+    Args:
+        dist_p: the law the releases are drawn from.
+        dist_q: the other law.
+        chunk: releases per chunk.
+
+    Returns:
+        ``chunk`` when neither law declares working memory or the whole chunk fits the
+        budget, otherwise the largest batch that fits (at least 1).
+    """
+    work = [density_work_elements(d) for d in (dist_p, dist_q)]
+    per_release = sum(w for w in work if w is not None)
+    if per_release == 0:
+        return chunk
+    return max(1, min(chunk, DENSITY_WORK_BYTES // (8 * per_release)))
