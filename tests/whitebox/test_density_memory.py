@@ -111,6 +111,12 @@ def test_64_leaf_audit_stays_below_the_bound():
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="measured 5.0 GB peak RSS (885 s) at 4096 points: the density is batched, but "
+    "something outside it (the dense 4096 x 8191 ancestor matrix, the exact LP route or the "
+    "depth-12 compilation) is not bounded yet; see docs/memory.md",
+)
 def test_4096_point_grid_audit_stays_below_the_bound():
     # depth 12: one release's densities (2 x 537 MB declared) exceed the budget: batch 1
     verdict, rss = _peak_rss(4096, 4)
