@@ -6,10 +6,19 @@ values, a compiled step closing over a previous audit's noise, or kept losses th
 buffer later reused would make the same audit give other numbers after other audits. Here
 one audit is run, then audits that share its compiled shapes with other parameter values,
 other routes and a notion claim, then the first audit again: kept losses, curves and the
-record must be bit-identical, and the first result's arrays must not have changed meanwhile.
+record must be bit-identical to the first run and to a fresh process's, and the first
+result's arrays must not have changed meanwhile.
 The kept losses are also checked to be the audit's own draws: the closed-form loss of a
-shifted Gaussian pair is exactly ``N(mu^2 / 2, mu^2)`` in both directions.
+shifted Gaussian pair is exactly ``N(mu^2 / 2, mu^2)`` in both directions, for the
+reference and for the audit sharing its compiled step with another noise scale.
 """
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -47,7 +56,7 @@ def _laplace(scale):
 SIGMA = 0.25  # mu = (1 / N) / SIGMA = 0.4
 
 
-def _reference():
+def reference_audit():
     return dpaudit.audit(
         _gaussian(SIGMA), DATA, DATA_PRIME, samples=SAMPLES, seed=11, chunk_size=CHUNK
     )
@@ -56,7 +65,7 @@ def _reference():
 def _other_audits():
     """Audits sharing the reference's compiled shapes, with other values, routes and claims."""
     kw = {"samples": SAMPLES, "chunk_size": CHUNK}
-    dpaudit.audit(_gaussian(0.05), DATA, DATA_PRIME, seed=11, **kw)  # same shapes, mu = 2
+    other = dpaudit.audit(_gaussian(0.05), DATA, DATA_PRIME, seed=11, **kw)  # same shapes, mu = 2
     dpaudit.audit(_gaussian(SIGMA), DATA_PRIME, DATA, seed=4, **kw)  # swapped datasets
     dpaudit.audit(_laplace(0.1), DATA, DATA_PRIME, seed=11, **kw)
     dpaudit.audit(_laplace(0.1), DATA, DATA_PRIME, seed=11, route="density", **kw)
@@ -67,6 +76,7 @@ def _other_audits():
         DATA_PRIME,
         **kw,
     )
+    return other
 
 
 def _strip(obj):
@@ -77,7 +87,7 @@ def _strip(obj):
     return obj
 
 
-def _bits(result):
+def record_bits(result):
     """Every array and number of a result, as bytes and JSON (exact comparison)."""
     arrays = []
     for d in result.directions:
@@ -89,30 +99,56 @@ def _bits(result):
 
 @pytest.fixture(scope="module")
 def runs():
-    """The reference audit, its bits at once, and the same audit after the other audits."""
-    first = _reference()
-    first_bits = _bits(first)
-    _other_audits()
-    return first, first_bits, _reference()
+    """The reference audit, its bits at once, the same audit after the other audits, and the
+    other audit of the same compiled shapes (mu = 2)."""
+    first = reference_audit()
+    first_bits = record_bits(first)
+    other = _other_audits()
+    return first, first_bits, reference_audit(), other
+
+
+def bits_digest(bits) -> str:
+    """SHA-256 of :func:`record_bits` (arrays' bytes and the record's JSON)."""
+    arrays, record = bits
+    h = hashlib.sha256(b"".join(arrays))
+    h.update(json.dumps(record, sort_keys=True).encode())
+    return h.hexdigest()
 
 
 def test_same_audit_is_bit_identical_before_and_after_other_audits(runs):
-    first, first_bits, again = runs
-    assert _bits(first) == first_bits  # nothing later wrote into the first result's arrays
-    assert _bits(again) == first_bits
+    first, first_bits, again, _ = runs
+    assert record_bits(first) == first_bits  # nothing later wrote into the first result's arrays
+    assert record_bits(again) == first_bits
     assert all(d.losses.size == SAMPLES for d in again.directions)
 
 
-def test_kept_losses_are_the_audits_own_draws(runs):
+@pytest.mark.parametrize(("index", "mu"), [(2, 0.4), (3, 2.0)])
+def test_kept_losses_are_the_audits_own_draws(runs, index, mu):
     # Closed-form route, Gaussian noise: L ~ N(mu^2 / 2, mu^2) under P in both directions
-    # (an exact law, not the engine's own computation). Kept losses taken from another
-    # audit (mu = 2 above), reordered or truncated would fail at this size: a KS p-value
+    # (an exact law, not the engine's own computation), for the reference (mu = 0.4) and the
+    # audit with the same compiled shapes (mu = 2): a step or cache that mixed up their
+    # parameters, or kept losses reordered or truncated, fail at this size; a KS p-value
     # below 1e-3 has probability 1e-3 per check for correct draws.
-    mu = (1.0 / N) / SIGMA
-    for d in runs[2].directions:
+    for d in runs[index].directions:
+        assert d.losses.size == SAMPLES
         p = scipy.stats.kstest(d.losses, "norm", args=(mu * mu / 2, mu)).pvalue
         assert p > 1e-3, (d.direction, p)
         # i.i.d. in the order kept (Monte Carlo bounds split them by position): the first and
         # the second half have the same law (two-sample KS, same failure rate).
         half = d.losses.size // 2
         assert scipy.stats.ks_2samp(d.losses[:half], d.losses[half:]).pvalue > 1e-3
+
+
+def test_same_audit_is_bit_identical_in_a_fresh_process(runs):
+    # This process has run other audits (and, in the suite, every test before this one).
+    here = Path(__file__).resolve().parent
+    code = (
+        f"import sys; sys.path.insert(0, {str(here)!r}); import test_process_history as t; "
+        "print(t.bits_digest(t.record_bits(t.reference_audit())))"
+    )
+    root = str(here.parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.split()[-1] == bits_digest(record_bits(runs[2]))
