@@ -1,5 +1,5 @@
 # dpaudit developer commands. `make test` and `make audit` work on a fresh machine:
-# they create .venv and install the project with its dev extras when needed.
+# they create .venv and install the project with its dev and libraries extras when needed (the library audits run in CI).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,libraries]"
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -21,10 +21,10 @@ Example:
     >>> import jax.numpy as jnp
     >>> import dpaudit
     >>> from dpaudit.testing import assert_test_power_bounded
-    >>> mech = dpaudit.build("laplace-mean", epsilon=1.0)
+    >>> mech = dpaudit.build("laplace-mean", epsilon=1.0, dim=1)
     >>> n = mech.params["n"]
     >>> d, d_prime = jnp.zeros(n), jnp.zeros(n).at[0].set(1.0)
-    >>> check = assert_test_power_bounded(mech, d, d_prime, lambda x: x > 0.1, samples=20_000)
+    >>> check = assert_test_power_bounded(mech, d, d_prime, lambda x: x[:, 0] > 0.1, samples=20_000)
     >>> check.power.estimate > check.size.estimate
     True
 """

@@ -409,6 +409,15 @@ def test_faulty_mechanisms_are_flagged_from_samples(name, statistic, samples):
 # smallest budget of the ladder 1e4, 1e5, 1e6, 1e7 that flags it in
 # benchmarks/blackbox_faulty.py (seed 0; BENCHMARKS.md, "Black-box detection").
 SLOW_DETECTION = {
+    # Whole-trace (mechanisms/composed) and notion (mechanisms/faulty/notions.py) entries:
+    # not on the benchmark ladder; budgets set at 10^5 with the model statistic, not yet run
+    # (session 5 ran out of machine time; `make test-slow` is the check).
+    "faulty/composed-bmr-roc-parallel": ("model", 100_000),
+    "faulty/composed-gaussian-one-budget": ("model", 100_000),
+    "faulty/composed-laplace-one-budget": ("model", 100_000),
+    "faulty/gaussian-gdp-linf-sensitivity": ("model", 100_000),
+    "faulty/gaussian-zcdp-unsquared": ("model", 100_000),
+    "faulty/laplace-histogram-rdp-add-remove": ("model", 100_000),
     # true epsilon 2: logistic 1.659, model 1.933 at 10^5 (seed 0)
     "faulty/continual-textbook-half-scale": ("logistic", 100_000),
     # DP-SGD (mechanisms/dpsgd): not on the benchmark ladder; the model statistic is the

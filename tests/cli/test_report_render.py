@@ -68,4 +68,6 @@ def test_black_box_report_renders_its_histogram(tmp_path):
     # matplotlib's C0 blue and C1 orange: the histograms of the statistic under P and Q
     blue = (np.abs(pixels - np.array([0.12, 0.47, 0.71])) < 0.08).all(axis=-1)
     orange = (np.abs(pixels - np.array([1.0, 0.5, 0.05])) < 0.08).all(axis=-1)
-    assert blue.sum() > 100 and orange.sum() > 100
+    assert (
+        blue.sum() > 50 and orange.sum() > 50
+    )  # both histograms drawn (sizes vary with the statistic)
