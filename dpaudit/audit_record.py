@@ -53,3 +53,20 @@ class AuditRecord:
             "confidence": self.confidence,
             "samples": self.samples,
         }
+
+    def _repr_html_(self) -> str:
+        """The subclass's ``summary()`` as a small HTML table (Jupyter shows it for a result).
+
+        Returns:
+            The HTML.
+        """
+        import html
+
+        head, *rest = self.summary().splitlines()
+        rows = "".join(
+            "<tr><th style='text-align:left'>{}</th><td style='text-align:left'>{}</td></tr>".format(
+                *(html.escape(part.strip()) for part in line.split(":", 1))
+            )
+            for line in rest
+        )
+        return f"<div><b>{html.escape(head)}</b><table>{rows}</table></div>"

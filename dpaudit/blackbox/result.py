@@ -272,23 +272,6 @@ class BlackBoxResult(AuditRecord):
             lines.append(f"  why: {self.notes[-1]}")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        """The summary as a small HTML table (Jupyter shows it for a result).
-
-        Returns:
-            The HTML.
-        """
-        import html
-
-        head, *rest = self.summary().splitlines()
-        rows = "".join(
-            "<tr><th style='text-align:left'>{}</th><td style='text-align:left'>{}</td></tr>".format(
-                *(html.escape(part.strip()) for part in line.split(":", 1))
-            )
-            for line in rest
-        )
-        return f"<div><b>{html.escape(head)}</b><table>{rows}</table></div>"
-
 
 def selection_epsilon(selected: SelectedEvent, delta: float) -> float:
     """The plug-in ``log((p_hat - delta) / q_hat)`` of the selected event (not certified).

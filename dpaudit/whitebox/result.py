@@ -208,23 +208,6 @@ class AuditResult(AuditRecord):
             lines.append(f"  why: {why}")
         return "\n".join(lines)
 
-    def _repr_html_(self) -> str:
-        """The summary as a small HTML table (Jupyter shows it for a result).
-
-        Returns:
-            The HTML.
-        """
-        import html
-
-        head, *rest = self.summary().splitlines()
-        rows = "".join(
-            "<tr><th style='text-align:left'>{}</th><td style='text-align:left'>{}</td></tr>".format(
-                *(html.escape(part.strip()) for part in line.split(":", 1))
-            )
-            for line in rest
-        )
-        return f"<div><b>{html.escape(head)}</b><table>{rows}</table></div>"
-
     def to_inference_data(self):
         """ArviZ ``InferenceData``: kept losses and ``Y_epsilon_claim`` as draws, curves as data.
 
