@@ -49,6 +49,7 @@ from mechanisms.faulty import example_pair as faulty_example_pair
 from mechanisms.faulty import register_pair
 
 __all__ = [
+    "check_stream",
     "continual_counter",
     "continual_node_scale",
     "continual_worst_case",
@@ -107,7 +108,19 @@ def continual_worst_case(n_steps: int) -> tuple[float, int]:
     return float(cost[t0]), t0
 
 
-def _check_stream(data, n_steps: int):
+def check_stream(data, n_steps: int):
+    """The stream as a float64 ``(N,)`` array, values checked to lie in ``[0, 1]``.
+
+    Args:
+        data: the stream.
+        n_steps: ``N``.
+
+    Returns:
+        The stream (value checks skipped inside ``jit``).
+
+    Raises:
+        ValueError: another shape, NaN/inf, or a value outside ``[0, 1]``.
+    """
     x = jnp.asarray(data, dtype=jnp.float64)
     if x.shape != (n_steps,):
         raise ValueError(
@@ -173,7 +186,7 @@ def continual_counter(epsilon: float = 1.0, n_steps: int = 16) -> dpaudit.Mechan
     sensitivity = float(math.ceil((depth + 1) / 2))
 
     def summary(data):
-        return running_counts(_check_stream(data, n_steps))
+        return running_counts(check_stream(data, n_steps))
 
     def model(data):
         numpyro.sample("release", AncestorLaplace(summary(data), depth, scale))
@@ -221,7 +234,7 @@ def textbook_half_scale(epsilon: float = 1.0, n_steps: int = 16) -> dpaudit.Mech
     true_epsilon = (depth + 1) / scale
     return laplace_release(
         "faulty/continual-textbook-half-scale",
-        lambda data: node_counts(_check_stream(data, n_steps), depth),
+        lambda data: node_counts(check_stream(data, n_steps), depth),
         scale,
         epsilon=epsilon,
         sensitivity=float(math.ceil((depth + 1) / 2)),
