@@ -570,7 +570,7 @@ def markdown(records: list[dict], header: dict) -> str:
     """The table of BENCHMARKS.md (bounds in bold; the pair certified; wall / CPU seconds)."""
     lines = [
         f"Claimed epsilon 0.1, confidence {CONFIDENCE:g}; {header['machine']}; engine "
-        f"`dpaudit/blackbox.py` at {header.get('engine', 'unknown')}.",
+        f"`dpaudit/blackbox/` at {header.get('engine', 'unknown')}.",
         "",
         "| mechanism | true ε | DP-Sniper est. / lcb | StatDP cross. / est. / lcb | "
         "dpaudit model-guided | dpaudit logistic | dpaudit logistic, auto pairs | oracle | "
@@ -658,20 +658,20 @@ def main(argv=None) -> int:
 
 
 def _engine_version() -> str:
-    """The last commit of ``dpaudit/blackbox.py`` (and whether the file differs from it)."""
+    """The last commit of ``dpaudit/blackbox/`` (and whether its files differ from it)."""
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(
-            ["git", "log", "-1", "--format=%h", "--", "dpaudit/blackbox.py"],
+            ["git", "log", "-1", "--format=%h", "--", "dpaudit/blackbox"],
             cwd=root,
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "diff", "--quiet", "--", "dpaudit/blackbox.py"], cwd=root, check=False
+            ["git", "diff", "--quiet", "--", "dpaudit/blackbox"], cwd=root, check=False
         ).returncode
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
