@@ -94,9 +94,9 @@ class AutoPairs:
             raise ValueError(f"AutoPairs kind must be one of {AUTO_KINDS}, got {self.kind!r}.")
         if isinstance(self.index, bool) or not isinstance(self.index, int | np.integer):
             raise TypeError(f"AutoPairs index must be an integer, got {self.index!r}.")
-        if self.domain is not None:
+        if self.domain is not None:  # kept as floats / nested tuples: comparable and hashable
             lo, hi = _domain_bounds(self.domain)
-            object.__setattr__(self, "domain", (lo, hi))
+            object.__setattr__(self, "domain", (_frozen(lo), _frozen(hi)))
         if self.labels is not None:
             labels = tuple(np.asarray(self.labels).ravel().tolist())
             if not labels:
@@ -121,6 +121,13 @@ class AutoCandidates(NamedTuple):
     pairs: list
     records: bool
     note: str
+
+
+def _frozen(bound: np.ndarray):
+    """A float, or nested tuples of floats, for an array bound."""
+    if bound.ndim == 0:
+        return float(bound)
+    return tuple(_frozen(b) for b in bound)
 
 
 def _domain_bounds(domain) -> tuple[Any, Any]:
@@ -389,7 +396,7 @@ def _check_in_domain(x: np.ndarray, lo, hi, what: str) -> np.ndarray:
 
 
 def _records(data, claim: Claim, spec: AutoPairs):
-    lo, hi = spec.domain
+    lo, hi = _domain_bounds(spec.domain)
     x = _check_in_domain(np.asarray(data, dtype=np.float64), lo, hi, "the records")
     _check_index(spec.index, x.shape[0])
     return _record_pairs(x, _corners(lo, hi, x.shape[1:]), claim, spec.index)
@@ -453,7 +460,7 @@ def _size(data) -> int:
 
 
 def _labelled(data, claim: Claim, spec: AutoPairs):
-    lo, hi = spec.domain
+    lo, hi = _domain_bounds(spec.domain)
     x = _check_in_domain(np.asarray(data[0], dtype=np.float64), lo, hi, "the features")
     y = np.asarray(data[1])
     if y.ndim == 0 or y.shape[0] != x.shape[0]:
