@@ -39,7 +39,8 @@ selection releases (``select_samples`` per pair) and a little power.
 Example:
     >>> import numpy as np
     >>> from dpaudit import Claim
-    >>> c = auto_pairs(np.array([3, 0]), Claim(1.0, adjacency="add-remove"), "auto")
+    >>> hist = AutoPairs(kind="histogram")
+    >>> c = auto_pairs(np.array([3, 0]), Claim(1.0, adjacency="add-remove"), hist)
     >>> c.kind, c.names
     ('histogram', ('remove from bin 0', 'add to bin 0', 'add to bin 1'))
 """
