@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import dpaudit
-from dpaudit.notions.claims import notion_fields
+from dpaudit.notions.claims import claim_label, is_notion_claim, notion_fields
 from dpaudit.notions.figures import notion_figures
 from dpaudit.serialize import json_float
 
@@ -343,7 +343,7 @@ def _junit_case(outcome: AuditOutcome, strict: bool):
         failed = r.verdict in ("violation", "incompatible") or (
             strict and r.verdict == "inconclusive"
         )
-    claim = f"({r.claim.epsilon:g}, {r.claim.delta:g})-DP, {r.claim.adjacency}"
+    claim = f"{claim_label(r.claim)}, {r.claim.adjacency}"
     summary = (
         f"verdict {r.verdict} (expected {expected or 'no violation'}); claim {claim}; "
         f"certified epsilon lower bound {_fmt(r.epsilon_lower)} at confidence {r.confidence}"
@@ -628,6 +628,20 @@ def _verdict_badge(o: AuditOutcome, strict: bool = False) -> str:
     )
 
 
+def _claim_cell(claim) -> str:
+    """The summary table's claim: ``ε=…, δ=…`` or the notion claim itself (``1-GDP``)."""
+    if is_notion_claim(claim):
+        return html.escape(claim_label(claim))
+    return f"ε={_fmt(claim.epsilon)}, δ={_fmt(claim.delta)}"
+
+
+def _claim_text(claim) -> str:
+    """A section's claim: ``(ε, δ)-DP``, or the notion claim with its (ε, δ) anchor."""
+    if is_notion_claim(claim):
+        return html.escape(claim_label(claim, anchor=True))
+    return f"({_fmt(claim.epsilon)}, {_fmt(claim.delta)})-DP"
+
+
 def _row(o: AuditOutcome, strict: bool) -> str:
     esc = html.escape
     r = o.result
@@ -640,7 +654,7 @@ def _row(o: AuditOutcome, strict: bool) -> str:
     return (
         f"<tr><td><a href='#{esc(o.name)}'>{esc(o.name)}</a></td><td>{esc(o.kind)}</td>"
         f"<td>{esc(r.mechanism)}</td>"
-        f"<td>ε={_fmt(r.claim.epsilon)}, δ={_fmt(r.claim.delta)}</td>"
+        f"<td>{_claim_cell(r.claim)}</td>"
         f"<td>{_verdict_badge(o, strict)} {mark}</td><td>{_fmt(r.epsilon_lower)}</td>"
         f"<td>{_fmt(estimate)}</td><td>{_fmt(r.seconds)}</td></tr>"
     )
@@ -698,7 +712,7 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
         f"<p>{esc(o.description)}</p>" if o.description else "",
         "<table>",
         f"<tr><th>mechanism</th><td>{esc(r.mechanism)}</td></tr>",
-        f"<tr><th>claim</th><td>({_fmt(r.claim.epsilon)}, {_fmt(r.claim.delta)})-DP, "
+        f"<tr><th>claim</th><td>{_claim_text(r.claim)}, "
         f"{esc(r.claim.adjacency)}; sensitivity {_fmt(r.claim.sensitivity)} in "
         f"{esc(str(r.claim.sensitivity_norm))}; {esc(r.claim.reference)}</td></tr>",
         f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
@@ -751,8 +765,7 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
         "<table>",
         f"<tr><th>kind</th><td>black-box audit from samples ({esc(r.method)})</td></tr>",
         f"<tr><th>implementation</th><td>{esc(r.mechanism)}</td></tr>",
-        f"<tr><th>claim</th><td>({_fmt(r.claim.epsilon)}, {_fmt(r.claim.delta)})-DP, "
-        f"{esc(r.claim.adjacency)}</td></tr>",
+        f"<tr><th>claim</th><td>{_claim_text(r.claim)}, {esc(r.claim.adjacency)}</td></tr>",
         f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
         f"<tr><th>certified ε lower bound</th><td><b>{_fmt(r.epsilon_lower)}</b> at δ = "
         f"{_fmt(r.claim.delta)} ({exceeds} the claimed ε = {_fmt(r.claim.epsilon)}; "

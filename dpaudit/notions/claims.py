@@ -46,6 +46,7 @@ __all__ = [
     "RDPClaim",
     "TradeoffClaim",
     "ZCDPClaim",
+    "claim_label",
     "is_notion_claim",
     "make_claim",
     "notion_fields",
@@ -539,6 +540,33 @@ def make_claim(**fields):
     if "rdp_orders" not in fields or "rdp_epsilons" not in fields:
         raise ValueError("an RDP claim needs both rdp_orders and rdp_epsilons (one per order).")
     return RDPClaim(orders=fields["rdp_orders"], epsilons=fields["rdp_epsilons"], **common)
+
+
+def claim_label(claim, *, anchor: bool = False) -> str:
+    """The claim as users state it: ``"(1, 1e-05)-DP"``, ``"0.5-zCDP"``, ``"1-GDP"``, ``"RDP ..."``.
+
+    Args:
+        claim: a :class:`~dpaudit.Claim` or a notion claim.
+        anchor: for a notion claim, append the (epsilon, delta) it is checked at by
+            (epsilon, delta) machinery and the conversion that gave it.
+
+    Returns:
+        One line (no adjacency).
+
+    Example:
+        >>> claim_label(GDPClaim(1.0))
+        '1-GDP'
+        >>> claim_label(ZCDPClaim(0.5), anchor=True)[:40]
+        '0.5-zCDP (as (epsilon, delta): (4.72839,'
+    """
+    if not is_notion_claim(claim):
+        return f"({claim.epsilon:g}, {claim.delta:g})-DP"
+    text = claim.describe()
+    if anchor:
+        text += (
+            f" (as (epsilon, delta): ({claim.epsilon:g}, {claim.delta:g}) by {claim.conversion})"
+        )
+    return text
 
 
 def notion_fields(claim) -> dict:

@@ -1,5 +1,6 @@
 """White-box audits of notion claims: the acceptance cases, specs and the CLI record."""
 
+import html
 import json
 import math
 from pathlib import Path
@@ -142,14 +143,25 @@ SPECS = {
 
 
 @pytest.mark.parametrize("spec", sorted(SPECS))
-def test_notion_specs_reach_their_expected_verdict(spec, tmp_path):
+def test_notion_specs_reach_their_expected_verdict(spec, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert load_spec(ROOT / spec).expected == SPECS[spec]
-    assert main(["run", str(ROOT / spec), "--json", str(out)]) == 0
+    loaded = load_spec(ROOT / spec)
+    assert loaded.expected == SPECS[spec]
+    assert main(["run", str(ROOT / spec), "--json", str(out), "--report", str(tmp_path)]) == 0
     record = json.loads(out.read_text())["audits"][0]
     assert record["verdict"] == SPECS[spec]
     assert record["claim"]["notion"] in ("gdp", "zcdp", "rdp")
-    assert "certified" in record["details"]["diagnostics"]["notion"]
+    notion = record["details"]["diagnostics"]["notion"]
+    assert "certified" in notion and notion["tightest"] and notion["parameter"]
+    # The claim users stated is what the table and the report show, not its (eps, delta) anchor.
+    stated = loaded.claim.describe()
+    assert record["claim"]["stated"] == stated
+    captured = capsys.readouterr()
+    table = captured.out + captured.err  # "run" is the legacy spelling: table on stderr
+    assert stated in table and f"({loaded.claim.epsilon:g}, " not in table
+    page = (tmp_path / "index.html").read_text()
+    assert f"<td>{html.escape(stated)}</td>" in page
+    assert f"<td>{html.escape(stated)} (as (epsilon, delta): " in page
 
 
 @pytest.mark.parametrize(
