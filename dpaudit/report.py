@@ -39,7 +39,13 @@ from pathlib import Path
 from typing import Any
 
 import dpaudit
-from dpaudit.notions.claims import claim_label, is_notion_claim, notion_fields
+from dpaudit.notions.claims import (
+    claim_label,
+    is_notion_claim,
+    notion_bound_text,
+    notion_fields,
+    notion_record,
+)
 from dpaudit.notions.figures import notion_figures
 from dpaudit.serialize import json_float
 
@@ -184,6 +190,7 @@ def _common_record(outcome, kind: str) -> dict:
         "as_expected": outcome.as_expected,
         "epsilon_lower": json_float(r.epsilon_lower),
         "confidence": r.confidence,
+        **notion_record(r),  # only for zCDP / RDP / GDP / f-DP claims
     }
 
 
@@ -642,6 +649,32 @@ def _claim_text(claim) -> str:
     return f"({_fmt(claim.epsilon)}, {_fmt(claim.delta)})-DP"
 
 
+def _notion_rows(r) -> list[str]:
+    """The claim's own parameter: tightest for the pair (white-box) and certified lower bound."""
+    record = notion_record(r).get("notion")
+    if record is None:
+        return []
+    esc = html.escape
+    if getattr(r, "kind", "white-box") == "black-box":
+        return [f"<tr><th>certified notion parameter</th><td><b>"
+                f"{esc(notion_bound_text(record))}</b></td></tr>"]  # fmt: skip
+    tight, name = record["tightest"], esc(str(record["parameter"]))
+    low, up = (tight.get("lower"), tight.get("upper")) if tight else (None, None)
+    return [
+        f"<tr><th>tightest {name}</th><td>[{_fmt_any(low)}, {_fmt_any(up)}] for this pair "
+        f"(claimed {esc(record['stated'])})</td></tr>",
+        f"<tr><th>certified {name}</th><td>≥ {_fmt_any(record['lower'])} at confidence "
+        f"{_fmt(record['confidence'])}</td></tr>",
+    ]
+
+
+def _fmt_any(v) -> str:
+    """A number, or a list of numbers (RDP: one per order)."""
+    if isinstance(v, list | tuple):
+        return "(" + ", ".join(_fmt(x) for x in v) + ")"
+    return _fmt(v)
+
+
 def _row(o: AuditOutcome, strict: bool) -> str:
     esc = html.escape
     r = o.result
@@ -724,6 +757,7 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
         f"{_fmt(r.epsilon_at_claimed_delta.get('exact'))}</td></tr>",
         f"<tr><th>δ at claimed ε</th><td>estimate {_fmt(delta.get('estimate'))}, "
         f"[{_fmt(delta.get('lower'))}, {_fmt(delta.get('upper'))}]</td></tr>",
+        *_notion_rows(r),
         f"<tr><th>samples</th><td>{r.samples} per direction, seed {r.seed}, route "
         f"{esc(r.route)}, {_fmt(r.seconds)} s</td></tr>",
     ]
@@ -772,6 +806,7 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
         f"confidence {_fmt(r.confidence)})</td></tr>",
         f"<tr><th>certified δ lower bound</th><td>{_fmt(r.delta_lower)} at the claimed ε "
         f"(claimed δ = {_fmt(r.claim.delta)})</td></tr>",
+        *_notion_rows(r),
     ]
     if flaw is not None:
         parts.append(

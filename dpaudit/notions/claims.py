@@ -38,6 +38,7 @@ from dpaudit.notions.conversions import (
     zcdp_delta,
     zcdp_epsilon,
 )
+from dpaudit.serialize import jsonable
 
 __all__ = [
     "CLAIM_FIELDS",
@@ -49,8 +50,10 @@ __all__ = [
     "claim_label",
     "is_notion_claim",
     "make_claim",
+    "notion_bound_text",
     "notion_fields",
     "notion_of",
+    "notion_record",
 ]
 
 #: The notions a claim may be stated in; ``"dp"`` is :class:`~dpaudit.Claim`.
@@ -567,6 +570,66 @@ def claim_label(claim, *, anchor: bool = False) -> str:
             f" (as (epsilon, delta): ({claim.epsilon:g}, {claim.delta:g}) by {claim.conversion})"
         )
     return text
+
+
+def notion_bound_text(bound: dict) -> str:
+    """One line for a certified notion parameter (a black-box result's ``notion_bound``).
+
+    Args:
+        bound: ``{"parameter", "lower", "confidence", "stated", "exceeds_claim"[, "orders"]}``.
+
+    Returns:
+        For example ``"mu >= 0.976 at confidence 0.95 (claimed 0.9-GDP: refuted)"``.
+
+    Example:
+        >>> notion_bound_text({"parameter": "rho", "lower": 0.12, "confidence": 0.95,
+        ...                    "stated": "0.5-zCDP", "exceeds_claim": False})
+        'rho >= 0.12 at confidence 0.95 (claimed 0.5-zCDP: not refuted)'
+    """
+    if bound.get("orders") is not None:
+        value = ", ".join(
+            f"epsilon({a:g}) >= {v:.4g}"
+            for a, v in zip(bound["orders"], bound["lower"], strict=True)
+        )
+    else:
+        value = f"{bound['parameter']} >= {bound['lower']:.4g}"
+    verdict = "refuted" if bound.get("exceeds_claim") else "not refuted"
+    return f"{value} at confidence {bound['confidence']:g} (claimed {bound['stated']}: {verdict})"
+
+
+def notion_record(result) -> dict:
+    """``{"notion": {...}}`` for a result of a notion claim (``{}`` otherwise): its JSON summary.
+
+    Args:
+        result: a white-box :class:`~dpaudit.AuditResult` (its ``diagnostics["notion"]``)
+            or a :class:`~dpaudit.blackbox.BlackBoxResult` (its ``notion_bound``).
+
+    Returns:
+        ``{"notion": {"notion", "stated", "parameter", "tightest", "lower", "confidence",
+        ...}}``: ``tightest`` is the pair's exact/bracketed parameter (white-box; ``None``
+        for black-box), ``lower`` the certified lower bound at ``confidence``.
+    """
+    if not is_notion_claim(result.claim):
+        return {}
+    bound = getattr(result, "notion_bound", None)
+    if bound is not None:
+        return {"notion": jsonable({**bound, "tightest": None})}
+    audit = (getattr(result, "diagnostics", None) or {}).get("notion")
+    if audit is None:
+        return {}
+    return {
+        "notion": jsonable(
+            {
+                "notion": audit["notion"],
+                "stated": audit["claim"],
+                "parameter": audit["parameter"],
+                "tightest": audit["tightest"] or None,
+                "lower": audit["certified"],
+                "confidence": audit["confidence"],
+                "verdict": audit["verdict"],
+            }
+        )
+    }
 
 
 def notion_fields(claim) -> dict:
