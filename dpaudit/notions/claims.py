@@ -444,14 +444,20 @@ def _check_tradeoff(x: np.ndarray, f: np.ndarray) -> None:
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(f))):
         raise ValueError("TradeoffClaim points and values must be finite numbers.")
     if x[0] != 0.0 or x[-1] != 1.0 or np.any(np.diff(x) <= 0):
-        raise ValueError("TradeoffClaim points must increase strictly from 0 to 1.")
+        raise ValueError(
+            "TradeoffClaim points must increase strictly from 0 to 1 (type I errors on a "
+            f"grid covering [0, 1]), got {_head(x)}."
+        )
     if np.any(f < -_TRADEOFF_TOL) or np.any(f > 1 + _TRADEOFF_TOL):
-        raise ValueError("the trade-off function must take values in [0, 1].")
+        raise ValueError(
+            "the trade-off function must take values in [0, 1] (they are type II errors), "
+            f"got values from {float(np.min(f)):g} to {float(np.max(f)):g}."
+        )
     if np.any(np.diff(f) > _TRADEOFF_TOL):
         i = int(np.argmax(np.diff(f) > _TRADEOFF_TOL))
         raise ValueError(
-            f"the trade-off function must be non-increasing; it rises between x = {x[i]:g} and "
-            f"x = {x[i + 1]:g}."
+            f"the trade-off function must be non-increasing (allowing more type I error never "
+            f"costs type II error); it rises between x = {x[i]:g} and x = {x[i + 1]:g}."
         )
     if np.any(f > 1.0 - x + _TRADEOFF_TOL):
         i = int(np.argmax(f > 1.0 - x + _TRADEOFF_TOL))
@@ -467,8 +473,14 @@ def _check_tradeoff(x: np.ndarray, f: np.ndarray) -> None:
         i = int(np.argmax(excess > _TRADEOFF_TOL))
         raise ValueError(
             f"the trade-off function must be convex; at x = {x[i + 1]:g} it lies above the "
-            "chord of its neighbours."
+            "chord of its neighbours (state its lower convex envelope instead)."
         )
+
+
+def _head(x: np.ndarray) -> str:
+    """The first values of an array, for a message."""
+    shown = ", ".join(f"{v:g}" for v in x[:4])
+    return f"[{shown}{', ...' if x.size > 4 else ''}]"
 
 
 def is_notion_claim(claim) -> bool:
