@@ -278,6 +278,7 @@ def run_audit(item: PreparedAudit):
         features=item.features,
         select_samples=spec.select_samples,
         objective=bb.objective,
+        stopping=bb.stopping,
         classifier_options=dict(bb.classifier_options) or None,
         name=item.target.name,
         **budget,
@@ -399,6 +400,7 @@ _OPTION_OF_FIELD = {
     "blackbox.features": "--features",
     "blackbox.components": "--components",
     "blackbox.objective": "--objective",
+    "blackbox.stopping": "--stopping",
     "budget.select_samples": "--select-samples",
     "budget.samples": "--samples",
     "budget.seed": "--seed",
@@ -412,7 +414,11 @@ def _command_line_tables(args, ref: str) -> dict:
     """The spec a ``FILE.py:CALLABLE`` audit stands for, as TOML tables."""
     file, _, attr = ref.rpartition(":")
     absolute = f"{Path(file).resolve()}:{attr}"
-    claim = {"epsilon": args.epsilon or 1.0, "delta": args.delta, "adjacency": args.adjacency}
+    claim = {
+        "epsilon": 1.0 if args.epsilon is None else args.epsilon,
+        "delta": args.delta,
+        "adjacency": args.adjacency,
+    }
     data = {"params": _pairs("--data-param", args.data_param) or None}
     if args.data:
         data["files"] = [str(Path(f).resolve()) for f in args.data]
@@ -441,6 +447,7 @@ def _command_line_tables(args, ref: str) -> dict:
         "features": args.features,
         "components": args.components,
         "objective": args.objective,
+        "stopping": args.stopping,
     }
     return tables | {"blackbox": blackbox, "claim": claim, "data": data, "budget": budget}
 
@@ -464,7 +471,7 @@ def _load_command_line_spec(args, ref: str):
 
 def _check_callable_options(args) -> None:
     blackbox_only = ("method", "reference", "reference_param", "features", "components",
-                     "objective", "select_samples")  # fmt: skip
+                     "objective", "stopping", "select_samples")  # fmt: skip
     given = [o for o in blackbox_only if getattr(args, o, None) is not None]
     if given and not args.blackbox:
         option = "--" + given[0].replace("_", "-")
@@ -1076,6 +1083,10 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     b.add_argument("--components", type=int, help="number of KL coefficients (--features kl)")
     b.add_argument("--objective", choices=("epsilon", "delta"),
                    help="what the chosen event maximises (default epsilon)")  # fmt: skip
+    b.add_argument("--stopping", choices=("fixed", "sequential"),
+                   help="fixed: count all --samples; sequential: stop at the first of a few "
+                   "pre-registered looks that certifies a violation (level spent over the "
+                   "looks, confidence kept)")  # fmt: skip
     b.add_argument("--select-samples", type=int,
                    help="selection releases per dataset (default: the engine's)")  # fmt: skip
 

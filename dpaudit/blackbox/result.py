@@ -170,6 +170,10 @@ class BlackBoxResult(AuditRecord):
             ``epsilon_any_event``, the smallest over all event sizes at this budget.
         reproducible: ``False`` when the sampler ignores the audit's seed (its own
             randomness): the verdict is valid, but a rerun draws other releases.
+        stopping: ``None`` for a fixed budget; with ``stopping="sequential"``, when and
+            why certification stopped (:func:`~dpaudit.blackbox.sequential.stopping_record`:
+            the look, the releases counted of the planned budget, the look's confidence,
+            the reason). ``samples`` is then the releases counted.
     """
 
     samples_select: int
@@ -187,6 +191,7 @@ class BlackBoxResult(AuditRecord):
     objective: str = "epsilon"
     strength: dict = dataclasses.field(default_factory=dict)
     reproducible: bool = True
+    stopping: dict | None = None
 
     @property
     def method(self) -> str:
@@ -223,6 +228,7 @@ class BlackBoxResult(AuditRecord):
         Returns:
             The dict (the statistic under the key ``"method"``, as before its rename).
         """
+        stopping = {} if self.stopping is None else {"stopping": dict(self.stopping)}
         return {
             "kind": self.kind,
             **self.record_dict(),
@@ -240,6 +246,7 @@ class BlackBoxResult(AuditRecord):
             },
             "strength": {k: json_float(v) for k, v in self.strength.items()},
             "reproducible": self.reproducible,
+            **stopping,
             "seconds": self.seconds,
             "timings": dict(self.timings),
             "notes": list(self.notes),
@@ -268,6 +275,8 @@ class BlackBoxResult(AuditRecord):
             f"  event: {e.direction}, statistic > {e.threshold:.4g}, counts P {e.counts['P']} / "
             f"Q {e.counts['Q']} of {e.n}",
         ]
+        if self.stopping is not None:
+            lines.append(f"  sequential: {self.stopping['reason']}")
         if self.notes:
             lines.append(f"  why: {self.notes[-1]}")
         return "\n".join(lines)

@@ -40,6 +40,7 @@ in addition to) ``[mechanism]``::
     reference_params = {}
     features = "values"              # values | kl (classifier features)
     objective = "epsilon"            # epsilon | delta
+    stopping = "fixed"               # fixed | sequential (stop once a violation is certified)
 
     [budget]
     samples = 200000                 # certification releases per dataset
