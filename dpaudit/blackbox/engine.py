@@ -35,7 +35,7 @@ from dpaudit.blackbox.result import (
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
 from dpaudit.blackbox.selection import OBJECTIVES, resolve_objective, select_event
-from dpaudit.blackbox.sequential import stopping_record
+from dpaudit.blackbox.sequential import look_chunk, stopping_record
 from dpaudit.blackbox.statistics import (
     STATISTICS,
     FittedStatistic,
@@ -211,7 +211,10 @@ def blackbox_audit(
     root = jax.random.key(seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.chunk_size, root)
     chunk = sources[0][0].chunk
-    total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk) + 2 * chunks_of(plan.samples, chunk)
+    # sequential certification draws chunks of at most 1/64 of the budget (its looks)
+    cert_chunk = chunk if plan.stopping == "fixed" else look_chunk(plan.samples, chunk)
+    total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk)
+    total += 2 * chunks_of(plan.samples, cert_chunk)
     show = should_show(progress, total, _PROGRESS_MIN_CHUNKS)
     with progress_bar(
         "black-box audit", total=total, unit="chunks", label=plan.name, show=show

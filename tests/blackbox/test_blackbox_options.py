@@ -9,6 +9,7 @@ it is ``(0, t)``-DP exactly and no better: a claim ``(0, t)`` is correct (tight)
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import jax
@@ -102,3 +103,21 @@ def test_classifier_options_get_one_sentence_naming_the_option(options, match):
         blackbox_audit(shifted_coin, np.ones(1), np.zeros(1), dpaudit.Claim(1.0),
                        classifier_options=options, samples=100, progress=False)  # fmt: skip
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_a_sequential_spec_run_records_when_it_stopped(folder, tmp_path):
+    from spec_fixtures import BLACK_BOX_SPEC
+
+    from dpaudit.cli import main
+
+    text = BLACK_BOX_SPEC.format(expected='expected = "violation"', scale=0.25).replace(
+        'method = "logistic"', 'method = "logistic"\nstopping = "sequential"'
+    )
+    out = tmp_path / "r.json"
+    assert main(["run", str(write_spec(folder, text)), "--json", str(out)]) == 0
+    (record,) = json.loads(out.read_text())["audits"]
+    stopping = record["details"]["stopping"]  # the result's to_dict(), in the run's JSON
+    assert record["verdict"] == "violation" and stopping["stopped_early"]
+    assert record["samples"] == stopping["releases"] < 20000
+    assert any(note.startswith("Sequential certification") for note in record["notes"])
