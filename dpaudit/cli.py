@@ -268,11 +268,13 @@ def run_audit(item: PreparedAudit):
     if item.target is None:
         return dpaudit.audit(item.mechanism, data, data_prime, **budget)
     bb = spec.blackbox
+    pairs = None if bb.pairs is None else dpaudit.blackbox.AutoPairs(**bb.pairs)
     return dpaudit.blackbox_audit(
         item.target.sampler,
         data,
-        data_prime,
+        None if pairs is not None else data_prime,  # auto: candidates around D
         spec.claim,
+        pairs=pairs,
         reference=item.target.reference,
         statistic=bb.method,
         features=item.features,
@@ -401,6 +403,7 @@ _OPTION_OF_FIELD = {
     "blackbox.components": "--components",
     "blackbox.objective": "--objective",
     "blackbox.stopping": "--stopping",
+    "blackbox.pairs": "--pairs",
     "budget.select_samples": "--select-samples",
     "budget.samples": "--samples",
     "budget.seed": "--seed",
@@ -448,8 +451,24 @@ def _command_line_tables(args, ref: str) -> dict:
         "components": args.components,
         "objective": args.objective,
         "stopping": args.stopping,
+        "pairs": _pairs_option(args),
     }
     return tables | {"blackbox": blackbox, "claim": claim, "data": data, "budget": budget}
+
+
+def _pairs_option(args):
+    """``--pairs KIND`` / ``--domain LO HI`` as the spec's ``blackbox.pairs`` (None: the data pair)."""
+    if args.pairs is None:
+        if args.domain is not None:
+            raise _spec_error(
+                "--domain is for --pairs auto/records/labelled (automatic neighbours)."
+            )
+        return None
+    if args.pairs == "auto" and args.domain is None:
+        return "auto"
+    if args.domain is None:
+        return {"kind": args.pairs}
+    return {"kind": args.pairs, "domain": list(args.domain)}
 
 
 def _load_command_line_spec(args, ref: str):
@@ -471,7 +490,7 @@ def _load_command_line_spec(args, ref: str):
 
 def _check_callable_options(args) -> None:
     blackbox_only = ("method", "reference", "reference_param", "features", "components",
-                     "objective", "stopping", "select_samples")  # fmt: skip
+                     "objective", "stopping", "select_samples", "pairs", "domain")  # fmt: skip
     given = [o for o in blackbox_only if getattr(args, o, None) is not None]
     if given and not args.blackbox:
         option = "--" + given[0].replace("_", "-")
@@ -1087,6 +1106,11 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="fixed: count all --samples; sequential: stop at the first of a few "
                    "pre-registered looks that certifies a violation (level spent over the "
                    "looks, confidence kept)")  # fmt: skip
+    b.add_argument("--pairs", choices=("auto", "answers", "histogram", "records", "labelled"),
+                   help="generate candidate neighbours of the first dataset (auto: infer the "
+                   "kind; see docs/blackbox.md) instead of auditing the one pair")  # fmt: skip
+    b.add_argument("--domain", nargs=2, type=float, metavar=("LO", "HI"),
+                   help="the records' value range for --pairs auto/records/labelled")  # fmt: skip
     b.add_argument("--select-samples", type=int,
                    help="selection releases per dataset (default: the engine's)")  # fmt: skip
 

@@ -54,6 +54,7 @@ SECTIONS: Mapping[str, frozenset[str]] = {
             "objective",
             "stopping",
             "classifier_options",
+            "pairs",
         }
     ),
     "claim": frozenset(
@@ -126,6 +127,9 @@ class BlackBoxSpec:
             pre-registered look that certifies a violation).
         classifier_options: passed to :func:`dpaudit.blackbox_audit`.
         reference_in_mechanism: the reference is the spec's ``[mechanism]`` table.
+        pairs: ``None`` (the ``[data]`` pair), or the keyword arguments of a
+            :class:`~dpaudit.blackbox.AutoPairs` (``{}`` for ``pairs = "auto"``):
+            candidate neighbours generated around the first dataset.
     """
 
     sampler: str | None
@@ -140,6 +144,7 @@ class BlackBoxSpec:
     stopping: str = "fixed"
     classifier_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     reference_in_mechanism: bool = False
+    pairs: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
