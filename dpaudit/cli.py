@@ -644,11 +644,20 @@ def _number(value) -> str:
     return "∞" if value == float("inf") else f"{value:.4g}"
 
 
+def _claim_cell(claim) -> str:
+    """``(epsilon, delta)``, or a notion claim as stated (``1-GDP``, ``0.5-zCDP``)."""
+    from dpaudit.notions.claims import claim_label, is_notion_claim
+
+    if is_notion_claim(claim):
+        return claim_label(claim)
+    return f"({claim.epsilon:g}, {claim.delta:g})"
+
+
 def _row(o) -> list[str]:
     r = o.result
     expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
     estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
-    return [o.name, o.kind, f"({r.claim.epsilon:g}, {r.claim.delta:g})", r.verdict, expected,
+    return [o.name, o.kind, _claim_cell(r.claim), r.verdict, expected,
             _number(r.epsilon_lower), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
 
 
@@ -889,7 +898,7 @@ def _deprecated(old: str, new: str) -> None:
 
 def _describe(spec) -> str:
     """One line: the spec's kind, what it audits and how, its claim and expectation."""
-    claim = f"claim ({spec.claim.epsilon:g}, {spec.claim.delta:g}) {spec.claim.adjacency}"
+    claim = f"claim {_claim_cell(spec.claim)} {spec.claim.adjacency}"
     expected = f"expected {spec.expected}" if spec.expected else "no expected verdict"
     bb = spec.blackbox
     if bb is None:
@@ -976,7 +985,7 @@ def list_catalogue(args) -> int:
     for name in dpaudit.catalogue(faulty=faulty):
         try:
             claim = dpaudit.build(name).claim
-            text = f"({claim.epsilon:g}, {claim.delta:g}) {claim.adjacency}"
+            text = f"{_claim_cell(claim)} {claim.adjacency}"
         except Exception as err:  # an entry that cannot build its example is shown, not hidden
             text = f"example does not build: {err}"
         rows.append((name, text, entry(name).summary[:100]))

@@ -26,9 +26,9 @@ family of input patterns; this module does the same for four kinds of input:
 
 Which kind: :class:`AutoPairs` ``kind=`` says it; ``pairs="auto"`` (kind
 ``"auto"``) infers it: a ``(X, y)`` tuple with a domain is ``"labelled"``,
-other data with a domain ``"records"``, a 1-D integer array ``"histogram"``,
-a 1-D float array ``"answers"``; anything else is refused with a sentence asking
-for the kind. The inferred kind is stated in the result's notes.
+other data with a domain ``"records"``, a 1-D float array ``"answers"`` (the claim
+must state its ``sensitivity_norm``); anything else, a 1-D integer array included
+(counts or integer records?), is refused with a sentence asking for the kind. The inferred kind is stated in the result's notes.
 
 Validity is not touched by the number of candidates: selection chooses one
 pair, one statistic and one event on the selection releases (with the
@@ -39,7 +39,8 @@ selection releases (``select_samples`` per pair) and a little power.
 Example:
     >>> import numpy as np
     >>> from dpaudit import Claim
-    >>> c = auto_pairs(np.array([3, 0]), Claim(1.0, adjacency="add-remove"), "auto")
+    >>> hist = AutoPairs(kind="histogram")
+    >>> c = auto_pairs(np.array([3, 0]), Claim(1.0, adjacency="add-remove"), hist)
     >>> c.kind, c.names
     ('histogram', ('remove from bin 0', 'add to bin 0', 'add to bin 1'))
 """
@@ -213,7 +214,14 @@ def _infer_kind(data, spec: AutoPairs) -> str:
         if spec.domain is not None:
             kind = "labelled" if is_xy else "records"
         elif arr is not None and arr.ndim == 1 and np.issubdtype(arr.dtype, np.integer):
-            kind = "histogram"
+            # Integer vectors are as often records (binary or ordinal) as counts; moving a
+            # count between bins of what are really records is not a neighbour, and a false
+            # violation is what guessing would risk.
+            raise ValueError(
+                "pairs='auto' cannot tell whether a 1-D integer array holds histogram counts "
+                "or integer records: pass pairs=AutoPairs(kind='histogram') for counts, or "
+                "AutoPairs(domain=(lo, hi)) for records."
+            )
         elif arr is not None and arr.ndim == 1 and np.issubdtype(arr.dtype, np.floating):
             kind = "answers"
         else:

@@ -17,7 +17,8 @@ import numpy as np
 from dpaudit.audit_record import DIRECTIONS, AuditRecord
 from dpaudit.blackbox.bounds import detectable_violation
 from dpaudit.mechanism import Claim
-from dpaudit.serialize import json_float
+from dpaudit.notions.claims import claim_label, notion_bound_text
+from dpaudit.serialize import json_float, jsonable
 
 __all__ = [
     "DIRECTIONS",
@@ -174,6 +175,10 @@ class BlackBoxResult(AuditRecord):
             why certification stopped (:func:`~dpaudit.blackbox.sequential.stopping_record`:
             the look, the releases counted of the planned budget, the look's confidence,
             the reason). ``samples`` is then the releases counted.
+        notion_bound: for a zCDP / RDP / GDP / f-DP claim, the certified lower bound on the
+            claim's own parameter (:func:`dpaudit.blackbox.tradeoff.notion_bound`:
+            ``notion, stated, parameter, lower, claimed, exceeds_claim, confidence``), at the
+            audit's confidence and from the same event; ``None`` for an (epsilon, delta) claim.
     """
 
     samples_select: int
@@ -192,6 +197,7 @@ class BlackBoxResult(AuditRecord):
     strength: dict = dataclasses.field(default_factory=dict)
     reproducible: bool = True
     stopping: dict | None = None
+    notion_bound: dict | None = None
 
     @property
     def method(self) -> str:
@@ -250,6 +256,8 @@ class BlackBoxResult(AuditRecord):
             "seconds": self.seconds,
             "timings": dict(self.timings),
             "notes": list(self.notes),
+            # only for notion claims, so (epsilon, delta) records are unchanged
+            **({} if self.notion_bound is None else {"notion_bound": jsonable(self.notion_bound)}),
         }
 
     def __repr__(self) -> str:
@@ -269,7 +277,7 @@ class BlackBoxResult(AuditRecord):
         c, e = self.claim, self.event
         lines = [
             f"{self.mechanism}: {self.verdict} (black-box, {self.statistic})",
-            f"  claim: ({c.epsilon:g}, {c.delta:g})-DP, {c.adjacency}",
+            f"  claim: {claim_label(c, anchor=True)}, {c.adjacency}",
             f"  certified: epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
             f"{self.confidence:g}",
             f"  event: {e.direction}, statistic > {e.threshold:.4g}, counts P {e.counts['P']} / "
@@ -277,6 +285,8 @@ class BlackBoxResult(AuditRecord):
         ]
         if self.stopping is not None:
             lines.append(f"  sequential: {self.stopping['reason']}")
+        if self.notion_bound is not None:
+            lines.append(f"  notion: {notion_bound_text(self.notion_bound)}")
         if self.notes:
             lines.append(f"  why: {self.notes[-1]}")
         return "\n".join(lines)

@@ -31,6 +31,7 @@ from dpaudit.cli import main
 from dpaudit.spec import SpecError, load_spec
 
 LINF = dpaudit.Claim(1.0, sensitivity_norm="linf", sensitivity=1.0)
+HIST = AutoPairs(kind="histogram")
 UNIT = (0.0, 1.0)
 
 
@@ -74,14 +75,14 @@ def test_one_answer_has_two_candidates_and_no_repeats():
 
 
 def test_histogram_add_remove_adds_to_and_removes_from_each_bin():
-    c = auto_pairs(np.array([3, 0]), dpaudit.Claim(1.0, adjacency="add-remove"), "auto")
+    c = auto_pairs(np.array([3, 0]), dpaudit.Claim(1.0, adjacency="add-remove"), HIST)
     assert c.kind == "histogram"
     assert c.names == ("remove from bin 0", "add to bin 0", "add to bin 1")
     assert pairs_as_lists(c) == [([3, 0], [2, 0]), ([3, 0], [4, 0]), ([3, 0], [3, 1])]
 
 
 def test_histogram_replace_one_moves_one_count_between_bins():
-    c = auto_pairs(np.array([1, 0, 2]), dpaudit.Claim(1.0), "auto")
+    c = auto_pairs(np.array([1, 0, 2]), dpaudit.Claim(1.0), HIST)
     assert pairs_as_lists(c) == [
         ([1, 0, 2], [0, 1, 2]),
         ([1, 0, 2], [0, 0, 3]),
@@ -92,7 +93,7 @@ def test_histogram_replace_one_moves_one_count_between_bins():
 
 def test_large_histograms_use_representative_bins():
     counts = np.array([5, 4, 9, 0, 3, 3, 3, 2])
-    c = auto_pairs(counts, dpaudit.Claim(1.0, adjacency="add-remove"), "auto")
+    c = auto_pairs(counts, dpaudit.Claim(1.0, adjacency="add-remove"), HIST)
     # first, second, last, smallest (bin 3) and largest (bin 2) count
     assert c.names == (
         "remove from bin 0", "add to bin 0", "remove from bin 1", "add to bin 1",
@@ -177,6 +178,7 @@ def test_record_candidates_are_neighbours_under_the_claims_adjacency(adjacency):
         (lambda: AutoPairs(domain=(0.0, np.inf)), "must be finite"),
         (lambda: AutoPairs(domain=3.0), "must be a pair"),
         (lambda: auto_pairs(np.ones((3, 2)), LINF, "auto"), "cannot tell what these data are"),
+        (lambda: auto_pairs(np.array([1, 0, 2]), LINF, "auto"), "histogram counts or integer"),
         (
             lambda: auto_pairs(np.ones((3, 2)), LINF, AutoPairs(kind="records")),
             "needs the records' domain",
@@ -267,7 +269,7 @@ def rr_bounds(counts, seeds, samples):
     out = []
     for seed in seeds:
         res = blackbox_audit(
-            threshold_rr, counts, claim=dpaudit.Claim(1.0), pairs="auto", samples=samples,
+            threshold_rr, counts, claim=dpaudit.Claim(1.0), pairs=HIST, samples=samples,
             select_samples=samples, seed=seed, progress=False,
         )  # fmt: skip
         assert res.event.selection["pairs"] == counts.size * (counts.size - 1)
