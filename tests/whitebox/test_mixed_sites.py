@@ -110,7 +110,8 @@ def _laplace_and_linear_laplace(tree_scale):
 
 
 @pytest.mark.parametrize(
-    ("tree_scale", "verdict", "sup"), [(2.0, "pass", 1.0), (1.0, "violation", 1.5)]
+    ("tree_scale", "verdict", "sup"),
+    [(2.0, "pass", 1.0), pytest.param(1.0, "violation", 1.5, marks=pytest.mark.slow)],
 )
 def test_laplace_with_linear_laplace_sites_is_judged_on_the_summed_supremum(
     tree_scale, verdict, sup
