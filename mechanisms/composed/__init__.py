@@ -8,8 +8,11 @@ and is audited on the joint law of all of them (docs/whole-trace.md):
   faulty variants give every query the whole budget.
 * :mod:`.roc` — BMR's ROC as two ECDF release sites (sequential composition),
   and a faulty variant that assumes parallel composition.
+* :mod:`.svt` — the sparse vector technique as an adaptive program: latent
+  threshold noise (marginalised), one release site per answer; a faulty variant
+  whose query noise ignores the cutoff.
 """
 
-from mechanisms.composed import queries, roc
+from mechanisms.composed import queries, roc, svt
 
-__all__ = ["queries", "roc"]
+__all__ = ["queries", "roc", "svt"]
