@@ -153,3 +153,17 @@ def test_a_release_site_independent_of_the_latent_keeps_its_own_density():
     expected = dist.Laplace(2.0, 1.0).log_prob(x[:, 0]) + law.log_prob(x[:, 1:])
     np.testing.assert_allclose(joint.log_prob(x), expected, rtol=0, atol=1e-12)
     assert joint.exact_sup_loss(mech.release_distribution(np.zeros(2))) is None  # not enumerable
+
+
+def test_a_pattern_impossible_under_the_neighbour_gives_a_certain_infinite_supremum():
+    """Without query noise, (negative, positive) needs gap_0 < rho <= gap_1: possible under D
+    (gap_1 = gap_0 + 1), impossible under D' (the record moves both counts): sup L = inf
+    exactly, in both routes (the enumeration must not prune a prefix possible under D)."""
+    d = np.zeros((N, 3))
+    d[0], d[1], d[2, 2] = [0.0, 1.0, 0.0], [1.0, 0.0, 0.0], 1.0  # counts (1, 1, 1)
+    d_prime = d.copy()
+    d_prime[0] = [1.0, 0.0, 0.0]  # counts (2, 0, 1)
+    mech = _program(2.0, 0.0, None)
+    mine = mech.release_distribution(d).exact_sup_loss(mech.release_distribution(d_prime))
+    theirs = _law(d, 2.0, 0.0, None).exact_sup_loss(_law(d_prime, 2.0, 0.0, None))
+    assert mine.forward_lower == theirs.forward_lower == math.inf
