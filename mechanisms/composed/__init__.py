@@ -11,8 +11,11 @@ and is audited on the joint law of all of them (docs/whole-trace.md):
   variant calibrates the covariance noise to half its sensitivity.
 * :mod:`.roc` — BMR's ROC as two ECDF release sites (sequential composition),
   and a faulty variant that assumes parallel composition.
+* :mod:`.svt` — the sparse vector technique as an adaptive program: latent
+  threshold noise (marginalised), one release site per answer; a faulty variant
+  whose query noise ignores the cutoff.
 """
 
-from mechanisms.composed import functional_pair, queries, roc
+from mechanisms.composed import functional_pair, queries, roc, svt
 
-__all__ = ["functional_pair", "queries", "roc"]
+__all__ = ["functional_pair", "queries", "roc", "svt"]
