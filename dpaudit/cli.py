@@ -268,11 +268,13 @@ def run_audit(item: PreparedAudit):
     if item.target is None:
         return dpaudit.audit(item.mechanism, data, data_prime, **budget)
     bb = spec.blackbox
+    pairs = None if bb.pairs is None else dpaudit.blackbox.AutoPairs(**bb.pairs)
     return dpaudit.blackbox_audit(
         item.target.sampler,
         data,
-        data_prime,
+        None if pairs is not None else data_prime,  # auto: candidates around D
         spec.claim,
+        pairs=pairs,
         reference=item.target.reference,
         statistic=bb.method,
         features=item.features,
@@ -402,6 +404,7 @@ _OPTION_OF_FIELD = {
     "blackbox.features": "--features",
     "blackbox.components": "--components",
     "blackbox.objective": "--objective",
+    "blackbox.pairs": "--pairs",
     "budget.select_samples": "--select-samples",
     "budget.samples": "--samples",
     "budget.seed": "--seed",
@@ -444,8 +447,24 @@ def _command_line_tables(args, ref: str) -> dict:
         "features": args.features,
         "components": args.components,
         "objective": args.objective,
+        "pairs": _pairs_option(args),
     }
     return tables | {"blackbox": blackbox, "claim": claim, "data": data, "budget": budget}
+
+
+def _pairs_option(args):
+    """``--pairs KIND`` / ``--domain LO HI`` as the spec's ``blackbox.pairs`` (None: the data pair)."""
+    if args.pairs is None:
+        if args.domain is not None:
+            raise _spec_error(
+                "--domain is for --pairs auto/records/labelled (automatic neighbours)."
+            )
+        return None
+    if args.pairs == "auto" and args.domain is None:
+        return "auto"
+    if args.domain is None:
+        return {"kind": args.pairs}
+    return {"kind": args.pairs, "domain": list(args.domain)}
 
 
 def _load_command_line_spec(args, ref: str):
@@ -467,7 +486,7 @@ def _load_command_line_spec(args, ref: str):
 
 def _check_callable_options(args) -> None:
     blackbox_only = ("method", "reference", "reference_param", "features", "components",
-                     "objective", "select_samples")  # fmt: skip
+                     "objective", "select_samples", "pairs", "domain")  # fmt: skip
     given = [o for o in blackbox_only if getattr(args, o, None) is not None]
     if given and not args.blackbox:
         option = "--" + given[0].replace("_", "-")
@@ -637,11 +656,20 @@ def _number(value) -> str:
     return "∞" if value == float("inf") else f"{value:.4g}"
 
 
+def _claim_cell(claim) -> str:
+    """``(epsilon, delta)``, or a notion claim as stated (``1-GDP``, ``0.5-zCDP``)."""
+    from dpaudit.notions.claims import claim_label, is_notion_claim
+
+    if is_notion_claim(claim):
+        return claim_label(claim)
+    return f"({claim.epsilon:g}, {claim.delta:g})"
+
+
 def _row(o) -> list[str]:
     r = o.result
     expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
     estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
-    return [o.name, o.kind, f"({r.claim.epsilon:g}, {r.claim.delta:g})", r.verdict, expected,
+    return [o.name, o.kind, _claim_cell(r.claim), r.verdict, expected,
             _number(r.epsilon_lower), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
 
 
@@ -928,7 +956,7 @@ def _deprecated(old: str, new: str) -> None:
 
 def _describe(spec) -> str:
     """One line: the spec's kind, what it audits and how, its claim and expectation."""
-    claim = f"claim ({spec.claim.epsilon:g}, {spec.claim.delta:g}) {spec.claim.adjacency}"
+    claim = f"claim {_claim_cell(spec.claim)} {spec.claim.adjacency}"
     expected = f"expected {spec.expected}" if spec.expected else "no expected verdict"
     bb = spec.blackbox
     if bb is None:
@@ -1015,7 +1043,7 @@ def list_catalogue(args) -> int:
     for name in dpaudit.catalogue(faulty=faulty):
         try:
             claim = dpaudit.build(name).claim
-            text = f"({claim.epsilon:g}, {claim.delta:g}) {claim.adjacency}"
+            text = f"{_claim_cell(claim)} {claim.adjacency}"
         except Exception as err:  # an entry that cannot build its example is shown, not hidden
             text = f"example does not build: {err}"
         rows.append((name, text, entry(name).summary[:100]))
@@ -1141,6 +1169,11 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     b.add_argument("--components", type=int, help="number of KL coefficients (--features kl)")
     b.add_argument("--objective", choices=("epsilon", "delta"),
                    help="what the chosen event maximises (default epsilon)")  # fmt: skip
+    b.add_argument("--pairs", choices=("auto", "answers", "histogram", "records", "labelled"),
+                   help="generate candidate neighbours of the first dataset (auto: infer the "
+                   "kind; see docs/blackbox.md) instead of auditing the one pair")  # fmt: skip
+    b.add_argument("--domain", nargs=2, type=float, metavar=("LO", "HI"),
+                   help="the records' value range for --pairs auto/records/labelled")  # fmt: skip
     b.add_argument("--select-samples", type=int,
                    help="selection releases per dataset (default: the engine's)")  # fmt: skip
 

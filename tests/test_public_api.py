@@ -57,7 +57,7 @@ PUBLIC = {
         "privacy_loss", "register", "spaces",
     },
     "dpaudit.blackbox": {
-        "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
+        "AutoPairs", "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
         "certified_delta", "certified_epsilon", "clopper_pearson", "kl_features",
         "neighbour_candidates", "numpy_generator", "per_call",
     },

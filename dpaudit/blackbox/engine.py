@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 from dpaudit.adjacency import check_adjacent
+from dpaudit.blackbox.autopairs import AutoPairs, auto_pairs
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, one_sided_pair
 from dpaudit.blackbox.certification import KEPT_SCORES, count_event
 from dpaudit.blackbox.percall import per_call, per_call_kind
@@ -85,6 +86,7 @@ class _Plan(NamedTuple):
     seed: int
     reproducible: bool
     notes: tuple
+    pair_names: tuple | None = None
 
 
 def blackbox_audit(
@@ -93,7 +95,7 @@ def blackbox_audit(
     data_prime=None,
     claim: Claim | tuple | None = None,
     *,
-    pairs: Sequence[tuple[Any, Any]] | None = None,
+    pairs: Sequence[tuple[Any, Any]] | str | AutoPairs | None = None,
     reference: Mechanism | None = None,
     statistic: str = "auto",
     features: Callable | None = None,
@@ -120,11 +122,15 @@ def blackbox_audit(
             are fine. A one-argument ``f(data) -> release`` is a per-call, unseeded
             implementation (wrapped by :func:`~dpaudit.blackbox.per_call`; use that
             function for samplers taking a seed or a numpy Generator).
-        data, data_prime: a neighbouring pair; or give ``pairs`` instead.
+        data, data_prime: a neighbouring pair; or give ``pairs`` instead (with
+            ``pairs="auto"``: ``data`` alone, the base input of the candidates).
         claim: the :class:`~dpaudit.Claim` (or ``(epsilon, delta)``).
         pairs: several candidate pairs (e.g. from
             :func:`~dpaudit.blackbox.neighbour_candidates`: the black-box neighbour
-            search); the selection set picks one, which alone is certified.
+            search); the selection set picks one, which alone is certified. ``"auto"``
+            or an :class:`~dpaudit.blackbox.AutoPairs`: candidates generated around
+            ``data`` for its kind (query answers, histogram, bounded records,
+            labelled records; see ``docs/blackbox.md``).
         reference: a :class:`~dpaudit.Mechanism` modelling the *intended*
             mechanism; its privacy loss is the test statistic (``statistic="model"``).
         statistic: the test statistic: ``"auto"`` (with a reference: its privacy loss
@@ -277,6 +283,8 @@ def _result(
     notes = verdict_notes(claim, selected.chosen_for, eps_lo, confidence, n_sel, n)
     notes += strength_notes(strength, claim, confidence, plan.kinds, arm.kind, plan.reproducible)
     notes += plan.notes
+    if plan.pair_names is not None:
+        notes += (f"pairs='auto': the certified pair is {plan.pair_names[arm.pair]!r}.",)
     return BlackBoxResult(
         mechanism=plan.name,
         claim=claim,
@@ -353,7 +361,7 @@ def _plan(
     # fmt: on
     sampler, name = _check_sampler(sampler, name)
     claim = _check_claim(claim)
-    pairs = _check_pairs(data, data_prime, pairs)
+    pairs, pair_names, records, notes = _check_pairs(data, data_prime, pairs, claim)
     statistic = check_choice("statistic", statistic, STATISTICS)
     objective = resolve_objective(check_choice("objective", objective, OBJECTIVES), claim)
     statistic, kinds = _check_reference(statistic, reference)
@@ -372,8 +380,7 @@ def _plan(
     if chunk_size is not None:
         chunk_size = check_count("chunk_size", chunk_size)
     settings = classifier_settings(classifier_options)  # checked before the adjacency
-    notes = []
-    if check_adjacency:
+    if check_adjacency and records:  # answers / histogram candidates are neighbours by design
         for d, dp in pairs:
             if np.ndim(d) == 0 and np.ndim(dp) == 0:  # a scalar dataset has no records to compare
                 notes.append(_SCALAR_NOTE)
@@ -397,6 +404,7 @@ def _plan(
         seed=int(seed),
         reproducible=bool(getattr(sampler, "reproducible", True)),
         notes=tuple(dict.fromkeys(notes)),
+        pair_names=pair_names,
     )
 
 
@@ -433,17 +441,25 @@ def _check_claim(claim) -> Claim:
     )
 
 
-def _check_pairs(data, data_prime, pairs) -> list:
+def _check_pairs(data, data_prime, pairs, claim: Claim) -> tuple[list, tuple | None, bool, list]:
+    """``(pairs, their names (auto) or None, whether they are record datasets, notes)``."""
+    if isinstance(pairs, str | AutoPairs):  # generated candidates around data
+        if data_prime is not None:
+            raise ValueError(
+                "pairs='auto' builds the neighbours of data itself: pass data alone, not data_prime."
+            )
+        found = auto_pairs(data, claim, pairs)
+        return found.pairs, found.names, found.records, [found.note]
     if pairs is None:
         if data is None or data_prime is None:
             raise ValueError("give a neighbouring pair (data, data_prime) or pairs=[(D, D'), ...].")
-        return [(data, data_prime)]
+        return [(data, data_prime)], None, True, []
     if data is not None or data_prime is not None:
         raise ValueError("give either (data, data_prime) or pairs, not both.")
     pairs = list(pairs)
     if not pairs or not all(isinstance(p, tuple | list) and len(p) == 2 for p in pairs):
-        raise ValueError("pairs must be a non-empty list of (D, D') tuples.")
-    return pairs
+        raise ValueError("pairs must be a non-empty list of (D, D') tuples, 'auto' or AutoPairs.")
+    return pairs, None, True, []
 
 
 def _check_reference(statistic: str, reference) -> tuple[str, tuple]:

@@ -40,6 +40,8 @@ in addition to) ``[mechanism]``::
     reference_params = {}
     features = "values"              # values | kl (classifier features)
     objective = "epsilon"            # epsilon | delta
+    # pairs = "auto"                 # candidate neighbours of the first [data] dataset, or
+    # pairs = { kind = "records", domain = [0.0, 1.0] }   # (docs/blackbox.md)
 
     [budget]
     samples = 200000                 # certification releases per dataset

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dpaudit.adjacency import ADJACENCIES
-from dpaudit.blackbox import METHODS, OBJECTIVES
+from dpaudit.blackbox import METHODS, OBJECTIVES, AutoPairs
 from dpaudit.datasets import generators
 from dpaudit.mechanism import Claim
 from dpaudit.notions.claims import make_claim
@@ -502,6 +502,39 @@ def _blackbox_classifier_options(path: Path, table: Mapping, *, classifier: bool
     return options
 
 
+#: The keys of an inline ``pairs = { ... }`` table (the fields of ``AutoPairs``).
+_PAIRS_KEYS = ("kind", "domain", "labels", "index")
+
+
+def _blackbox_pairs(path: Path, table: Mapping) -> dict | None:
+    """``pairs = "auto"`` -> ``{}``; an inline table -> checked ``AutoPairs`` keyword arguments."""
+    if "pairs" not in table:
+        return None
+    value = table["pairs"]
+    if value == "auto":
+        return {}
+    if not isinstance(value, Mapping):
+        raise field_error(
+            path,
+            "blackbox.pairs",
+            f"must be 'auto' or a table {{ kind = ..., domain = [lo, hi] }}, got {value!r}.",
+        )
+    unknown = sorted(set(value) - set(_PAIRS_KEYS))
+    if unknown:
+        raise field_error(
+            path, f"blackbox.pairs.{unknown[0]}", f"unknown key; allowed are {list(_PAIRS_KEYS)}."
+        )
+    options = dict(value)
+    for key in ("domain", "labels"):
+        if isinstance(options.get(key), list):
+            options[key] = tuple(options[key])
+    try:
+        AutoPairs(**options)
+    except (TypeError, ValueError) as err:
+        raise field_error(path, "blackbox.pairs", str(err)) from None
+    return options
+
+
 def _load_blackbox(
     path: Path, table: Mapping, declared: str | None, declared_params: Mapping
 ) -> BlackBoxSpec:
@@ -530,6 +563,7 @@ def _load_blackbox(
         objective=objective,
         classifier_options=options,
         reference_in_mechanism=reference is not None and "reference" not in table,
+        pairs=_blackbox_pairs(path, table),
     )
 
 

@@ -53,6 +53,7 @@ SECTIONS: Mapping[str, frozenset[str]] = {
             "components",
             "objective",
             "classifier_options",
+            "pairs",
         }
     ),
     "claim": frozenset(
@@ -123,6 +124,9 @@ class BlackBoxSpec:
         objective: ``"epsilon"`` or ``"delta"``.
         classifier_options: passed to :func:`dpaudit.blackbox_audit`.
         reference_in_mechanism: the reference is the spec's ``[mechanism]`` table.
+        pairs: ``None`` (the ``[data]`` pair), or the keyword arguments of a
+            :class:`~dpaudit.blackbox.AutoPairs` (``{}`` for ``pairs = "auto"``):
+            candidate neighbours generated around the first dataset.
     """
 
     sampler: str | None
@@ -136,6 +140,7 @@ class BlackBoxSpec:
     objective: str = "epsilon"
     classifier_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     reference_in_mechanism: bool = False
+    pairs: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
