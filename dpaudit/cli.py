@@ -763,6 +763,26 @@ def _audit_all(prepared: list[PreparedAudit], out, quiet: bool = False) -> list:
     return outcomes
 
 
+def _start_workers(args) -> bool:
+    """Ray checked and started before any audit (``--workers``/``--ray``); whether to use it.
+
+    A local instance that does not start (an overloaded machine) is no reason to lose the
+    run: the audits run serially, with the same results, after one line on stderr.
+    """
+    if getattr(args, "workers", None) is None and not getattr(args, "ray", None):
+        return False
+    from dpaudit.distributed import start_suite
+
+    try:
+        start_suite(args.workers, args.ray)
+    except RuntimeError as err:
+        if args.ray:
+            raise
+        print(f"dpaudit: {err} Running the audits serially.", file=sys.stderr, flush=True)
+        return False
+    return True
+
+
 def _suite_target(item: PreparedAudit, args, seconds: dict):
     """What a worker needs to rebuild ``item``: its spec path, or a callable and its options."""
     from dpaudit.distributed import SuiteTarget
@@ -879,11 +899,7 @@ def audit_targets(args, legacy: bool = False) -> int:
     clock, started = time.perf_counter(), now()
     out = sys.stderr if legacy or args.json == "-" else sys.stdout
     _check_outputs(args)
-    parallel = getattr(args, "workers", None) is not None or getattr(args, "ray", None)
-    if parallel:  # Ray checked and started before any audit (dpaudit.distributed)
-        from dpaudit.distributed import start_suite
-
-        start_suite(args.workers, args.ray)
+    parallel = _start_workers(args)
     prepared = _prepare_targets(args)
     kinds = [p.spec.kind for p in prepared]
     _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} "
