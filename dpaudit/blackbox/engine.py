@@ -21,7 +21,7 @@ import numpy as np
 from dpaudit.adjacency import check_adjacent
 from dpaudit.blackbox.autopairs import AutoPairs, auto_pairs
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, one_sided_pair
-from dpaudit.blackbox.certification import KEPT_SCORES, count_event
+from dpaudit.blackbox.certification import KEPT_SCORES, count_event, count_event_sequential
 from dpaudit.blackbox.percall import per_call, per_call_kind
 from dpaudit.blackbox.result import (
     DIRECTIONS,
@@ -36,6 +36,7 @@ from dpaudit.blackbox.result import (
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
 from dpaudit.blackbox.selection import OBJECTIVES, resolve_objective, select_event
+from dpaudit.blackbox.sequential import look_chunk, stopping_record
 from dpaudit.blackbox.statistics import (
     STATISTICS,
     FittedStatistic,
@@ -64,6 +65,10 @@ _PROGRESS_MIN_CHUNKS = 50
 # statistic and the event tail are estimated even for small budgets.
 _MIN_SELECT = 10_000
 _SELECT_FRACTION = 10
+#: How certification decides its budget: count all ``samples`` (``"fixed"``), or stop at the
+#: first pre-registered look that certifies a violation (``"sequential"``, level spent over the
+#: looks; :mod:`dpaudit.blackbox.sequential`).
+STOPPING_RULES = ("fixed", "sequential")
 
 
 class _Plan(NamedTuple):
@@ -86,7 +91,17 @@ class _Plan(NamedTuple):
     seed: int
     reproducible: bool
     notes: tuple
+    stopping: str = "fixed"
     pair_names: tuple | None = None
+
+
+class _Certified(NamedTuple):
+    """The counts certification reports, the releases and level they hold at, and why."""
+
+    counts: CertifiedCounts
+    n: int
+    confidence: float
+    stopping: dict | None
 
 
 def blackbox_audit(
@@ -111,6 +126,7 @@ def blackbox_audit(
     progress: bool | None = None,
     method: str | None = None,
     executor=None,
+    stopping: str = "fixed",
 ) -> BlackBoxResult:
     """Audit an implementation's claim from its samples alone.
 
@@ -160,6 +176,11 @@ def blackbox_audit(
         method: deprecated alias of ``statistic`` (``DeprecationWarning``).
         executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
             executor: the certification chunks run as shards on workers (same counts).
+        stopping: ``"fixed"`` (count all ``samples``) or ``"sequential"``: count in
+            stages and stop at the first of a few pre-registered looks (1/64, 1/32, ...,
+            all of ``samples``) whose bound certifies a violation, each look at its share
+            of ``1 - confidence`` so the stopped bound keeps the stated confidence
+            (``result.stopping`` says when and why; see ``docs/blackbox.md``).
 
     Returns:
         A :class:`~dpaudit.blackbox.BlackBoxResult`.
@@ -183,6 +204,12 @@ def blackbox_audit(
                  features, samples, select_samples, confidence, objective, check_adjacency,
                  chunk_size, classifier_options, name, seed)
     # fmt: on
+    plan = plan._replace(stopping=check_choice("stopping", stopping, STOPPING_RULES))
+    if executor is not None and plan.stopping == "sequential":
+        raise ValueError(
+            "stopping='sequential' counts look by look in this process; drop executor= or use "
+            "stopping='fixed'."
+        )
     if executor is not None:
         from dpaudit.distributed import resolve_executor
 
@@ -190,7 +217,10 @@ def blackbox_audit(
     root = jax.random.key(seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.chunk_size, root)
     chunk = sources[0][0].chunk
-    total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk) + 2 * chunks_of(plan.samples, chunk)
+    # sequential certification draws chunks of at most 1/64 of the budget (its looks)
+    cert_chunk = chunk if plan.stopping == "fixed" else look_chunk(plan.samples, chunk)
+    total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk)
+    total += 2 * chunks_of(plan.samples, cert_chunk)
     show = should_show(progress, total, _PROGRESS_MIN_CHUNKS)
     with progress_bar(
         "black-box audit", total=total, unit="chunks", label=plan.name, show=show
@@ -199,9 +229,9 @@ def blackbox_audit(
         arms = _fit_statistics(plan, sources, root, bar)  # per pair, on selection releases
         selected = _select(plan, arms)  # one event among all arms and directions
         t1 = time.perf_counter()
-        counts = _certify(plan, selected, arms, sources, root, bar, executor)  # fresh releases
+        certified = _certify(plan, selected, arms, sources, root, bar, executor)  # fresh releases
     timings = {"selection": t1 - t0, "certification": time.perf_counter() - t1}
-    result = _result(plan, arms, selected, counts, timings, start)
+    result = _result(plan, arms, selected, certified, timings, start)
     # zCDP / RDP / GDP / f-DP claims: judged in their notion (dpaudit.blackbox.tradeoff)
     return notion_blackbox_result(result, plan.claim) if is_notion_claim(plan.claim) else result
 
@@ -236,13 +266,27 @@ def _fit_statistics(plan: _Plan, sources, root, bar) -> list[_Arm]:
 
 def _certify(
     plan: _Plan, selected: SelectedEvent, arms, sources, root, bar, executor=None
-) -> CertifiedCounts:
+) -> _Certified:
     """Count the selected event on fresh releases of its pair (one event, counted once)."""
     keys = jax.random.split(jax.random.fold_in(root, _CERTIFICATION_FOLD), 3)
     arm = arms[selected.pair]
-    return count_event(
-        selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar, executor
-    )
+    if plan.stopping == "fixed":
+        counts = count_event(
+            selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar, executor
+        )
+        return _Certified(counts, plan.samples, plan.confidence, None)
+    claim = plan.claim
+
+    def certifies(k_p, k_q, n, confidence):  # the verdict's inequality, at the look's level
+        bound = certified_epsilon(k_p, n, k_q, n, delta=claim.delta, confidence=confidence)
+        return float(bound) > claim.epsilon
+
+    counts, looks, look, stopped = count_event_sequential(
+        selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, certifies,
+        plan.confidence, bar,
+    )  # fmt: skip
+    record = stopping_record(looks, look, stopped)
+    return _Certified(counts, looks.releases[look], looks.confidences[look], record)
 
 
 def _select(plan: _Plan, arms: list[_Arm]) -> SelectedEvent:
@@ -258,12 +302,12 @@ def _result(
     plan: _Plan,
     arms: list[_Arm],
     selected: SelectedEvent,
-    counts: CertifiedCounts,
+    certified: _Certified,
     timings: dict,
     start: float,
 ) -> BlackBoxResult:
-    """The :class:`BlackBoxResult` of the certified counts."""
-    n, claim, confidence = plan.samples, plan.claim, plan.confidence
+    """The :class:`BlackBoxResult` of the certified counts (at the look they stopped at)."""
+    counts, n, claim, confidence = certified.counts, certified.n, plan.claim, certified.confidence
     eps_lo = float(
         certified_epsilon(counts.k_p, n, counts.k_q, n, delta=claim.delta, confidence=confidence)
     )
@@ -283,20 +327,22 @@ def _result(
     notes = verdict_notes(claim, selected.chosen_for, eps_lo, confidence, n_sel, n)
     notes += strength_notes(strength, claim, confidence, plan.kinds, arm.kind, plan.reproducible)
     notes += plan.notes
+    if certified.stopping is not None:
+        notes += (f"Sequential certification {certified.stopping['reason']}",)
     if plan.pair_names is not None:
         notes += (f"pairs='auto': the certified pair is {plan.pair_names[arm.pair]!r}.",)
     return BlackBoxResult(
         mechanism=plan.name,
         claim=claim,
         verdict="violation" if eps_lo > claim.epsilon else "inconclusive",
-        confidence=confidence,
+        confidence=plan.confidence,
         samples=n,
         samples_select=plan.select,
         seed=plan.seed,
         statistic=arm.kind,
         epsilon_lower=eps_lo,
         delta_lower=delta_lo,
-        event=_certified_event(plan, arm, selected, counts, n_sel),
+        event=_certified_event(plan, arm, selected, certified, n_sel),
         selection_scores={"P": sel_p[:kept], "Q": sel_q[:kept]},
         certification_scores={"P": counts.scores_p, "Q": counts.scores_q},
         seconds=time.perf_counter() - start,
@@ -305,13 +351,14 @@ def _result(
         objective=selected.chosen_for,
         strength=strength,
         reproducible=plan.reproducible,
+        stopping=certified.stopping,
     )
 
 
-def _certified_event(plan: _Plan, arm: _Arm, selected, counts, n_sel: int) -> CertifiedEvent:
+def _certified_event(plan: _Plan, arm: _Arm, selected, certified, n_sel: int) -> CertifiedEvent:
     """The public record of the certified event and its counts."""
-    n = plan.samples
-    p_lo, q_hi = one_sided_pair(counts.k_p, n, counts.k_q, n, plan.confidence)
+    counts, n = certified.counts, certified.n
+    p_lo, q_hi = one_sided_pair(counts.k_p, n, counts.k_q, n, certified.confidence)
     name = arm.fitted.name
     return CertifiedEvent(
         direction=DIRECTIONS[selected.direction],

@@ -171,6 +171,10 @@ class BlackBoxResult(AuditRecord):
             ``epsilon_any_event``, the smallest over all event sizes at this budget.
         reproducible: ``False`` when the sampler ignores the audit's seed (its own
             randomness): the verdict is valid, but a rerun draws other releases.
+        stopping: ``None`` for a fixed budget; with ``stopping="sequential"``, when and
+            why certification stopped (:func:`~dpaudit.blackbox.sequential.stopping_record`:
+            the look, the releases counted of the planned budget, the look's confidence,
+            the reason). ``samples`` is then the releases counted.
         notion_bound: for a zCDP / RDP / GDP / f-DP claim, the certified lower bound on the
             claim's own parameter (:func:`dpaudit.blackbox.tradeoff.notion_bound`:
             ``notion, stated, parameter, lower, claimed, exceeds_claim, confidence``), at the
@@ -192,6 +196,7 @@ class BlackBoxResult(AuditRecord):
     objective: str = "epsilon"
     strength: dict = dataclasses.field(default_factory=dict)
     reproducible: bool = True
+    stopping: dict | None = None
     notion_bound: dict | None = None
 
     @property
@@ -229,6 +234,7 @@ class BlackBoxResult(AuditRecord):
         Returns:
             The dict (the statistic under the key ``"method"``, as before its rename).
         """
+        stopping = {} if self.stopping is None else {"stopping": dict(self.stopping)}
         return {
             "kind": self.kind,
             **self.record_dict(),
@@ -246,6 +252,7 @@ class BlackBoxResult(AuditRecord):
             },
             "strength": {k: json_float(v) for k, v in self.strength.items()},
             "reproducible": self.reproducible,
+            **stopping,
             "seconds": self.seconds,
             "timings": dict(self.timings),
             "notes": list(self.notes),
@@ -276,6 +283,8 @@ class BlackBoxResult(AuditRecord):
             f"  event: {e.direction}, statistic > {e.threshold:.4g}, counts P {e.counts['P']} / "
             f"Q {e.counts['Q']} of {e.n}",
         ]
+        if self.stopping is not None:
+            lines.append(f"  sequential: {self.stopping['reason']}")
         if self.notion_bound is not None:
             lines.append(f"  notion: {notion_bound_text(self.notion_bound)}")
         if self.notes:

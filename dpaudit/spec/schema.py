@@ -52,6 +52,7 @@ SECTIONS: Mapping[str, frozenset[str]] = {
             "features",
             "components",
             "objective",
+            "stopping",
             "classifier_options",
             "pairs",
         }
@@ -122,6 +123,8 @@ class BlackBoxSpec:
         components: number of KL coefficients for ``features = "kl"``, or
             ``None`` for all of the basis.
         objective: ``"epsilon"`` or ``"delta"``.
+        stopping: ``"fixed"`` or ``"sequential"`` (certification stops at the first
+            pre-registered look that certifies a violation).
         classifier_options: passed to :func:`dpaudit.blackbox_audit`.
         reference_in_mechanism: the reference is the spec's ``[mechanism]`` table.
         pairs: ``None`` (the ``[data]`` pair), or the keyword arguments of a
@@ -138,6 +141,7 @@ class BlackBoxSpec:
     features: str = "values"
     components: int | None = None
     objective: str = "epsilon"
+    stopping: str = "fixed"
     classifier_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     reference_in_mechanism: bool = False
     pairs: Mapping[str, Any] | None = None
