@@ -53,10 +53,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import statdp_mechanisms as sm
 
 import dpaudit
-from dpaudit.blackbox import blackbox_audit, certified_epsilon
+from dpaudit.blackbox import AutoPairs, blackbox_audit, certified_epsilon
 
 CONFIDENCE = 0.95
 METHODS = ("model", "logistic")
+# The automatic-pairs column: pairs="auto" around the tools' base input, with the model-free
+# statistic (the reference models read record datasets, the auto candidates are answers).
+AUTO = "auto"
+AUTO_STATISTIC = "logistic"
+# Default (moderate) budget: at most this many certification releases per dataset, so the
+# whole table runs in minutes; --full uses each row's own (published-comparison) budget.
+MODERATE_SAMPLES = 1_000_000
 RESULTS = Path(__file__).resolve().parent / "results"
 _SELECT_PER_PAIR = 2_000_000
 _SOURCE = "eth-sri/dp-sniper eval_sp2021/reference-results"
@@ -75,6 +82,10 @@ class Row:
         answers: ``(pattern name, a, a')`` — the same pairs as query answers.
         reference: builds the reference model (a catalogue law) for ``method="model"``.
         features: classifier features (``None``: the release values).
+        auto_sampler: the same mechanism reading the base input of ``pairs="auto"``
+            directly (query answers or histogram counts).
+        auto_data: that base input (StatDP's ``(1, ..., 1)``).
+        auto_pairs: the :class:`~dpaudit.blackbox.AutoPairs` of the row (its kind stated).
         true_epsilon: the mechanism's true epsilon (``inf`` when not DP).
         true_note: where ``true_epsilon`` comes from.
         samples: certification releases per dataset (full run).
@@ -99,6 +110,9 @@ class Row:
     control: bool = False
     oracle_cells: Callable | None = None
     chunk_size: int | None = None
+    auto_sampler: Callable | None = None
+    auto_data: object = None
+    auto_pairs: AutoPairs | None = None
 
     def select_samples(self, samples: int) -> int:
         """The fixed selection rule: ``min(samples / 10, 2 10^6)`` per pair and dataset."""
@@ -188,6 +202,14 @@ def rows() -> list[Row]:
             "control": control,
         }
 
+    def auto_inputs(mechanism, key, base, kind, **params):
+        # pairs="auto": the mechanism on the answers / counts themselves, StatDP's base input
+        return {
+            "auto_sampler": sm.sampler(mechanism, np.asarray, key, **params),
+            "auto_data": base,
+            "auto_pairs": AutoPairs(kind=kind),
+        }
+
     def svt_row(key, algorithm, threshold, samples, true_eps, note, published, control=False):
         params = {"algorithm": algorithm, "threshold": threshold, "epsilon": eps, "cutoff": 1}
         return Row(
@@ -202,6 +224,7 @@ def rows() -> list[Row]:
             ),
             features=svt_features,
             **outcome(samples, true_eps, note, published, control),
+            **auto_inputs(sm.sparse_vector, key, np.ones(10), "answers", **params),
         )
 
     def rnm_row(key, noise, release, samples, true_eps, note, published, control=False):
@@ -224,7 +247,11 @@ def rows() -> list[Row]:
             **outcome(samples, true_eps, note, published, control),
             oracle_cells=_max_value_cells(noise) if release == "value" else None,
             chunk_size=1 << 19 if release == "value" else None,
-        )
+            **auto_inputs(
+                sm.report_noisy_max, key, np.ones(5), "answers",
+                epsilon=eps, noise=noise, release=release,
+            ),
+        )  # fmt: skip
 
     def hist_row(key, scale, samples, true_eps, note, published, control=False):
         return Row(
@@ -240,7 +267,11 @@ def rows() -> list[Row]:
             features=None,
             **outcome(samples, true_eps, note, published, control),
             oracle_cells=_histogram_cells(scale),
-        )
+            **auto_inputs(
+                sm.noisy_hist, key, np.ones(5, dtype=np.int64), "histogram", epsilon=eps,
+                scale=scale,
+            ),
+        )  # fmt: skip
 
     laplace = Row(
         key="laplace",
@@ -259,6 +290,7 @@ def rows() -> list[Row]:
         published={"dpsniper": (0.099061, 0.096804), "statdp": (0.09875, 0.10008, 0.099814)},
         oracle_cells=lambda a, b: _laplace_cells(1 / eps)(a, b),
         chunk_size=1 << 20,
+        **auto_inputs(sm.laplace_mechanism, "laplace", np.array([1.0]), "answers"),
     )
     return [
         laplace,
@@ -418,17 +450,23 @@ def audit_row(
     confidence: float = CONFIDENCE,
     progress: bool | None = False,
 ):
-    """``dpaudit.blackbox_audit`` of row ``r`` with ``method`` (``"model"`` or ``"logistic"``)."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
+    """``dpaudit.blackbox_audit`` of row ``r`` with ``method``.
+
+    ``"model"`` or ``"logistic"``: the hand-chosen pairs (StatDP's patterns as datasets);
+    ``"auto"``: ``pairs="auto"`` around the row's base input, logistic statistic.
+    """
+    if method not in (*METHODS, AUTO):
+        raise ValueError(f"method must be one of {(*METHODS, AUTO)}, got {method!r}.")
     samples = r.samples if samples is None else samples
     select = r.select_samples(samples) if select_samples is None else select_samples
     options = {"reference": r.reference()} if method == "model" else {"features": r.features}
+    if method == AUTO:
+        inputs = {"sampler": r.auto_sampler, "data": r.auto_data, "pairs": r.auto_pairs}
+    else:
+        inputs = {"sampler": r.sampler, "pairs": [(d, dp) for _, d, dp in r.pairs]}
     return blackbox_audit(
-        r.sampler,
         claim=r.claim,
-        pairs=[(d, dp) for _, d, dp in r.pairs],
-        statistic=method,
+        statistic=AUTO_STATISTIC if method == AUTO else method,
         samples=samples,
         select_samples=select,
         confidence=confidence,
@@ -436,6 +474,7 @@ def audit_row(
         chunk_size=r.chunk_size,
         name=r.key,
         progress=progress,
+        **inputs,
         **options,
     )
 
@@ -462,12 +501,14 @@ def run_row(
         "published": {k: [_jf(v) for v in vals] for k, vals in r.published.items()},
         "results": {},
     }
-    for method in METHODS:
+    for method in (*METHODS, AUTO):
         cpu = time.process_time()
         result = audit_row(r, method, samples=samples, seed=seed)
         record = result.to_dict()
         record["cpu_seconds"] = time.process_time() - cpu
-        record["pair_name"] = r.pairs[result.event.pair][0]
+        record["pair_name"] = _pair_name(r, method, result)
+        if method == AUTO:
+            record["auto_pairs"] = len(auto_names(r))
         out["results"][method] = record
         print(
             f"  {r.key:11s} {method:8s} eps >= {result.epsilon_lower:.4f} "
@@ -479,6 +520,19 @@ def run_row(
     if oracle:
         out["oracle"] = {k: _jf(v) for k, v in row_oracle(r, samples).items()}
     return out
+
+
+def auto_names(r: Row) -> tuple:
+    """The names of the automatic candidates of row ``r`` (as ``pairs="auto"`` builds them)."""
+    from dpaudit.blackbox.autopairs import auto_pairs
+
+    return auto_pairs(r.auto_data, r.claim, r.auto_pairs).names
+
+
+def _pair_name(r: Row, method: str, result) -> str:
+    if method == AUTO:
+        return auto_names(r)[result.event.pair]
+    return r.pairs[result.event.pair][0]
 
 
 def _jf(v):
@@ -516,15 +570,16 @@ def markdown(records: list[dict], header: dict) -> str:
     """The table of BENCHMARKS.md (bounds in bold; the pair certified; wall / CPU seconds)."""
     lines = [
         f"Claimed epsilon 0.1, confidence {CONFIDENCE:g}; {header['machine']}; engine "
-        f"`dpaudit/blackbox.py` at {header.get('engine', 'unknown')}.",
+        f"`dpaudit/blackbox/` at {header.get('engine', 'unknown')}.",
         "",
         "| mechanism | true ε | DP-Sniper est. / lcb | StatDP cross. / est. / lcb | "
-        "dpaudit model-guided | dpaudit logistic | oracle | budget (cert. + select) | goal |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "dpaudit model-guided | dpaudit logistic | dpaudit logistic, auto pairs | oracle | "
+        "budget (cert. + select) | goal |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rec in records:
         cells = []
-        for method in METHODS:
+        for method in (*METHODS, AUTO):
             m = rec["results"][method]
             cells.append(
                 f"**{_fmt(m['epsilon_lower'])}** ({m['pair_name']}; "
@@ -538,10 +593,14 @@ def markdown(records: list[dict], header: dict) -> str:
         )
         name = rec["title"] + (" (control)" if rec["control"] else "")
         goals = [_goal(rec, rec["results"][m]["epsilon_lower"]) for m in METHODS]
+        auto, hand = (rec["results"][m]["epsilon_lower"] for m in (AUTO, "logistic"))
+        auto_mark = "auto ≥ hand ✓" if auto >= hand else "auto < hand ✗"
+        budget += f" (auto: {rec['results'][AUTO].get('auto_pairs', '?')} pairs)"
         lines.append(
             f"| {name} | {_fmt(rec['true_epsilon'])} | {_fmt(ds[0])} / {_fmt(ds[1])} | "
             f"{_fmt(st[0])} / {_fmt(st[1])} / {_fmt(st[2])} | {cells[0]} | {cells[1]} | "
-            f"{_fmt(oracle)} | {budget} | model: {goals[0]}; logistic: {goals[1]} |"
+            f"{cells[2]} | {_fmt(oracle)} | {budget} | model: {goals[0]}; logistic: "
+            f"{goals[1]}; {auto_mark} |"
         )
     return "\n".join(lines)
 
@@ -549,6 +608,11 @@ def markdown(records: list[dict], header: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny budgets, three rows, < 1 min")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="each row's own budget (up to 1e9 releases: hours); default at most 1e6 per row",
+    )
     parser.add_argument("--rows", nargs="*", help="row keys to run (default: all)")
     parser.add_argument("--out", type=Path, help="JSON output (full run: results/...json)")
     parser.add_argument("--seed", type=int, default=0)
@@ -570,15 +634,21 @@ def main(argv=None) -> int:
         "confidence": CONFIDENCE,
         "claim_epsilon": sm.EPSILON,
         "quick": args.quick,
+        "full": args.full,
         "seed": args.seed,
         "source_published": _SOURCE,
         "engine": _engine_version(),
     }
-    out = args.out or (None if args.quick else RESULTS / "blackbox_tightness.json")
+    default_out = RESULTS / (
+        "blackbox_tightness.json" if args.full else "blackbox_tightness_moderate.json"
+    )
+    out = args.out or (None if args.quick else default_out)
     start = time.perf_counter()
     records = []
     for r in table:
-        samples = 20_000 if args.quick else None
+        samples = (
+            20_000 if args.quick else (None if args.full else min(r.samples, MODERATE_SAMPLES))
+        )
         records.append(run_row(r, samples=samples, seed=args.seed, oracle=not args.quick))
         header["seconds"] = time.perf_counter() - start
         if out is not None:  # after every row: a long run keeps what it has done
@@ -588,20 +658,20 @@ def main(argv=None) -> int:
 
 
 def _engine_version() -> str:
-    """The last commit of ``dpaudit/blackbox.py`` (and whether the file differs from it)."""
+    """The last commit of ``dpaudit/blackbox/`` (and whether its files differ from it)."""
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(
-            ["git", "log", "-1", "--format=%h", "--", "dpaudit/blackbox.py"],
+            ["git", "log", "-1", "--format=%h", "--", "dpaudit/blackbox"],
             cwd=root,
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "diff", "--quiet", "--", "dpaudit/blackbox.py"], cwd=root, check=False
+            ["git", "diff", "--quiet", "--", "dpaudit/blackbox"], cwd=root, check=False
         ).returncode
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

@@ -11,7 +11,13 @@ Measures, side by side in one run (wall and CPU seconds, with the load average):
    ``2e4, 5e4, 1e5, 2e5`` certification releases, seeds 0..4: how often the violation is
    certified and the certified mu;
 4. with ``opendp`` installed (extra ``libraries``): OpenDP's Gaussian measurement against
-   its native zCDP claim and against rho read as epsilon.
+   its native zCDP claim and against rho read as epsilon;
+5. the Rényi profile of the Poisson-subsampled Gaussian at the 13 profile orders
+   (:func:`dpaudit.notions.renyi.subsampled_gaussian_renyi`, remove and add) beside
+   ``dp_accounting``'s ``RdpAccountant`` on the same orders, and the zCDP bracket of
+   DP-SGD's composed accounting (T = 20 steps).
+
+Run ``python benchmarks/notions.py subsampled`` for part 5 alone.
 
 Run ``nice -n 10 python benchmarks/notions.py``; prints a markdown table per part.
 """
@@ -115,8 +121,52 @@ def opendp_gaussian() -> None:
         print(f"| {label} | {res.verdict} | eps >= {res.epsilon_lower:.3f} | {wall:.1f} |")
 
 
+def subsampled_profiles(repeats: int = 5) -> None:
+    """Part 5: subsampled-Gaussian Renyi profiles beside dp_accounting (same orders)."""
+    import logging
+
+    import dp_accounting
+    from dp_accounting.rdp import RdpAccountant
+
+    from dpaudit.composition import GaussianComponent
+    from dpaudit.notions.evaluation import zcdp_rho_bracket
+    from dpaudit.notions.renyi import PROFILE_ORDERS, subsampled_gaussian_renyi
+    from dpaudit.subsampling import subsampled_accounting
+
+    logging.disable(logging.WARNING)  # dp_accounting warns on orders it cannot converge
+    orders = list(PROFILE_ORDERS)
+
+    def theirs():
+        acc = RdpAccountant(orders)
+        acc.compose(dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(1.0)))
+        return acc._rdp
+
+    rows = [
+        ("dpaudit remove (13 orders)", lambda: subsampled_gaussian_renyi(orders, 1.0, 0.01)),
+        (
+            "dpaudit add (13 orders)",
+            lambda: subsampled_gaussian_renyi(orders, 1.0, 0.01, direction="add"),
+        ),
+        ("dp_accounting RdpAccountant (13 orders)", theirs),
+    ]
+    print("| computation | wall s | CPU s |\n|---|---|---|")
+    for label, fn in rows:
+        _, wall, cpu = _timed(lambda fn=fn: [fn() for _ in range(repeats)])
+        print(f"| {label} | {wall / repeats:.3f} | {cpu / repeats:.3f} |")
+    acc = subsampled_accounting(GaussianComponent(1.0), 0.1, 20, discretization=1e-3)
+    bracket, wall, cpu = _timed(lambda: zcdp_rho_bracket(acc))
+    print(f"| zCDP bracket of DP-SGD (T = 20, q = 0.1): {bracket} | {wall:.3f} | {cpu:.3f} |")
+
+
 if __name__ == "__main__":
+    import sys
+
     print(f"load average {os.getloadavg()}")
+    if sys.argv[1:] == ["subsampled"]:
+        subsampled_profiles()
+        print(f"load average {os.getloadavg()}")
+        raise SystemExit(0)
+    subsampled_profiles()
     whitebox_costs()
     blackbox_budgets()
     opendp_gaussian()

@@ -268,16 +268,19 @@ def run_audit(item: PreparedAudit):
     if item.target is None:
         return dpaudit.audit(item.mechanism, data, data_prime, **budget)
     bb = spec.blackbox
+    pairs = None if bb.pairs is None else dpaudit.blackbox.AutoPairs(**bb.pairs)
     return dpaudit.blackbox_audit(
         item.target.sampler,
         data,
-        data_prime,
+        None if pairs is not None else data_prime,  # auto: candidates around D
         spec.claim,
+        pairs=pairs,
         reference=item.target.reference,
         statistic=bb.method,
         features=item.features,
         select_samples=spec.select_samples,
         objective=bb.objective,
+        stopping=bb.stopping,
         classifier_options=dict(bb.classifier_options) or None,
         name=item.target.name,
         **budget,
@@ -387,6 +390,9 @@ def _toml_document(tables: dict) -> str:
 
 
 #: Spec fields of a command-line audit and the options that set them (for error messages).
+# The audit durations of the last parallel run (beside the compilation cache): the next
+# run starts the longest audits first.
+_SECONDS_FILE = "audit-seconds.json"
 _OPTION_OF_FIELD = {
     "claim.epsilon": "--epsilon",
     "claim.delta": "--delta",
@@ -399,6 +405,8 @@ _OPTION_OF_FIELD = {
     "blackbox.features": "--features",
     "blackbox.components": "--components",
     "blackbox.objective": "--objective",
+    "blackbox.stopping": "--stopping",
+    "blackbox.pairs": "--pairs",
     "budget.select_samples": "--select-samples",
     "budget.samples": "--samples",
     "budget.seed": "--seed",
@@ -412,7 +420,11 @@ def _command_line_tables(args, ref: str) -> dict:
     """The spec a ``FILE.py:CALLABLE`` audit stands for, as TOML tables."""
     file, _, attr = ref.rpartition(":")
     absolute = f"{Path(file).resolve()}:{attr}"
-    claim = {"epsilon": args.epsilon or 1.0, "delta": args.delta, "adjacency": args.adjacency}
+    claim = {
+        "epsilon": 1.0 if args.epsilon is None else args.epsilon,
+        "delta": args.delta,
+        "adjacency": args.adjacency,
+    }
     data = {"params": _pairs("--data-param", args.data_param) or None}
     if args.data:
         data["files"] = [str(Path(f).resolve()) for f in args.data]
@@ -441,8 +453,25 @@ def _command_line_tables(args, ref: str) -> dict:
         "features": args.features,
         "components": args.components,
         "objective": args.objective,
+        "stopping": args.stopping,
+        "pairs": _pairs_option(args),
     }
     return tables | {"blackbox": blackbox, "claim": claim, "data": data, "budget": budget}
+
+
+def _pairs_option(args):
+    """``--pairs KIND`` / ``--domain LO HI`` as the spec's ``blackbox.pairs`` (None: the data pair)."""
+    if args.pairs is None:
+        if args.domain is not None:
+            raise _spec_error(
+                "--domain is for --pairs auto/records/labelled (automatic neighbours)."
+            )
+        return None
+    if args.pairs == "auto" and args.domain is None:
+        return "auto"
+    if args.domain is None:
+        return {"kind": args.pairs}
+    return {"kind": args.pairs, "domain": list(args.domain)}
 
 
 def _load_command_line_spec(args, ref: str):
@@ -464,7 +493,7 @@ def _load_command_line_spec(args, ref: str):
 
 def _check_callable_options(args) -> None:
     blackbox_only = ("method", "reference", "reference_param", "features", "components",
-                     "objective", "select_samples")  # fmt: skip
+                     "objective", "stopping", "select_samples", "pairs", "domain")  # fmt: skip
     given = [o for o in blackbox_only if getattr(args, o, None) is not None]
     if given and not args.blackbox:
         option = "--" + given[0].replace("_", "-")
@@ -500,6 +529,22 @@ def _merged_claim(args, declared):
         pick = {o: getattr(declared, o) if v is None else v for o, v in pick.items()}
     return Claim(epsilon=pick["epsilon"], delta=pick["delta"] or 0.0,
                  adjacency=pick["adjacency"] or "replace-one")  # fmt: skip
+
+
+def prepare_callable(ref: str, args) -> PreparedAudit:
+    """Validate and build a ``FILE.py:CALLABLE`` audit from the command line's options.
+
+    Args:
+        ref: ``FILE.py:CALLABLE``.
+        args: the parsed command line (its claim, data and black-box options).
+
+    Returns:
+        The :class:`PreparedAudit` (a parallel suite's worker rebuilds callables with it).
+
+    Raises:
+        SpecError: for a bad option, named as on the command line.
+    """
+    return _prepare_callable(ref, args)
 
 
 def _prepare_callable(ref: str, args) -> PreparedAudit:
@@ -618,11 +663,20 @@ def _number(value) -> str:
     return "∞" if value == float("inf") else f"{value:.4g}"
 
 
+def _claim_cell(claim) -> str:
+    """``(epsilon, delta)``, or a notion claim as stated (``1-GDP``, ``0.5-zCDP``)."""
+    from dpaudit.notions.claims import claim_label, is_notion_claim
+
+    if is_notion_claim(claim):
+        return claim_label(claim)
+    return f"({claim.epsilon:g}, {claim.delta:g})"
+
+
 def _row(o) -> list[str]:
     r = o.result
     expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
     estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
-    return [o.name, o.kind, f"({r.claim.epsilon:g}, {r.claim.delta:g})", r.verdict, expected,
+    return [o.name, o.kind, _claim_cell(r.claim), r.verdict, expected,
             _number(r.epsilon_lower), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
 
 
@@ -716,6 +770,76 @@ def _audit_all(prepared: list[PreparedAudit], out, quiet: bool = False) -> list:
     return outcomes
 
 
+def _start_workers(args) -> bool:
+    """Ray checked and started before any audit (``--workers``/``--ray``); whether to use it.
+
+    A local instance that does not start (an overloaded machine) is no reason to lose the
+    run: the audits run serially, with the same results, after one line on stderr.
+    """
+    if getattr(args, "workers", None) is None and not getattr(args, "ray", None):
+        return False
+    from dpaudit.distributed import start_suite
+
+    try:
+        start_suite(args.workers, args.ray)
+    except RuntimeError as err:
+        if args.ray:
+            raise
+        print(f"dpaudit: {err} Running the audits serially.", file=sys.stderr, flush=True)
+        return False
+    return True
+
+
+def _suite_target(item: PreparedAudit, args, seconds: dict):
+    """What a worker needs to rebuild ``item``: its spec path, or a callable and its options."""
+    from dpaudit.distributed import SuiteTarget
+
+    path = str(item.spec.path)
+    cost = float(seconds.get(path, 0.0))
+    if not _is_callable_ref(path):
+        return SuiteTarget(path, cost=cost)
+    # the parsed command line minus the subcommand's handler: plain values, picklable
+    options = {k: v for k, v in vars(args).items() if not callable(v)}
+    return SuiteTarget(path, options, cost)
+
+
+def _seconds_file() -> Path | None:
+    """Where the last parallel run's audit durations are kept: beside the compilation cache."""
+    import jax
+
+    folder = jax.config.jax_compilation_cache_dir
+    return Path(folder).parent / _SECONDS_FILE if folder else None
+
+
+def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
+    """Every audit as a Ray task (``--workers``/``--ray``), longest first (last run's times)."""
+    from dpaudit.distributed import run_suite_parallel
+
+    record = _seconds_file()
+    try:
+        known = json.loads(record.read_text()) if record is not None else {}
+    except (OSError, ValueError):  # no previous run, or an unreadable file: no ordering
+        known = {}
+    targets = [_suite_target(item, args, known) for item in prepared]
+    seconds: list = []
+    results = run_suite_parallel(targets, args.seed, args.samples, workers=args.workers,
+                                 address=args.ray, seconds=seconds)  # fmt: skip
+    outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
+    for item, o, s in zip(prepared, outcomes, seconds, strict=True):
+        if item.claim_note:  # as the serial run prints it, before the audit's line
+            print(f"{item.spec.name}: {item.claim_note}", file=out, flush=True)
+        if not args.quiet:
+            print(_audit_line(o, s), file=out, flush=True)
+    if record is not None:
+        known.update((t.path, round(s, 2)) for t, s in zip(targets, seconds, strict=True))
+        try:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            record.write_text(json.dumps(known, indent=0, sort_keys=True) + "\n")
+        except OSError:  # a read-only cache only loses the ordering of the next run
+            pass
+    return outcomes
+
+
 def _log(args, message: str) -> None:
     """A progress or log line on stderr (not under ``-q``)."""
     if not getattr(args, "quiet", False):
@@ -782,21 +906,13 @@ def audit_targets(args, legacy: bool = False) -> int:
     clock, started = time.perf_counter(), now()
     out = sys.stderr if legacy or args.json == "-" else sys.stdout
     _check_outputs(args)
-    parallel = getattr(args, "workers", None) is not None or getattr(args, "ray", None)
-    if parallel:  # Ray checked and started before any audit (dpaudit.distributed)
-        from dpaudit.distributed import run_suite_parallel, start_suite
-
-        start_suite(args.workers, args.ray)
+    parallel = _start_workers(args)
     prepared = _prepare_targets(args)
     kinds = [p.spec.kind for p in prepared]
     _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} "
                f"white-box, {kinds.count('black-box')} black-box); running.")  # fmt: skip
-    if parallel:  # spec files as parallel Ray tasks: the serial results
-        paths = [p.spec.path for p in prepared]
-        results = run_suite_parallel(
-            paths, args.seed, args.samples, workers=args.workers, address=args.ray
-        )
-        outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
+    if parallel:  # every audit as a parallel Ray task: the serial results
+        outcomes = _audit_parallel(prepared, args, out)
     else:
         outcomes = _audit_all(prepared, out, args.quiet)
     if not args.quiet:
@@ -863,7 +979,7 @@ def _deprecated(old: str, new: str) -> None:
 
 def _describe(spec) -> str:
     """One line: the spec's kind, what it audits and how, its claim and expectation."""
-    claim = f"claim ({spec.claim.epsilon:g}, {spec.claim.delta:g}) {spec.claim.adjacency}"
+    claim = f"claim {_claim_cell(spec.claim)} {spec.claim.adjacency}"
     expected = f"expected {spec.expected}" if spec.expected else "no expected verdict"
     bb = spec.blackbox
     if bb is None:
@@ -950,7 +1066,7 @@ def list_catalogue(args) -> int:
     for name in dpaudit.catalogue(faulty=faulty):
         try:
             claim = dpaudit.build(name).claim
-            text = f"({claim.epsilon:g}, {claim.delta:g}) {claim.adjacency}"
+            text = f"{_claim_cell(claim)} {claim.adjacency}"
         except Exception as err:  # an entry that cannot build its example is shown, not hidden
             text = f"example does not build: {err}"
         rows.append((name, text, entry(name).summary[:100]))
@@ -1076,6 +1192,15 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     b.add_argument("--components", type=int, help="number of KL coefficients (--features kl)")
     b.add_argument("--objective", choices=("epsilon", "delta"),
                    help="what the chosen event maximises (default epsilon)")  # fmt: skip
+    b.add_argument("--stopping", choices=("fixed", "sequential"),
+                   help="fixed: count all --samples; sequential: stop at the first of a few "
+                   "pre-registered looks that certifies a violation (level spent over the "
+                   "looks, confidence kept)")  # fmt: skip
+    b.add_argument("--pairs", choices=("auto", "answers", "histogram", "records", "labelled"),
+                   help="generate candidate neighbours of the first dataset (auto: infer the "
+                   "kind; see docs/blackbox.md) instead of auditing the one pair")  # fmt: skip
+    b.add_argument("--domain", nargs=2, type=float, metavar=("LO", "HI"),
+                   help="the records' value range for --pairs auto/records/labelled")  # fmt: skip
     b.add_argument("--select-samples", type=int,
                    help="selection releases per dataset (default: the engine's)")  # fmt: skip
 

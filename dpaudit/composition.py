@@ -71,8 +71,10 @@ from dpaudit.accounting import (
     laplace_parameters,
     laplace_pmfs,
 )
+from dpaudit.serialize import json_float
 
 __all__ = [
+    "BoundedComposition",
     "GaussianComponent",
     "LaplaceComponent",
     "SupremumComponent",
@@ -794,3 +796,99 @@ def compose_accounting(
         reverse_lower_pld=None if symmetric else plds[(False, False)],
         components=tuple(items),
     )
+
+
+# ------------------------------------------------- compositions with a known supremum
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundedComposition:
+    """A composition whose supremum of the loss is known with certified bounds, and its curves.
+
+    A release of independent sites, each with a finite, certified supremum of its loss
+    (Laplace/ICLP shifts: ``sum_j a_j``; linear-Laplace, enumerable or declared laws:
+    :func:`dpaudit.exact.exact_sup_loss`), has ``sup L = sum_i sup L_i`` (the ess sup of a
+    sum of independent variables is the sum of their ess sups). This record carries those
+    bounds under the family ``"supremum"``, so a pure claim is judged on the supremum exactly
+    as a single linear-Laplace site is, and the composed curves of
+    :func:`compose_accounting` (where parts known only through their supremum are
+    dominated by randomized response) for ``(epsilon, delta)`` claims.
+
+    Attributes:
+        sup_loss: certified upper bound ``S`` on ``sup L`` (both directions).
+        sup_loss_lower: certified lower bound on ``sup L``.
+        method: how the site suprema were obtained.
+        curves: the :class:`~dpaudit.accounting.ExactAccounting` of the composition.
+        family: always ``"supremum"``.
+    """
+
+    sup_loss: float
+    sup_loss_lower: float
+    method: str
+    curves: ExactAccounting
+    family: str = "supremum"
+
+    def delta_upper(self, epsilon) -> np.ndarray:
+        """The smaller of the composed upper curve and ``(1 - e^{epsilon - S})_+``.
+
+        Args:
+            epsilon: epsilon(s).
+
+        Returns:
+            An upper bound on ``delta(epsilon)``, shaped like ``epsilon``.
+        """
+        eps = np.asarray(epsilon, dtype=np.float64)
+        crude = np.maximum(0.0, -np.expm1(np.minimum(eps - self.sup_loss, 0.0)))
+        return np.minimum(np.asarray(self.curves.delta_upper(eps)), crude)
+
+    def delta_lower(self, epsilon) -> np.ndarray:
+        """The composed lower curve (``0`` at and above ``S``).
+
+        Args:
+            epsilon: epsilon(s).
+
+        Returns:
+            A lower bound on ``delta(epsilon)``, shaped like ``epsilon``.
+        """
+        eps = np.asarray(epsilon, dtype=np.float64)
+        return np.where(eps >= self.sup_loss, 0.0, np.asarray(self.curves.delta_lower(eps)))
+
+    def epsilon_upper(self, delta: float) -> float:
+        """An upper bound on ``epsilon(delta)``; ``S`` for ``delta = 0``.
+
+        Args:
+            delta: the target delta.
+
+        Returns:
+            The bound.
+        """
+        if delta <= 0:
+            return self.sup_loss
+        return min(self.sup_loss, self.curves.epsilon_upper(delta))
+
+    def epsilon_lower(self, delta: float) -> float:
+        """A lower bound on ``epsilon(delta)``: the certified supremum for ``delta = 0``.
+
+        Args:
+            delta: the target delta.
+
+        Returns:
+            The bound.
+        """
+        if delta <= 0:
+            return self.sup_loss_lower
+        return min(self.sup_loss_lower, self.curves.epsilon_lower(delta))
+
+    def summary(self) -> dict:
+        """JSON-able description.
+
+        Returns:
+            ``{family, sup_loss, sup_loss_lower, method, composed}``.
+        """
+        return {
+            "family": self.family,
+            "sup_loss": json_float(self.sup_loss),
+            "sup_loss_lower": json_float(self.sup_loss_lower),
+            "method": self.method,
+            "composed": self.curves.summary(),
+        }

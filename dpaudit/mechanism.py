@@ -98,7 +98,8 @@ class Claim:
     Fields never change meaning (compare dp_accounting's ``DpEvent``).
 
     Args:
-        epsilon: claimed epsilon (> 0, finite).
+        epsilon: claimed epsilon (finite, ``>= 0``; ``0`` only with ``delta > 0``: a
+            pure-delta claim ``P_D(A) <= P_D'(A) + delta``, audited black-box only).
         delta: claimed delta (``0`` for a pure-epsilon claim, else in ``(0, 1)``).
         adjacency: ``"replace-one"`` or ``"add-remove"``.
         sensitivity_norm: the norm of :data:`SENSITIVITY_NORMS` in which the
@@ -125,12 +126,17 @@ class Claim:
         ):
             raise TypeError(f"Claim epsilon must be a number, got {type(self.epsilon).__name__}.")
         epsilon = float(self.epsilon)
-        if not (math.isfinite(epsilon) and epsilon > 0):
-            raise ValueError(f"Claim epsilon must be a finite number > 0, got {epsilon!r}.")
+        if not (math.isfinite(epsilon) and epsilon >= 0):
+            raise ValueError(f"Claim epsilon must be a finite number >= 0, got {epsilon!r}.")
         object.__setattr__(self, "epsilon", epsilon)
         object.__setattr__(
             self, "delta", _check_probability("Claim delta", self.delta, allow_zero=True)
         )
+        if epsilon == 0 and self.delta == 0:  # (0, 0)-DP: the release ignores the data
+            raise ValueError(
+                "Claim epsilon = 0 needs a delta > 0 (a pure-delta claim); epsilon = delta = 0 "
+                "would claim the release does not depend on the data."
+            )
         if self.adjacency not in ADJACENCIES:
             raise ValueError(
                 f"Claim adjacency must be one of {ADJACENCIES}, got {self.adjacency!r}."

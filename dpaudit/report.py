@@ -39,7 +39,13 @@ from pathlib import Path
 from typing import Any
 
 import dpaudit
-from dpaudit.notions.claims import notion_fields
+from dpaudit.notions.claims import (
+    claim_label,
+    is_notion_claim,
+    notion_bound_text,
+    notion_fields,
+    notion_record,
+)
 from dpaudit.notions.figures import notion_figures
 from dpaudit.serialize import json_float
 
@@ -184,6 +190,7 @@ def _common_record(outcome, kind: str) -> dict:
         "as_expected": outcome.as_expected,
         "epsilon_lower": json_float(r.epsilon_lower),
         "confidence": r.confidence,
+        **notion_record(r),  # only for zCDP / RDP / GDP / f-DP claims
     }
 
 
@@ -343,7 +350,7 @@ def _junit_case(outcome: AuditOutcome, strict: bool):
         failed = r.verdict in ("violation", "incompatible") or (
             strict and r.verdict == "inconclusive"
         )
-    claim = f"({r.claim.epsilon:g}, {r.claim.delta:g})-DP, {r.claim.adjacency}"
+    claim = f"{claim_label(r.claim)}, {r.claim.adjacency}"
     summary = (
         f"verdict {r.verdict} (expected {expected or 'no violation'}); claim {claim}; "
         f"certified epsilon lower bound {_fmt(r.epsilon_lower)} at confidence {r.confidence}"
@@ -628,6 +635,46 @@ def _verdict_badge(o: AuditOutcome, strict: bool = False) -> str:
     )
 
 
+def _claim_cell(claim) -> str:
+    """The summary table's claim: ``ε=…, δ=…`` or the notion claim itself (``1-GDP``)."""
+    if is_notion_claim(claim):
+        return html.escape(claim_label(claim))
+    return f"ε={_fmt(claim.epsilon)}, δ={_fmt(claim.delta)}"
+
+
+def _claim_text(claim) -> str:
+    """A section's claim: ``(ε, δ)-DP``, or the notion claim with its (ε, δ) anchor."""
+    if is_notion_claim(claim):
+        return html.escape(claim_label(claim, anchor=True))
+    return f"({_fmt(claim.epsilon)}, {_fmt(claim.delta)})-DP"
+
+
+def _notion_rows(r) -> list[str]:
+    """The claim's own parameter: tightest for the pair (white-box) and certified lower bound."""
+    record = notion_record(r).get("notion")
+    if record is None:
+        return []
+    esc = html.escape
+    if getattr(r, "kind", "white-box") == "black-box":
+        return [f"<tr><th>certified notion parameter</th><td><b>"
+                f"{esc(notion_bound_text(record))}</b></td></tr>"]  # fmt: skip
+    tight, name = record["tightest"], esc(str(record["parameter"]))
+    low, up = (tight.get("lower"), tight.get("upper")) if tight else (None, None)
+    return [
+        f"<tr><th>tightest {name}</th><td>[{_fmt_any(low)}, {_fmt_any(up)}] for this pair "
+        f"(claimed {esc(record['stated'])})</td></tr>",
+        f"<tr><th>certified {name}</th><td>≥ {_fmt_any(record['lower'])} at confidence "
+        f"{_fmt(record['confidence'])}</td></tr>",
+    ]
+
+
+def _fmt_any(v) -> str:
+    """A number, or a list of numbers (RDP: one per order)."""
+    if isinstance(v, list | tuple):
+        return "(" + ", ".join(_fmt(x) for x in v) + ")"
+    return _fmt(v)
+
+
 def _row(o: AuditOutcome, strict: bool) -> str:
     esc = html.escape
     r = o.result
@@ -640,7 +687,7 @@ def _row(o: AuditOutcome, strict: bool) -> str:
     return (
         f"<tr><td><a href='#{esc(o.name)}'>{esc(o.name)}</a></td><td>{esc(o.kind)}</td>"
         f"<td>{esc(r.mechanism)}</td>"
-        f"<td>ε={_fmt(r.claim.epsilon)}, δ={_fmt(r.claim.delta)}</td>"
+        f"<td>{_claim_cell(r.claim)}</td>"
         f"<td>{_verdict_badge(o, strict)} {mark}</td><td>{_fmt(r.epsilon_lower)}</td>"
         f"<td>{_fmt(estimate)}</td><td>{_fmt(r.seconds)}</td></tr>"
     )
@@ -698,7 +745,7 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
         f"<p>{esc(o.description)}</p>" if o.description else "",
         "<table>",
         f"<tr><th>mechanism</th><td>{esc(r.mechanism)}</td></tr>",
-        f"<tr><th>claim</th><td>({_fmt(r.claim.epsilon)}, {_fmt(r.claim.delta)})-DP, "
+        f"<tr><th>claim</th><td>{_claim_text(r.claim)}, "
         f"{esc(r.claim.adjacency)}; sensitivity {_fmt(r.claim.sensitivity)} in "
         f"{esc(str(r.claim.sensitivity_norm))}; {esc(r.claim.reference)}</td></tr>",
         f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
@@ -710,6 +757,7 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
         f"{_fmt(r.epsilon_at_claimed_delta.get('exact'))}</td></tr>",
         f"<tr><th>δ at claimed ε</th><td>estimate {_fmt(delta.get('estimate'))}, "
         f"[{_fmt(delta.get('lower'))}, {_fmt(delta.get('upper'))}]</td></tr>",
+        *_notion_rows(r),
         f"<tr><th>samples</th><td>{r.samples} per direction, seed {r.seed}, route "
         f"{esc(r.route)}, {_fmt(r.seconds)} s</td></tr>",
     ]
@@ -751,14 +799,14 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
         "<table>",
         f"<tr><th>kind</th><td>black-box audit from samples ({esc(r.method)})</td></tr>",
         f"<tr><th>implementation</th><td>{esc(r.mechanism)}</td></tr>",
-        f"<tr><th>claim</th><td>({_fmt(r.claim.epsilon)}, {_fmt(r.claim.delta)})-DP, "
-        f"{esc(r.claim.adjacency)}</td></tr>",
+        f"<tr><th>claim</th><td>{_claim_text(r.claim)}, {esc(r.claim.adjacency)}</td></tr>",
         f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
         f"<tr><th>certified ε lower bound</th><td><b>{_fmt(r.epsilon_lower)}</b> at δ = "
         f"{_fmt(r.claim.delta)} ({exceeds} the claimed ε = {_fmt(r.claim.epsilon)}; "
         f"confidence {_fmt(r.confidence)})</td></tr>",
         f"<tr><th>certified δ lower bound</th><td>{_fmt(r.delta_lower)} at the claimed ε "
         f"(claimed δ = {_fmt(r.claim.delta)})</td></tr>",
+        *_notion_rows(r),
     ]
     if flaw is not None:
         parts.append(

@@ -7,9 +7,10 @@ numpyro's ``infer`` dict:
 * ``infer={"dpaudit": "latent"}`` — hidden randomness, integrated out of the
   release density. Discrete sites with a finite support are marginalised
   exactly (a log-sum-exp over the enumerated joint support, at most
-  :data:`MAX_ENUMERATION` joint values); a continuous latent site is refused
-  (sample the release from a distribution whose ``log_prob`` integrates it
-  out, as the catalogue's ``SparseVector`` does for its threshold noise).
+  :data:`MAX_ENUMERATION` joint values). A continuous latent site is
+  marginalised when its distribution provides the marginal density of the
+  release sites that depend on it (the ``marginal_log_prob`` protocol below,
+  e.g. :class:`dpaudit.noise.ThresholdNoise`); otherwise it is refused.
 * ``infer={"dpaudit": "shared"}`` — data-independent randomness the audit
   conditions on: it is audited as if released alongside the release sites.
   Dropping it from the release is post-processing, so a pass of the augmented
@@ -24,6 +25,17 @@ release site substituted (numpyro's ``log_density`` machinery), so independent
 sites sum and adaptive sites (a site whose law depends on an earlier released
 value) are handled by the same joint density. The audit engine reads it like
 any release distribution.
+
+**Marginal-density protocol.** A continuous latent site ``z`` is marginalised
+when its distribution has ``marginal_log_prob(conditionals)``: given the
+``(distribution, value)`` pairs of the release sites whose law depends on ``z``
+(found structurally on the model's ``jaxpr``, in the model's order), it returns
+``log int p(z) prod_i p(x_i | z, x_<i) dz``, jit-able. Optionally
+``marginal_log_prob_error(conditionals)`` (a certified bound on its numerical
+error, added to certificate margins; absent means closed form) and
+``certified_marginal_log_prob(conditionals) -> (lower, upper)`` (enables exact
+accounting over enumerable releases). Only release sites may depend on ``z``,
+and each on one such site.
 """
 
 from __future__ import annotations
@@ -38,11 +50,12 @@ import numpy as np
 from numpyro import handlers
 from numpyro.distributions import Distribution, constraints
 
-from dpaudit.exact import ExactSupLoss, exact_sup_loss
+from dpaudit.exact import ExactSupLoss, exact_sup_loss, finite_sup_loss, log_density_error
 
 __all__ = [
     "DECLARATIONS",
     "MAX_ENUMERATION",
+    "MAX_PREFIXES",
     "JointRelease",
     "check_release_sites",
     "declared_role",
@@ -201,6 +214,80 @@ def _enumeration(name: str, latent, trace):
     return values, total
 
 
+def _split_latent(name: str, latent, trace) -> tuple[list[str], list[str]]:
+    """``(discrete, continuous)`` latent sites; refuse a continuous one without a marginal."""
+    discrete, continuous = [], []
+    for key in latent:
+        fn = trace[key]["fn"]
+        if getattr(fn, "has_enumerate_support", False):
+            discrete.append(key)
+        elif callable(getattr(fn, "marginal_log_prob", None)):
+            continuous.append(key)
+        else:
+            raise ValueError(
+                f"mechanism {name!r}: the latent site {key!r} ({type(fn).__name__}) is "
+                "continuous and its distribution provides no marginal density; sample it from "
+                "a distribution with marginal_log_prob (such as dpaudit.noise.ThresholdNoise for "
+                "SVT threshold noise), release it, or declare it 'shared' if it is "
+                "data-independent."
+            )
+    return discrete, continuous
+
+
+def _dependents(model, data, name: str, site: str, trace) -> list[str]:
+    """The random sites whose law depends (structurally, on the jaxpr) on ``site``'s value."""
+    others = [k for k in _random_sites(trace) if k != site]
+    fixed = {k: trace[k]["value"] for k in others}
+
+    def laws(value):
+        traced = handlers.trace(
+            handlers.substitute(handlers.seed(model, rng_seed=0), data={**fixed, site: value})
+        ).get_trace(data)
+        return [jax.tree_util.tree_leaves(traced[k]["fn"]) for k in others]
+
+    try:
+        closed, shapes = jax.make_jaxpr(laws, return_shape=True)(jnp.asarray(trace[site]["value"]))
+    except Exception as error:  # any failure to trace: the dependents cannot be found
+        raise ValueError(
+            f"mechanism {name!r}: the sites that depend on the continuous latent site {site!r} "
+            f"cannot be found because the model cannot be traced with it as an input "
+            f"({type(error).__name__}); release it or declare it 'shared'."
+        ) from None
+    flags, start, found = _tainted_outputs(closed.jaxpr), 0, []
+    for key, leaves in zip(others, shapes, strict=True):
+        if any(flags[start : start + len(leaves)]):
+            found.append(key)
+        start += len(leaves)
+    return found
+
+
+def _marginal_groups(model, data, name, continuous, release_sites, trace):
+    """``((latent, dependents), ...)`` for the continuous latent sites, checked."""
+    groups, owner = [], {}
+    for site in continuous:
+        deps = _dependents(model, data, name, site, trace)
+        for dep in deps:
+            if dep not in release_sites:
+                raise ValueError(
+                    f"mechanism {name!r}: the site {dep!r} depends on the continuous latent "
+                    f"site {site!r}, and only release sites may (their joint density is what "
+                    f"{site!r}'s marginal_log_prob gives); release {dep!r} or make it independent."
+                )
+            if dep in owner:
+                raise ValueError(
+                    f"mechanism {name!r}: the release site {dep!r} depends on two continuous "
+                    f"latent sites, {owner[dep]!r} and {site!r}; dpaudit marginalises one per site."
+                )
+            owner[dep] = site
+        fn = trace[site]["fn"]
+        try:
+            fn.marginal_log_prob([(trace[d]["fn"], trace[d]["value"]) for d in deps])
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"mechanism {name!r}, latent site {site!r}: {error}") from None
+        groups.append((site, tuple(deps)))
+    return tuple(groups)
+
+
 class JointRelease(Distribution):
     """The joint law of a model's release sites, as one distribution over a flat vector.
 
@@ -213,6 +300,9 @@ class JointRelease(Distribution):
         release_sites: the release sites.
         shared_sites: the shared sites (conditioned on: audited as released).
         latent_sites: the discrete latent sites marginalised by enumeration.
+        continuous_sites: the continuous latent sites marginalised by their distribution's
+            ``marginal_log_prob`` (module docstring).
+        marginalised: ``{continuous latent site: the release sites depending on it}``.
         shapes: ``{site: value shape}``.
     """
 
@@ -222,14 +312,21 @@ class JointRelease(Distribution):
     def __init__(self, model, data, release_sites, shared, latent, trace, name):
         self._model, self._data, self._name = model, data, name
         self.release_sites, self.shared_sites = tuple(release_sites), tuple(shared)
-        self.latent_sites = tuple(latent)
+        discrete, continuous = _split_latent(name, latent, trace)
+        self.latent_sites, self.continuous_sites = tuple(discrete), tuple(continuous)
+        self._groups = _marginal_groups(model, data, name, continuous, release_sites, trace)
         self.sites = self.release_sites + self.shared_sites
         self._shapes = tuple(tuple(np.shape(trace[s]["value"])) for s in self.sites)
         self._dtypes = tuple(jnp.asarray(trace[s]["value"]).dtype for s in self.sites)
         self._sizes = tuple(int(np.prod(shape, dtype=np.int64)) for shape in self._shapes)
-        enumerated = _enumeration(name, self.latent_sites, trace)[0] if latent else {}
+        enumerated = _enumeration(name, discrete, trace)[0] if discrete else {}
         self._enumerated = tuple(jnp.asarray(enumerated[k]) for k in self.latent_sites)
         super().__init__(batch_shape=(), event_shape=(sum(self._sizes),))
+
+    @property
+    def marginalised(self) -> dict:
+        """``{continuous latent site: the release sites whose law depends on it}``."""
+        return {site: deps for site, deps in self._groups}
 
     @property
     def shapes(self) -> dict:
@@ -245,6 +342,8 @@ class JointRelease(Distribution):
         "release_sites",
         "shared_sites",
         "latent_sites",
+        "continuous_sites",
+        "_groups",
         "sites",
         "_shapes",
         "_dtypes",
@@ -339,14 +438,22 @@ class JointRelease(Distribution):
         draws = jax.vmap(self._one_sample)(keys)
         return draws[:n].reshape((*sample_shape, *self.event_shape))
 
-    def _site_log_probs(self, substituted) -> jax.Array:
-        trace = handlers.trace(
+    def _trace_at(self, substituted):
+        return handlers.trace(
             handlers.substitute(handlers.seed(self._model, rng_seed=0), data=substituted)
         ).get_trace(self._data)
+
+    def _site_log_probs(self, substituted) -> jax.Array:
+        trace = self._trace_at(substituted)
+        marginalised = {s for _, deps in self._groups for s in deps}
         total = jnp.zeros(())
         for site in (*self.sites, *self.latent_sites):
-            entry = trace[site]
-            total = total + jnp.sum(entry["fn"].log_prob(entry["value"]))
+            if site not in marginalised:
+                entry = trace[site]
+                total = total + jnp.sum(entry["fn"].log_prob(entry["value"]))
+        for site, deps in self._groups:  # the continuous latent site integrated out
+            pairs = [(trace[d]["fn"], trace[d]["value"]) for d in deps]
+            total = total + trace[site]["fn"].marginal_log_prob(pairs)
         return total
 
     def _one_log_prob(self, x) -> jax.Array:
@@ -373,6 +480,44 @@ class JointRelease(Distribution):
         lead = value.shape[:-1]
         flat = value.reshape((-1, value.shape[-1]))
         return jax.vmap(self._one_log_prob)(flat).reshape(lead)
+
+    def log_prob_error(self, value) -> float:
+        """A certified bound on the numerical error of :meth:`log_prob` at one release.
+
+        The sum of the sites' declared errors (:func:`dpaudit.exact.log_density_error`)
+        and of the marginalised latent sites' ``marginal_log_prob_error`` (absent: closed
+        form, 0); with discrete latent sites the largest over the enumeration (a
+        log-sum-exp of terms each off by at most ``e`` is off by at most ``e``). ``0``
+        exactly when nothing is computed numerically.
+
+        Args:
+            value: ``(m,)`` one flat release.
+
+        Returns:
+            The bound (``>= 0``, possibly ``inf``).
+        """
+        values = self.unflatten(jnp.asarray(value, dtype=jnp.float64))
+        n = int(self._enumerated[0].shape[0]) if self.latent_sites else 1
+        marginalised = {s for _, deps in self._groups for s in deps}
+        plain = [s for s in (*self.sites, *self.latent_sites) if s not in marginalised]
+        worst = 0.0
+        for i in range(n):
+            latent = {k: e[i] for k, e in zip(self.latent_sites, self._enumerated, strict=True)}
+            trace = self._trace_at({**values, **latent})
+            errors = [log_density_error(trace[s]["fn"], trace[s]["value"]) for s in plain]
+            numerical = False
+            for site, deps in self._groups:
+                bound = getattr(trace[site]["fn"], "marginal_log_prob_error", None)
+                if callable(bound):
+                    numerical = True
+                    errors.append(float(bound([(trace[d]["fn"], trace[d]["value"]) for d in deps])))
+            numerical = numerical or any(
+                callable(getattr(trace[s]["fn"], "log_prob_error", None)) for s in plain
+            )
+            if not numerical:
+                return 0.0  # no site is computed numerically (the same in every term)
+            worst = max(worst, math.fsum(errors))
+        return worst
 
     def shapes_size(self, site: str) -> int:
         """The number of coordinates of a site in the flat vector.
@@ -406,11 +551,20 @@ class JointRelease(Distribution):
         Args:
             other: the joint release under the other dataset.
 
+        A release with marginalised continuous latent sites (and no other hidden or shared
+        randomness) whose sites are discrete goes by enumeration instead
+        (:func:`_marginal_sup_loss`).
+
         Returns:
-            An :class:`~dpaudit.exact.ExactSupLoss` (method ``"sites: ..."``), or ``None``
-            when the release is adaptive or a site's supremum is not known.
+            An :class:`~dpaudit.exact.ExactSupLoss` (method ``"sites: ..."`` or
+            ``"latent marginal"``), or ``None`` when the release is adaptive or a site's
+            supremum is not known.
         """
-        if not isinstance(other, JointRelease) or self.sites != other.sites or self.adaptive():
+        if not isinstance(other, JointRelease) or self.sites != other.sites:
+            return None
+        if self._groups and not (self.latent_sites or self.shared_sites):
+            return _marginal_sup_loss(self, other)
+        if self.adaptive():
             return None
         if other.adaptive():
             return None
@@ -443,7 +597,7 @@ class JointRelease(Distribution):
         Returns:
             True unless every site's law is provably independent of the other sites.
         """
-        if self.latent_sites or self.shared_sites:
+        if self.latent_sites or self.shared_sites or self.continuous_sites:
             return True
 
         def laws(values):
@@ -461,17 +615,126 @@ class JointRelease(Distribution):
         return _depends_on_inputs(closed.jaxpr)
 
 
-def _depends_on_inputs(jaxpr) -> bool:
-    """Whether any output of ``jaxpr`` is computed (structurally) from one of its inputs."""
+def _tainted_outputs(jaxpr) -> list[bool]:
+    """For each output of ``jaxpr``: whether it is computed (structurally) from an input."""
     tainted = {id(v) for v in jaxpr.invars}
     for eqn in jaxpr.eqns:
         if any(id(v) in tainted for v in eqn.invars if not _is_literal(v)):
             tainted.update(id(v) for v in eqn.outvars)
-    return any(id(v) in tainted for v in jaxpr.outvars if not _is_literal(v))
+    return [not _is_literal(v) and id(v) in tainted for v in jaxpr.outvars]
+
+
+def _depends_on_inputs(jaxpr) -> bool:
+    """Whether any output of ``jaxpr`` is computed (structurally) from one of its inputs."""
+    return any(_tainted_outputs(jaxpr))
 
 
 def _is_literal(v) -> bool:
     return type(v).__name__ == "Literal"
+
+
+#: Model evaluations the exact route over marginalised releases may spend, per dataset,
+#: beyond which it declines (the Monte Carlo route then decides): each costs a model trace
+#: and one closed-form integral in Python, a few milliseconds.
+MAX_PREFIXES = 8 * MAX_ENUMERATION
+
+
+def _group_laws(law: JointRelease, values: dict, order):
+    """``(latent laws, dependents' laws, release sites' laws)`` with every site substituted."""
+    trace = law._trace_at(values)
+    latent = [trace[site]["fn"] for site, _ in law._groups]
+    deps = [[trace[d]["fn"] for d in group] for _, group in law._groups]
+    return latent, deps, [trace[s]["fn"] for s in order]
+
+
+def _prefix_laws(law: JointRelease, order, fill: dict):
+    """A jitted ``prefix -> _group_laws`` (the sites after the prefix take ``fill``).
+
+    A site's law depends only on the values before it, so the prefix's laws are exact
+    whatever fills the rest, and every prefix has one pytree structure: one compilation
+    for all prefixes, shared by both datasets when the law is a pytree (a model trace in
+    Python costs ~10 ms; a call of this, ~0.1 ms).
+    """
+    try:
+        jax.tree_util.tree_flatten(law)
+        compiled = jax.jit(_group_laws, static_argnums=2)
+        return lambda prefix: compiled(law, {**fill, **prefix}, tuple(order))
+    except TypeError:  # a dataset that is not made of arrays: close over it
+        closed = jax.jit(lambda values: _group_laws(law, values, order))
+        return lambda prefix: closed({**fill, **prefix})
+
+
+def _certified_prefix(law: JointRelease, laws, prefix: dict):
+    """Certified ``[lower, upper]`` of ``log P(prefix)`` (the first sites in model order).
+
+    The sites after the prefix integrate to 1 given the latent value, so each group's
+    marginal over the prefix's sites is the prefix's mass. Also returns the sites' laws.
+    """
+    latent, deps, site_laws = laws(prefix)
+    lower, upper = [], []
+    for fn, (_, group), group_laws in zip(latent, law._groups, deps, strict=True):
+        pairs = [(g, prefix[d]) for d, g in zip(group, group_laws, strict=True) if d in prefix]
+        lo, hi = fn.certified_marginal_log_prob(pairs)
+        lower.append(lo)
+        upper.append(hi)
+    if any(h == -math.inf for h in upper):
+        return (-math.inf, -math.inf), site_laws
+    lo, hi = math.fsum(lower), math.fsum(upper)
+    lo = math.nextafter(lo, -math.inf) if math.isfinite(lo) else lo
+    hi = math.nextafter(hi, math.inf) if math.isfinite(hi) else hi
+    return (lo, hi), site_laws
+
+
+def _marginal_sup_loss(p: JointRelease, q: JointRelease) -> ExactSupLoss | None:
+    """Certified suprema over every release of an enumerable marginalised release.
+
+    Every release site must depend on a marginalised continuous latent site whose law
+    provides ``certified_marginal_log_prob``, and be a scalar with an enumerable support.
+    The releases are enumerated site by site in the model's order (so the cutoff of an
+    SVT program prunes them): a prefix of mass certainly 0 under both datasets is not
+    extended. Declines (``None``) past :data:`MAX_ENUMERATION` releases or
+    :data:`MAX_PREFIXES` prefixes, or when a bracket cannot be computed.
+    """
+    trace = model_trace(p._model, p._data)
+    order = [k for k in trace if k in p.release_sites]
+    covered = {s for _, deps in p._groups for s in deps}
+    if set(order) != covered or p._groups != q._groups:
+        return None
+    for site, _ in p._groups:
+        if not callable(getattr(trace[site]["fn"], "certified_marginal_log_prob", None)):
+            return None
+    for site in order:
+        fn = trace[site]["fn"]
+        if not getattr(fn, "has_enumerate_support", False) or np.size(trace[site]["value"]) != 1:
+            return None
+    fill = {s: jnp.asarray(trace[s]["value"]) for s in order}
+    laws_p, laws_q = _prefix_laws(p, order, fill), _prefix_laws(q, order, fill)
+    leaves, visited = [], 0
+    stack = [({}, [trace[s]["fn"] for s in order])]
+    try:
+        while stack:
+            prefix, site_laws = stack.pop()
+            j = len(prefix)
+            for v in np.asarray(site_laws[j].enumerate_support()).ravel():
+                child = {**prefix, order[j]: jnp.asarray(v, dtype=fill[order[j]].dtype)}
+                bp, child_laws = _certified_prefix(p, laws_p, child)
+                bq, _ = _certified_prefix(q, laws_q, child)
+                visited += 1
+                if bp[1] == -math.inf and bq[1] == -math.inf:
+                    continue
+                if j + 1 == len(order):
+                    leaves.append((bp, bq))
+                else:
+                    stack.append((child, child_laws))
+            if len(leaves) > MAX_ENUMERATION or visited > MAX_PREFIXES:
+                return None
+    except OverflowError:
+        return None
+    if not leaves:
+        return None
+    log_p = np.array([bp for bp, _ in leaves])
+    log_q = np.array([bq for _, bq in leaves])
+    return finite_sup_loss(log_p, log_q, method="latent marginal")
 
 
 def joint_release(model, data, release_sites, name: str, *, rng_seed=0):
@@ -490,7 +753,8 @@ def joint_release(model, data, release_sites, name: str, *, rng_seed=0):
 
     Raises:
         ValueError: a release site missing from the trace, an undeclared random site,
-            a continuous latent site, or an enumeration above :data:`MAX_ENUMERATION`.
+            a continuous latent site without a marginal density (or with dependents
+            other than release sites), or an enumeration above :data:`MAX_ENUMERATION`.
         TypeError: a single release site drawn from something that is not a
             numpyro ``Distribution``.
     """

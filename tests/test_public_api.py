@@ -19,6 +19,7 @@ NOISE = {
     "analytic_gaussian_sigma", "cameron_martin_log_rn", "cameron_martin_log_rn_terms",
     "classical_gaussian_multiplier", "classical_gaussian_sigma", "gaussian_delta", "iclp_sigma",
     "one_c_log_rn", "one_c_log_rn_terms",
+    "NoisyComparison", "SparseVector", "ThresholdNoise", "log_laplace_cdf",
 }  # fmt: skip
 
 
@@ -27,7 +28,7 @@ def test_public_names():
         "bases", "grids", "kernels", "norms"
     }  # fmt: skip
     assert NOISE == {n for n in dir(noise) if not n.startswith("_")} - {
-        "calibration", "linear_laplace", "processes", "radon_nikodym"
+        "calibration", "linear_laplace", "processes", "radon_nikodym", "sparse_vector"
     }  # fmt: skip
 
 
@@ -57,7 +58,7 @@ PUBLIC = {
         "privacy_loss", "register", "spaces",
     },
     "dpaudit.blackbox": {
-        "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
+        "AutoPairs", "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
         "certified_delta", "certified_epsilon", "clopper_pearson", "kl_features",
         "neighbour_candidates", "numpy_generator", "per_call",
     },

@@ -84,6 +84,7 @@ The driver is :func:`blackbox_audit` in :mod:`dpaudit.blackbox.engine`.
 
 from __future__ import annotations
 
+from dpaudit.blackbox.autopairs import AutoPairs
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, clopper_pearson
 from dpaudit.blackbox.engine import blackbox_audit
 from dpaudit.blackbox.neighbours import neighbour_candidates
@@ -100,6 +101,7 @@ from dpaudit.blackbox.statistics import kl_features
 # spec reader, the CLI and the tests use them).
 __all__ = [
     "METHODS",
+    "AutoPairs",
     "BlackBoxResult",
     "CertifiedEvent",
     "as_sampler",

@@ -2,7 +2,8 @@
 
 The releases counted here are drawn with keys disjoint from the selection
 releases, after the event is fixed: one event, one pair, one direction,
-certified once. Certifying several events on one set of releases and keeping
+certified once (with ``stopping="sequential"``, at the pre-registered looks of
+:mod:`~dpaudit.blackbox.sequential`, each at its share of the level). Certifying several events on one set of releases and keeping
 the best would be a silent best-of-many (the maximum of many lower bounds is
 not a lower bound); selecting and certifying on one set would let the event fit
 the noise of the releases it is judged on.
@@ -12,16 +13,19 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import numpy as np
 
 from dpaudit.blackbox.result import CertifiedCounts, SelectedEvent
 from dpaudit.blackbox.samplers import ReleaseSource, chunks_of, numpy_generator
+from dpaudit.blackbox.sequential import LookPlan, look_chunk, look_plan
 
 __all__ = [
     "KEPT_SCORES",
     "TallyJob",
     "TallyState",
     "count_event",
+    "count_event_sequential",
     "finish_tally",
     "init_tally",
     "merge_tally",
@@ -253,3 +257,77 @@ def count_event(
     k_p = p_above + (int(rng.binomial(p_ties, selected.gamma)) if p_ties else 0)
     k_q = q_above + (int(rng.binomial(q_ties, selected.gamma)) if q_ties else 0)
     return CertifiedCounts(k_p, k_q, s_p, s_q)
+
+
+def _jobs(selected: SelectedEvent, score, sources, samples: int, keys) -> tuple[TallyJob, ...]:
+    """The two tally jobs ``(P, Q)`` of the certified direction."""
+    sign = selected.sign
+    source_p, source_q = sources if sign > 0 else sources[::-1]
+    key_p, key_q = (keys[0], keys[1]) if sign > 0 else (keys[1], keys[0])
+    keep = min(KEPT_SCORES, samples)
+    return tuple(
+        TallyJob(source, score, sign, selected.threshold, samples, keep, key)
+        for source, key in ((source_p, key_p), (source_q, key_q))
+    )
+
+
+def count_event_sequential(
+    selected: SelectedEvent,
+    score,
+    sources: tuple[ReleaseSource, ReleaseSource],
+    samples: int,
+    keys,
+    certifies,
+    confidence: float,
+    progress=None,
+) -> tuple[CertifiedCounts, LookPlan, int, bool]:
+    """Count the event look by look and stop at the first look that certifies a violation.
+
+    The looks and their levels are :func:`~dpaudit.blackbox.sequential.look_plan`'s,
+    fixed by the budget and the chunk size before any release is drawn. Both datasets
+    are counted up to each look; ties are resolved on each look's new ties (one
+    binomial per dataset and look), so the counts only grow.
+
+    Args:
+        selected: the event chosen on the selection releases.
+        score: the statistic fixed before certification.
+        sources: the release sources of the selected pair ``(D, D')``.
+        samples: the certification budget per dataset (the last look).
+        keys: three JAX keys: releases of ``D``, releases of ``D'``, the tie resolution.
+        certifies: ``certifies(k_p, k_q, n, confidence) -> bool``, whether these counts
+            certify a violation at that confidence.
+        confidence: the overall ``1 - alpha`` (spent over the looks).
+        progress: a :class:`dpaudit.progress.ProgressBar`.
+
+    Returns:
+        ``(counts, plan, look, stopped)``: the counts at the reported look (their ``n``
+        is ``plan.releases[look]``), the plan, the look's index, and whether a violation
+        was certified there.
+
+    Raises:
+        ValueError, TypeError: on bad releases.
+    """
+    jobs = _jobs(selected, score, sources, samples, keys)
+    chunk = look_chunk(samples, jobs[0].source.chunk_keys(samples, jobs[0].key)[0])
+    chunk_keys = [(chunk, jax.random.split(job.key, chunks_of(samples, chunk))) for job in jobs]
+    plan = look_plan(samples, chunk, confidence)
+    rng = numpy_generator(keys[2])
+    states, kept = [init_tally(), init_tally()], [0, 0]  # kept: ties resolved into the event
+    start, look, stopped = 0, 0, False
+    for look, (end, n) in enumerate(zip(plan.chunks, plan.releases, strict=True)):
+        for i, job in enumerate(jobs):
+            ties_before = states[i].ties
+            for c in range(start, end):
+                states[i] = step_tally(states[i], job, chunk_keys[i], c)
+                if progress is not None:
+                    progress.advance()
+            new_ties = states[i].ties - ties_before
+            kept[i] += int(rng.binomial(new_ties, selected.gamma)) if new_ties else 0
+        k = [state.above + tied for state, tied in zip(states, kept, strict=True)]
+        start = end
+        if certifies(k[0], k[1], n, plan.confidences[look]):
+            stopped = True
+            break
+    heads = [[s.heads[c] for c in sorted(s.heads)] for s in states]
+    scores = [np.concatenate(h) if h else np.zeros(0) for h in heads]
+    return CertifiedCounts(k[0], k[1], scores[0], scores[1]), plan, look, stopped

@@ -19,8 +19,9 @@ import jax
 import numpy as np
 
 from dpaudit.adjacency import check_adjacent
+from dpaudit.blackbox.autopairs import AutoPairs, auto_pairs
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, one_sided_pair
-from dpaudit.blackbox.certification import KEPT_SCORES, count_event
+from dpaudit.blackbox.certification import KEPT_SCORES, count_event, count_event_sequential
 from dpaudit.blackbox.percall import per_call, per_call_kind
 from dpaudit.blackbox.result import (
     DIRECTIONS,
@@ -35,6 +36,7 @@ from dpaudit.blackbox.result import (
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
 from dpaudit.blackbox.selection import OBJECTIVES, resolve_objective, select_event
+from dpaudit.blackbox.sequential import look_chunk, stopping_record
 from dpaudit.blackbox.statistics import (
     STATISTICS,
     FittedStatistic,
@@ -63,6 +65,10 @@ _PROGRESS_MIN_CHUNKS = 50
 # statistic and the event tail are estimated even for small budgets.
 _MIN_SELECT = 10_000
 _SELECT_FRACTION = 10
+#: How certification decides its budget: count all ``samples`` (``"fixed"``), or stop at the
+#: first pre-registered look that certifies a violation (``"sequential"``, level spent over the
+#: looks; :mod:`dpaudit.blackbox.sequential`).
+STOPPING_RULES = ("fixed", "sequential")
 
 
 class _Plan(NamedTuple):
@@ -85,6 +91,17 @@ class _Plan(NamedTuple):
     seed: int
     reproducible: bool
     notes: tuple
+    stopping: str = "fixed"
+    pair_names: tuple | None = None
+
+
+class _Certified(NamedTuple):
+    """The counts certification reports, the releases and level they hold at, and why."""
+
+    counts: CertifiedCounts
+    n: int
+    confidence: float
+    stopping: dict | None
 
 
 def blackbox_audit(
@@ -93,7 +110,7 @@ def blackbox_audit(
     data_prime=None,
     claim: Claim | tuple | None = None,
     *,
-    pairs: Sequence[tuple[Any, Any]] | None = None,
+    pairs: Sequence[tuple[Any, Any]] | str | AutoPairs | None = None,
     reference: Mechanism | None = None,
     statistic: str = "auto",
     features: Callable | None = None,
@@ -109,6 +126,7 @@ def blackbox_audit(
     progress: bool | None = None,
     method: str | None = None,
     executor=None,
+    stopping: str = "fixed",
 ) -> BlackBoxResult:
     """Audit an implementation's claim from its samples alone.
 
@@ -120,11 +138,15 @@ def blackbox_audit(
             are fine. A one-argument ``f(data) -> release`` is a per-call, unseeded
             implementation (wrapped by :func:`~dpaudit.blackbox.per_call`; use that
             function for samplers taking a seed or a numpy Generator).
-        data, data_prime: a neighbouring pair; or give ``pairs`` instead.
+        data, data_prime: a neighbouring pair; or give ``pairs`` instead (with
+            ``pairs="auto"``: ``data`` alone, the base input of the candidates).
         claim: the :class:`~dpaudit.Claim` (or ``(epsilon, delta)``).
         pairs: several candidate pairs (e.g. from
             :func:`~dpaudit.blackbox.neighbour_candidates`: the black-box neighbour
-            search); the selection set picks one, which alone is certified.
+            search); the selection set picks one, which alone is certified. ``"auto"``
+            or an :class:`~dpaudit.blackbox.AutoPairs`: candidates generated around
+            ``data`` for its kind (query answers, histogram, bounded records,
+            labelled records; see ``docs/blackbox.md``).
         reference: a :class:`~dpaudit.Mechanism` modelling the *intended*
             mechanism; its privacy loss is the test statistic (``statistic="model"``).
         statistic: the test statistic: ``"auto"`` (with a reference: its privacy loss
@@ -154,6 +176,11 @@ def blackbox_audit(
         method: deprecated alias of ``statistic`` (``DeprecationWarning``).
         executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
             executor: the certification chunks run as shards on workers (same counts).
+        stopping: ``"fixed"`` (count all ``samples``) or ``"sequential"``: count in
+            stages and stop at the first of a few pre-registered looks (1/64, 1/32, ...,
+            all of ``samples``) whose bound certifies a violation, each look at its share
+            of ``1 - confidence`` so the stopped bound keeps the stated confidence
+            (``result.stopping`` says when and why; see ``docs/blackbox.md``).
 
     Returns:
         A :class:`~dpaudit.blackbox.BlackBoxResult`.
@@ -177,6 +204,12 @@ def blackbox_audit(
                  features, samples, select_samples, confidence, objective, check_adjacency,
                  chunk_size, classifier_options, name, seed)
     # fmt: on
+    plan = plan._replace(stopping=check_choice("stopping", stopping, STOPPING_RULES))
+    if executor is not None and plan.stopping == "sequential":
+        raise ValueError(
+            "stopping='sequential' counts look by look in this process; drop executor= or use "
+            "stopping='fixed'."
+        )
     if executor is not None:
         from dpaudit.distributed import resolve_executor
 
@@ -184,7 +217,10 @@ def blackbox_audit(
     root = jax.random.key(seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.chunk_size, root)
     chunk = sources[0][0].chunk
-    total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk) + 2 * chunks_of(plan.samples, chunk)
+    # sequential certification draws chunks of at most 1/64 of the budget (its looks)
+    cert_chunk = chunk if plan.stopping == "fixed" else look_chunk(plan.samples, chunk)
+    total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk)
+    total += 2 * chunks_of(plan.samples, cert_chunk)
     show = should_show(progress, total, _PROGRESS_MIN_CHUNKS)
     with progress_bar(
         "black-box audit", total=total, unit="chunks", label=plan.name, show=show
@@ -193,9 +229,9 @@ def blackbox_audit(
         arms = _fit_statistics(plan, sources, root, bar)  # per pair, on selection releases
         selected = _select(plan, arms)  # one event among all arms and directions
         t1 = time.perf_counter()
-        counts = _certify(plan, selected, arms, sources, root, bar, executor)  # fresh releases
+        certified = _certify(plan, selected, arms, sources, root, bar, executor)  # fresh releases
     timings = {"selection": t1 - t0, "certification": time.perf_counter() - t1}
-    result = _result(plan, arms, selected, counts, timings, start)
+    result = _result(plan, arms, selected, certified, timings, start)
     # zCDP / RDP / GDP / f-DP claims: judged in their notion (dpaudit.blackbox.tradeoff)
     return notion_blackbox_result(result, plan.claim) if is_notion_claim(plan.claim) else result
 
@@ -230,13 +266,27 @@ def _fit_statistics(plan: _Plan, sources, root, bar) -> list[_Arm]:
 
 def _certify(
     plan: _Plan, selected: SelectedEvent, arms, sources, root, bar, executor=None
-) -> CertifiedCounts:
+) -> _Certified:
     """Count the selected event on fresh releases of its pair (one event, counted once)."""
     keys = jax.random.split(jax.random.fold_in(root, _CERTIFICATION_FOLD), 3)
     arm = arms[selected.pair]
-    return count_event(
-        selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar, executor
-    )
+    if plan.stopping == "fixed":
+        counts = count_event(
+            selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar, executor
+        )
+        return _Certified(counts, plan.samples, plan.confidence, None)
+    claim = plan.claim
+
+    def certifies(k_p, k_q, n, confidence):  # the verdict's inequality, at the look's level
+        bound = certified_epsilon(k_p, n, k_q, n, delta=claim.delta, confidence=confidence)
+        return float(bound) > claim.epsilon
+
+    counts, looks, look, stopped = count_event_sequential(
+        selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, certifies,
+        plan.confidence, bar,
+    )  # fmt: skip
+    record = stopping_record(looks, look, stopped)
+    return _Certified(counts, looks.releases[look], looks.confidences[look], record)
 
 
 def _select(plan: _Plan, arms: list[_Arm]) -> SelectedEvent:
@@ -252,12 +302,12 @@ def _result(
     plan: _Plan,
     arms: list[_Arm],
     selected: SelectedEvent,
-    counts: CertifiedCounts,
+    certified: _Certified,
     timings: dict,
     start: float,
 ) -> BlackBoxResult:
-    """The :class:`BlackBoxResult` of the certified counts."""
-    n, claim, confidence = plan.samples, plan.claim, plan.confidence
+    """The :class:`BlackBoxResult` of the certified counts (at the look they stopped at)."""
+    counts, n, claim, confidence = certified.counts, certified.n, plan.claim, certified.confidence
     eps_lo = float(
         certified_epsilon(counts.k_p, n, counts.k_q, n, delta=claim.delta, confidence=confidence)
     )
@@ -277,18 +327,22 @@ def _result(
     notes = verdict_notes(claim, selected.chosen_for, eps_lo, confidence, n_sel, n)
     notes += strength_notes(strength, claim, confidence, plan.kinds, arm.kind, plan.reproducible)
     notes += plan.notes
+    if certified.stopping is not None:
+        notes += (f"Sequential certification {certified.stopping['reason']}",)
+    if plan.pair_names is not None:
+        notes += (f"pairs='auto': the certified pair is {plan.pair_names[arm.pair]!r}.",)
     return BlackBoxResult(
         mechanism=plan.name,
         claim=claim,
         verdict="violation" if eps_lo > claim.epsilon else "inconclusive",
-        confidence=confidence,
+        confidence=plan.confidence,
         samples=n,
         samples_select=plan.select,
         seed=plan.seed,
         statistic=arm.kind,
         epsilon_lower=eps_lo,
         delta_lower=delta_lo,
-        event=_certified_event(plan, arm, selected, counts, n_sel),
+        event=_certified_event(plan, arm, selected, certified, n_sel),
         selection_scores={"P": sel_p[:kept], "Q": sel_q[:kept]},
         certification_scores={"P": counts.scores_p, "Q": counts.scores_q},
         seconds=time.perf_counter() - start,
@@ -297,13 +351,14 @@ def _result(
         objective=selected.chosen_for,
         strength=strength,
         reproducible=plan.reproducible,
+        stopping=certified.stopping,
     )
 
 
-def _certified_event(plan: _Plan, arm: _Arm, selected, counts, n_sel: int) -> CertifiedEvent:
+def _certified_event(plan: _Plan, arm: _Arm, selected, certified, n_sel: int) -> CertifiedEvent:
     """The public record of the certified event and its counts."""
-    n = plan.samples
-    p_lo, q_hi = one_sided_pair(counts.k_p, n, counts.k_q, n, plan.confidence)
+    counts, n = certified.counts, certified.n
+    p_lo, q_hi = one_sided_pair(counts.k_p, n, counts.k_q, n, certified.confidence)
     name = arm.fitted.name
     return CertifiedEvent(
         direction=DIRECTIONS[selected.direction],
@@ -353,7 +408,7 @@ def _plan(
     # fmt: on
     sampler, name = _check_sampler(sampler, name)
     claim = _check_claim(claim)
-    pairs = _check_pairs(data, data_prime, pairs)
+    pairs, pair_names, records, notes = _check_pairs(data, data_prime, pairs, claim)
     statistic = check_choice("statistic", statistic, STATISTICS)
     objective = resolve_objective(check_choice("objective", objective, OBJECTIVES), claim)
     statistic, kinds = _check_reference(statistic, reference)
@@ -372,8 +427,7 @@ def _plan(
     if chunk_size is not None:
         chunk_size = check_count("chunk_size", chunk_size)
     settings = classifier_settings(classifier_options)  # checked before the adjacency
-    notes = []
-    if check_adjacency:
+    if check_adjacency and records:  # answers / histogram candidates are neighbours by design
         for d, dp in pairs:
             if np.ndim(d) == 0 and np.ndim(dp) == 0:  # a scalar dataset has no records to compare
                 notes.append(_SCALAR_NOTE)
@@ -397,6 +451,7 @@ def _plan(
         seed=int(seed),
         reproducible=bool(getattr(sampler, "reproducible", True)),
         notes=tuple(dict.fromkeys(notes)),
+        pair_names=pair_names,
     )
 
 
@@ -433,17 +488,25 @@ def _check_claim(claim) -> Claim:
     )
 
 
-def _check_pairs(data, data_prime, pairs) -> list:
+def _check_pairs(data, data_prime, pairs, claim: Claim) -> tuple[list, tuple | None, bool, list]:
+    """``(pairs, their names (auto) or None, whether they are record datasets, notes)``."""
+    if isinstance(pairs, str | AutoPairs):  # generated candidates around data
+        if data_prime is not None:
+            raise ValueError(
+                "pairs='auto' builds the neighbours of data itself: pass data alone, not data_prime."
+            )
+        found = auto_pairs(data, claim, pairs)
+        return found.pairs, found.names, found.records, [found.note]
     if pairs is None:
         if data is None or data_prime is None:
             raise ValueError("give a neighbouring pair (data, data_prime) or pairs=[(D, D'), ...].")
-        return [(data, data_prime)]
+        return [(data, data_prime)], None, True, []
     if data is not None or data_prime is not None:
         raise ValueError("give either (data, data_prime) or pairs, not both.")
     pairs = list(pairs)
     if not pairs or not all(isinstance(p, tuple | list) and len(p) == 2 for p in pairs):
-        raise ValueError("pairs must be a non-empty list of (D, D') tuples.")
-    return pairs
+        raise ValueError("pairs must be a non-empty list of (D, D') tuples, 'auto' or AutoPairs.")
+    return pairs, None, True, []
 
 
 def _check_reference(statistic: str, reference) -> tuple[str, tuple]:

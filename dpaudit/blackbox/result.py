@@ -17,7 +17,8 @@ import numpy as np
 from dpaudit.audit_record import DIRECTIONS, AuditRecord
 from dpaudit.blackbox.bounds import detectable_violation
 from dpaudit.mechanism import Claim
-from dpaudit.serialize import json_float
+from dpaudit.notions.claims import claim_label, notion_bound_text
+from dpaudit.serialize import json_float, jsonable
 
 __all__ = [
     "DIRECTIONS",
@@ -170,6 +171,14 @@ class BlackBoxResult(AuditRecord):
             ``epsilon_any_event``, the smallest over all event sizes at this budget.
         reproducible: ``False`` when the sampler ignores the audit's seed (its own
             randomness): the verdict is valid, but a rerun draws other releases.
+        stopping: ``None`` for a fixed budget; with ``stopping="sequential"``, when and
+            why certification stopped (:func:`~dpaudit.blackbox.sequential.stopping_record`:
+            the look, the releases counted of the planned budget, the look's confidence,
+            the reason). ``samples`` is then the releases counted.
+        notion_bound: for a zCDP / RDP / GDP / f-DP claim, the certified lower bound on the
+            claim's own parameter (:func:`dpaudit.blackbox.tradeoff.notion_bound`:
+            ``notion, stated, parameter, lower, claimed, exceeds_claim, confidence``), at the
+            audit's confidence and from the same event; ``None`` for an (epsilon, delta) claim.
     """
 
     samples_select: int
@@ -187,6 +196,8 @@ class BlackBoxResult(AuditRecord):
     objective: str = "epsilon"
     strength: dict = dataclasses.field(default_factory=dict)
     reproducible: bool = True
+    stopping: dict | None = None
+    notion_bound: dict | None = None
 
     @property
     def method(self) -> str:
@@ -223,6 +234,7 @@ class BlackBoxResult(AuditRecord):
         Returns:
             The dict (the statistic under the key ``"method"``, as before its rename).
         """
+        stopping = {} if self.stopping is None else {"stopping": dict(self.stopping)}
         return {
             "kind": self.kind,
             **self.record_dict(),
@@ -240,9 +252,12 @@ class BlackBoxResult(AuditRecord):
             },
             "strength": {k: json_float(v) for k, v in self.strength.items()},
             "reproducible": self.reproducible,
+            **stopping,
             "seconds": self.seconds,
             "timings": dict(self.timings),
             "notes": list(self.notes),
+            # only for notion claims, so (epsilon, delta) records are unchanged
+            **({} if self.notion_bound is None else {"notion_bound": jsonable(self.notion_bound)}),
         }
 
     def __repr__(self) -> str:
@@ -262,12 +277,16 @@ class BlackBoxResult(AuditRecord):
         c, e = self.claim, self.event
         lines = [
             f"{self.mechanism}: {self.verdict} (black-box, {self.statistic})",
-            f"  claim: ({c.epsilon:g}, {c.delta:g})-DP, {c.adjacency}",
+            f"  claim: {claim_label(c, anchor=True)}, {c.adjacency}",
             f"  certified: epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
             f"{self.confidence:g}",
             f"  event: {e.direction}, statistic > {e.threshold:.4g}, counts P {e.counts['P']} / "
             f"Q {e.counts['Q']} of {e.n}",
         ]
+        if self.stopping is not None:
+            lines.append(f"  sequential: {self.stopping['reason']}")
+        if self.notion_bound is not None:
+            lines.append(f"  notion: {notion_bound_text(self.notion_bound)}")
         if self.notes:
             lines.append(f"  why: {self.notes[-1]}")
         return "\n".join(lines)

@@ -11,9 +11,12 @@ A black-box audit certifies one event ``S`` with joint Clopper–Pearson bounds
   ``1 - p_lo`` is bounded below by ``f`` at the next grid point.
 * **zCDP / RDP**: audited through the ``(epsilon, delta)`` profile they imply
   (:mod:`dpaudit.notions.conversions`): violated when
-  ``p_lo - e^epsilon q_hi > delta_claim(epsilon)`` at some ``epsilon`` of a grid; for
-  zCDP the certified parameter is the largest ``rho`` whose implied profile is still
-  below a certified point.
+  ``p_lo - e^epsilon q_hi > delta_claim(epsilon)`` at some ``epsilon`` of a grid; and
+  directly, by data processing: ``D_alpha(P || Q) >= D_alpha(Bern(p_lo) || Bern(q_hi))``
+  (:func:`binary_renyi`), violated when that exceeds a claimed ``epsilon(alpha)`` (or
+  ``rho alpha``). The certified parameter: ``epsilon(alpha)`` per claimed order for RDP;
+  for zCDP the larger of the largest ``rho`` whose implied profile is still below a
+  certified point and ``max_alpha D_alpha(Bern(p_lo) || Bern(q_hi)) / alpha``.
 
 All of these read the same two bounds, so they hold together at the audit's confidence.
 :func:`black_box_anchor` moves a notion claim's (epsilon, delta) anchor to
@@ -40,12 +43,20 @@ from dpaudit.notions.claims import (
 )
 from dpaudit.notions.conversions import gdp_mu_for_point
 
-__all__ = ["BLACK_BOX_ANCHOR_DELTA", "black_box_anchor", "notion_blackbox_result"]
+__all__ = [
+    "BLACK_BOX_ANCHOR_DELTA",
+    "binary_renyi",
+    "black_box_anchor",
+    "notion_blackbox_result",
+    "notion_bound",
+]
 
 #: The anchor delta of a notion claim in a black-box audit (unless the claim sets one).
 BLACK_BOX_ANCHOR_DELTA = 0.05
 # Epsilons at which an implied (epsilon, delta) profile is compared with a certified point.
 _PROFILE_POINTS = 64
+# Orders over which a certified binary Renyi divergence is turned into a rho (D_alpha / alpha).
+_RHO_ORDERS = 1.0 + np.geomspace(1e-3, 1e3, 200)
 
 
 def black_box_anchor(claim):
@@ -101,6 +112,79 @@ def _certified_rho(p_lo: float, q_hi: float, grid: np.ndarray) -> float:
     return best
 
 
+def binary_renyi(orders, p: float, q: float) -> np.ndarray:
+    """``D_alpha(Bern(p) || Bern(q))``: what one event shows of ``D_alpha(P || Q)``.
+
+    By data processing ``D_alpha(P || Q) >= D_alpha(Bern(P(S)) || Bern(Q(S)))``, and for
+    ``q <= p`` the binary divergence grows as ``p`` rises and as ``q`` falls (it is convex
+    in each argument with minimum 0 at ``p = q``), so certified ``P(S) >= p`` and
+    ``Q(S) <= q`` certify ``D_alpha(P || Q) >= D_alpha(Bern(p) || Bern(q))``.
+
+    Args:
+        orders: orders ``alpha > 1``.
+        p: a lower bound on ``P(S)``.
+        q: an upper bound on ``Q(S)``.
+
+    Returns:
+        The divergence at each order (0 when ``p <= q``).
+
+    Example:
+        >>> round(float(binary_renyi([2.0], 0.5, 0.25)[0]), 6)  # log(1 + (p-q)^2 / (q (1-q)))
+        0.287682
+    """
+    alpha = np.asarray(orders, dtype=np.float64)
+    if not p > q:
+        return np.zeros(alpha.shape)
+    with np.errstate(divide="ignore"):
+        first = alpha * math.log(p) + (1.0 - alpha) * math.log(q)
+        second = alpha * math.log1p(-p) + (1.0 - alpha) * math.log1p(-q)
+    return np.maximum(np.logaddexp(first, second) / (alpha - 1.0), 0.0)
+
+
+def _renyi_bound(claim, p_lo: float, q_hi: float) -> dict:
+    """The certified Rényi lower bounds: per claimed order (RDP) or the best rho (zCDP)."""
+    if isinstance(claim, RDPClaim):
+        orders = np.asarray(claim.orders, dtype=np.float64)
+        lower = binary_renyi(orders, p_lo, q_hi)
+        claimed = np.asarray(claim.epsilons, dtype=np.float64)
+        return {"parameter": "epsilon(alpha)", "orders": orders.tolist(),
+                "lower": lower.tolist(), "claimed": claimed.tolist(),
+                "exceeds_claim": bool(np.any(lower > claimed))}  # fmt: skip
+    _, grid = _profile_excess(claim, p_lo, q_hi)
+    rho = max(_certified_rho(p_lo, q_hi, grid),
+              float(np.max(binary_renyi(_RHO_ORDERS, p_lo, q_hi) / _RHO_ORDERS)))  # fmt: skip
+    return {"parameter": "rho", "lower": rho, "claimed": claim.rho,
+            "exceeds_claim": rho > claim.rho}  # fmt: skip
+
+
+def notion_bound(claim, p_lo: float, q_hi: float, confidence: float) -> dict:
+    """The certified parameter of the claim's notion from one certified event.
+
+    Args:
+        claim: a notion claim.
+        p_lo: certified lower bound on ``P(S)``.
+        q_hi: certified upper bound on ``Q(S)`` (jointly with ``p_lo``).
+        confidence: the confidence of the pair of bounds.
+
+    Returns:
+        ``{"notion", "stated", "parameter", "lower", "claimed", "exceeds_claim",
+        "confidence"}`` (``"orders"`` for RDP; for GDP / f-DP also the certified
+        ``"type_i_upper"``/``"type_ii_upper"`` point; an f-DP claim's ``lower`` is the
+        GDP ``mu`` through that point, its parameter ``"gdp mu"``).
+    """
+    out = {"notion": claim.notion, "stated": claim.describe()}
+    if isinstance(claim, GDPClaim | TradeoffClaim):
+        x = 1.0 - p_lo
+        mu = float(gdp_mu_for_point(x, q_hi))
+        out |= {"parameter": "mu" if isinstance(claim, GDPClaim) else "gdp mu", "lower": mu,
+                "claimed": claim.mu if isinstance(claim, GDPClaim) else None,
+                "exceeds_claim": bool(q_hi < _tradeoff_at_least(claim, x)),
+                "type_i_upper": x, "type_ii_upper": q_hi}  # fmt: skip
+    else:
+        out |= _renyi_bound(claim, p_lo, q_hi)
+    return out | {"confidence": confidence}
+
+
 def notion_blackbox_result(result, claim):
     """The black-box result judged in the claim's notion (module docstring).
 
@@ -109,30 +193,36 @@ def notion_blackbox_result(result, claim):
         claim: the notion claim.
 
     Returns:
-        The result with the notion claim, its verdict and a note stating the certified
-        parameter (for example ``"mu >= 1.31 at confidence 0.95"``).
+        The result with the notion claim, its verdict, :attr:`notion_bound` (the certified
+        parameter) and a note stating it (for example ``"mu >= 1.31 at confidence 0.95"``).
     """
     p_lo, q_hi = result.event.p_lower, result.event.q_upper
     conf = result.confidence
+    bound = notion_bound(claim, p_lo, q_hi, conf)
+    violated = bound["exceeds_claim"]
     if isinstance(claim, GDPClaim | TradeoffClaim):
         x = 1.0 - p_lo
-        violated = q_hi < _tradeoff_at_least(claim, x)
-        mu = float(gdp_mu_for_point(x, q_hi))
         note = (
             f"Certified at confidence {conf:g}: a test with type I error <= {x:.4g} and type "
-            f"II error <= {q_hi:.4g}, so mu >= {mu:.4g} (claimed {claim.describe()})."
+            f"II error <= {q_hi:.4g}, so mu >= {bound['lower']:.4g} (claimed {claim.describe()})."
         )
     else:
-        excess, grid = _profile_excess(claim, p_lo, q_hi)
-        violated = excess > 0
+        excess, _ = _profile_excess(claim, p_lo, q_hi)
+        violated = violated or excess > 0
         note = (
             f"Certified at confidence {conf:g}: delta(epsilon) >= p_lo - e^epsilon q_hi with "
             f"p_lo = {p_lo:.4g}, q_hi = {q_hi:.4g}; {claim.describe()} implies "
-            f"({claim.conversion}) a delta {'exceeded' if violated else 'not exceeded'} there."
+            f"({claim.conversion}) a delta {'exceeded' if excess > 0 else 'not exceeded'} there."
         )
         if isinstance(claim, ZCDPClaim):
-            note += f" rho >= {_certified_rho(p_lo, q_hi, grid):.4g}."
-        elif isinstance(claim, RDPClaim):
-            note += " (Renyi divergences are not bounded from counts: the profile decides.)"
+            note += f" rho >= {bound['lower']:.4g}."
+        else:
+            pairs = ", ".join(
+                f"D_{a:g} >= {d:.4g}" for a, d in zip(bound["orders"], bound["lower"], strict=True)
+            )
+            note += f" By data processing on the event: {pairs}."
     verdict = "violation" if violated or result.verdict == "violation" else "inconclusive"
-    return dataclasses.replace(result, claim=claim, verdict=verdict, notes=(*result.notes, note))
+    bound["exceeds_claim"] = bool(violated)  # by the parameter or by the implied profile
+    return dataclasses.replace(
+        result, claim=claim, verdict=verdict, notes=(*result.notes, note), notion_bound=bound
+    )

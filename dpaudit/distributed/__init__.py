@@ -28,12 +28,13 @@ from dpaudit.distributed.executors import (
     resolve_executor,
     shard_ranges,
 )
-from dpaudit.distributed.suite import run_suite_parallel, start_suite
+from dpaudit.distributed.suite import SuiteTarget, run_suite_parallel, start_suite
 
 __all__ = [
     "LocalExecutor",
     "RayExecutor",
     "ShardExecutor",
+    "SuiteTarget",
     "connect_ray",
     "resolve_executor",
     "run_suite_parallel",

@@ -36,6 +36,9 @@ _RETRIES = 3
 # Object store of a local instance: shards return a few hundred numbers per chunk and the
 # shared inputs are small, so 512 MiB is ample (Ray's default takes 30 % of the RAM).
 _LOCAL_OBJECT_STORE = 512 * 1024 * 1024
+# Tries to start a local instance: Ray gives its node a fixed 30 s to register, which a
+# heavily loaded machine can miss once.
+_START_ATTEMPTS = 2
 # Seconds to wait for the head node of a Ray cluster before saying it cannot be reached.
 _CONNECT_TIMEOUT = 5.0
 
@@ -199,6 +202,7 @@ def connect_ray(address: str | None = None, workers: int | None = None):
 
     Raises:
         ValueError: Ray not installed, ``workers < 1``, or an unreachable address.
+        RuntimeError: a local instance that did not start (twice).
     """
     ray = _import_ray()
     if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
@@ -216,12 +220,22 @@ def connect_ray(address: str | None = None, workers: int | None = None):
         options["object_store_memory"] = _LOCAL_OBJECT_STORE
     else:
         options["address"] = address
-    with warnings.catch_warnings():
-        # Ray starts its processes by fork + exec: JAX's warning about fork in a threaded
-        # process does not apply (nothing of JAX runs in the child before exec).
-        warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
-        ray.init(**options)
-    return ray
+    for _ in range(_START_ATTEMPTS):
+        try:
+            with warnings.catch_warnings():
+                # Ray starts its processes by fork + exec: JAX's warning about fork in a
+                # threaded process does not apply (nothing of JAX runs in the child before exec).
+                warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
+                ray.init(**options)
+            return ray
+        except Exception as err:  # Ray raises a bare Exception when its node does not start
+            if address is not None or "timed out during startup" not in str(err):
+                raise
+            ray.shutdown()
+    raise RuntimeError(
+        f"a local Ray instance did not start ({_START_ATTEMPTS} tries; Ray waits 30 s for its "
+        "node, too little on an overloaded machine)."
+    )
 
 
 def _call(function, shared, task):

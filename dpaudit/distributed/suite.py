@@ -8,35 +8,83 @@ validated every spec, so a spec that fails on a worker is an error of that audit
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from dpaudit.distributed.executors import connect_ray, gather, ship
 
-__all__ = ["run_spec", "run_suite_parallel", "start_suite"]
+# Programs that took at least this long to compile are kept in the cache (as the CLI does).
+_MIN_COMPILE_SECONDS = 0.05
+
+__all__ = ["SuiteTarget", "run_spec", "run_suite_parallel", "start_suite"]
 
 
-def run_spec(overrides: tuple, path: str):
-    """Prepare and run one spec (on a worker).
+@dataclass(frozen=True)
+class SuiteTarget:
+    """One audit of a parallel suite, as a worker rebuilds it.
 
     Args:
-        overrides: ``(seed, samples)`` of the command line (``None`` each when absent).
-        path: the spec's path.
+        path: a spec file, or ``FILE.py:CALLABLE``.
+        options: for a ``FILE.py:CALLABLE`` target, the command-line options that define its
+            audit (claim, data, black-box options: ``vars()`` of the parsed command line);
+            ``None`` for a spec file.
+        cost: the expected seconds of the audit (from the previous run), used only to
+            start the longest audits first; ``0.0`` when unknown.
+    """
+
+    path: str
+    options: dict | None = None
+    cost: float = 0.0
+
+
+def _configure_worker(cache_dir: str | None) -> None:
+    """The driver's compilation cache on this worker (a worker is a fresh JAX process)."""
+    if not cache_dir:
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir != cache_dir:
+        jax.config.update("jax_compilation_cache_dir", cache_dir)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", _MIN_COMPILE_SECONDS)
+
+
+def _prepare(target: SuiteTarget, seed, samples):
+    from argparse import Namespace
+
+    from dpaudit.cli import prepare, prepare_callable
+
+    if target.options is None:
+        (item,) = prepare([Path(target.path)], seed, samples)
+        return item
+    return prepare_callable(target.path, Namespace(**target.options))
+
+
+def run_spec(overrides: tuple, target):
+    """Prepare and run one audit of the suite (on a worker).
+
+    Args:
+        overrides: ``(seed, samples, cache_dir)`` of the command line (``None`` each when
+            absent; ``cache_dir`` is the driver's JAX compilation cache).
+        target: a :class:`SuiteTarget`, or a spec's path.
 
     Returns:
-        The audit's result.
+        ``(result, seconds)``: the audit's result and its wall time on the worker.
 
     Raises:
         SpecError: the audit failed on bad input (one sentence naming the spec).
         RuntimeError: the audit crashed.
     """
-    from dpaudit.cli import prepare, run_audit
+    from dpaudit.cli import run_audit
     from dpaudit.spec import SpecError
 
-    seed, samples = overrides
+    seed, samples, cache_dir = (*overrides, None)[:3]
+    target = target if isinstance(target, SuiteTarget) else SuiteTarget(str(target))
+    _configure_worker(cache_dir)
+    path, started = target.path, time.perf_counter()
     try:
-        (item,) = prepare([Path(path)], seed, samples)
-        return run_audit(item)
+        result = run_audit(_prepare(target, seed, samples))
     except SpecError:
         raise
     except (TypeError, ValueError) as err:
@@ -44,6 +92,7 @@ def run_spec(overrides: tuple, path: str):
     except Exception as err:  # a crash is no verdict: the suite stops, nothing is written
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise RuntimeError(f"{path}: the audit crashed ({first}); no report was written.") from None
+    return result, time.perf_counter() - started
 
 
 def start_suite(workers: int | None = None, address: str | None = None) -> None:
@@ -61,6 +110,12 @@ def start_suite(workers: int | None = None, address: str | None = None) -> None:
     connect_ray(address, workers)
 
 
+def _driver_cache() -> str | None:
+    import jax
+
+    return jax.config.jax_compilation_cache_dir or None
+
+
 def run_suite_parallel(
     paths: Sequence,
     seed: int | None = None,
@@ -69,19 +124,26 @@ def run_suite_parallel(
     workers: int | None = None,
     address: str | None = None,
     progress=None,
+    seconds: list | None = None,
 ) -> list:
-    """Run the specs ``paths`` as parallel Ray tasks and return their results in order.
+    """Run the audits ``paths`` as parallel Ray tasks and return their results in order.
+
+    Tasks are submitted longest first (by :attr:`SuiteTarget.cost`, stable otherwise), so
+    the suite does not end waiting for one long audit; the results come back in the order
+    of ``paths`` all the same. Workers use the driver's JAX compilation cache.
 
     Args:
-        paths: the spec files (already validated by the caller).
+        paths: spec files or :class:`SuiteTarget` (already validated by the caller).
         seed: overrides every spec's seed, or ``None``.
         samples: overrides every spec's budget, or ``None``.
         workers: CPUs of a local Ray instance started on demand (``None``: all cores).
         address: a running Ray cluster (``host:port`` or ``"auto"``) instead.
         progress: a progress bar advanced once per finished audit, or ``None``.
+        seconds: a list that receives each audit's wall time on its worker, in the order
+            of ``paths`` (``None``: not wanted).
 
     Returns:
-        One result per spec, in the order of ``paths``; identical to the serial run's.
+        One result per audit, in the order of ``paths``; identical to the serial run's.
 
     Raises:
         ValueError: ``workers < 1``, Ray missing, an unreachable address, or an audit that
@@ -90,7 +152,12 @@ def run_suite_parallel(
     """
     start_suite(workers, address)
     ray = connect_ray(address, workers)
-    ref = ship(ray, (seed, samples), "the command-line overrides")
+    targets = [t if isinstance(t, SuiteTarget) else SuiteTarget(str(t)) for t in paths]
+    ref = ship(ray, (seed, samples, _driver_cache()), "the command-line overrides")
     remote = ray.remote(num_cpus=1, max_retries=3)(run_spec)
-    refs = [remote.remote(ref, str(path)) for path in paths]
-    return gather(ray, refs, [1] * len(refs), progress)
+    order = sorted(range(len(targets)), key=lambda i: -targets[i].cost)
+    refs = {i: remote.remote(ref, targets[i]) for i in order}
+    done = gather(ray, [refs[i] for i in range(len(targets))], [1] * len(targets), progress)
+    if seconds is not None:
+        seconds[:] = [s for _, s in done]
+    return [r for r, _ in done]

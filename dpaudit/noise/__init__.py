@@ -1,4 +1,4 @@
-"""Noise processes, their closed-form log densities and calibration."""
+"""Noise processes, their closed-form log densities and calibration, and the SVT laws."""
 
 from dpaudit.noise.calibration import analytic_gaussian_sigma as analytic_gaussian_sigma
 from dpaudit.noise.calibration import classical_gaussian_multiplier as classical_gaussian_multiplier
@@ -13,3 +13,7 @@ from dpaudit.noise.radon_nikodym import cameron_martin_log_rn as cameron_martin_
 from dpaudit.noise.radon_nikodym import cameron_martin_log_rn_terms as cameron_martin_log_rn_terms
 from dpaudit.noise.radon_nikodym import one_c_log_rn as one_c_log_rn
 from dpaudit.noise.radon_nikodym import one_c_log_rn_terms as one_c_log_rn_terms
+from dpaudit.noise.sparse_vector import NoisyComparison as NoisyComparison
+from dpaudit.noise.sparse_vector import SparseVector as SparseVector
+from dpaudit.noise.sparse_vector import ThresholdNoise as ThresholdNoise
+from dpaudit.noise.sparse_vector import log_laplace_cdf as log_laplace_cdf

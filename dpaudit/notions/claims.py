@@ -38,6 +38,7 @@ from dpaudit.notions.conversions import (
     zcdp_delta,
     zcdp_epsilon,
 )
+from dpaudit.serialize import jsonable
 
 __all__ = [
     "CLAIM_FIELDS",
@@ -46,10 +47,13 @@ __all__ = [
     "RDPClaim",
     "TradeoffClaim",
     "ZCDPClaim",
+    "claim_label",
     "is_notion_claim",
     "make_claim",
+    "notion_bound_text",
     "notion_fields",
     "notion_of",
+    "notion_record",
 ]
 
 #: The notions a claim may be stated in; ``"dp"`` is :class:`~dpaudit.Claim`.
@@ -440,14 +444,20 @@ def _check_tradeoff(x: np.ndarray, f: np.ndarray) -> None:
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(f))):
         raise ValueError("TradeoffClaim points and values must be finite numbers.")
     if x[0] != 0.0 or x[-1] != 1.0 or np.any(np.diff(x) <= 0):
-        raise ValueError("TradeoffClaim points must increase strictly from 0 to 1.")
+        raise ValueError(
+            "TradeoffClaim points must increase strictly from 0 to 1 (type I errors on a "
+            f"grid covering [0, 1]), got {_head(x)}."
+        )
     if np.any(f < -_TRADEOFF_TOL) or np.any(f > 1 + _TRADEOFF_TOL):
-        raise ValueError("the trade-off function must take values in [0, 1].")
+        raise ValueError(
+            "the trade-off function must take values in [0, 1] (they are type II errors), "
+            f"got values from {float(np.min(f)):g} to {float(np.max(f)):g}."
+        )
     if np.any(np.diff(f) > _TRADEOFF_TOL):
         i = int(np.argmax(np.diff(f) > _TRADEOFF_TOL))
         raise ValueError(
-            f"the trade-off function must be non-increasing; it rises between x = {x[i]:g} and "
-            f"x = {x[i + 1]:g}."
+            f"the trade-off function must be non-increasing (allowing more type I error never "
+            f"costs type II error); it rises between x = {x[i]:g} and x = {x[i + 1]:g}."
         )
     if np.any(f > 1.0 - x + _TRADEOFF_TOL):
         i = int(np.argmax(f > 1.0 - x + _TRADEOFF_TOL))
@@ -463,8 +473,14 @@ def _check_tradeoff(x: np.ndarray, f: np.ndarray) -> None:
         i = int(np.argmax(excess > _TRADEOFF_TOL))
         raise ValueError(
             f"the trade-off function must be convex; at x = {x[i + 1]:g} it lies above the "
-            "chord of its neighbours."
+            "chord of its neighbours (state its lower convex envelope instead)."
         )
+
+
+def _head(x: np.ndarray) -> str:
+    """The first values of an array, for a message."""
+    shown = ", ".join(f"{v:g}" for v in x[:4])
+    return f"[{shown}{', ...' if x.size > 4 else ''}]"
 
 
 def is_notion_claim(claim) -> bool:
@@ -539,6 +555,93 @@ def make_claim(**fields):
     if "rdp_orders" not in fields or "rdp_epsilons" not in fields:
         raise ValueError("an RDP claim needs both rdp_orders and rdp_epsilons (one per order).")
     return RDPClaim(orders=fields["rdp_orders"], epsilons=fields["rdp_epsilons"], **common)
+
+
+def claim_label(claim, *, anchor: bool = False) -> str:
+    """The claim as users state it: ``"(1, 1e-05)-DP"``, ``"0.5-zCDP"``, ``"1-GDP"``, ``"RDP ..."``.
+
+    Args:
+        claim: a :class:`~dpaudit.Claim` or a notion claim.
+        anchor: for a notion claim, append the (epsilon, delta) it is checked at by
+            (epsilon, delta) machinery and the conversion that gave it.
+
+    Returns:
+        One line (no adjacency).
+
+    Example:
+        >>> claim_label(GDPClaim(1.0))
+        '1-GDP'
+        >>> claim_label(ZCDPClaim(0.5), anchor=True)[:40]
+        '0.5-zCDP (as (epsilon, delta): (4.72839,'
+    """
+    if not is_notion_claim(claim):
+        return f"({claim.epsilon:g}, {claim.delta:g})-DP"
+    text = claim.describe()
+    if anchor:
+        text += (
+            f" (as (epsilon, delta): ({claim.epsilon:g}, {claim.delta:g}) by {claim.conversion})"
+        )
+    return text
+
+
+def notion_bound_text(bound: dict) -> str:
+    """One line for a certified notion parameter (a black-box result's ``notion_bound``).
+
+    Args:
+        bound: ``{"parameter", "lower", "confidence", "stated", "exceeds_claim"[, "orders"]}``.
+
+    Returns:
+        For example ``"mu >= 0.976 at confidence 0.95 (claimed 0.9-GDP: refuted)"``.
+
+    Example:
+        >>> notion_bound_text({"parameter": "rho", "lower": 0.12, "confidence": 0.95,
+        ...                    "stated": "0.5-zCDP", "exceeds_claim": False})
+        'rho >= 0.12 at confidence 0.95 (claimed 0.5-zCDP: not refuted)'
+    """
+    if bound.get("orders") is not None:
+        value = ", ".join(
+            f"epsilon({a:g}) >= {v:.4g}"
+            for a, v in zip(bound["orders"], bound["lower"], strict=True)
+        )
+    else:
+        value = f"{bound['parameter']} >= {bound['lower']:.4g}"
+    verdict = "refuted" if bound.get("exceeds_claim") else "not refuted"
+    return f"{value} at confidence {bound['confidence']:g} (claimed {bound['stated']}: {verdict})"
+
+
+def notion_record(result) -> dict:
+    """``{"notion": {...}}`` for a result of a notion claim (``{}`` otherwise): its JSON summary.
+
+    Args:
+        result: a white-box :class:`~dpaudit.AuditResult` (its ``diagnostics["notion"]``)
+            or a :class:`~dpaudit.blackbox.BlackBoxResult` (its ``notion_bound``).
+
+    Returns:
+        ``{"notion": {"notion", "stated", "parameter", "tightest", "lower", "confidence",
+        ...}}``: ``tightest`` is the pair's exact/bracketed parameter (white-box; ``None``
+        for black-box), ``lower`` the certified lower bound at ``confidence``.
+    """
+    if not is_notion_claim(result.claim):
+        return {}
+    bound = getattr(result, "notion_bound", None)
+    if bound is not None:
+        return {"notion": jsonable({**bound, "tightest": None})}
+    audit = (getattr(result, "diagnostics", None) or {}).get("notion")
+    if audit is None:
+        return {}
+    return {
+        "notion": jsonable(
+            {
+                "notion": audit["notion"],
+                "stated": audit["claim"],
+                "parameter": audit["parameter"],
+                "tightest": audit["tightest"] or None,
+                "lower": audit["certified"],
+                "confidence": audit["confidence"],
+                "verdict": audit["verdict"],
+            }
+        )
+    }
 
 
 def notion_fields(claim) -> dict:

@@ -40,6 +40,9 @@ in addition to) ``[mechanism]``::
     reference_params = {}
     features = "values"              # values | kl (classifier features)
     objective = "epsilon"            # epsilon | delta
+    stopping = "fixed"               # fixed | sequential (stop once a violation is certified)
+    # pairs = "auto"                 # candidate neighbours of the first [data] dataset, or
+    # pairs = { kind = "records", domain = [0.0, 1.0] }   # (docs/blackbox.md)
 
     [budget]
     samples = 200000                 # certification releases per dataset

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dpaudit.adjacency import ADJACENCIES
-from dpaudit.blackbox import METHODS, OBJECTIVES
+from dpaudit.blackbox import METHODS, OBJECTIVES, AutoPairs
+from dpaudit.blackbox.engine import STOPPING_RULES
 from dpaudit.datasets import generators
 from dpaudit.mechanism import Claim
 from dpaudit.notions.claims import make_claim
@@ -225,11 +226,15 @@ def _load_claim(path: Path, raw: Mapping):
             "with rdp_epsilons).",
         )
     epsilon = _number(path, "claim.epsilon", table["epsilon"])
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise field_error(path, "claim.epsilon", f"must be a finite number > 0, got {epsilon!r}.")
+    if not (math.isfinite(epsilon) and epsilon >= 0):
+        raise field_error(path, "claim.epsilon", f"must be a finite number >= 0, got {epsilon!r}.")
     delta = _number(path, "claim.delta", table.get("delta", 0.0))
     if not 0 <= delta < 1:
         raise field_error(path, "claim.delta", f"must satisfy 0 <= delta < 1, got {delta!r}.")
+    if epsilon == 0 and delta == 0:
+        raise field_error(
+            path, "claim.epsilon", "epsilon = 0 needs a delta > 0 (pure-delta claim)."
+        )
     adjacency = table.get("adjacency", "replace-one")
     if adjacency not in ADJACENCIES:
         raise field_error(
@@ -502,6 +507,39 @@ def _blackbox_classifier_options(path: Path, table: Mapping, *, classifier: bool
     return options
 
 
+#: The keys of an inline ``pairs = { ... }`` table (the fields of ``AutoPairs``).
+_PAIRS_KEYS = ("kind", "domain", "labels", "index")
+
+
+def _blackbox_pairs(path: Path, table: Mapping) -> dict | None:
+    """``pairs = "auto"`` -> ``{}``; an inline table -> checked ``AutoPairs`` keyword arguments."""
+    if "pairs" not in table:
+        return None
+    value = table["pairs"]
+    if value == "auto":
+        return {}
+    if not isinstance(value, Mapping):
+        raise field_error(
+            path,
+            "blackbox.pairs",
+            f"must be 'auto' or a table {{ kind = ..., domain = [lo, hi] }}, got {value!r}.",
+        )
+    unknown = sorted(set(value) - set(_PAIRS_KEYS))
+    if unknown:
+        raise field_error(
+            path, f"blackbox.pairs.{unknown[0]}", f"unknown key; allowed are {list(_PAIRS_KEYS)}."
+        )
+    options = dict(value)
+    for key in ("domain", "labels"):
+        if isinstance(options.get(key), list):
+            options[key] = tuple(options[key])
+    try:
+        AutoPairs(**options)
+    except (TypeError, ValueError) as err:
+        raise field_error(path, "blackbox.pairs", str(err)) from None
+    return options
+
+
 def _load_blackbox(
     path: Path, table: Mapping, declared: str | None, declared_params: Mapping
 ) -> BlackBoxSpec:
@@ -518,6 +556,7 @@ def _load_blackbox(
     )
     objective = _choice(path, "blackbox.objective", table.get("objective", "epsilon"), OBJECTIVES)
     options = _blackbox_classifier_options(path, table, classifier=classifier)
+    stopping = _choice(path, "blackbox.stopping", table.get("stopping", "fixed"), STOPPING_RULES)
     return BlackBoxSpec(
         sampler=sampler,
         mechanism=mechanism,
@@ -528,8 +567,10 @@ def _load_blackbox(
         features=features,
         components=components,
         objective=objective,
+        stopping=stopping,
         classifier_options=options,
         reference_in_mechanism=reference is not None and "reference" not in table,
+        pairs=_blackbox_pairs(path, table),
     )
 
 
@@ -564,6 +605,11 @@ def load_spec(path: str | Path) -> AuditSpec:
         blackbox = _load_blackbox(path, blackbox_raw, *audited)
         if audited.mechanism is None:  # no [mechanism] table: the spec audits what it samples
             audited = _Audited(blackbox.sampler or blackbox.mechanism, blackbox.params)
+    if blackbox is None and getattr(claim, "epsilon", None) == 0:
+        raise field_error(
+            path, "claim.epsilon", "epsilon = 0 (a pure-delta claim) is audited black-box only: "
+            "add a [blackbox] table.",
+        )  # fmt: skip
     budget = _load_budget(path, raw, blackbox)
     expected = _load_expected(path, raw, blackbox)
     return AuditSpec(

@@ -52,7 +52,9 @@ SECTIONS: Mapping[str, frozenset[str]] = {
             "features",
             "components",
             "objective",
+            "stopping",
             "classifier_options",
+            "pairs",
         }
     ),
     "claim": frozenset(
@@ -121,8 +123,13 @@ class BlackBoxSpec:
         components: number of KL coefficients for ``features = "kl"``, or
             ``None`` for all of the basis.
         objective: ``"epsilon"`` or ``"delta"``.
+        stopping: ``"fixed"`` or ``"sequential"`` (certification stops at the first
+            pre-registered look that certifies a violation).
         classifier_options: passed to :func:`dpaudit.blackbox_audit`.
         reference_in_mechanism: the reference is the spec's ``[mechanism]`` table.
+        pairs: ``None`` (the ``[data]`` pair), or the keyword arguments of a
+            :class:`~dpaudit.blackbox.AutoPairs` (``{}`` for ``pairs = "auto"``):
+            candidate neighbours generated around the first dataset.
     """
 
     sampler: str | None
@@ -134,8 +141,10 @@ class BlackBoxSpec:
     features: str = "values"
     components: int | None = None
     objective: str = "epsilon"
+    stopping: str = "fixed"
     classifier_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     reference_in_mechanism: bool = False
+    pairs: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -98,6 +98,11 @@ class _Evidence(NamedTuple):
 def _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization):
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a dpaudit.Mechanism, got {type(mechanism).__name__}.")
+    if getattr(mechanism.claim, "epsilon", None) == 0:  # its verdict rules divide by epsilon
+        raise ValueError(
+            "the white-box audit needs a claimed epsilon > 0; audit an epsilon = 0 (pure-delta) "
+            "claim black-box with dpaudit.blackbox_audit."
+        )
     if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 2:
         raise ValueError(f"samples must be an integer >= 2, got {samples!r}.")
     if not (isinstance(confidence, float | int) and 0 < confidence < 1):

@@ -321,8 +321,16 @@ def _model(n, steps, q, clip, noise_std, learning_rate, seed):
             raise ValueError(
                 f"the mechanism was built for at most n = {n} records plus the canary once."
             )
+        # Both data sets padded to n + 1 records (zero rows, never in a batch): the laws on D
+        # and D + canary then have the same array shapes, so both directions of the audit
+        # share one compiled loss step instead of compiling one each.
+        pad = max(0, n + 1 - x.shape[0])
+        real = jnp.arange(x.shape[0] + pad) < x.shape[0]
+        x = jnp.concatenate([x, jnp.zeros((pad, x.shape[1]))])
+        y = jnp.concatenate([y, jnp.zeros(pad)])
+        is_target = jnp.concatenate([is_target, jnp.zeros(pad, bool)])
         rank = jnp.clip(jnp.cumsum(~is_target) - 1, 0, n - 1)
-        masks = (jnp.asarray(uniforms)[:, rank] < q) & ~is_target
+        masks = (jnp.asarray(uniforms)[:, rank] < q) & ~is_target & real
         numpyro.sample(
             "release",
             DPSGDTrajectory(

@@ -7,25 +7,53 @@ programme, ``p = 2`` quadratic programme, clamped to ``[0, 1]``),
 composition gives ``epsilon``, see docs/paper-errors.md#bmr-roc-composition), and :func:`private_hosmer_lemeshow`
 (Algorithm 2 with the corrections of docs/paper-errors.md#bmr-hl-algorithm).
 
+**The Hosmer–Lemeshow procedure as a registered mechanism.** The releases of the
+procedure (one ECDF of the predictions at node scale ``1/epsilon'`` and the ``4 Q``
+noisy group sums, each ``Lap(1/epsilon')``, with ``epsilon' = epsilon / (L + 9)``) form
+one release law, :class:`HosmerLemeshowRelease`, so an audit checks the budget split
+itself: ``bmr-hosmer-lemeshow`` (correct) and
+``faulty/bmr-hosmer-lemeshow-budget`` (``epsilon / (L + 1)``, which forgets the group
+sums). The group sums are computed at cut points read off the released ECDF (an
+adaptive composition), so the law is written as one distribution of the whole
+transcript: its density is the chain rule, its supremum of the loss is declared
+(:meth:`HosmerLemeshowRelease.exact_sup_loss`).
+
 Post-processing costs no privacy; the releases themselves are in
 :mod:`mechanisms.ecdf.tree`.
 """
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 import scipy.linalg
 import scipy.optimize
+from numpyro.distributions import Distribution, constraints
 
-from dpaudit.checks import check_epsilon
+import dpaudit
+from dpaudit.checks import check_count, check_epsilon
+from dpaudit.exact import ExactSupLoss, exact_sup_loss
 from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_matrix
-from mechanisms.ecdf.tree import bmr_ecdf, check_grid, check_labels, check_scores, tree_depth
+from mechanisms.ecdf.tree import (
+    bmr_ecdf,
+    bmr_exact_sensitivity,
+    check_grid,
+    check_labels,
+    check_scores,
+    tree_depth,
+)
+from mechanisms.faulty import register_pair
 
 __all__ = [
+    "HosmerLemeshowRelease",
     "auc",
     "hosmer_lemeshow",
+    "hosmer_lemeshow_epsilon_prime",
+    "hosmer_lemeshow_sum_shift",
     "inverse_ecdf",
     "private_hosmer_lemeshow",
     "roc_curve",
@@ -277,6 +305,29 @@ def _hl_statistic(sums, floor: float = 1e-9) -> float:
     return float(np.sum((sums[2:] - expected) ** 2 / expected))
 
 
+def hosmer_lemeshow_epsilon_prime(epsilon: float, depth: int) -> float:
+    """The per-release budget ``epsilon' = epsilon / (L + 9)`` of the private Hosmer–Lemeshow test.
+
+    ``(L + 1) epsilon'`` pays for the ECDF of the predictions (BMR's lemma bound on its
+    node sensitivity) and ``8 epsilon'`` for the group sums (a replaced record moves at
+    most 2 groups, 4 sums each). The registered ``bmr-hosmer-lemeshow`` uses this
+    function, so its audit checks the split :func:`private_hosmer_lemeshow` uses.
+
+    Args:
+        epsilon: the total budget.
+        depth: the tree depth ``L`` of the ECDF release.
+
+    Returns:
+        ``epsilon'``.
+
+    Example:
+        >>> hosmer_lemeshow_epsilon_prime(1.1, 2)
+        0.1
+    """
+    check_epsilon(epsilon)
+    return epsilon / (depth + 9)
+
+
 def private_hosmer_lemeshow(
     probabilities,
     labels,
@@ -317,7 +368,7 @@ def private_hosmer_lemeshow(
     m = np.clip(np.asarray(check_scores(probabilities)), 0.0, 1.0)
     y = np.asarray(check_labels(labels, m.shape[0]))
     depth = tree_depth(n_points)
-    eps_prime = epsilon / (depth + 9)
+    eps_prime = hosmer_lemeshow_epsilon_prime(epsilon, depth)
     grid = np.linspace(0.0, 1.0, n_points)
     key_tree, key_sums = jax.random.split(key)
     release = AncestorLaplace(bmr_ecdf(m, grid), depth, 1.0 / eps_prime, count_scale=m.shape[0])
@@ -328,3 +379,317 @@ def private_hosmer_lemeshow(
     sums = _group_sums(m, y, cuts) + noise
     sums[:2] = np.maximum(sums[:2], expected_floor)
     return _hl_statistic(sums), sums, cuts
+
+
+# ------------------------------------------- the Hosmer–Lemeshow procedure as a mechanism
+
+# Costs of the group sums are sums of a few exact terms times epsilon'; 1e-12 relative
+# covers their float rounding when they enter a certified supremum.
+_HL_RTOL = 1e-12
+
+
+def _monotone_cuts(values, grid, n_groups: int):
+    """Cut points ``(Q + 1,)`` from a noisy ECDF: monotone envelope, then the inverse on the grid.
+
+    The envelope ``min(1, max(0, cummax F))`` replaces the quadratic-programme smoothing
+    of :func:`private_hosmer_lemeshow` (both are post-processing of the release; this one
+    is a JAX expression, so the release law's density can be evaluated under ``vmap``).
+    """
+    envelope = jnp.clip(jax.lax.cummax(values, axis=values.ndim - 1), 0.0, 1.0)
+    levels = jnp.arange(1, n_groups) / n_groups
+    index = jnp.minimum(jnp.searchsorted(envelope, levels), grid.shape[0] - 1)
+    return jnp.concatenate([jnp.zeros(1), grid[index], jnp.ones(1)])
+
+
+def _jax_group_sums(scores, labels, cuts):
+    """The ``(4, Q)`` sums ``E1, E0, O1, O0`` of half-open groups (as :func:`hosmer_lemeshow`)."""
+    n_groups = cuts.shape[0] - 1
+    group = jnp.clip(jnp.searchsorted(cuts[1:-1], scores, side="left"), 0, n_groups - 1)
+    one_hot = jax.nn.one_hot(group, n_groups, dtype=jnp.float64)
+    columns = jnp.stack([scores, 1.0 - scores, labels, 1.0 - labels])
+    return columns @ one_hot
+
+
+def hosmer_lemeshow_sum_shift(record, record_prime) -> tuple[float, float]:
+    """Bounds, over every choice of cut points, on ``sum |Delta|`` of the ``4 Q`` group sums.
+
+    A record ``(m, y)`` (``m`` in ``[0, 1]``, ``y`` in ``{0, 1}``) adds ``(m, 1 - m, y, 1 - y)``
+    to the sums of its group. Replaced by ``(m', y')``: in different groups both groups
+    move by ``m + (1 - m) + y + (1 - y) = 2``, total ``4``; in the same group the sums move by
+    ``2 |m - m'| + 2 |y - y'| <= 4``. Distinct scores can fall in different groups, equal
+    scores never do.
+
+    Args:
+        record: ``(m, y)`` in ``D``.
+        record_prime: ``(m', y')`` in ``D'``.
+
+    Returns:
+        ``(lower, upper)``: the smallest and the largest total shift over cut points.
+
+    Example:
+        >>> hosmer_lemeshow_sum_shift((0.0, 0.0), (1.0, 1.0))
+        (4.0, 4.0)
+    """
+    (m, y), (m2, y2) = record, record_prime
+    same_group = 2.0 * abs(m - m2) + 2.0 * abs(y - y2)
+    return same_group, (4.0 if m != m2 else same_group)
+
+
+class HosmerLemeshowRelease(Distribution):
+    """The transcript of the private Hosmer–Lemeshow procedure: ECDF values, then noisy sums.
+
+    ``x = (F, S)``: ``F`` the BMR ECDF of the predictions ``m`` on ``grid`` with node noise
+    ``Lap(1/epsilon')`` (:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`), ``S`` the
+    ``(4, Q)`` group sums (flattened row-major) at the cut points
+    :func:`_monotone_cuts` ``(F)`` plus independent ``Lap(1/epsilon')`` each. The density
+    is the chain rule ``p(F) p(S | cuts(F))``.
+
+    Args:
+        scores: ``(n,)`` predicted probabilities (clipped to ``[0, 1]``).
+        labels: ``(n,)`` outcomes in ``{0, 1}``.
+        grid: ``(N,)`` ECDF grid on ``[0, 1]``.
+        depth: the tree depth ``L`` (``N <= 2^L``).
+        epsilon_prime: the per-release budget ``epsilon'``.
+        n_groups: the number ``Q`` of risk groups.
+    """
+
+    support = constraints.real_vector
+    pytree_data_fields = ("ecdf", "scores", "labels", "grid")
+    pytree_aux_fields = ("n_groups", "sum_scale", "epsilon_prime")
+
+    def __init__(self, scores, labels, grid, depth, epsilon_prime, n_groups, *, validate_args=None):
+        self.scores = jnp.clip(jnp.asarray(scores, dtype=jnp.float64), 0.0, 1.0)
+        self.labels = jnp.asarray(labels, dtype=jnp.float64)
+        self.grid = jnp.asarray(grid, dtype=jnp.float64)
+        self.epsilon_prime = float(epsilon_prime)
+        self.sum_scale = 1.0 / self.epsilon_prime
+        self.n_groups = int(n_groups)
+        n = self.scores.shape[0]
+        self.ecdf = AncestorLaplace(
+            bmr_ecdf(self.scores, self.grid), depth, self.sum_scale, count_scale=n
+        )
+        width = self.grid.shape[0] + 4 * self.n_groups
+        super().__init__(batch_shape=(), event_shape=(width,), validate_args=validate_args)
+
+    @property
+    def density_work_elements(self) -> int:
+        """The ECDF density's working memory (the group sums add ``O(N + Q)``)."""
+        return self.ecdf.density_work_elements + 8 * self.event_shape[0]
+
+    def _sums(self, ecdf_values):
+        cuts = _monotone_cuts(ecdf_values, self.grid, self.n_groups)
+        return _jax_group_sums(self.scores, self.labels, cuts).reshape(-1)
+
+    def sample(self, key, sample_shape=()):
+        """Draw transcripts.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: leading shape.
+
+        Returns:
+            ``sample_shape + (N + 4 Q,)`` transcripts.
+        """
+        key_ecdf, key_sums = jax.random.split(key)
+        f = self.ecdf.sample(key_ecdf, sample_shape)
+        flat = f.reshape(-1, f.shape[-1])
+        sums = jax.vmap(self._sums)(flat).reshape((*tuple(sample_shape), 4 * self.n_groups))
+        noise = jax.random.laplace(key_sums, sums.shape, dtype=jnp.float64) * self.sum_scale
+        return jnp.concatenate([f, sums + noise], axis=-1)
+
+    def log_prob(self, value):
+        """The chain-rule log-density ``log p(F) + log p(S | cuts(F))``.
+
+        Args:
+            value: ``(..., N + 4 Q)`` transcripts.
+
+        Returns:
+            The log-density, shape ``(...)``.
+        """
+        n_points = self.grid.shape[0]
+        f, s = value[..., :n_points], value[..., n_points:]
+        flat = f.reshape(-1, n_points)
+        loc = jax.vmap(self._sums)(flat).reshape(s.shape)
+        b = self.sum_scale
+        log_sums = jnp.sum(-jnp.abs(s - loc) / b - jnp.log(2.0 * b), axis=-1)
+        return self.ecdf.log_prob(f) + log_sums
+
+    def log_prob_error(self, value) -> float:
+        """The ECDF density's certified error bound (the Laplace terms are closed forms).
+
+        Args:
+            value: one transcript.
+
+        Returns:
+            ``0.0`` or ``inf`` (:meth:`AncestorLaplace.log_prob_error`).
+        """
+        return self.ecdf.log_prob_error(value[..., : self.grid.shape[0]])
+
+    def exact_sup_loss(self, other) -> ExactSupLoss | None:
+        """Certified bounds on the supremum of the loss against ``other`` (adjacent data).
+
+        ``L(F, S) = L_F(F) + L_S(S | cuts(F))``. For every ``F``, ``sup_S L_S`` is the group
+        sums' total shift times ``epsilon'``, which lies in the bounds of
+        :func:`hosmer_lemeshow_sum_shift` whatever the cut points; so
+        ``sup L_F + lower <= sup L <= sup L_F + upper``, with ``sup L_F`` the ECDF's
+        linear-programme bounds (:func:`dpaudit.exact.exact_sup_loss`).
+
+        Args:
+            other: the release law under the neighbouring dataset.
+
+        Returns:
+            An :class:`~dpaudit.exact.ExactSupLoss`, or ``None`` for another kind of law, a
+            different grid, budget or group count, or datasets differing in more than one
+            record.
+        """
+        if not isinstance(other, HosmerLemeshowRelease) or not self._same_design(other):
+            return None
+        moved = np.flatnonzero(
+            (np.asarray(self.scores) != np.asarray(other.scores))
+            | (np.asarray(self.labels) != np.asarray(other.labels))
+        )
+        if moved.size > 1:
+            return None
+        lower = upper = 0.0
+        if moved.size:
+            i = int(moved[0])
+            lower, upper = hosmer_lemeshow_sum_shift(
+                (float(self.scores[i]), float(self.labels[i])),
+                (float(other.scores[i]), float(other.labels[i])),
+            )
+        ecdf = exact_sup_loss(self.ecdf, other.ecdf)
+        if ecdf is None:
+            return None
+        low = lower * self.epsilon_prime * (1 - _HL_RTOL)
+        high = upper * self.epsilon_prime * (1 + _HL_RTOL)
+        return ExactSupLoss(
+            forward_lower=math.nextafter(ecdf.forward_lower + low, -math.inf),
+            forward_upper=math.nextafter(ecdf.forward_upper + high, math.inf),
+            backward_lower=math.nextafter(ecdf.backward_lower + low, -math.inf),
+            backward_upper=math.nextafter(ecdf.backward_upper + high, math.inf),
+            method="declared: hosmer-lemeshow (" + ecdf.method + " + group sums)",
+        )
+
+    def _same_design(self, other) -> bool:
+        return (
+            self.n_groups == other.n_groups
+            and self.epsilon_prime == other.epsilon_prime
+            and np.array_equal(np.asarray(self.grid), np.asarray(other.grid))
+            and self.scores.shape == other.scores.shape
+            and self.ecdf.depth == other.ecdf.depth
+        )
+
+
+_HL_EXAMPLE = {"epsilon": 1.0, "n": 40, "n_points": 4, "n_groups": 4}
+
+
+def _hosmer_lemeshow_mechanism(name, epsilon, n, n_points, n_groups, budget, known_flaw=None):
+    check_epsilon(epsilon)
+    n, n_points = check_count("n", n), check_count("n_points", n_points)
+    n_groups = check_count("n_groups", n_groups)
+    if n_points < 2 or n_groups < 2:
+        raise ValueError("n_points and n_groups must be at least 2.")
+    depth = tree_depth(n_points)
+    grid = jnp.linspace(0.0, 1.0, n_points)
+    epsilon_prime = budget(epsilon, depth)
+
+    def model(data):
+        scores, labels = data
+        m = check_scores(scores, n)
+        y = check_labels(labels, n)
+        release = HosmerLemeshowRelease(m, y, grid, depth, epsilon_prime, n_groups)
+        numpyro.sample("hosmer_lemeshow", release)
+
+    params = {
+        "epsilon": epsilon,
+        "n": n,
+        "n_points": n_points,
+        "n_groups": n_groups,
+        "depth": depth,
+        "epsilon_prime": epsilon_prime,
+    }
+    claim = dpaudit.Claim(
+        epsilon=epsilon,
+        reference="Barczewski, Mawass & Ramon, Algorithm 2 / Thm 5.1 with the corrections of "
+        "docs/paper-errors.md#bmr-hl-algorithm: epsilon' = epsilon / (L + 9)",
+    )
+    return dpaudit.Mechanism(
+        name=name,
+        model=model,
+        claim=claim,
+        params=params,
+        release_site="hosmer_lemeshow",
+        description=f"Private Hosmer-Lemeshow transcript: BMR ECDF of the predictions on "
+        f"{n_points} points and {4 * n_groups} noisy group sums, Lap(1/{epsilon_prime:.4g}) each.",
+        known_flaw=known_flaw,
+    )
+
+
+@dpaudit.register("bmr-hosmer-lemeshow", example=_HL_EXAMPLE)
+def bmr_hosmer_lemeshow(epsilon: float = 1.0, n: int = 100, n_points: int = 4, n_groups: int = 4):
+    """Private Hosmer–Lemeshow (BMR Algorithm 2, corrected) with ``epsilon' = epsilon/(L+9)``.
+
+    Args:
+        epsilon: the claimed epsilon.
+        n: the public number of records ``(prediction, outcome)``.
+        n_points: grid points ``N`` of the ECDF of the predictions.
+        n_groups: risk groups ``Q``.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`; data are ``(predictions, labels)``.
+    """
+    return _hosmer_lemeshow_mechanism(
+        "bmr-hosmer-lemeshow",
+        epsilon,
+        n,
+        n_points,
+        n_groups,
+        hosmer_lemeshow_epsilon_prime,
+    )
+
+
+@dpaudit.register("faulty/bmr-hosmer-lemeshow-budget", example=_HL_EXAMPLE, faulty=True)
+def bmr_hosmer_lemeshow_budget(
+    epsilon: float = 1.0, n: int = 100, n_points: int = 4, n_groups: int = 4
+):
+    """Private Hosmer–Lemeshow with ``epsilon' = epsilon/(L+1)``: the group sums are not paid for.
+
+    Args:
+        epsilon, n, n_points, n_groups: as :func:`bmr_hosmer_lemeshow`.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`; ``known_flaw.true_epsilon`` is
+        ``(Delta* + 4) epsilon / (L + 1)`` with ``Delta*`` the ECDF's exact worst case
+        (:func:`~mechanisms.ecdf.bmr_exact_sensitivity`), attained together with the group
+        sums' worst shift 4 by a record moving from ``(0, 0)`` to ``(1, 1)`` when that move is
+        the ECDF's worst (``N = 2^L <= 4``) and bounded by it otherwise.
+    """
+    n_points = check_count("n_points", n_points)
+    depth = tree_depth(n_points)
+    worst, _ = bmr_exact_sensitivity(n_points)
+    flaw = dpaudit.KnownFlaw(
+        reason="epsilon' = epsilon / (L + 1) pays for the ECDF only; the 4 Q noisy group sums "
+        "(a replaced record moves at most 2 groups: a total shift of 4) spend 4 epsilon' more.",
+        true_epsilon=(worst + 4.0) * epsilon / (depth + 1),
+        visible_on="a record moving from prediction 0, outcome 0 to prediction 1, outcome 1",
+    )
+    return _hosmer_lemeshow_mechanism(
+        "faulty/bmr-hosmer-lemeshow-budget",
+        epsilon,
+        n,
+        n_points,
+        n_groups,
+        lambda eps, depth: eps / (depth + 1),
+        known_flaw=flaw,
+    )
+
+
+@register_pair("faulty/bmr-hosmer-lemeshow-budget")
+def _hl_worst_pair():
+    """Random records; record 0 from (prediction 0, outcome 0) to (1, 1)."""
+    n = _HL_EXAMPLE["n"]
+    rng = np.random.default_rng(0)
+    scores, labels = rng.uniform(size=n), rng.integers(0, 2, size=n).astype(float)
+    scores_prime, labels_prime = scores.copy(), labels.copy()
+    scores[0], labels[0], scores_prime[0], labels_prime[0] = 0.0, 0.0, 1.0, 1.0
+    return (scores, labels), (scores_prime, labels_prime)

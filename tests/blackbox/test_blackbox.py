@@ -413,6 +413,8 @@ SLOW_DETECTION = {
     # not on the benchmark ladder; budgets set at 10^5 with the model statistic, not yet run
     # (session 5 ran out of machine time; `make test-slow` is the check).
     "faulty/composed-bmr-roc-parallel": ("model", 100_000),
+    "faulty/composed-functional-pair-half-covariance": ("model", 100_000),
+    "faulty/bmr-hosmer-lemeshow-budget": ("model", 100_000),
     "faulty/composed-gaussian-one-budget": ("model", 100_000),
     "faulty/composed-laplace-one-budget": ("model", 100_000),
     "faulty/gaussian-gdp-linf-sensitivity": ("model", 100_000),

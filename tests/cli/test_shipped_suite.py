@@ -52,6 +52,24 @@ def test_fast_subset_exists(spec):
     assert (AUDITS / spec).is_file()
 
 
+# One spec of each way a spec names what it audits (catalogue entry, faulty entry, a
+# sampler file, a sampler file with a reference model): `check` builds and runs each once.
+CHECKED = [
+    "catalogue/laplace-mean.toml",
+    "faulty/gaussian-pure-claim.toml",
+    "blackbox/laplace-mean.toml",
+    "blackbox/noisy-max-with-value.toml",
+]
+
+
+def test_dpaudit_check_accepts_one_spec_of_each_kind(capsys):
+    # the whole suite (below, slow) costs over a minute; `make audit` runs the same
+    # pre-audit checks on every spec before it audits any
+    assert main(["check", *(str(AUDITS / f) for f in CHECKED)]) == 0
+    assert "4 spec(s) valid (" in capsys.readouterr().out
+
+
+@pytest.mark.slow
 def test_dpaudit_check_accepts_every_shipped_spec(capsys):
     # builds every mechanism, sampler and pair and runs each model or sampler once:
     # the pre-audit checks must not refuse a shipped spec

@@ -62,8 +62,9 @@ def test_params_are_read_only():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"epsilon": 0.0}, "epsilon must be a finite number > 0"),
-        ({"epsilon": math.inf}, "epsilon must be a finite number > 0"),
+        ({"epsilon": 0.0}, "epsilon = 0 needs a delta > 0"),
+        ({"epsilon": -1.0}, "epsilon must be a finite number >= 0"),
+        ({"epsilon": math.inf}, "epsilon must be a finite number >= 0"),
         ({"epsilon": 1.0, "delta": 1.0}, "0 <= delta < 1"),
         ({"epsilon": 1.0, "delta": -0.1}, "0 <= delta < 1"),
         ({"epsilon": 1.0, "adjacency": "swap"}, "adjacency must be one of"),

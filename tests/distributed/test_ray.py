@@ -36,6 +36,13 @@ def local_ray():
     ray.shutdown()
 
 
+# The default run: 2 shards of 2 chunks each way (the split and the in-order merge are what
+# is tested; tests/distributed/test_shards.py covers 1, 2, 4 shards without Ray). The slow
+# run: 4 shards of 2 chunks.
+DEFAULT_SIZES = pytest.param(2, 10_000, id="2-shards")
+FULL_SIZES = pytest.param(4, 20_000, id="4-shards", marks=pytest.mark.slow)
+
+
 def _mechanism():
     def model(d):
         numpyro.sample("release", dist.Laplace(jnp.mean(d), 0.8 / N))
@@ -57,15 +64,17 @@ def _record(result):
 BB = dict(samples=40_000, select_samples=4000, chunk_size=2500, seed=3, progress=False)
 
 
-def test_ray_shards_give_the_serial_bits(local_ray):
-    """White-box (closed form, 8 chunks per direction) and black-box certification on 2 Ray
-    workers with 4 shards each: every number equals the serial run's."""
-    mech, kw = _mechanism(), dict(samples=20_000, chunk_size=2500, seed=1, progress=False)
+@pytest.mark.parametrize(("shards", "samples"), [DEFAULT_SIZES, FULL_SIZES])
+def test_ray_shards_give_the_serial_bits(local_ray, shards, samples):
+    """White-box (closed form, 2 x shards chunks per direction) and black-box certification on
+    2 Ray workers: every number equals the serial run's."""
+    executor = RayExecutor(shards=shards)
+    mech, kw = _mechanism(), dict(samples=samples, chunk_size=2500, seed=1, progress=False)
     serial = dpaudit.audit(mech, D, D_PRIME, **kw)
-    assert _record(dpaudit.audit(mech, D, D_PRIME, executor=local_ray, **kw)) == _record(serial)
-    claim = dpaudit.Claim(epsilon=0.5)
-    serial = blackbox_audit(_sampler, D, D_PRIME, claim, **BB)
-    on_ray = blackbox_audit(_sampler, D, D_PRIME, claim, executor="ray", **BB)
+    assert _record(dpaudit.audit(mech, D, D_PRIME, executor=executor, **kw)) == _record(serial)
+    claim, bb = dpaudit.Claim(epsilon=0.5), dict(BB, samples=2 * samples)
+    serial = blackbox_audit(_sampler, D, D_PRIME, claim, **bb)
+    on_ray = blackbox_audit(_sampler, D, D_PRIME, claim, executor=executor, **bb)
     assert _record(on_ray) == _record(serial)
 
 
@@ -142,6 +151,23 @@ def test_suite_with_two_workers_equals_the_serial_suite(local_ray, tmp_path):
 
 
 @pytest.mark.slow
+def test_shipped_suite_with_two_workers_equals_the_serial_suite(local_ray, tmp_path):
+    """Issue 18's acceptance: every shipped spec (every route, every verdict), serial and on
+    2 workers, gives the same JSON (timings aside). Budgets capped at 1000 releases so the
+    two runs take minutes, not the suite's full time."""
+    serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
+    args = ["--samples", "1000", "-q"]
+    assert main(["audit", "audits", "--json", str(serial), *args]) in (0, 1)
+    code = main(["audit", "audits", "--json", str(parallel), "--workers", "2", *args])
+    assert code in (0, 1)
+    a, b = (_strip(json.loads(p.read_text())) for p in (serial, parallel))
+    assert len(a["audits"]) >= 70
+    for x, y in zip(a["audits"], b["audits"], strict=True):
+        assert x == y, x["name"]
+    assert a == b
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "option, message",
     [
@@ -155,3 +181,27 @@ def test_bad_distributed_options_exit_2_and_write_nothing(option, message, tmp_p
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_callables_and_k_with_workers_equal_the_serial_run(local_ray, tmp_path, capsys):
+    """`-k` and a FILE.py:CALLABLE target with its own options run on the workers as they do
+    serially: the same audits, the same JSON (timings aside)."""
+    from spec_fixtures import USER
+    from spec_fixtures import WHITE_BOX_SPEC as SPEC
+
+    (tmp_path / "user.py").write_text(USER)
+    (tmp_path / "correct.toml").write_text(SPEC.format(expected='expected = "pass"', scale=1.0))
+    (tmp_path / "faulty.toml").write_text(SPEC.format(expected='expected = "violation"', scale=0.5))
+    target = f"{tmp_path / 'user.py'}:build"
+    base = ["audit", str(tmp_path), target, "--generator", "points", "--epsilon", "2"]
+    base += ["--samples", "1500", "--seed", "4", "-k", "faulty or build"]
+    serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
+    assert main([*base, "--json", str(serial)]) == 0
+    capsys.readouterr()
+    assert main([*base, "--json", str(parallel), "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "user.py:build: audited claim: (2, 0)-DP" in out and "faulty: violation ✓" in out
+    a, b = (_strip(json.loads(p.read_text())) for p in (serial, parallel))
+    assert a == b
+    assert [x["name"] for x in a["audits"]] == ["faulty", "user.py:build"]

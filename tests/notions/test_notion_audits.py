@@ -1,9 +1,11 @@
 """White-box audits of notion claims: the acceptance cases, specs and the CLI record."""
 
+import html
 import json
 import math
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ import dpaudit
 from dpaudit.cli import main
 from dpaudit.notions import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
 from dpaudit.notions.conversions import gdp_tradeoff
+from dpaudit.schemas import schema
 from dpaudit.spec import SpecError, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,14 +145,33 @@ SPECS = {
 
 
 @pytest.mark.parametrize("spec", sorted(SPECS))
-def test_notion_specs_reach_their_expected_verdict(spec, tmp_path):
+def test_notion_specs_reach_their_expected_verdict(spec, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert load_spec(ROOT / spec).expected == SPECS[spec]
-    assert main(["run", str(ROOT / spec), "--json", str(out)]) == 0
-    record = json.loads(out.read_text())["audits"][0]
+    loaded = load_spec(ROOT / spec)
+    assert loaded.expected == SPECS[spec]
+    assert main(["run", str(ROOT / spec), "--json", str(out), "--report", str(tmp_path)]) == 0
+    document = json.loads(out.read_text())
+    validator = jsonschema.Draft202012Validator(schema("results"))
+    assert list(validator.iter_errors(document)) == []
+    record = document["audits"][0]
     assert record["verdict"] == SPECS[spec]
     assert record["claim"]["notion"] in ("gdp", "zcdp", "rdp")
-    assert "certified" in record["details"]["diagnostics"]["notion"]
+    notion = record["details"]["diagnostics"]["notion"]
+    assert "certified" in notion and notion["tightest"] and notion["parameter"]
+    # the record's own summary: the claim's notion, the tightest parameter, the certified one
+    summary = record["notion"]
+    assert summary["notion"] == record["claim"]["notion"]
+    assert summary["tightest"] == notion["tightest"] and summary["lower"] == notion["certified"]
+    assert "tightest " in (tmp_path / "index.html").read_text()
+    # The claim users stated is what the table and the report show, not its (eps, delta) anchor.
+    stated = loaded.claim.describe()
+    assert record["claim"]["stated"] == stated
+    captured = capsys.readouterr()
+    table = captured.out + captured.err  # "run" is the legacy spelling: table on stderr
+    assert stated in table and f"({loaded.claim.epsilon:g}, " not in table
+    page = (tmp_path / "index.html").read_text()
+    assert f"<td>{html.escape(stated)}</td>" in page
+    assert f"<td>{html.escape(stated)} (as (epsilon, delta): " in page
 
 
 @pytest.mark.parametrize(

@@ -57,8 +57,57 @@ def test_bad_claims_get_one_sentence(fields, message):
     ],
 )
 def test_bad_tradeoff_functions_are_refused(f, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message) as err:
         TradeoffClaim.from_function(f)
+    assert str(err.value).count(". ") == 0  # one sentence
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (lambda: ZCDPClaim(0.0), ValueError, "rho must be a finite number > 0, got 0.0"),
+        (lambda: ZCDPClaim(-0.5), ValueError, "rho must be a finite number > 0, got -0.5"),
+        (lambda: ZCDPClaim(math.nan), ValueError, "rho must be a finite number > 0, got nan"),
+        (lambda: ZCDPClaim("0.5"), TypeError, "rho must be a number, got str"),
+        (lambda: ZCDPClaim(True), TypeError, "rho must be a number, got bool"),
+        (lambda: GDPClaim(0.0), ValueError, "mu must be a finite number > 0, got 0.0"),
+        (lambda: GDPClaim(-1.0), ValueError, "mu must be a finite number > 0, got -1.0"),
+        (lambda: GDPClaim(math.inf), ValueError, "mu must be a finite number > 0, got inf"),
+        (lambda: RDPClaim([1.0], [1.0]), ValueError, "orders must be > 1 .* got 1.0"),
+        (lambda: RDPClaim([2.0, 0.9], [1.0, 1.0]), ValueError, "orders must be > 1 .* got 0.9"),
+        (lambda: RDPClaim([2.0, 2.0], [1.0, 1.0]), ValueError, "orders must be distinct"),
+        (lambda: TradeoffClaim([0, 0.5, 1], [1, 0.6, 0]), ValueError, "below 1 - x"),
+        (lambda: TradeoffClaim([0, 0.5, 1], [0.4, 0.45, 0]), ValueError, "non-increasing"),
+        (lambda: TradeoffClaim([0, 0.5, 1], [0.8, 0.45, 0]), ValueError, "convex"),
+        (lambda: TradeoffClaim([0, 0.5], [0.5, 0]), ValueError, "from 0 to 1"),
+    ],
+)
+def test_bad_claims_built_directly_get_one_sentence(build, error, message):
+    with pytest.raises(error, match=message) as err:
+        build()
+    assert str(err.value).count(". ") == 0 and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "claim_table",
+    [
+        "epsilon = 1.0\nzcdp_rho = 0.5",
+        "zcdp_rho = 0.0",
+        "gdp_mu = -1.0",
+        "rdp_orders = [1.0, 2.0]\nrdp_epsilons = [0.5, 1.0]",
+    ],
+)
+def test_bad_notion_claims_in_a_spec_exit_2_with_one_line(tmp_path, capsys, claim_table):
+    from dpaudit.cli import main
+
+    spec = tmp_path / "bad.toml"
+    spec.write_text(
+        f'[mechanism]\nname = "gaussian-mean-gdp"\n\n[claim]\n{claim_table}\n\n'
+        '[data]\ngenerator = "points"\n'
+    )
+    assert main(["audit", str(spec)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0] and "claim" in err[0]
 
 
 def test_claims_are_frozen_and_read_as_their_anchor():

@@ -1,0 +1,204 @@
+r"""Black-box budgets: DP-Sniper's rows at its own confidence and a tenth of its samples,
+the saving of sequential certification, and the selection share of the wall time.
+
+Three measurements (``--part dpsniper | sequential | share``, default all):
+
+* **dpsniper** — the rows of ``blackbox_tightness.py`` (StatDP / DP-Sniper
+  mechanisms, claimed epsilon 0.1) audited at DP-Sniper's confidence (90 %) with
+  the model-guided statistic (the rule's primary statistic; one audit per row, no
+  best-of-many), at a tenth of DP-Sniper's samples. DP-Sniper's budget per input
+  (``eth-sri/dp-sniper``, ``dpsniper/search/ddconfig.py`` defaults, used for its
+  published runs): ``n_train + n + n_check = 3 x 1.07e7`` to train and threshold the
+  attack on the pair it keeps, plus ``n_final = 2e8`` for the final estimate: at least
+  ``2.321e8`` releases per input, not counting the search over its other input pairs
+  (so its true budget is larger and the tenth below is conservative). dpaudit gets
+  ``2.321e7`` per dataset in all: ``pairs x select`` selection releases (``select =
+  min(2e6, total / (4 pairs))`` per pair) plus the rest for certification.
+* **sequential** — the faulty rows (true epsilon above the claim) audited once with
+  ``stopping="fixed"`` and once with ``stopping="sequential"`` at the same budget: the
+  fraction of the certification budget the sequential audit used and both bounds.
+* **share** — the selection share of the wall time at 1e7 certification releases
+  (``select_samples`` default, 1e6), measured warm: each audit is run twice in the
+  process and the second run's ``timings`` are reported (the first compiles).
+
+Run ``python benchmarks/blackbox_budget.py`` (minutes per part on 2 cores) or
+``--part share``; ``--quick`` shrinks every budget by 100 (a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import blackbox_tightness as bt
+import jax
+import jax.numpy as jnp
+
+import dpaudit
+from dpaudit.blackbox import blackbox_audit
+
+#: DP-Sniper's confidence (``DDConfig.confidence``).
+DPSNIPER_CONFIDENCE = 0.9
+#: DP-Sniper's releases per input for the pair it keeps (``n_train + n + n_check + n_final``).
+DPSNIPER_SAMPLES = 3 * 10_700_000 + 200_000_000
+#: dpaudit's budget per dataset: a tenth of DP-Sniper's.
+BUDGET = DPSNIPER_SAMPLES // 10
+_MAX_SELECT_PER_PAIR = 2_000_000
+#: The faulty rows of the sequential comparison: the clear violations (and SVT Alg. 6, whose
+#: violation is of the size of the claim), not the rows whose bound is at the budget's edge.
+SEQUENTIAL_ROWS = ("noisyhist2", "rnm4", "svt5", "svt6")
+
+
+def _count(n: int) -> str:
+    """``23210000 -> '2.321e7'``."""
+    mantissa, exponent = f"{n:.3e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _split(total: int, pairs: int) -> tuple[int, int]:
+    """``(certification, selection per pair)`` of a total budget per dataset."""
+    select = min(_MAX_SELECT_PER_PAIR, total // (4 * pairs))
+    return total - pairs * select, select
+
+
+def dpsniper_table(scale: int = 1) -> list[str]:
+    """Rows at 90 % with a tenth of DP-Sniper's samples (model-guided statistic)."""
+    lines = [
+        "| mechanism | true ε | DP-Sniper lcb (90 %) | DP-Sniper samples / input | dpaudit "
+        "samples / dataset (cert. + select) | dpaudit bound (90 %) | wall / CPU s | load | goal |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in bt.rows():
+        cert, select = _split(BUDGET // scale, len(r.pairs))
+        cpu, load = time.process_time(), _load()
+        res = bt.audit_row(
+            r, "model", samples=cert, select_samples=select, confidence=DPSNIPER_CONFIDENCE
+        )
+        cpu = time.process_time() - cpu
+        lcb = r.published["dpsniper"][1]
+        total = cert + len(r.pairs) * select
+        if r.control:
+            goal = "control: ≤ 0.1 ✓" if res.epsilon_lower <= r.claim.epsilon else "✗ above 0.1"
+        else:
+            goal = "≥ lcb ✓" if res.epsilon_lower >= lcb else f"✗ {res.epsilon_lower - lcb:+.4f}"
+        lines.append(
+            f"| {r.title} | {r.true_epsilon:.4g} | {lcb:.4g} | "
+            f"{_count(DPSNIPER_SAMPLES)} | {_count(total)} ({_count(cert)} + "
+            f"{len(r.pairs)}×{_count(select)}) | **{res.epsilon_lower:.4g}** | "
+            f"{res.seconds:.0f} / {cpu:.0f} | {load} | {goal} |"
+        )
+        print(lines[-1], file=sys.stderr, flush=True)
+    return lines
+
+
+def sequential_table(scale: int = 1) -> list[str]:
+    """Faulty rows: fixed vs sequential certification at the same budget."""
+    lines = [
+        "| mechanism | budget (cert. per dataset) | fixed bound | sequential bound | look | "
+        "budget used | wall s fixed / sequential | load |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in bt.rows():
+        if r.key not in SEQUENTIAL_ROWS:
+            continue
+        cert, select = _split(BUDGET // scale, len(r.pairs))
+        load = _load()
+        runs = {
+            stop: bt_audit(r, cert, select, stop) for stop in ("fixed", "sequential")
+        }  # fmt: skip
+        seq = runs["sequential"].stopping
+        lines.append(
+            f"| {r.title} | {_count(cert)} | {runs['fixed'].epsilon_lower:.4g} | "
+            f"{runs['sequential'].epsilon_lower:.4g} | {seq['look']} of {seq['looks']} | "
+            f"{100 * seq['budget_fraction']:.1f} % | {runs['fixed'].seconds:.0f} / "
+            f"{runs['sequential'].seconds:.0f} | {load} |"
+        )
+        print(lines[-1], file=sys.stderr, flush=True)
+    return lines
+
+
+def bt_audit(r, cert: int, select: int, stopping: str):
+    """One model-guided audit of a benchmark row at 95 % with the given stopping rule."""
+    return blackbox_audit(
+        r.sampler,
+        claim=r.claim,
+        pairs=[(d, dp) for _, d, dp in r.pairs],
+        statistic="model",
+        reference=r.reference(),
+        samples=cert,
+        select_samples=select,
+        seed=0,
+        chunk_size=r.chunk_size,
+        name=r.key,
+        progress=False,
+        stopping=stopping,
+    )
+
+
+def laplace_count(data, n, key):
+    """A scalar Laplace count (sensitivity 1, scale 1): epsilon 1."""
+    return jnp.sum(data) + jax.random.laplace(key, (n,))
+
+
+def share_table(scale: int = 1) -> list[str]:
+    """Selection share of the wall time at 1e7 certification releases, warm."""
+    lines = [
+        "| audit | statistic | cert. / select per dataset | selection s | certification s | "
+        "selection share | load |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    samples = 10_000_000 // scale
+    cases = {
+        "scalar Laplace count (claim 0.5)": lambda: blackbox_audit(
+            laplace_count,
+            jnp.zeros(5),
+            jnp.ones(5).at[1:].set(0.0),
+            dpaudit.Claim(0.5),
+            samples=samples,
+            seed=0,
+            progress=False,
+        ),
+        "ReportNoisyMax index, 8 pairs (model)": lambda: bt.audit_row(
+            bt.row("rnm1"), "model", samples=samples, select_samples=samples // 10
+        ),
+    }
+    for name, run in cases.items():
+        run()  # compiles
+        load = _load()
+        res = run()
+        sel, cert = res.timings["selection"], res.timings["certification"]
+        lines.append(
+            f"| {name} | {res.statistic} | {_count(res.samples)} / "
+            f"{_count(res.samples_select)} | {sel:.2f} | {cert:.2f} | "
+            f"{100 * sel / (sel + cert):.0f} % | {load} |"
+        )
+        print(lines[-1], file=sys.stderr, flush=True)
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--part", choices=("dpsniper", "sequential", "share"), nargs="*")
+    parser.add_argument("--quick", action="store_true", help="every budget / 100 (smoke run)")
+    args = parser.parse_args(argv)
+    scale = 100 if args.quick else 1
+    parts = {"dpsniper": dpsniper_table, "sequential": sequential_table, "share": share_table}
+    for part in args.part or list(parts):
+        start = time.perf_counter()
+        print(f"\n### {part} (load at start {_load()})\n")
+        print("\n".join(parts[part](scale)))
+        print(f"\n({time.perf_counter() - start:.0f} s wall, load at end {_load()})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

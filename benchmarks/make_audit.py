@@ -1,0 +1,183 @@
+"""How long ``make audit`` takes: the whole shipped suite, cold and warm compilation cache.
+
+Two measurements:
+
+* ``suite`` (default): ``dpaudit audit audits/`` as a subprocess, serial and with
+  ``--workers N``, each first with an empty compilation cache (cold) and then again with
+  the cache the cold run filled (warm). Wall time, CPU time of the subprocess and all its
+  reaped descendants (Ray's workers included once Ray has shut down), and the load average
+  before and after are printed as one table.
+* ``profile``: every spec of the suite in this one process, in suite order, with its wall
+  time, CPU time (all threads of the process: XLA compiles and runs on several) and the
+  number and duration of XLA compilations, so the expensive specs stand out.
+
+Run on a quiet machine; the load average is printed beside every figure because a busy
+machine stretches wall time and inflates CPU time (cache misses, contention).
+
+Usage::
+
+    python benchmarks/make_audit.py                     # suite: serial and --workers 2
+    python benchmarks/make_audit.py suite --workers 2 --modes workers
+    python benchmarks/make_audit.py profile --cache /tmp/jaxcache --top 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_suite(cache: Path, workers: int | None, json_path: Path, target: str) -> dict:
+    """One ``dpaudit audit TARGET`` subprocess; its wall and CPU seconds and its exit code."""
+    program = "import sys; from dpaudit.cli import main; sys.exit(main(sys.argv[1:]))"
+    command = [sys.executable, "-c", program, "audit", target, "-q", "--json", str(json_path)]
+    command += ["--cache-dir", str(cache)]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    load_before, cpu_before, t0 = _load(), _children_cpu(), time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    cpu = _children_cpu() - cpu_before
+    closing = [line for line in done.stdout.splitlines() if line.strip()][-1:] or [""]
+    return {
+        "workers": workers,
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+        "exit": done.returncode,
+        "load_before": load_before,
+        "load_after": _load(),
+        "closing": closing[0] if done.returncode in (0, 1) else done.stderr[-500:],
+    }
+
+
+def suite(args) -> None:
+    """Cold then warm, for each mode; prints the table and writes it as JSON."""
+    rows = []
+    for mode in args.modes.split(","):
+        workers = None if mode == "serial" else args.workers
+        cache = Path(tempfile.mkdtemp(prefix="dpaudit-jax-"))
+        try:
+            for state in ("cold", "warm"):
+                out = Path(tempfile.mkdtemp()) / "results.json"
+                row = run_suite(cache, workers, out, args.target)
+                row.update(mode=mode if workers is None else f"--workers {workers}", cache=state)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    print()
+    print("| run | cache | wall | CPU | load before / after |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['mode']} | {r['cache']} | {r['wall_s']:.0f} s | {r['cpu_s']:.0f} s | "
+            f"{r['load_before']} / {r['load_after']} |"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "make_audit_suite.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def _compile_listener(log: list):
+    def listen(event: str, duration: float, **_kwargs) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            log.append(duration)
+
+    return listen
+
+
+def profile(args) -> None:
+    """Each spec in this process, in suite order: wall, CPU, XLA compilations."""
+    import jax
+
+    sys.path.insert(0, str(ROOT))
+    if args.cache != "none":
+        Path(args.cache).mkdir(parents=True, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", args.cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
+    from dpaudit.cli import prepare, run_audit
+    from dpaudit.spec import find_specs
+
+    compiles: list[float] = []
+    jax.monitoring.register_event_duration_secs_listener(_compile_listener(compiles))
+    paths = find_specs(args.target)
+    rows = []
+    load0, wall0, cpu0 = _load(), time.perf_counter(), time.process_time()
+    for path in paths:
+        t0, c0, n0 = time.perf_counter(), time.process_time(), len(compiles)
+        (item,) = prepare([path])
+        result = run_audit(item)
+        rows.append(
+            {
+                "spec": str(path),
+                "verdict": str(result.verdict),
+                "wall_s": round(time.perf_counter() - t0, 2),
+                "cpu_s": round(time.process_time() - c0, 2),
+                "compiles": len(compiles) - n0,
+                "compile_s": round(sum(compiles[n0:]), 2),
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    total = {
+        "wall_s": round(time.perf_counter() - wall0, 1),
+        "cpu_s": round(time.process_time() - cpu0, 1),
+        "compiles": len(compiles),
+        "compile_s": round(sum(compiles), 1),
+        "load_before": load0,
+        "load_after": _load(),
+    }
+    print()
+    print("| spec | verdict | wall | CPU | compilations (s) |")
+    print("|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: -r["cpu_s"])[: args.top]:
+        print(
+            f"| {r['spec']} | {r['verdict']} | {r['wall_s']:.1f} s | {r['cpu_s']:.1f} s | "
+            f"{r['compiles']} ({r['compile_s']:.1f} s) |"
+        )
+    print(
+        f"| all {len(rows)} | | {total['wall_s']:.0f} s | {total['cpu_s']:.0f} s | "
+        f"{total['compiles']} ({total['compile_s']:.0f} s) |"
+    )
+    print(f"load average before {total['load_before']}, after {total['load_after']}")
+    RESULTS.mkdir(exist_ok=True)
+    name = f"make_audit_profile_{args.label}.json"
+    (RESULTS / name).write_text(json.dumps({"total": total, "specs": rows}, indent=1) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", nargs="?", default="suite", choices=("suite", "profile"))
+    parser.add_argument("--target", default="audits/", help="the specs (default: audits/)")
+    parser.add_argument("--workers", type=int, default=2, help="workers of the parallel runs")
+    parser.add_argument(
+        "--modes", default="serial,workers", help="suite: serial, workers or both (comma)"
+    )
+    parser.add_argument("--cache", default="none", help="profile: the compilation cache folder")
+    parser.add_argument("--label", default="run", help="profile: suffix of the results file")
+    parser.add_argument("--top", type=int, default=15, help="profile: rows of the table")
+    args = parser.parse_args()
+    (suite if args.what == "suite" else profile)(args)
+
+
+if __name__ == "__main__":
+    main()
