@@ -20,7 +20,9 @@ for three structures (:func:`exact_sup_loss`):
   to ``g(s)/b`` as ``t -> inf`` (for square invertible ``A`` the loss is exactly
   ``(||A^{-1}(x + s)||_1 - ||A^{-1} x||_1)/b`` and the supremum is attained). The LP is
   solved by HiGHS with certified bounds
-  (:func:`~dpaudit.noise.linear_laplace.linear_laplace_sensitivity_bounds`). Independent
+  (:func:`~dpaudit.noise.linear_laplace.linear_laplace_sensitivity_bounds`); the BMR tree
+  (:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`) declares the same value from its
+  tree dynamic programme, without forming the dense matrix. Independent
   batch components (``to_event``) add up: the supremum of a sum of functions of
   independent coordinates is the sum of the suprema.
 * **Finite discrete releases** of numpyro's enumerable families (Bernoulli,

@@ -52,7 +52,7 @@ import numpyro
 
 import dpaudit
 from dpaudit.checks import check_choice, check_epsilon, is_concrete
-from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_matrix, ancestor_sensitivity
+from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_sensitivity
 from mechanisms.common import summary_release
 
 __all__ = [
@@ -464,7 +464,7 @@ def bmr_ecdf_mechanism(
         ),
         summary=lambda data: bmr_ecdf(check_scores(data, n), grid),
         difference_norm=lambda h: ancestor_sensitivity(depth, _count_shift(h, n)),
-        params={**params, "noise_matrix": ancestor_matrix(depth, n_points)},
+        params=params,
         description=(
             f"ECDF on a public grid; node noise Lap({scale:g}) on counts ({calibration} "
             "calibration), each CDF value receives all its ancestors' noise (BMR Eq. 2). "
