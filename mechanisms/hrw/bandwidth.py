@@ -50,6 +50,16 @@ claims. The two sites are ``"scale"`` and ``"kde"``; the law of ``"kde"``
 depends on the released ``"scale"``, so the audit evaluates the joint density
 by the chain rule (docs/whole-trace.md).
 
+Accounting of the audited pair (declared by the model, read through
+:meth:`dpaudit.sites.JointRelease.privacy_accounting`): the scale site is a Laplace
+pair with ``a = |G(D) - G(D')| / b``; given the scale, the KDE site is a Gaussian pair
+with ``mu_j = ||W_j (f_{D,h_j} - f_{D',h_j})||`` at the ladder bandwidth ``h_j`` it
+rounds to. By the dominating-pair rule for adaptive composition
+(docs/whole-trace.md, "Adaptive sites with bounded conditional pairs") the joint
+curve lies between Laplace(``a``) composed with the Gaussian of ``min_j mu_j`` and
+with that of ``max_j mu_j``, the extremes over **all** ``J`` ladder bandwidths
+(:func:`bandwidth_pair_parameters`, :func:`adaptive_pair_accounting`).
+
 Exact guarantee (used for the faulty variant). For one pair the joint
 hockey-stick divergence is
 ``delta(eps) = int p_D(s) delta_{mu(h(s))}(eps - L_scale(s)) ds`` (the Gaussian
