@@ -166,7 +166,10 @@ def test_enumeration_above_the_limit_and_continuous_latent_sites_are_refused():
         u = numpyro.sample("u", dist.Normal(0.0, 1.0), infer={"dpaudit": "latent"})
         numpyro.sample("release", dist.Laplace(jnp.sum(data) + u, 1.0))
 
-    with pytest.raises(ValueError, match=r"latent site 'u' \(Normal\) is continuous and its distribution provides no marginal density"):
+    with pytest.raises(
+        ValueError,
+        match=r"latent site 'u' \(Normal\) is continuous and its distribution provides no marginal density",
+    ):
         dpaudit.audit(dpaudit.Mechanism("cont", continuous, CLAIM), D, D_PRIME, samples=100)
 
 
