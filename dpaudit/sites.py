@@ -333,6 +333,31 @@ class JointRelease(Distribution):
         """``{site: value shape}`` of the sites in the flat vector."""
         return dict(zip(self.sites, self._shapes, strict=True))
 
+    def privacy_accounting(self, other, *, discretization: float = 1e-4):
+        """The accounting the model declares for this pair, if any (adaptive releases).
+
+        The hook read by :func:`dpaudit.accounting.declared_accounting`. A model may carry
+        an attribute ``privacy_accounting(data, data_prime, *, discretization)`` returning
+        an :class:`~dpaudit.accounting.ExactAccounting` of the joint release under the two
+        datasets (or ``None``): an adaptive release whose per-site conditional pairs are
+        dominated by known worst pairs declares their non-adaptive composition
+        (docs/whole-trace.md, "Adaptive sites with bounded conditional pairs"). It is
+        consulted only when both laws come from the same model with the same layout.
+
+        Args:
+            other: the joint law under the neighbouring dataset.
+            discretization: grid spacing of numerical curves.
+
+        Returns:
+            The model's accounting of ``(self, other)``, or ``None``.
+        """
+        hook = getattr(self._model, "privacy_accounting", None)
+        if not callable(hook) or not isinstance(other, JointRelease):
+            return None
+        if other._model is not self._model or other.sites != self.sites:
+            return None
+        return hook(self._data, other._data, discretization=discretization)
+
     # A pytree: the dataset and the enumerated latent values are leaves, the model and
     # the layout are static, so both directions of an audit (same model, two datasets)
     # share one compilation per chunk shape.

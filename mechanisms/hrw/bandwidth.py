@@ -50,6 +50,16 @@ claims. The two sites are ``"scale"`` and ``"kde"``; the law of ``"kde"``
 depends on the released ``"scale"``, so the audit evaluates the joint density
 by the chain rule (docs/whole-trace.md).
 
+Accounting of the audited pair (declared by the model, read through
+:meth:`dpaudit.sites.JointRelease.privacy_accounting`): the scale site is a Laplace
+pair with ``a = |G(D) - G(D')| / b``; given the scale, the KDE site is a Gaussian pair
+with ``mu_j = ||W_j (f_{D,h_j} - f_{D',h_j})||`` at the ladder bandwidth ``h_j`` it
+rounds to. By the dominating-pair rule for adaptive composition
+(docs/whole-trace.md, "Adaptive sites with bounded conditional pairs") the joint
+curve lies between Laplace(``a``) composed with the Gaussian of ``min_j mu_j`` and
+with that of ``max_j mu_j``, the extremes over **all** ``J`` ladder bandwidths
+(:func:`bandwidth_pair_parameters`, :func:`adaptive_pair_accounting`).
+
 Exact guarantee (used for the faulty variant). For one pair the joint
 hockey-stick divergence is
 ``delta(eps) = int p_D(s) delta_{mu(h(s))}(eps - L_scale(s)) ds`` (the Gaussian
@@ -69,8 +79,10 @@ KDE's budget: the bandwidth's epsilon is not counted).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
@@ -81,13 +93,16 @@ import scipy.optimize
 import dpaudit
 from dpaudit.accounting import gaussian_curve
 from dpaudit.checks import check_count, check_delta, check_epsilon
+from dpaudit.composition import GaussianComponent, LaplaceComponent, compose_accounting
 from dpaudit.noise import classical_gaussian_multiplier
 from mechanisms.faulty import register_pair
 from mechanisms.hrw.release import check_points, check_positive_number
 
 __all__ = [
     "BANDWIDTH_NUGGET",
+    "adaptive_pair_accounting",
     "bandwidth_ladder",
+    "bandwidth_pair_parameters",
     "gini_mean_difference",
     "gini_sensitivity",
     "kde_grid_mahalanobis",
@@ -103,6 +118,15 @@ __all__ = [
 #: ~ 1e17 without it) factors in float64, small enough that the Mahalanobis shift of
 #: the worst pair stays within 1e-5 of the RKHS bound (it can only lower it).
 BANDWIDTH_NUGGET = 1e-6
+
+#: Safety margins of the declared accounting's parameters. ``a`` is one subtraction and
+#: one division of float64 values the model itself uses (a few ulps: 1e-12 relative is
+#: far above). ``mu_j`` is the norm of the difference of two whitened means computed here
+#: outside ``jit``; the audited density recomputes them under XLA, whose fused operation
+#: order can move each ``|mean| <= ~1e3`` coordinate by ~1e-13: 1e-9 relative plus
+#: 1e-12 absolute covers both, rounded outward (``mu_max`` up, ``mu_min`` down).
+_A_RTOL = 1e-12
+_MU_RTOL, _MU_ATOL = 1e-9, 1e-12
 
 _EXAMPLE = {"epsilon_scale": 0.5, "epsilon_kde": 0.5, "delta": 1e-3, "n": 50, "grid_size": 16}
 _FAULTY_EXAMPLE = {**_EXAMPLE, "epsilon_scale": 2.0}
@@ -302,6 +326,64 @@ def laplace_gaussian_epsilon(delta: float, a: float, mu: float) -> float:
     return float(root + 1e-12)  # a bracket's width above the root: on the safe (large) side
 
 
+def bandwidth_pair_parameters(mechanism: dpaudit.Mechanism, data, data_prime):
+    """The Laplace shift ``a`` of the scale site and the KDE site's ``mu_j`` at every ladder bandwidth.
+
+    ``a = |G(D) - G(D')| / b`` (the scale site is ``Lap(G(D), b)``); ``mu_j =
+    ||W_j (f_{D,h_j}(g) - f_{D',h_j}(g))||_2``, the shift of the whitened KDE site given
+    that the released scale rounds to ladder bandwidth ``h_j`` (its law is ``N(W_j
+    f_{D,h_j}(g), I)``), computed for **all** ``J`` bandwidths with the model's own
+    whitening table (every bandwidth has positive probability: the Laplace scale has
+    full support). No safety margin is applied here (:func:`adaptive_pair_accounting`
+    does).
+
+    Args:
+        mechanism: a mechanism of this module.
+        data, data_prime: the two datasets (``(n,)`` or ``(n, 1)`` values in ``[0, 1]``).
+
+    Returns:
+        ``(a, mus)``: a float and a ``(J,)`` numpy array.
+    """
+    return mechanism.model.privacy_parameters(data, data_prime)
+
+
+def adaptive_pair_accounting(a: float, mus, *, discretization: float = 1e-4):
+    """Accounting of Laplace(``a``) followed by a Gaussian site whose ``mu`` depends on it.
+
+    Dominating-pair rule for adaptive composition (docs/whole-trace.md): the joint
+    curve is ``E_{s ~ P_D}[delta_{mu(s)}(epsilon - L_scale(s))]`` and the Gaussian curve
+    ``delta_mu(e)`` is nondecreasing in ``mu`` at every real ``e``, so the curve lies
+    between the non-adaptive compositions of ``Lap(a)`` with ``N(mu_min)`` and with
+    ``N(mu_max)``. The upper curve is the numerical upper curve of the latter, the lower
+    curve the numerical lower curve of the former (exact when every ``mu_j`` is equal).
+
+    Args:
+        a: the Laplace loss parameter of the first site (``>= 0``).
+        mus: the Gaussian ``mu`` of the second site for every value the first can take
+            (here: every ladder bandwidth).
+        discretization: grid spacing of the numerical curves.
+
+    Returns:
+        An :class:`~dpaudit.accounting.ExactAccounting` (family ``"composed"``, or
+        ``"laplace"`` when every ``mu`` is 0) whose ``mu`` is the rounded-up ``mu_max``.
+    """
+    mus = np.asarray(mus, dtype=np.float64)
+    a_up, a_down = a * (1 + _A_RTOL), a * (1 - _A_RTOL)
+    mu_max = float(np.max(mus)) * (1 + _MU_RTOL) + _MU_ATOL
+    mu_min = max(float(np.min(mus)) * (1 - _MU_RTOL) - _MU_ATOL, 0.0)
+    if float(np.max(mus)) == 0.0:
+        mu_max = mu_min = 0.0  # the KDE means coincide at every bandwidth: exactly no loss
+    upper = compose_accounting(
+        [LaplaceComponent(a_up), GaussianComponent(mu_max)],
+        discretization=discretization,
+        lower=False,
+    )
+    lower = compose_accounting(
+        [LaplaceComponent(a_down), GaussianComponent(mu_min)], discretization=discretization
+    )
+    return dataclasses.replace(upper, lower_pld=lower.lower_pld, reverse_lower_pld=None)
+
+
 def _checked(epsilon_scale, epsilon_kde, delta, n, grid_size, h_min, h_max, n_bandwidths):
     check_epsilon(epsilon_scale)
     check_epsilon(epsilon_kde)
@@ -350,6 +432,20 @@ def _bandwidth_kde(name, epsilon_scale, epsilon_kde, delta, sizes, claim, flaw):
         )
         h, w, g = table[0][j], table[1][j], table[2]
         numpyro.sample("kde", dist.Normal(w @ _kde(x, g, h), 1.0).to_event(1))
+
+    def privacy_parameters(data, data_prime):
+        x, xp = (check_points("KDE data", d, dim=1, n=n)[:, 0] for d in (data, data_prime))
+        a = abs(float(gini_mean_difference(x)) - float(gini_mean_difference(xp))) / scale_b
+        means = jax.vmap(lambda h, w: w @ _kde(x, table[2], h) - w @ _kde(xp, table[2], h))
+        return a, np.linalg.norm(np.asarray(means(table[0], table[1])), axis=1)
+
+    def privacy_accounting(data, data_prime, *, discretization=1e-4):
+        # the hook of dpaudit.sites.JointRelease.privacy_accounting (adaptive sites)
+        a, mus = privacy_parameters(data, data_prime)
+        return adaptive_pair_accounting(a, mus, discretization=discretization)
+
+    model.privacy_parameters = privacy_parameters
+    model.privacy_accounting = privacy_accounting
 
     params = {
         "epsilon_scale": epsilon_scale,
