@@ -410,11 +410,14 @@ def test_faulty_mechanisms_are_flagged_from_samples(name, statistic, samples):
 # benchmarks/blackbox_faulty.py (seed 0; BENCHMARKS.md, "Black-box detection").
 SLOW_DETECTION = {
     # Whole-trace (mechanisms/composed) and notion (mechanisms/faulty/notions.py) entries:
-    # not on the benchmark ladder; budgets set at 10^5 with the model statistic, not yet run
-    # (session 5 ran out of machine time; `make test-slow` is the check).
+    # not on the benchmark ladder; budgets set at 10^5 with the model statistic (`make
+    # test-slow` is the check; the runs of session 6 are in the stop note).
     "faulty/composed-bmr-roc-parallel": ("model", 100_000),
     "faulty/composed-functional-pair-half-covariance": ("model", 100_000),
     "faulty/bmr-hosmer-lemeshow-budget": ("model", 100_000),
+    "faulty/continual-gaussian-one-level": ("model", 100_000),
+    "faulty/hrw-bandwidth-budget-ignored": ("model", 100_000),
+    "faulty/svt-program-unscaled-query-noise": ("model", 100_000),
     "faulty/composed-gaussian-one-budget": ("model", 100_000),
     "faulty/composed-laplace-one-budget": ("model", 100_000),
     "faulty/gaussian-gdp-linf-sensitivity": ("model", 100_000),
