@@ -412,8 +412,9 @@ SLOW_DETECTION = {
     # Whole-trace (mechanisms/composed) and notion (mechanisms/faulty/notions.py) entries:
     # not on the benchmark ladder; budgets set at 10^5 with the model statistic (`make
     # test-slow` is the check; the runs of session 6 are in the stop note).
-    "faulty/composed-bmr-roc-parallel": ("model", 100_000),
-    "faulty/composed-functional-pair-half-covariance": ("model", 100_000),
+    # true epsilon 1.378 at delta 1e-5 vs claim 1: model 0.728 at 10^5 (inconclusive), 1.022 at
+    # 10^6 (seed 0, session 6: near the budget's edge)
+    "faulty/composed-functional-pair-half-covariance": ("model", 1_000_000),
     "faulty/bmr-hosmer-lemeshow-budget": ("model", 100_000),
     "faulty/continual-gaussian-one-level": ("model", 100_000),
     "faulty/hrw-bandwidth-budget-ignored": ("model", 100_000),
@@ -454,8 +455,18 @@ SLOW_DETECTION = {
 }
 
 
+# Faulty entries whose flaw a black-box audit does not reach at a budget a test can afford; each is
+# flagged white-box by its spec in audits/faulty (golden records pin that verdict).
+WHITE_BOX_ONLY = {
+    # two 64-leaf ECDF trees claimed by parallel composition (claim 1, true 2): model statistic,
+    # seed 0: 0.711 at 10^5, 0.876 at 10^6 (session 6); white-box: violation with exact accounting
+    "faulty/composed-bmr-roc-parallel",
+}
+
+
 def test_slow_detection_table_covers_the_faulty_catalogue():
-    assert sorted(SLOW_DETECTION) == sorted(dpaudit.catalogue(faulty=True))
+    assert not set(SLOW_DETECTION) & WHITE_BOX_ONLY
+    assert sorted(set(SLOW_DETECTION) | WHITE_BOX_ONLY) == sorted(dpaudit.catalogue(faulty=True))
 
 
 @pytest.mark.slow
