@@ -187,6 +187,22 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
+def _blas_threads() -> dict:
+    """The driver's BLAS / OpenMP thread counts, for local workers.
+
+    Ray sets ``OMP_NUM_THREADS=1`` in workers whose environment does not state it, and a
+    multi-threaded BLAS sums in another order than a single-threaded one: numpy and scipy
+    linear algebra (Cameron-Martin norms, Gaussian accounting) then differ in the last
+    bits from the serial run (measured: epsilon 0.6078528859728819 serial vs ...8315 on a
+    worker for ``hrw-gaussian-kde-anisotropic``). Local workers get the driver's counts (its
+    own variables, else one thread per core, OpenBLAS's default), so a suite on local
+    workers gives the serial run's bits.
+    """
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    stated = {name: os.environ[name] for name in names if name in os.environ}
+    return stated or {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}
+
+
 def connect_ray(address: str | None = None, workers: int | None = None):
     """Connect to Ray: a cluster at ``address``, or a local instance with ``workers`` CPUs.
 
@@ -216,7 +232,8 @@ def connect_ray(address: str | None = None, workers: int | None = None):
         # Local workers see the driver's import path: a sampler defined in the caller's own
         # module (a script folder, a test folder) unpickles on them as it does here.
         path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-        options.update(num_cpus=workers, runtime_env={"env_vars": {"PYTHONPATH": path}})
+        env = {"PYTHONPATH": path, **_blas_threads()}
+        options.update(num_cpus=workers, runtime_env={"env_vars": env})
         options["object_store_memory"] = _LOCAL_OBJECT_STORE
     else:
         options["address"] = address

@@ -64,6 +64,24 @@ def _record(result):
 BB = dict(samples=40_000, select_samples=4000, chunk_size=2500, seed=3, progress=False)
 
 
+def _linear_algebra_bits():
+    """A numpy solve large enough for a multi-threaded BLAS to split (its bits depend on it)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((400, 400))
+    a = a @ a.T + 400 * np.eye(400)
+    return np.linalg.solve(a, rng.standard_normal(400)).tobytes().hex()
+
+
+def test_local_workers_do_linear_algebra_with_the_drivers_bits(local_ray):
+    """Ray gives workers OMP_NUM_THREADS=1 unless told otherwise; a single-threaded BLAS sums in
+    another order, and a suite's Gaussian accounting moved in the last bits on workers
+    (hrw-gaussian-kde-anisotropic, session 6). Local workers get the driver's thread counts."""
+    remote = ray.remote(_linear_algebra_bits)
+    assert ray.get(remote.remote()) == _linear_algebra_bits()
+
+
 @pytest.mark.parametrize(("shards", "samples"), [DEFAULT_SIZES, FULL_SIZES])
 def test_ray_shards_give_the_serial_bits(local_ray, shards, samples):
     """White-box (closed form, 2 x shards chunks per direction) and black-box certification on
