@@ -20,7 +20,7 @@ import numpy as np
 
 from dpaudit.adjacency import check_adjacent
 from dpaudit.blackbox.autopairs import AutoPairs, auto_pairs
-from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, one_sided_pair
+from dpaudit.blackbox.bounds import bound_method, certified_epsilon_by
 from dpaudit.blackbox.certification import KEPT_SCORES, count_event, count_event_sequential
 from dpaudit.blackbox.percall import per_call, per_call_kind
 from dpaudit.blackbox.result import (
@@ -30,6 +30,7 @@ from dpaudit.blackbox.result import (
     CertifiedEvent,
     SelectedEvent,
     audit_strength,
+    certified_bounds,
     selection_epsilon,
     strength_notes,
     verdict_notes,
@@ -270,20 +271,24 @@ def _certify(
     """Count the selected event on fresh releases of its pair (one event, counted once)."""
     keys = jax.random.split(jax.random.fold_in(root, _CERTIFICATION_FOLD), 3)
     arm = arms[selected.pair]
+    claim = plan.claim
+    method = bound_method(claim.delta)  # fixed by the claim, before any release is drawn
     if plan.stopping == "fixed":
         counts = count_event(
-            selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar, executor
-        )
+            selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar, executor,
+            method,
+        )  # fmt: skip
         return _Certified(counts, plan.samples, plan.confidence, None)
-    claim = plan.claim
 
-    def certifies(k_p, k_q, n, confidence):  # the verdict's inequality, at the look's level
-        bound = certified_epsilon(k_p, n, k_q, n, delta=claim.delta, confidence=confidence)
+    def certifies(k_p, n_p, k_q, n_q, confidence):  # the verdict's inequality, look's level
+        bound = certified_epsilon_by(
+            method, k_p, n_p, k_q, n_q, delta=claim.delta, confidence=confidence
+        )
         return float(bound) > claim.epsilon
 
     counts, looks, look, stopped = count_event_sequential(
         selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, certifies,
-        plan.confidence, bar,
+        plan.confidence, bar, method,
     )  # fmt: skip
     record = stopping_record(looks, look, stopped)
     return _Certified(counts, looks.releases[look], looks.confidences[look], record)
@@ -308,12 +313,7 @@ def _result(
 ) -> BlackBoxResult:
     """The :class:`BlackBoxResult` of the certified counts (at the look they stopped at)."""
     counts, n, claim, confidence = certified.counts, certified.n, plan.claim, certified.confidence
-    eps_lo = float(
-        certified_epsilon(counts.k_p, n, counts.k_q, n, delta=claim.delta, confidence=confidence)
-    )
-    delta_lo = float(
-        certified_delta(counts.k_p, n, counts.k_q, n, epsilon=claim.epsilon, confidence=confidence)
-    )
+    eps_lo, delta_lo, _, _ = certified_bounds(counts, claim, confidence)
     arm = arms[selected.pair]
     stat = arm.fitted
     n_sel = int(stat.selection_d.size)
@@ -358,7 +358,7 @@ def _result(
 def _certified_event(plan: _Plan, arm: _Arm, selected, certified, n_sel: int) -> CertifiedEvent:
     """The public record of the certified event and its counts."""
     counts, n = certified.counts, certified.n
-    p_lo, q_hi = one_sided_pair(counts.k_p, n, counts.k_q, n, certified.confidence)
+    _, _, (p_lo, q_hi), bound = certified_bounds(counts, plan.claim, certified.confidence)
     name = arm.fitted.name
     return CertifiedEvent(
         direction=DIRECTIONS[selected.direction],
@@ -377,6 +377,8 @@ def _certified_event(plan: _Plan, arm: _Arm, selected, certified, n_sel: int) ->
             "n": n_sel,
             "pairs": len(plan.pairs),
         },
+        releases={"P": counts.n_p, "Q": counts.n_q},
+        bound=bound,
     )
 
 

@@ -15,7 +15,15 @@ from typing import NamedTuple
 import numpy as np
 
 from dpaudit.audit_record import DIRECTIONS, AuditRecord
-from dpaudit.blackbox.bounds import detectable_violation
+from dpaudit.blackbox.bounds import (
+    CONDITIONAL_RATIO,
+    PAIR,
+    certified_delta,
+    certified_epsilon_by,
+    conditional_ratio_lower,
+    detectable_violation,
+    one_sided_pair,
+)
 from dpaudit.mechanism import Claim
 from dpaudit.notions.claims import claim_label, notion_bound_text
 from dpaudit.serialize import json_float, jsonable
@@ -27,6 +35,7 @@ __all__ = [
     "CertifiedEvent",
     "SelectedEvent",
     "audit_strength",
+    "certified_bounds",
     "selection_epsilon",
     "strength_notes",
     "verdict_notes",
@@ -75,12 +84,19 @@ class CertifiedCounts(NamedTuple):
         k_q: the same for ``Q``.
         scores_p: the first (at most 20000) signed scores of ``P``'s releases, for plots.
         scores_q: the same for ``Q``.
+        n_p: releases of ``P`` counted (Poisson for the conditional-ratio bound).
+        n_q: the same for ``Q``.
+        bound: the epsilon bound the counts are for
+            (:func:`~dpaudit.blackbox.bounds.bound_method`).
     """
 
     k_p: int
     k_q: int
     scores_p: np.ndarray
     scores_q: np.ndarray
+    n_p: int
+    n_q: int
+    bound: str = PAIR
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,11 +111,19 @@ class CertifiedEvent:
         threshold: ``t``; the event is ``{s > t}`` plus ``{s = t}`` kept with
             probability ``tie_probability``.
         tie_probability: ``gamma`` in ``[0, 1]``.
-        counts: ``{"P": k, "Q": k}`` on the certification set (``n`` releases each).
-        n: certification releases per dataset.
-        p_lower, q_upper: the one-sided Clopper–Pearson bounds (``alpha / 2`` each).
+        counts: ``{"P": k, "Q": k}`` on the certification set.
+        n: certification releases per dataset (planned; the Poisson mean for the
+            conditional-ratio bound).
+        p_lower, q_upper: the one-sided Clopper–Pearson bounds (``alpha / 2`` each) on
+            ``releases``: they give the delta bound (and the epsilon bound of the pair).
         selection: the plug-in estimates on the selection set
             (``p_hat, q_hat, epsilon_hat, n``).
+        releases: ``{"P": n_P, "Q": n_Q}``, the releases counted (``n`` each for a fixed
+            count; Poisson(``n``) draws for the conditional-ratio bound).
+        bound: how the epsilon bound was certified: ``{"method", "confidence"}`` and, for
+            ``"conditional-ratio"``, ``theta_lower`` (lower bound on ``P(S) / (P(S) +
+            Q(S))`` given ``k_P + k_Q``) and ``ratio_lower`` (on ``P(S) / Q(S)``); for
+            ``"clopper-pearson-pair"``, ``ratio_lower = p_lower / q_upper``.
     """
 
     direction: str
@@ -112,6 +136,8 @@ class CertifiedEvent:
     p_lower: float
     q_upper: float
     selection: dict
+    releases: dict = dataclasses.field(default_factory=dict)
+    bound: dict = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """A JSON-able dict of the fields (infinities as ``"inf"``, NaN as ``None``).
@@ -131,6 +157,10 @@ class CertifiedEvent:
             "q_upper": self.q_upper,
             "selection": {
                 k: json_float(v) if isinstance(v, float) else v for k, v in self.selection.items()
+            },
+            "releases": dict(self.releases),
+            "bound": {
+                k: json_float(v) if isinstance(v, float) else v for k, v in self.bound.items()
             },
         }
 
@@ -210,6 +240,12 @@ class BlackBoxResult(AuditRecord):
         return f"black-box ({self.statistic})"
 
     @property
+    def bound_method(self) -> str:
+        """How the epsilon bound was certified: ``"conditional-ratio"`` (pure-epsilon claims)
+        or ``"clopper-pearson-pair"`` (see :func:`~dpaudit.blackbox.bounds.bound_method`)."""
+        return str(self.event.bound.get("method", PAIR))
+
+    @property
     def detectable_epsilon(self) -> float:
         """The smallest epsilon this audit would have certified (see :attr:`strength`)."""
         return float(self.strength.get("epsilon", math.inf))
@@ -245,6 +281,7 @@ class BlackBoxResult(AuditRecord):
             "epsilon_lower": json_float(self.epsilon_lower),
             "delta_at_claimed_epsilon": {"lower": json_float(self.delta_lower)},
             "event": self.event.to_dict(),
+            "bound_method": self.bound_method,
             "objective": self.objective,
             "bounds": {
                 k: {f: json_float(v) if isinstance(v, float) else v for f, v in b.items()}
@@ -279,7 +316,7 @@ class BlackBoxResult(AuditRecord):
             f"{self.mechanism}: {self.verdict} (black-box, {self.statistic})",
             f"  claim: {claim_label(c, anchor=True)}, {c.adjacency}",
             f"  certified: epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
-            f"{self.confidence:g}",
+            f"{self.confidence:g} ({self.bound_method} bound)",
             f"  event: {e.direction}, statistic > {e.threshold:.4g}, counts P {e.counts['P']} / "
             f"Q {e.counts['Q']} of {e.n}",
         ]
@@ -290,6 +327,39 @@ class BlackBoxResult(AuditRecord):
         if self.notes:
             lines.append(f"  why: {self.notes[-1]}")
         return "\n".join(lines)
+
+
+def certified_bounds(counts: CertifiedCounts, claim: Claim, confidence: float):
+    """The certified ``(epsilon_lower, delta_lower)`` of the counts, with the bound's record.
+
+    The epsilon bound is the counts' method (:attr:`CertifiedCounts.bound`); the delta
+    bound at the claimed epsilon is always the Clopper–Pearson pair on the releases
+    counted (valid given the Poisson counts too). Each holds at ``confidence``.
+
+    Args:
+        counts: the :class:`CertifiedCounts`.
+        claim: the claim audited.
+        confidence: ``1 - alpha`` (a sequential look's own level when stopped there).
+
+    Returns:
+        ``(epsilon_lower, delta_lower, (p_lower, q_upper), bound)`` with ``bound`` the
+        :attr:`CertifiedEvent.bound` record.
+    """
+    k_p, n_p, k_q, n_q = counts.k_p, counts.n_p, counts.k_q, counts.n_q
+    eps = float(
+        certified_epsilon_by(
+            counts.bound, k_p, n_p, k_q, n_q, delta=claim.delta, confidence=confidence
+        )
+    )
+    delta = float(certified_delta(k_p, n_p, k_q, n_q, epsilon=claim.epsilon, confidence=confidence))
+    p_lo, q_hi = (float(b) for b in one_sided_pair(k_p, n_p, k_q, n_q, confidence))
+    bound = {"method": counts.bound, "confidence": confidence}
+    if counts.bound == CONDITIONAL_RATIO:
+        ratio, theta = conditional_ratio_lower(k_p, k_q, confidence)
+        bound |= {"theta_lower": float(theta), "ratio_lower": float(ratio)}
+    else:
+        bound |= {"ratio_lower": p_lo / q_hi if q_hi > 0 else math.inf}
+    return eps, delta, (p_lo, q_hi), bound
 
 
 def selection_epsilon(selected: SelectedEvent, delta: float) -> float:
@@ -325,6 +395,13 @@ def verdict_notes(
         The notes.
     """
     notes = []
+    if claim.delta == 0:
+        notes.append(
+            "The epsilon bound is the exact conditional test of P(S)/Q(S) (one Clopper–Pearson "
+            "bound on P(S)/(P(S)+Q(S)) given k_P + k_Q, at the full level): the certification "
+            f"releases per dataset were Poisson({samples}) draws, so the counts are independent "
+            "Poisson (docs/blackbox.md, 'The conditional ratio bound')."
+        )
     if objective == "delta" and claim.delta > 0:
         notes.append(
             "The event was chosen for the delta margin at the claimed epsilon (objective "

@@ -20,10 +20,17 @@ Example:
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from dpaudit.blackbox.bounds import clopper_pearson
+from dpaudit.blackbox.bounds import (
+    CONDITIONAL_RATIO,
+    PAIR,
+    bound_method,
+    clopper_pearson,
+    conditional_ratio_lower,
+)
 from dpaudit.blackbox.result import SelectedEvent
 from dpaudit.mechanism import Claim
 
@@ -88,13 +95,17 @@ def resolve_objective(objective: str, claim: Claim) -> str:
 def plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: float, level, q_is):
     """The bound an event would certify with ``n_cert`` releases, from selection counts.
 
+    Planned with the bound certification will use (:func:`~dpaudit.blackbox.bounds.bound_method`
+    of the claim): the conditional ratio bound for a pure claim's epsilon objective, the
+    Clopper–Pearson pair otherwise.
+
     Args:
         k_p, k_q: expected event counts among ``n_sel`` selection releases of ``P`` and ``Q``.
         n_sel: selection releases per dataset.
         n_cert: certification releases per dataset.
         claim: the claim audited.
         objective: ``"epsilon"`` or ``"delta"``.
-        alpha: ``1 - confidence`` of the certified bound (``alpha / 2`` per side).
+        alpha: ``1 - confidence`` of the certified bound.
         level: the selection estimates are one-sided Clopper–Pearson bounds at this level
             (pessimistic for the event), then projected to ``n_cert``.
         q_is: importance-sampling estimates of ``Q(event)`` (NaN where none).
@@ -102,12 +113,29 @@ def plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: flo
     Returns:
         The planned bounds (``-1`` for an epsilon bound where nothing would be certified).
     """
-    p_lo, q_hi, _ = _planned(k_p, k_q, n_sel, n_cert, alpha, level, q_is)
-    return _bound_of(p_lo, q_hi, claim, objective)
+    method = bound_method(claim.delta)
+    return _bound_of(
+        _planned(k_p, k_q, n_sel, n_cert, alpha, level, q_is, method), claim, objective
+    )
 
 
-def _planned(k_p, k_q, n_sel, n_cert, alpha, level, q_is):
-    """Planned certification bounds ``(p_lo, q_hi)`` and the pessimistic estimates behind them."""
+class _Planned(NamedTuple):
+    """Planned certification bounds of the candidates, and the pessimistic estimates behind them.
+
+    ``p_lo``, ``q_hi``: the Clopper–Pearson pair (``alpha / 2`` each) at the projected
+    counts; ``ratio_lo``: the conditional ratio bound at ``alpha`` on them (``None`` unless
+    planned for it); ``p_tilde``, ``q_tilde``: the pessimistic selection estimates.
+    """
+
+    p_lo: np.ndarray
+    q_hi: np.ndarray
+    ratio_lo: np.ndarray | None
+    p_tilde: np.ndarray
+    q_tilde: np.ndarray
+
+
+def _planned(k_p, k_q, n_sel, n_cert, alpha, level, q_is, method: str = PAIR) -> _Planned:
+    """Planned certification bounds of ``method`` and the pessimistic estimates behind them."""
     p_tilde, _ = clopper_pearson(k_p, n_sel, level)
     _, q_tilde = clopper_pearson(k_q, n_sel, level)
     # A reference model's importance-sampling estimate replaces an upper bound that only
@@ -115,7 +143,10 @@ def _planned(k_p, k_q, n_sel, n_cert, alpha, level, q_is):
     q_tilde = np.where(np.isnan(q_is), q_tilde, np.minimum(q_tilde, np.maximum(q_is, k_q / n_sel)))
     p_lo, _ = clopper_pearson(p_tilde * n_cert, n_cert, alpha / 2)
     _, q_hi = clopper_pearson(q_tilde * n_cert, n_cert, alpha / 2)
-    return p_lo, q_hi, (p_tilde, q_tilde)
+    ratio_lo = None
+    if method == CONDITIONAL_RATIO:  # the expected Poisson counts n_cert * (p, q)
+        ratio_lo, _ = conditional_ratio_lower(p_tilde * n_cert, q_tilde * n_cert, 1.0 - alpha)
+    return _Planned(p_lo, q_hi, ratio_lo, p_tilde, q_tilde)
 
 
 def planned_margin(p, q, n_cert: int, claim: Claim) -> float:
@@ -281,9 +312,10 @@ def select_event(
     best: dict = {}
     for arm, direction, n_arm, table in tables:
         t, g, k_p, k_q, q_is = _trust_reference(table, n_arm)
-        p_lo, q_hi, (p_tilde, q_tilde) = _planned(k_p, k_q, n_arm, n_cert, alpha, level, q_is)
+        planned = _planned(k_p, k_q, n_arm, n_cert, alpha, level, q_is, bound_method(claim.delta))
+        p_tilde, q_tilde = planned.p_tilde, planned.q_tilde
         for name in objectives:
-            bound = np.asarray(_bound_of(p_lo, q_hi, claim, name))
+            bound = np.asarray(_bound_of(planned, claim, name))
             i = int(np.argmax(bound))
             candidate = SelectedEvent(
                 float(bound[i]), arm, direction, float(t[i]), float(g[i]),
@@ -294,10 +326,15 @@ def select_event(
     return _choose(best, claim, n_cert)
 
 
-def _bound_of(p_lo, q_hi, claim: Claim, objective: str):
-    """The planned bound of one objective from planned ``(p_lo, q_hi)``."""
+def _bound_of(planned: _Planned, claim: Claim, objective: str):
+    """The planned bound of one objective (the ratio bound where it was planned, a pure
+    claim's epsilon objective; else the pair ``(p_lo, q_hi)``)."""
+    p_lo, q_hi = planned.p_lo, planned.q_hi
     if objective == "delta":
         return p_lo - math.exp(claim.epsilon) * q_hi
+    if planned.ratio_lo is not None and claim.delta == 0:
+        with np.errstate(divide="ignore"):
+            return np.where(planned.ratio_lo > 0, np.log(planned.ratio_lo), -1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(
             p_lo > claim.delta, np.log(np.maximum(p_lo - claim.delta, 1e-300)) - np.log(q_hi), -1.0

@@ -7,14 +7,16 @@ releases are drawn in chunks of at most 1/64 of the budget). The audit
 stops at the first look whose certified epsilon lower bound exceeds the claim: a
 clear violation costs a fraction of the budget.
 
-Validity: look ``j`` uses the exact Clopper–Pearson pair at its own level
-``alpha_j`` (``alpha_j / 2`` per side), and the levels sum to ``alpha``. So with
-probability ``>= 1 - sum_j alpha_j = confidence`` *every* look's bound holds at
-once (a union bound; it needs only each look's counts to be binomial, not any
-dependence structure between looks), and then whichever look the audit stops at,
-its bound holds: the stopped bound exceeds the truth with probability at most
-``alpha``, for any stopping rule. Using each look's bound at the full level
-``alpha`` instead (no spending) would not keep that rate.
+Validity: look ``j`` uses the audit's exact bound at its own level ``alpha_j`` (the
+Clopper–Pearson pair at ``alpha_j / 2`` per side; for a pure-epsilon claim the
+conditional ratio bound at ``alpha_j``, on Poisson release counts with the look's
+planned releases as mean, drawn as independent increments), and the levels sum to
+``alpha``. So with probability ``>= 1 - sum_j alpha_j = confidence`` *every* look's
+bound holds at once (a union bound; it needs only each look's bound to be valid on
+its own, not any dependence structure between looks), and then whichever look the
+audit stops at, its bound holds: the stopped bound exceeds the truth with
+probability at most ``alpha``, for any stopping rule. Using each look's bound at
+the full level ``alpha`` instead (no spending) would not keep that rate.
 
 Spending: half of ``alpha`` goes to the last look and the other half is split
 equally among the earlier ones. An audit that never stops (a correct mechanism, the

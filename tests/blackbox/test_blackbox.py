@@ -34,6 +34,7 @@ from dpaudit.blackbox import (
     kl_features,
     numpy_generator,
 )
+from dpaudit.blackbox.bounds import certified_epsilon_by
 from dpaudit.spaces import Gaussian, kl_basis, uniform_grid
 from mechanisms.faulty import example_pair
 
@@ -276,10 +277,12 @@ def test_certification_releases_are_fresh_and_counted_once():
     )
     keys = [c[2] for c in calls]
     assert len(set(keys)) == len(keys)
+    # a pure claim: Poisson(3000) releases counted per dataset, drawn in one call of
+    # 3000 + 8 (isqrt(3000) + 1) = 3440 (so a count above the mean costs no second call)
+    assert res.event.n == 3000 and max(res.event.releases.values()) <= 3440
     for data in RR_PAIR:
         drawn = sum(n for d, n, _ in calls if d == data.tobytes() and n > 2)
-        assert drawn == 1000 + 3000
-    assert res.event.n == 3000
+        assert drawn == 1000 + 3440
 
 
 # ------------------------------------------------------------------ correct mechanisms
@@ -609,10 +612,18 @@ def test_result_record_is_json_and_holds_the_evidence():
     event = out["event"]
     assert set(event["counts"]) == {"P", "Q"} and event["n"] == 10_000
     assert event["direction"] in ("D->D'", "D'->D")
-    # the record's bound is the one its counts certify
-    assert certified_epsilon(
-        event["counts"]["P"], 10_000, event["counts"]["Q"], 10_000
+    # the record's bound is the one its counts certify: a pure claim, the conditional ratio
+    # bound on Poisson(10000) releases per dataset (the pair gives the delta bound)
+    assert out["bound_method"] == event["bound"]["method"] == "conditional-ratio"
+    assert event["releases"]["P"] != 10_000 or event["releases"]["Q"] != 10_000
+    k_p, k_q = event["counts"]["P"], event["counts"]["Q"]
+    assert certified_epsilon_by(
+        "conditional-ratio", k_p, 0, k_q, 0, confidence=0.95
     ) == pytest.approx(res.epsilon_lower, rel=1e-12)
+    n_p, n_q = event["releases"]["P"], event["releases"]["Q"]
+    assert certified_delta(k_p, n_p, k_q, n_q, epsilon=mech.claim.epsilon) == pytest.approx(
+        res.delta_lower, rel=1e-12, abs=1e-15
+    )
     assert out["claim"]["epsilon"] == mech.claim.epsilon
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.verdict = "pass"
@@ -637,11 +648,13 @@ def test_pairs_selects_one_pair_and_certifies_only_it(order):
     assert res.event.pair == 1 - order and res.event.selection["pairs"] == 2
     assert res.verdict == "violation"
     drawn_prime = sum(n for data, n, _ in calls if data == d_prime.tobytes() and n > 2)
-    assert drawn_prime == 2000 + 5000  # selection + certification
+    # selection + one certification call of 5000 + 8 (isqrt(5000) + 1) = 5568 releases (a
+    # pure claim: Poisson(5000) releases counted, drawn in one call)
+    assert drawn_prime == 2000 + 5568
     # D appears in both pairs: 2 x 2000 selection (twice in the uninformative pair, once in the
-    # other) + 5000 certification
+    # other) + 5568 certification
     drawn_d = sum(n for data, n, _ in calls if data == d.tobytes() and n > 2)
-    assert drawn_d == 3 * 2000 + 5000
+    assert drawn_d == 3 * 2000 + 5568
 
 
 def test_delta_objective_certifies_more_delta_than_claimed():

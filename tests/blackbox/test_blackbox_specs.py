@@ -246,13 +246,18 @@ def test_run_writes_black_and_white_records_in_one_report(folder, tmp_path):
     event = broken["event"]
     assert event["n"] == 20000 and set(event["counts"]) == {"P", "Q"}
     assert event["direction"] in ("D->D'", "D'->D") and 0 <= event["tie_probability"] <= 1
-    # the record's bound is the Clopper-Pearson bound of its own counts (an outside oracle)
-    k_p, k_q, n = event["counts"]["P"], event["counts"]["Q"], event["n"]
-    p_lo = scipy.stats.beta.ppf(0.025, k_p, n - k_p + 1)
-    q_hi = scipy.stats.beta.ppf(0.975, k_q + 1, n - k_q)
-    assert broken["epsilon_lower"] == pytest.approx(math.log(p_lo / q_hi), rel=1e-9)
+    # the record's bound is the conditional ratio bound of its own counts (a pure claim; an
+    # outside oracle: scipy's Beta at alpha); the delta bound the Clopper-Pearson pair on the
+    # releases counted
+    k_p, k_q = event["counts"]["P"], event["counts"]["Q"]
+    assert event["bound"]["method"] == broken["details"]["bound_method"] == "conditional-ratio"
+    theta = scipy.stats.beta.ppf(0.05, k_p, k_q + 1)
+    assert broken["epsilon_lower"] == pytest.approx(math.log(theta / (1 - theta)), rel=1e-9)
+    n_p, n_q = event["releases"]["P"], event["releases"]["Q"]
+    p_lo = scipy.stats.beta.ppf(0.025, k_p, n_p - k_p + 1)
+    q_hi = scipy.stats.beta.ppf(0.975, k_q + 1, n_q - k_q)
     assert broken["delta_at_claimed_epsilon"]["lower"] == pytest.approx(
-        p_lo - math.e * q_hi, rel=1e-9
+        max(p_lo - math.e * q_hi, 0.0), rel=1e-9, abs=1e-15
     )
     assert broken["certificate"] is None and broken["epsilon_at_claimed_delta"] is None
     page = (reports / "index.html").read_text()
