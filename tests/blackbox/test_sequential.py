@@ -32,11 +32,15 @@ import scipy.stats
 
 import dpaudit
 from dpaudit.blackbox import blackbox_audit
-from dpaudit.blackbox.bounds import clopper_pearson, conditional_ratio_lower
+from dpaudit.blackbox.bounds import CONDITIONAL_RATIO, clopper_pearson, conditional_ratio_lower
+from dpaudit.blackbox.certification import count_event_sequential, poisson_releases
+from dpaudit.blackbox.result import SelectedEvent
+from dpaudit.blackbox.samplers import ReleaseSource
 from dpaudit.blackbox.sequential import LOOKS, look_chunk, look_plan
 
 EPSILON = 1.0
 P1 = math.exp(EPSILON) / (1 + math.exp(EPSILON))
+D0, D1 = np.zeros(1), np.ones(1)
 
 
 def randomized_response(data, n, key):
@@ -161,6 +165,30 @@ def test_a_correct_mechanism_runs_every_look_and_reports_the_last_at_its_level()
     assert res.samples == 4096 and res.stopping["look"] == len(plan.releases)
     k_p, k_q = res.event.counts["P"], res.event.counts["Q"]
     assert res.epsilon_lower == pytest.approx(_oracle(k_p, k_q, 0.975), 1e-12)
+
+
+def test_each_look_is_judged_at_its_own_level_on_its_poisson_counts():
+    """count_event_sequential hands every look's counts to ``certifies`` at the look's level
+    (not the overall one), with Poisson release counts around the look's planned releases."""
+    sources = tuple(ReleaseSource(randomized_response, d, "rr", None) for d in (D0, D1))
+    keys = jax.random.split(jax.random.key(8), 3)
+    seen = []
+
+    def certifies(k_p, n_p, k_q, n_q, confidence):
+        seen.append((k_p, n_p, k_q, n_q, confidence))
+        return False
+
+    event = SelectedEvent(0.0, 0, 1, -0.5, 0.0, 0.3, 0.7)  # {-x > -0.5} = {x = 0}, P = P_D'
+    counts, plan, look, stopped = count_event_sequential(
+        event, lambda x: x, sources, 64_000, keys, certifies, 0.95, None,
+        CONDITIONAL_RATIO,
+    )  # fmt: skip
+    assert not stopped and look == len(plan.releases) - 1 == len(seen) - 1
+    assert [c for *_, c in seen] == list(plan.confidences)
+    looks = poisson_releases(keys[2], plan.releases)  # rows D, D'; P = D' here
+    assert [(n_p, n_q) for _, n_p, _, n_q, _ in seen] == list(zip(looks[1], looks[0], strict=True))
+    assert (counts.n_p, counts.n_q) == (looks[1, -1], looks[0, -1])
+    assert counts.k_p == seen[-1][0] and abs(counts.k_p / counts.n_p - (1 - P1)) < 0.01
 
 
 def test_bad_stopping_options_are_one_sentence():
