@@ -137,7 +137,7 @@ BORDERLINE_ROWS = ("rnm3", "svt4")
 BORDERLINE_SEEDS = (0, 1, 2, 3)
 
 
-def borderline_table(scale: int = 1) -> list[str]:
+def borderline_table(scale: int = 1, split=_split_s7, keys=BORDERLINE_ROWS) -> list[str]:
     """The borderline rows at several seeds (the table's rule; seed 0 is the table's row).
 
     Not a best-of: every seed is reported, to show how often one audit at this budget
@@ -148,9 +148,9 @@ def borderline_table(scale: int = 1) -> list[str]:
         "counts | DP-Sniper lcb | wall s | load |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for key in BORDERLINE_ROWS:
+    for key in keys:
         r = bt.row(key)
-        cert, select = _split_s7(BUDGET // scale, len(r.pairs))
+        cert, select = split(BUDGET // scale, len(r.pairs))
         for seed in BORDERLINE_SEEDS:
             load = _load()
             res = bt.audit_row(
@@ -262,6 +262,8 @@ def main(argv=None) -> int:
         "dpsniper": dpsniper_table,
         "dpsniper-s6": lambda scale: dpsniper_table(scale, _split),
         "borderline": borderline_table,
+        # the borderline rows with session 6's split (a quarter of the budget to selection)
+        "borderline-s6": lambda scale: borderline_table(scale, _split),
         "sequential": sequential_table,
         "share": share_table,
     }

@@ -59,18 +59,23 @@ def _oracle_bound(k_p, k_q, confidence):
 
 
 def _exact_distribution(confidence):
-    """Exceedance probability, mean and sd of the certified bound (exact enumeration)."""
-    from dpaudit.blackbox.bounds import CONDITIONAL_RATIO, certified_epsilon_by
+    """Exceedance probability, mean and sd of the certified bound (exact enumeration).
 
+    An outside oracle: scipy's Beta quantile, not dpaudit's bound (so a wrong level in
+    dpaudit moves the pipeline's bounds away from this law).
+    """
     s = np.arange(int(N - 9 * math.sqrt(N)), int(N + 9 * math.sqrt(N)) + 1)
-    k = np.arange(s[-1] + 1)
-    kk, ss = np.meshgrid(k, s)
-    valid = kk <= ss
-    bound = certified_epsilon_by(
-        CONDITIONAL_RATIO, np.where(valid, kk, 0), 0, np.where(valid, ss - kk, 0), 0,
-        confidence=confidence,
-    )  # fmt: skip
-    w = scipy.stats.poisson.pmf(s, N)[:, None] * scipy.stats.binom.pmf(kk, ss, P1) * valid
+    # k_P | S within 10 binomial standard deviations (sd ~ 20): the rest weighs < 1e-20
+    offsets = np.arange(-200, 201)
+    ss = np.repeat(s[:, None], offsets.size, axis=1)
+    kk = np.round(ss * P1).astype(int) + offsets[None, :]
+    valid = (kk <= ss) & (kk > 0)
+    theta = np.where(
+        valid, scipy.stats.beta.ppf(1 - confidence, np.maximum(kk, 1), ss - kk + 1), 0.0
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = np.where(theta > 0, np.maximum(np.log(theta / (1 - theta)), 0.0), 0.0)
+    w = scipy.stats.poisson.pmf(s, N)[:, None] * scipy.stats.binom.pmf(kk, ss, P1) * (kk <= ss)
     mean = float(np.sum(w * bound))
     return float(np.sum(w * (bound > EPSILON))), mean, math.sqrt(np.sum(w * bound**2) - mean**2)
 
