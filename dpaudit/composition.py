@@ -897,7 +897,9 @@ def _run_level(plans: list) -> tuple[list, float, float]:
     return nodes, up, down
 
 
-def _windowed_tree(nodes: list, budget: float, stop: int = 1) -> tuple[list, float, float]:
+def _windowed_tree(
+    nodes: list, budget: float, last: float, stop: int = 1
+) -> tuple[list, float, float]:
     """Convolve short pmfs by a balanced tree of batched FFTs with Chernoff windows.
 
     At every pair the exact sum of the leaves below has Hoeffding's sub-Gaussian tails,
@@ -911,6 +913,7 @@ def _windowed_tree(nodes: list, budget: float, stop: int = 1) -> tuple[list, flo
     Args:
         nodes: the leaves.
         budget: the bound on each tail cut at one pair.
+        last: the bound on each tail cut at the last pair (it replaces the final fold).
         stop: how many nodes to leave (the last product may include other pmfs).
 
     Returns:
@@ -920,7 +923,8 @@ def _windowed_tree(nodes: list, budget: float, stop: int = 1) -> tuple[list, flo
     while len(nodes) > stop:
         nodes = sorted(nodes, key=lambda node: node.probs.size)
         carry = [nodes.pop()] if len(nodes) % 2 else []
-        plans = [_pair_plan(nodes[i], nodes[i + 1], budget) for i in range(0, len(nodes), 2)]
+        cut = last if len(nodes) == 2 and stop == 1 else budget
+        plans = [_pair_plan(nodes[i], nodes[i + 1], cut) for i in range(0, len(nodes), 2)]
         nodes, level_up, level_down = _run_level(plans)
         nodes += carry
         up, down = up + level_up, down + level_down
@@ -984,26 +988,29 @@ def _final_product(shorts: list, longs: list, budget: float) -> tuple[_Node, flo
     return _Node(start, probs, mass, mean, proxy, moved + 2 * (above + below)), above, below
 
 
-def _compose_many(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, float]:
+def _compose_many(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, float] | None:
     """Short pmfs by the windowed tree, whose last product takes in the long pmfs.
 
     Returns:
         ``(offset, probs, up, down)``: ``up`` is mass for ``+inf`` (upper curve), ``down``
         is subtracted from every delta (lower curve); both already scaled by the largest
-        total mass the rest of the composition can multiply them with.
+        total mass the rest of the composition can multiply them with. ``None`` when no
+        pmf is short.
     """
     short, long = [], []
     for offset, probs in pmfs:
         node, fits = _leaf_node(offset, probs)
         (short if fits else long).append(node)
     if not short:
-        return (*compose_pmfs(pmfs), 0.0, 0.0)
+        return None
     # the rest of the composition (with its +inf atoms, at most ``tail`` in all) has mass <= scale
     scale = math.prod(max(1.0, node.mass) for node in short + long) * (1.0 + 4 * tail)
-    budget = tail / (2 * max(1, len(short) + len(long) - 1))  # per product and side
-    short, up, down = _windowed_tree(short, budget, stop=2 if long else 1)
+    # half of ``tail`` for the last product (it trims the result), half for all others
+    products = len(short) - (0 if long else 1)
+    budget, last = tail / (4 * max(1, products)), tail / 4  # per product and side
+    short, up, down = _windowed_tree(short, budget, last, stop=2 if long else 1)
     if long:
-        root, last_up, last_down = _final_product(short, long, budget)
+        root, last_up, last_down = _final_product(short, long, last)
         up, down = up + last_up, down + last_down
     else:
         root = short[0]
@@ -1048,19 +1055,20 @@ def _compose_direction(items, discretization: float, tail: float, *, forward: bo
     pmfs, infinity, margin = _component_pmfs(
         items, discretization, tail, forward=forward, upper=upper
     )
-    windowed = 0.0
-    if len(pmfs) >= _TREE_MIN_LEAVES:
-        offset, probs, up, down = _compose_many(pmfs, tail / 4)
-        windowed, margin = (up, margin) if upper else (0.0, margin + down)
+    many = _compose_many(pmfs, tail / 2) if len(pmfs) >= _TREE_MIN_LEAVES else None
+    if many is not None:  # the windows also trim the result: no fold
+        offset, probs, up, down = many
+        folded, margin = (up, margin) if upper else (0.0, margin + down)
+        margin += probs.size * _EPS  # FFT round-off of the convolutions (as laplace_pld)
     else:
         offset, probs = compose_pmfs(pmfs)
-    margin += probs.size * _EPS  # FFT round-off of the convolutions (as laplace_pld)
-    offset, probs, folded = fold_tails(offset, probs, tail / 4, pessimistic=upper)
+        margin += probs.size * _EPS
+        offset, probs, folded = fold_tails(offset, probs, tail / 4, pessimistic=upper)
     return DiscretePLD(
         discretization=discretization,
         offset=offset,
         probs=probs,
-        infinity_mass=min(1.0, infinity + folded + windowed) if upper else 0.0,
+        infinity_mass=min(1.0, infinity + folded) if upper else 0.0,
         margin=margin,
         estimate="pessimistic" if upper else "optimistic",
     )
