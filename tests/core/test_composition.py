@@ -7,7 +7,15 @@ import pytest
 import scipy.integrate
 from dp_accounting.pld import privacy_loss_distribution as dp_pld
 
-from dpaudit.accounting import exact_accounting, gaussian_curve, laplace_delta, laplace_pld
+from dpaudit.accounting import (
+    DiscretePLD,
+    compose_pmfs,
+    exact_accounting,
+    gaussian_curve,
+    laplace_delta,
+    laplace_pld,
+    laplace_pmfs,
+)
 from dpaudit.composition import (
     GaussianComponent,
     LaplaceComponent,
@@ -280,3 +288,28 @@ def test_many_components_sandwich_a_high_resolution_composition():
     assert np.all(width < 1e-2 * fine.delta_upper(eps[bulk]))
     for delta in (1e-5, 1e-8):
         assert coarse.epsilon_upper(delta) >= fine.epsilon_lower(delta)
+
+
+def test_windowed_last_product_with_a_gaussian_part_stays_sound():
+    """The last product takes in the (long) Gaussian pmf; its window must account for it."""
+    a = np.random.default_rng(6).uniform(0.05, 0.1, 40)
+    mu, d = 0.8, 1e-3
+    parts = [LaplaceComponent(float(x)) for x in a] + [GaussianComponent(mu)]
+    acc = compose_accounting(parts, discretization=d, tail_mass=1e-3)
+    # references: the same pmfs convolved in full (Gaussian cut at 1e-14 a tail)
+    gauss_up = GaussianComponent(mu).upper_pmf(d, 1e-14)
+    gauss_low = GaussianComponent(mu).lower_pmf(d, 1e-14)
+    ref_up = DiscretePLD(
+        d,
+        *compose_pmfs([*laplace_pmfs(a, d, "pessimistic"), gauss_up[:2]]),
+        gauss_up[2],
+        0.0,
+        "pessimistic",
+    )
+    ref_low = DiscretePLD(
+        d, *compose_pmfs([*laplace_pmfs(a, d, "optimistic"), gauss_low]), 0.0, 0.0, "optimistic"
+    )
+    eps = np.linspace(-1.0, 6.0, 141)
+    assert np.all(acc.delta_upper(eps) >= ref_up.delta(eps) - 1e-11)
+    assert np.all(acc.delta_lower(eps) <= ref_low.delta(eps) + 1e-11)
+    assert np.all(acc.delta_upper(eps) <= ref_up.delta(eps) + 2e-3)
