@@ -120,6 +120,9 @@ _CLOSED_FORM_MARGIN = 64 * _EPS
 # and pairs whose FFT length is at least this fraction of the batch's (padding <= 25 %).
 _BATCH_ELEMENTS = 1 << 22
 _BATCH_RATIO = 0.8
+# The tree stops at this many nodes, which go into one last cyclic product with the long
+# pmfs: one FFT each at the final window length costs less than the last levels of pairs.
+_FINAL_FAN_IN = 16
 
 
 def _check_discretization(discretization) -> float:
@@ -801,20 +804,32 @@ class _Node:
     variance: float = 0.0
 
 
-def _leaf_node(offset: int, probs) -> tuple[_Node, bool]:
-    """The leaf's node, and whether Hoeffding's proxy suits it (support <= 4 sd wide)."""
-    probs = np.asarray(probs, dtype=np.float64)
-    idx = np.arange(probs.size, dtype=np.float64)
-    mass = float(np.sum(probs))
-    if mass <= 0:
-        return _Node(int(offset), probs, 0.0, float(offset), 0.0), True
-    mean = float(probs @ idx) / mass
-    variance = float(probs @ (idx - mean) ** 2) / mass
-    span = float(probs.size - 1)
+def _leaf_nodes(pmfs: list) -> tuple[list, list]:
+    """Nodes of the leaves (one vectorised pass), split into short and long ones.
+
+    A leaf is *short* when Hoeffding's proxy suits it: its support is at most about four
+    standard deviations wide (``w^2 / 4 <= 4 var + 1``, grid units).
+    """
+    probs = [np.asarray(p, dtype=np.float64) for _, p in pmfs]
+    sizes = np.array([p.size for p in probs], dtype=np.int64)
+    flat = np.concatenate(probs)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    idx = np.arange(flat.size, dtype=np.float64) - np.repeat(starts, sizes)
+    mass = np.add.reduceat(flat, starts)
+    safe = np.where(mass > 0, mass, 1.0)
+    mean = np.add.reduceat(flat * idx, starts) / safe
+    centred = idx - np.repeat(mean, sizes)
+    variance = np.add.reduceat(flat * centred * centred, starts) / safe
     # Hoeffding: a law on an interval of length w has log-MGF <= l^2 w^2 / 8 around its mean.
-    proxy = 0.25 * span * span
-    node = _Node(int(offset), probs, mass, int(offset) + mean, proxy, 0.0, variance)
-    return node, proxy <= 4 * variance + 1
+    proxy = 0.25 * (sizes - 1.0) ** 2
+    short, long = [], []
+    for j, (offset, _) in enumerate(pmfs):
+        node = _Node(
+            int(offset), probs[j], float(mass[j]), int(offset) + float(mean[j]),
+            float(proxy[j]), 0.0, float(variance[j]),
+        )  # fmt: skip
+        (short if proxy[j] <= 4 * variance[j] + 1 or mass[j] <= 0 else long).append(node)
+    return short, long
 
 
 def _pair_plan(a: _Node, b: _Node, budget: float) -> dict:
@@ -897,9 +912,7 @@ def _run_level(plans: list) -> tuple[list, float, float]:
     return nodes, up, down
 
 
-def _windowed_tree(
-    nodes: list, budget: float, last: float, stop: int = 1
-) -> tuple[list, float, float]:
+def _windowed_tree(nodes: list, budget: float, stop: int) -> tuple[list, float, float]:
     """Convolve short pmfs by a balanced tree of batched FFTs with Chernoff windows.
 
     At every pair the exact sum of the leaves below has Hoeffding's sub-Gaussian tails,
@@ -913,8 +926,7 @@ def _windowed_tree(
     Args:
         nodes: the leaves.
         budget: the bound on each tail cut at one pair.
-        last: the bound on each tail cut at the last pair (it replaces the final fold).
-        stop: how many nodes to leave (the last product may include other pmfs).
+        stop: how many nodes to leave for the last product (:func:`_final_product`).
 
     Returns:
         ``(nodes, up, down)``.
@@ -923,8 +935,7 @@ def _windowed_tree(
     while len(nodes) > stop:
         nodes = sorted(nodes, key=lambda node: node.probs.size)
         carry = [nodes.pop()] if len(nodes) % 2 else []
-        cut = last if len(nodes) == 2 and stop == 1 else budget
-        plans = [_pair_plan(nodes[i], nodes[i + 1], cut) for i in range(0, len(nodes), 2)]
+        plans = [_pair_plan(nodes[i], nodes[i + 1], budget) for i in range(0, len(nodes), 2)]
         nodes, level_up, level_down = _run_level(plans)
         nodes += carry
         up, down = up + level_up, down + level_down
@@ -997,23 +1008,16 @@ def _compose_many(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, floa
         total mass the rest of the composition can multiply them with. ``None`` when no
         pmf is short.
     """
-    short, long = [], []
-    for offset, probs in pmfs:
-        node, fits = _leaf_node(offset, probs)
-        (short if fits else long).append(node)
+    short, long = _leaf_nodes(pmfs)
     if not short:
         return None
     # the rest of the composition (with its +inf atoms, at most ``tail`` in all) has mass <= scale
     scale = math.prod(max(1.0, node.mass) for node in short + long) * (1.0 + 4 * tail)
     # half of ``tail`` for the last product (it trims the result), half for all others
-    products = len(short) - (0 if long else 1)
-    budget, last = tail / (4 * max(1, products)), tail / 4  # per product and side
-    short, up, down = _windowed_tree(short, budget, last, stop=2 if long else 1)
-    if long:
-        root, last_up, last_down = _final_product(short, long, last)
-        up, down = up + last_up, down + last_down
-    else:
-        root = short[0]
+    budget, last = tail / (4 * len(short)), tail / 4  # per product and side
+    short, up, down = _windowed_tree(short, budget, stop=_FINAL_FAN_IN)
+    root, last_up, last_down = _final_product(short, long, last)
+    up, down = up + last_up, down + last_down
     return root.offset, root.probs, up * scale, down * scale
 
 
