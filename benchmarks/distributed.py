@@ -223,12 +223,12 @@ def selection(select: int, workers: int = 2) -> dict:
     from dpaudit.distributed import RayExecutor, connect_ray
 
     name = f"ray, {workers} workers"
-    _select_run(None, 2000)  # compile the statistic's fit here
+    _select_run(None, select)  # compile the statistic's fit here (the same shapes)
     rows: dict = {}
     serial, rows["serial"] = _select_run(None, select)
     connect_ray(workers=workers)
     executor = RayExecutor(shards=workers)
-    _select_run(executor, 2000)  # workers start, import JAX and compile
+    _select_run(executor, select)  # workers start, import JAX and compile (the same shapes)
     fanned, rows[name] = _select_run(executor, select)
     ray.shutdown()
     rows["identical"] = _selection_key(fanned) == _selection_key(serial)
