@@ -309,3 +309,18 @@ def test_a_failing_pair_stops_the_selection_on_ray_with_the_serial_error(local_r
         blackbox_audit(fragile, claim=claim, pairs=PAIRS, executor=local_ray, **SELECT)
     assert str(on_ray.value) == str(serial.value)
     assert "candidate pair 1 of 4" in " ".join(on_ray.value.__notes__)
+
+
+@pytest.mark.slow
+def test_selection_with_a_reference_model_on_ray_gives_the_serial_bits(local_ray):
+    """With a reference model each pair has two arms (its privacy loss and the logistic
+    statistic, fitted on the same releases in one task); the model's score, a jitted closure,
+    comes back from the worker and certifies the same counts."""
+    from test_shards import PAIRS, SELECT, selection_record
+
+    claim = dpaudit.Claim(epsilon=0.5)
+    kwargs = dict(SELECT, claim=claim, pairs=PAIRS, reference=_mechanism())
+    serial = blackbox_audit(_sampler, **kwargs)
+    assert serial.event.selection["pairs"] == 4 and serial.statistic in ("model", "logistic")
+    on_ray = blackbox_audit(_sampler, executor=local_ray, **kwargs)
+    assert selection_record(on_ray) == selection_record(serial)
