@@ -28,9 +28,11 @@ notebooks: $(STAMP)
 	$(BIN)/python notebooks/execute.py
 
 # compiled XLA programs are kept in .cache/jax: a second run skips most compilation.
-# The specs run on AUDIT_WORKERS local Ray workers (one per core; results identical to a
-# serial run, tests/distributed); AUDIT_WORKERS= (empty) runs them serially in one process.
-AUDIT_WORKERS ?= 2
+# With AUDIT_WORKERS=N the specs run on N local Ray workers (results identical to a serial
+# run, tests/distributed). Default: one worker per core on machines with 4 cores or more,
+# otherwise serially in one process -- on 2 cores one process already keeps ~1.3 cores busy
+# (XLA's threads) and 2 workers were no faster (BENCHMARKS.md, "make audit" on the quiet machine).
+AUDIT_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); [ "$$n" -ge 4 ] && echo $$n)
 audit: $(STAMP)
 	$(BIN)/dpaudit audit audits/ --report reports/ --cache-dir .cache/jax $(if $(AUDIT_WORKERS),--workers $(AUDIT_WORKERS))
 

@@ -35,6 +35,7 @@ from dpaudit.checks import check_count, check_epsilon
 from dpaudit.noise import NoisyComparison, ThresholdNoise
 from mechanisms.classic import svt_queries
 from mechanisms.faulty import register_pair
+from mechanisms.faulty.selection import lyu_alg4_flaw
 
 __all__ = ["example_pair", "svt_program_model"]
 
@@ -179,15 +180,7 @@ def svt_program_unscaled_query_noise(
         threshold_scale=4.0 / epsilon,
         query_scale=4.0 / (3.0 * epsilon),
         reference="Lee & Clifton 2014 (Lyu, Su & Li 2017, Alg. 4)",
-        known_flaw=dpaudit.KnownFlaw(
-            reason=(
-                "the query noise Lap(Delta/epsilon_2), epsilon_2 = 3 epsilon/4, does not grow "
-                "with the cutoff c; Lyu et al. (Thm 3) prove the true guarantee "
-                "(1 + 6c) epsilon / 4."
-            ),
-            true_epsilon=(1 + 6 * cutoff) * epsilon / 4,
-            visible_on="positives on queries that fall and negatives on queries that rise.",
-        ),
+        known_flaw=lyu_alg4_flaw(epsilon, cutoff),
         description="SVT program whose query noise ignores the cutoff.",
     )
 

@@ -208,7 +208,6 @@ def continual_counter(epsilon: float = 1.0, n_steps: int = 16) -> dpaudit.Mechan
             "n_steps": n_steps,
             "depth": depth,
             "node_scale": scale,
-            "noise_matrix": ancestor_matrix(depth, n_steps),
         },
         description=(
             f"Running counts of a length-{n_steps} stream in [0,1]; every step gets the "

@@ -163,6 +163,29 @@ def svt_lyu_alg3(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cut
     )
 
 
+def lyu_alg4_flaw(epsilon: float, cutoff: int) -> dpaudit.KnownFlaw:
+    """The true guarantee of SVT whose query noise ignores the cutoff (Lyu et al., Alg. 4).
+
+    Shared by the closed-form entry here and the adaptive program of
+    :mod:`mechanisms.composed.svt`: both run the same algorithm.
+
+    Args:
+        epsilon: the claimed epsilon.
+        cutoff: the number of positive answers ``c``.
+
+    Returns:
+        The :class:`~dpaudit.KnownFlaw` with ``true_epsilon = (1 + 6c) epsilon / 4``.
+    """
+    return dpaudit.KnownFlaw(
+        reason=(
+            "the query noise Lap(Delta/epsilon_2), epsilon_2 = 3 epsilon/4, does not grow with "
+            "the cutoff c; Lyu et al. (Thm 3) prove the true guarantee (1 + 6c) epsilon / 4."
+        ),
+        true_epsilon=(1 + 6 * cutoff) * epsilon / 4,
+        visible_on="positives on queries that fall and negatives on queries that rise.",
+    )
+
+
 @dpaudit.register("faulty/svt-lyu-alg4", example=_SVT_FLAW_EXAMPLE | {"cutoff": 2}, faulty=True)
 def svt_lyu_alg4(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cutoff: int = 2):
     """SVT with eps1 = eps/4 and query noise Lap(4/(3 eps)) not scaled by c (Lee & Clifton).
@@ -183,14 +206,7 @@ def svt_lyu_alg4(epsilon: float = 1.0, n: int = 100, thresholds=(10.0,) * 4, cut
         threshold_scale=4.0 / epsilon,
         query_scale=4.0 / (3.0 * epsilon),
         reference="Lee & Clifton 2014 (Lyu, Su & Li 2017, Alg. 4)",
-        known_flaw=dpaudit.KnownFlaw(
-            reason=(
-                "the query noise Lap(Delta/epsilon_2), epsilon_2 = 3 epsilon/4, does not grow with "
-                "the cutoff c; Lyu et al. (Thm 3) prove the true guarantee (1 + 6c) epsilon / 4."
-            ),
-            true_epsilon=(1 + 6 * cutoff) * epsilon / 4,
-            visible_on="positives on queries that fall and negatives on queries that rise.",
-        ),
+        known_flaw=lyu_alg4_flaw(epsilon, cutoff),
         description="SVT with query noise that ignores the cutoff.",
     )
 
