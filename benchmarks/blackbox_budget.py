@@ -26,7 +26,10 @@ the session-6 split):
   fraction of the certification budget the sequential audit used and both bounds.
 * **share** — the selection share of the wall time at 1e7 certification releases
   (``select_samples`` default, 1e6), measured warm: each audit is run twice in the
-  process and the second run's ``timings`` are reported (the first compiles).
+  process and the second run's ``timings`` are reported (the first compiles), with the
+  process CPU time of the second run and of each phase (``timings``). ``--baseline DIR`` (a checkout of older code) runs
+  every case in a fresh process with the baseline's dpaudit, then with this tree's, one
+  after the other: before and after side by side under the same load.
 
 Run ``python benchmarks/blackbox_budget.py`` (minutes per part on 2 cores) or
 ``--part share``; ``--quick`` shrinks every budget by 100 (a smoke run).
@@ -35,8 +38,11 @@ Run ``python benchmarks/blackbox_budget.py`` (minutes per part on 2 cores) or
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import math
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -220,44 +226,117 @@ def laplace_count(data, n, key):
     return jnp.sum(data) + jax.random.laplace(key, (n,))
 
 
-def share_table(scale: int = 1) -> list[str]:
-    """Selection share of the wall time at 1e7 certification releases, warm."""
+def _scalar_laplace(samples: int):
+    return blackbox_audit(
+        laplace_count,
+        jnp.zeros(5),
+        jnp.ones(5).at[1:].set(0.0),
+        dpaudit.Claim(0.5),
+        samples=samples,
+        seed=0,
+        progress=False,
+    )
+
+
+def _rnm_index(samples: int):
+    return bt.audit_row(bt.row("rnm1"), "model", samples=samples, select_samples=samples // 10)
+
+
+#: The audits of the share table: a one-pair classifier audit and an 8-pair model-guided one.
+SHARE_CASES = {
+    "scalar Laplace count (claim 0.5)": _scalar_laplace,
+    "ReportNoisyMax index, 8 pairs (model)": _rnm_index,
+}
+
+
+def share_case(name: str, samples: int) -> dict:
+    """One share case in this process, warm: run twice, the second run's figures.
+
+    Returns:
+        ``selection``, ``certification``, ``wall`` (the audit's ``seconds``: strength and
+        result included), ``cpu`` (process CPU of the second run), ``load``, and the audit's
+        statistic, budgets and bound.
+    """
+    run = SHARE_CASES[name]
+    run(samples)  # compiles
+    load, cpu = _load(), time.process_time()
+    res = run(samples)
+    return {
+        "selection": res.timings["selection"],
+        "certification": res.timings["certification"],
+        "selection_cpu": res.timings["selection_cpu"],
+        "certification_cpu": res.timings["certification_cpu"],
+        "wall": res.seconds,
+        "cpu": time.process_time() - cpu,
+        "load": load,
+        "statistic": res.statistic,
+        "samples": res.samples,
+        "select": res.samples_select,
+        "epsilon_lower": res.epsilon_lower,
+    }
+
+
+def _share_in(root: str, name: str, samples: int) -> dict:
+    """:func:`share_case` in a fresh process importing dpaudit from ``root`` (a checkout)."""
+    env = dict(os.environ, PYTHONPATH=str(Path(root).resolve()))
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import blackbox_budget as b; "
+        "print(json.dumps(b.share_case(sys.argv[2], int(sys.argv[3]))))"
+    )
+    here = str(Path(__file__).resolve().parent)
+    out = subprocess.run(
+        [sys.executable, "-c", code, here, name, str(samples)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def share_table(scale: int = 1, baseline: str | None = None) -> list[str]:
+    """Selection share of the wall time at 1e7 certification releases, warm.
+
+    With ``baseline`` (a checkout of older code, e.g. ``git archive main dpaudit mechanisms``
+    unpacked in a directory), each case runs in a fresh process with the baseline's dpaudit
+    and then with this tree's, one after the other, so both see the same machine load.
+    """
     lines = [
-        "| audit | statistic | cert. / select per dataset | selection s | certification s | "
-        "selection share | load |",
-        "|---|---|---|---|---|---|---|",
+        "| audit | code | statistic | cert. / select per dataset | selection wall / CPU s | "
+        "certification wall / CPU s | selection share, wall (CPU) | share of audit wall | "
+        "audit wall / CPU s | eps lower | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     samples = 10_000_000 // scale
-    cases = {
-        "scalar Laplace count (claim 0.5)": lambda: blackbox_audit(
-            laplace_count,
-            jnp.zeros(5),
-            jnp.ones(5).at[1:].set(0.0),
-            dpaudit.Claim(0.5),
-            samples=samples,
-            seed=0,
-            progress=False,
-        ),
-        "ReportNoisyMax index, 8 pairs (model)": lambda: bt.audit_row(
-            bt.row("rnm1"), "model", samples=samples, select_samples=samples // 10
-        ),
-    }
-    for name, run in cases.items():
-        run()  # compiles
-        load = _load()
-        res = run()
-        sel, cert = res.timings["selection"], res.timings["certification"]
-        lines.append(
-            f"| {name} | {res.statistic} | {_count(res.samples)} / "
-            f"{_count(res.samples_select)} | {sel:.2f} | {cert:.2f} | "
-            f"{100 * sel / (sel + cert):.0f} % | {load} |"
-        )
-        print(lines[-1], file=sys.stderr, flush=True)
+    here = str(Path(__file__).resolve().parents[1])
+    for name in SHARE_CASES:
+        runs = [("before", baseline), ("after", here)] if baseline else [("this tree", None)]
+        for label, root in runs:
+            r = share_case(name, samples) if root is None else _share_in(root, name, samples)
+            sel, cert = r["selection"], r["certification"]
+            sel_cpu, cert_cpu = r["selection_cpu"], r["certification_cpu"]
+            lines.append(
+                f"| {name} | {label} | {r['statistic']} | {_count(r['samples'])} / "
+                f"{_count(r['select'])} | {sel:.2f} / {sel_cpu:.2f} | {cert:.2f} / "
+                f"{cert_cpu:.2f} | {100 * sel / (sel + cert):.0f} % "
+                f"({100 * sel_cpu / (sel_cpu + cert_cpu):.0f} %) | {100 * sel / r['wall']:.0f} % | "
+                f"{r['wall']:.2f} / {r['cpu']:.2f} | {r['epsilon_lower']:.4g} | {r['load']} |"
+            )
+            print(lines[-1], file=sys.stderr, flush=True)
     return lines
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    names = ("dpsniper", "dpsniper-s6", "borderline", "borderline-s6", "sequential", "share")
+    parser.add_argument("--part", choices=names, nargs="*")
+    parser.add_argument("--quick", action="store_true", help="every budget / 100 (smoke run)")
+    parser.add_argument(
+        "--baseline",
+        help="share: a checkout of older code to time side by side (fresh processes each)",
+    )
+    args = parser.parse_args(argv)
+    scale = 100 if args.quick else 1
     parts = {
         "dpsniper": dpsniper_table,
         "dpsniper-s6": lambda scale: dpsniper_table(scale, _split),
@@ -265,12 +344,8 @@ def main(argv=None) -> int:
         # the borderline rows with session 6's split (a quarter of the budget to selection)
         "borderline-s6": lambda scale: borderline_table(scale, _split),
         "sequential": sequential_table,
-        "share": share_table,
+        "share": functools.partial(share_table, baseline=args.baseline),
     }
-    parser.add_argument("--part", choices=tuple(parts), nargs="*")
-    parser.add_argument("--quick", action="store_true", help="every budget / 100 (smoke run)")
-    args = parser.parse_args(argv)
-    scale = 100 if args.quick else 1
     for part in args.part or ["dpsniper", "sequential", "share"]:
         start = time.perf_counter()
         print(f"\n### {part} (load at start {_load()})\n")

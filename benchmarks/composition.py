@@ -7,7 +7,10 @@ load average before and after:
 1. ``heterogeneous``: 900 Laplace components (``a ~ U[0.005, 0.05]``) and 100 Gaussian
    components (``mu ~ U[0.01, 0.05]``), discretisation 1e-4, pessimistic curves.
    dp_accounting: its best path of two, sequential ``compose`` or a balanced tree of
-   ``compose`` (both with the PLD constructors included).
+   ``compose`` (both with the PLD constructors included). The curves are compared at
+   seven epsilons and at delta = 1e-5, 1e-6, 1e-8, with and without dpaudit's round-off
+   margin (dp_accounting adds none); the CPU and wall ratios against the faster
+   dp_accounting path are printed.
 2. ``dpsgd``: Poisson-subsampled Gaussian, ``q = 0.01``, ``sigma = 1``, ``T = 1000``:
    dpaudit's ``subsampled_accounting`` (upper curve only, and both curves) against
    dp_accounting's ``PLDAccountant`` (``PoissonSampledDpEvent`` composed ``T`` times);
@@ -22,6 +25,7 @@ Run: ``python benchmarks/composition.py [--repeats 3]``; writes
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -113,24 +117,39 @@ def _run(cases, repeats):
     return medians, values
 
 
-def heterogeneous(repeats):
+HET_EPSILONS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0)
+HET_DELTAS = (1e-5, 1e-6, 1e-8)
+
+
+def heterogeneous(repeats, sequential=True):
     a, mus = _heterogeneous_workload()
-    medians, values = _run(
-        {
-            "dpaudit": lambda: _ours_heterogeneous(a, mus),
-            "dp_accounting sequential": lambda: _dp_sequential(a, mus),
-            "dp_accounting tree": lambda: _dp_tree(a, mus),
-        },
-        repeats,
-    )
-    eps = np.array([0.5, 1.0, 1.5])
+    cases = {
+        "dpaudit": lambda: _ours_heterogeneous(a, mus),
+        "dp_accounting tree": lambda: _dp_tree(a, mus),
+    }
+    if sequential:
+        cases["dp_accounting sequential"] = lambda: _dp_sequential(a, mus)
+    medians, values = _run(cases, repeats)
+    eps = np.array(HET_EPSILONS)
     ours = values["dpaudit"]
-    out = {"times": medians, "epsilon(1e-5)": {}, "delta": {}}
-    out["epsilon(1e-5)"]["dpaudit"] = ours.epsilon_upper(DELTA)
+    out = {"times": medians, "epsilon": {}, "delta": {}, "epsilons": list(HET_EPSILONS)}
+    out["epsilon"]["dpaudit"] = {str(d): ours.epsilon_upper(d) for d in HET_DELTAS}
     out["delta"]["dpaudit"] = ours.delta_upper(eps).tolist()
-    for name in ("dp_accounting sequential", "dp_accounting tree"):
-        out["epsilon(1e-5)"][name] = values[name].get_epsilon_for_delta(DELTA)
+    # like for like with dp_accounting, which adds no round-off allowance
+    bare = dataclasses.replace(ours.upper_pld, margin=0.0)
+    out["epsilon"]["dpaudit without margin"] = {str(d): bare.epsilon(d) for d in HET_DELTAS}
+    out["delta"]["dpaudit without margin"] = bare.delta(eps).tolist()
+    out["margin"] = ours.upper_pld.margin
+    for name in [n for n in cases if n.startswith("dp_accounting")]:
+        out["epsilon"][name] = {str(d): values[name].get_epsilon_for_delta(d) for d in HET_DELTAS}
         out["delta"][name] = [values[name].get_delta_for_epsilon(e) for e in eps]
+    out["epsilon(1e-5)"] = {n: e[str(DELTA)] for n, e in out["epsilon"].items()}
+    best = min((n for n in cases if n != "dpaudit"), key=lambda n: medians[n]["cpu"])
+    out["ratio"] = {
+        "against": best,
+        "cpu": medians[best]["cpu"] / medians["dpaudit"]["cpu"],
+        "wall": medians[best]["wall"] / medians["dpaudit"]["wall"],
+    }
     return out
 
 
@@ -182,9 +201,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=["heterogeneous", "dpsgd", "power"], default=None)
+    parser.add_argument(
+        "--no-sequential", action="store_true", help="skip dp_accounting's sequential path"
+    )
     args = parser.parse_args()
     report = {"load_before": os.getloadavg()}
-    for name, fn in (("heterogeneous", heterogeneous), ("dpsgd", dpsgd), ("power", power)):
+    workloads = (
+        ("heterogeneous", lambda r: heterogeneous(r, sequential=not args.no_sequential)),
+        ("dpsgd", dpsgd),
+        ("power", power),
+    )
+    for name, fn in workloads:
         if args.only in (None, name):
             report[name] = fn(args.repeats)
             report[name]["load_after"] = os.getloadavg()
@@ -197,13 +224,20 @@ def main():
 
 def _print(name, result):
     print(f"== {name} (load after: {result['load_after']})")
-    for case, t in result["times"].items():
-        print(f"  {case:32s} wall {t['wall']:.4f} s  cpu {t['cpu']:.4f} s")
+    times = result["times"]
+    ours = min((n for n in times if n.startswith("dpaudit")), key=lambda n: times[n]["cpu"])
+    for case, t in times.items():
+        ratio = ""
+        if not case.startswith("dpaudit"):
+            cpu, wall = t["cpu"] / times[ours]["cpu"], t["wall"] / times[ours]["wall"]
+            ratio = f"  = {cpu:.1f}x cpu, {wall:.1f}x wall of {ours!r}"
+        print(f"  {case:32s} wall {t['wall']:.4f} s  cpu {t['cpu']:.4f} s{ratio}")
     for case, e in result["epsilon(1e-5)"].items():
         print(f"  epsilon(1e-5) {case:32s} {e:.8f}")
-    if "delta" in result:
-        for case, d in result["delta"].items():
-            print(f"  delta(0.5, 1, 1.5) {case:28s} {d}")
+    for case, e in result.get("epsilon", {}).items():
+        print(f"  epsilon(1e-6, 1e-8) {case:28s} {e['1e-06']:.8f} {e['1e-08']:.8f}")
+    for case, d in result.get("delta", {}).items():
+        print(f"  delta{tuple(result['epsilons'])} {case:28s} {[f'{x:.10e}' for x in d]}")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,18 @@ every figure; ratios are what to read, absolute seconds move with the load):
    10 minutes, from the releases per dataset that need (``--needed``, default 8e8 per
    dataset as measured for the issue).
 
-Run ``nice -n 10 python benchmarks/distributed.py [--budget 1e8]``; writes
-``benchmarks/results/distributed.json`` and prints the markdown of ``BENCHMARKS.md``.
+3. **Selection fanned out per candidate pair (session 7).** ``blackbox_audit`` of a noisy
+   6-bin histogram with ``pairs=AutoPairs(kind="histogram")`` under replace-one: 30
+   candidate pairs, each with ``--select`` selection releases per dataset and its own
+   logistic statistic. Serial (``executor=None``) vs a local Ray instance with 2 CPUs (one
+   task per pair; certification kept small so that selection dominates). Wall seconds of
+   the selection stage and of the whole audit, CPU seconds of the driver and of the Ray
+   workers, load average before and after each run, and the check that the results are
+   identical. ``--part selection`` runs this part alone (it writes
+   ``benchmarks/results/distributed_selection.json``).
+
+Run ``nice -n 10 python benchmarks/distributed.py [--budget 1e8] [--part all|certification|selection]``;
+writes ``benchmarks/results/distributed.json`` and prints the markdown of ``BENCHMARKS.md``.
 """
 
 from __future__ import annotations
@@ -58,9 +68,14 @@ def curve_sampler(data, n, key):
 
 
 def _worker_cpu() -> float:
+    """CPU seconds of this process's Ray workers (descendants only: other users' Ray runs on
+    the shared machine are not counted)."""
     total = 0.0
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            cmd = " ".join(proc.cmdline() or [])
+        except psutil.Error:
+            continue
         if "default_worker.py" in cmd or cmd.startswith("ray::"):
             try:
                 t = proc.cpu_times()
@@ -141,12 +156,104 @@ def whitebox_rate(n: int) -> dict:
     return {"per_cpu_second": 2 * n / cpu, "per_wall_second": 2 * n / res.seconds}
 
 
+HISTOGRAM = np.array([3, 0, 5, 1, 2, 4])
+
+
+def histogram_sampler(data, n, key):
+    """A noisy histogram: counts plus Laplace(2) per bin (epsilon = 1 when a count moves)."""
+    return jnp.asarray(data, dtype=jnp.float64) + 2.0 * jax.random.laplace(key, (n, data.shape[0]))
+
+
+def _select_run(executor, select: int) -> tuple:
+    import dpaudit.blackbox.engine as engine
+
+    choose, spent = engine.select_event, []
+
+    def timed(*args, **kwargs):  # the choice among all arms, in the calling process
+        t = time.perf_counter()
+        out = choose(*args, **kwargs)
+        spent.append(time.perf_counter() - t)
+        return out
+
+    load0, cpu0, w0 = os.getloadavg()[0], time.process_time(), _worker_cpu()
+    t0 = time.perf_counter()
+    engine.select_event = timed
+    try:
+        res = _auto_histogram_audit(executor, select)
+    finally:
+        engine.select_event = choose
+    row = {
+        "selection_wall": res.timings["selection"],
+        "choice_wall": sum(spent),
+        "audit_wall": time.perf_counter() - t0,
+        "driver_cpu": time.process_time() - cpu0,
+        "worker_cpu": _worker_cpu() - w0,
+        "load_before": load0,
+        "load_after": os.getloadavg()[0],
+        "pairs": res.event.selection["pairs"],
+    }
+    return res, row
+
+
+def _auto_histogram_audit(executor, select: int):
+    from dpaudit.blackbox import AutoPairs
+
+    return blackbox_audit(
+        histogram_sampler,
+        HISTOGRAM,
+        claim=dpaudit.Claim(epsilon=0.5),
+        pairs=AutoPairs(kind="histogram"),
+        samples=100_000,
+        select_samples=select,
+        seed=2,
+        progress=False,
+        executor=executor,
+    )
+
+
+def _selection_key(res):
+    event = res.event
+    return (res.epsilon_lower, event.pair, event.threshold, event.counts["P"], event.counts["Q"])
+
+
+def selection(select: int, workers: int = 2) -> dict:
+    """Selection over 30 candidate pairs: serial vs one Ray task per pair on ``workers`` CPUs."""
+    import ray
+
+    from dpaudit.distributed import RayExecutor, connect_ray
+
+    name = f"ray, {workers} workers"
+    _select_run(None, select)  # compile the statistic's fit here (the same shapes)
+    rows: dict = {}
+    serial, rows["serial"] = _select_run(None, select)
+    connect_ray(workers=workers)
+    executor = RayExecutor(shards=workers)
+    _select_run(executor, select)  # workers start, import JAX and compile (the same shapes)
+    fanned, rows[name] = _select_run(executor, select)
+    ray.shutdown()
+    rows["identical"] = _selection_key(fanned) == _selection_key(serial)
+    rows["selection_speedup"] = rows["serial"]["selection_wall"] / rows[name]["selection_wall"]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--budget", type=float, default=1e8)
     parser.add_argument("--rate-budget", type=float, default=2e6)
     parser.add_argument("--needed", type=float, default=8e8)
+    parser.add_argument("--select", type=float, default=20_000)
+    parser.add_argument("--part", choices=("all", "certification", "selection"), default="all")
     args = parser.parse_args()
+    if args.part in ("all", "selection"):
+        out = {"load_start": os.getloadavg(), "cores": os.cpu_count()}
+        out["selection"] = selection(int(args.select))
+        out["load_end"] = os.getloadavg()
+        path = RESULTS.with_name("distributed_selection.json")
+        RESULTS.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(out, indent=2, default=float))
+        print(json.dumps(out, indent=2, default=float))
+        if args.part == "selection":
+            return
     out = {"load_start": os.getloadavg(), "cores": os.cpu_count()}
     out["scaling"] = scaling(int(args.budget))
     n = int(args.rate_budget)

@@ -43,6 +43,16 @@ the ``+inf`` mass (upper curve) and that of the lower tail to the round-off marg
 are folded (upper: lower tail moved up to the first kept point, upper tail to
 ``+inf``; lower: upper tail moved down to the last kept point, lower tail dropped).
 
+Many distinct components (at least ``_TREE_MIN_LEAVES`` pmfs) take a faster route:
+Laplace pmfs in closed form (a few ulp per mass instead of ``2^-52 / d``), and the
+pmfs whose support is at most about four standard deviations wide convolved by a
+balanced tree of batched real FFTs in which every pair is convolved cyclically on a
+*window* around its mean when its support is wider: the exact sum of the leaves below
+a pair has sub-Gaussian tails by Hoeffding's lemma, so the mass outside the window
+is bounded, and it is moved the safe way (upper curve: the part from above also to
+``+inf``; lower curve: the part from below subtracted from every delta). See
+:func:`_windowed_tree` and ``docs/composition.md``.
+
 Round-off. A convolution of output length ``N`` adds ``N * 2^-52`` to the margin
 (as :func:`~dpaudit.accounting.laplace_pld` does); the power path adds
 ``4 * 2^-52 * count * log2(n) * sqrt(n) * ||p||_2`` for an FFT of length ``n``, the
@@ -97,6 +107,22 @@ _CURVE_RTOL = 1e-12
 # Gaussian-shaped sum: 1/30 (heavy right tails of subsampled losses) to 3; consecutive
 # orders differ by a factor 1.9, which widens the window by under 20 % over the best order.
 _CHERNOFF_ORDERS = np.geomspace(1.0 / 30.0, 3.0, 8)
+
+# Compositions of at least this many distinct pmfs use closed-form Laplace pmfs and the
+# windowed tree (:func:`_windowed_tree`); below it the plain convolution (compose_pmfs) is
+# cheap, and results of small compositions stay as they were, bit for bit.
+_TREE_MIN_LEAVES = 32
+# L1 round-off of one closed-form Laplace pmf (:func:`_laplace_upper_pmfs`): interior
+# masses to a few ulp relative (at most 4 ulp of the total mass), the four edge masses to
+# a few ulp absolute each; 64 ulp bound both with room to spare.
+_CLOSED_FORM_MARGIN = 64 * _EPS
+# One batch of the tree's FFTs holds at most this many float64 per input matrix (32 MiB),
+# and pairs whose FFT length is at least this fraction of the batch's (padding <= 25 %).
+_BATCH_ELEMENTS = 1 << 22
+_BATCH_RATIO = 0.8
+# The tree stops at this many nodes, which go into one last cyclic product with the long
+# pmfs: one FFT each at the final window length costs less than the last levels of pairs.
+_FINAL_FAN_IN = 16
 
 
 def _check_discretization(discretization) -> float:
@@ -649,6 +675,352 @@ def fold_tails(offset: int, probs, budget: float, *, pessimistic: bool):
     return int(offset) + left, kept, 0.0
 
 
+# ------------------------------------------- closed-form Laplace pmfs (many components)
+
+
+def _grid_minus(k: np.ndarray, d: float, x: np.ndarray) -> np.ndarray:
+    """``k d - x`` for integers ``|k| < 2^26`` and ``x`` within a factor 2 of ``k d``, to ~1 ulp.
+
+    ``k d`` is split exactly into ``p + err`` (Dekker's product with Veltkamp's split of
+    ``d``: ``k`` has at most 26 significant bits, so ``k d_hi`` and ``k d_lo`` are exact),
+    and ``p - x`` is exact by Sterbenz's lemma. The masses at the edges of a Laplace pmf
+    depend on ``k d - x`` with weight ``1 / d``, so a plain ``k * d - x`` (absolute error
+    ``2^-53 |x|``) would cost ``2^-53 |x| / d`` of mass per edge point.
+    """
+    p = k * d
+    c = 134217729.0 * d  # 2^27 + 1
+    d_hi = c - (c - d)
+    err = (k * d_hi - p) + k * (d - d_hi)
+    return (p - x) + err
+
+
+def _laplace_grid(a: np.ndarray, d: float, *, upper: bool):
+    """Grid index ranges of Laplace pmfs with the edge conditions checked exactly.
+
+    Upper (connect-the-dots): ``lo d <= -a < (lo + 1) d`` and ``(hi - 1) d < a <= hi d``
+    exactly. Lower (rounded down): ``floor(-+a / d)`` in floating point, as
+    :func:`~dpaudit.accounting.laplace_pmfs`: when ``a / d`` rounds to an integer ``k``
+    the atom at ``-+a`` may sit up to ``2^-52 a`` below ``k d`` and moves up by that much,
+    which moves the curve by less than ``2^-52 a`` (inside :data:`_CLOSED_FORM_MARGIN`);
+    the exact test would instead move it down by a whole grid step.
+    """
+    if not upper:
+        return np.floor(-a / d), np.floor(a / d)
+    lo = np.floor(-a / d)
+    lo -= _grid_minus(lo, d, -a) > 0
+    hi = np.ceil(a / d)
+    hi += _grid_minus(hi, d, a) < 0
+    return lo, hi
+
+
+def _laplace_upper_pmfs(a: np.ndarray, d: float) -> list:
+    r"""Doroshenko et al.'s connect-the-dots pmfs of Laplace losses, in closed form.
+
+    Needs ``a >= 2 d`` (at least four grid points). With ``g_k = e^{(k d - a)/2}`` the
+    masses of :func:`~dpaudit.accounting.laplace_pmfs` simplify to ``g_k tanh(d/4)``
+    inside, and at the two ends (``s = ((lo+1) d + a)/2 in (0, d/2]``,
+    ``t = ((hi-1) d - a)/2 in [-d/2, 0)``, ``h = e^{d/2} - 1``) to
+    ``e^{(lo+1) d} (1 - e^{-s}) / (e^d - 1)``, ``g_{lo+1} (e^{d/2} h - (e^s - 1)) / (e^d - 1)``,
+    ``(e^t - 1 + e^{t + d/2} h) / (e^d - 1)`` and ``(1 - e^t) / (1 - e^{-d})``. Evaluated
+    this way every interior mass has a relative error of a few ulp and every edge mass an
+    absolute error of a few ulp, instead of the ``2^-52 / d`` per point that the second
+    differences of the curve cost (:data:`_CLOSED_FORM_MARGIN`).
+    """
+    lo, hi = _laplace_grid(a, d, upper=True)
+    n = (hi - lo + 1).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
+    comp = np.repeat(np.arange(a.size), n)
+    k = lo[comp] + (np.arange(comp.size) - starts[comp])
+    probs = np.exp(0.5 * (k * d - a[comp])) * math.tanh(0.25 * d)
+    em1, h = math.expm1(d), math.expm1(0.5 * d)
+    s = 0.5 * _grid_minus(lo + 1, d, -a)
+    t = 0.5 * _grid_minus(hi - 1, d, a)
+    probs[starts] = -np.exp((lo + 1) * d) * np.expm1(-s) / em1
+    g1 = np.exp(0.5 * ((lo + 1) * d - a))
+    probs[starts + 1] = g1 * (math.exp(0.5 * d) * h - np.expm1(s)) / em1
+    probs[starts + n - 2] = (np.expm1(t) + np.exp(t + 0.5 * d) * h) / em1
+    probs[starts + n - 1] = -np.expm1(t) / -math.expm1(-d)
+    np.maximum(probs, 0.0, out=probs)
+    return [(int(lo[j]), probs[starts[j] : starts[j] + n[j]]) for j in range(a.size)]
+
+
+def _laplace_lower_pmfs(a: np.ndarray, d: float) -> list:
+    """Laplace losses rounded down to the grid (as :func:`~dpaudit.accounting.laplace_pmfs`).
+
+    The continuous mass of ``[max(k d, -a), min((k+1) d, a))`` is written
+    ``e^{(left - a)/2} expm1((right - left)/2) / 2`` (a relative error of a few ulp);
+    the atoms ``1/2`` at ``a`` and ``e^{-a}/2`` at ``-a`` go to the bins holding them.
+    """
+    lo, hi = _laplace_grid(a, d, upper=False)
+    n = (hi - lo + 1).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
+    comp = np.repeat(np.arange(a.size), n)
+    k = lo[comp] + (np.arange(comp.size) - starts[comp])
+    aa = a[comp]
+    left = np.maximum(k * d, -aa)
+    right = np.minimum((k + 1) * d, aa)
+    probs = 0.5 * np.exp(0.5 * (left - aa)) * np.expm1(0.5 * np.maximum(right - left, 0.0))
+    probs[starts + n - 1] += 0.5
+    probs[starts] += 0.5 * np.exp(-a)
+    return [(int(lo[j]), probs[starts[j] : starts[j] + n[j]]) for j in range(a.size)]
+
+
+def _laplace_leaves(a, discretization: float, upper: bool) -> tuple[list, float]:
+    """Per-component Laplace pmfs for the windowed tree, and their round-off margin."""
+    a = np.asarray(a, dtype=np.float64)
+    closed = (a >= 2 * discretization) & (a / discretization < 2.0**25)
+    rest = a[~closed]
+    build = _laplace_upper_pmfs if upper else _laplace_lower_pmfs
+    pmfs = build(a[closed], discretization) if np.any(closed) else []
+    margin = _CLOSED_FORM_MARGIN * len(pmfs)
+    for offset, probs in laplace_pmfs(
+        rest, discretization, "pessimistic" if upper else "optimistic"
+    ):
+        pmfs.append((offset, probs))
+        margin += 4 * _EPS * probs.size
+    return pmfs, margin
+
+
+# ------------------------------------------------------------ windowed composition tree
+
+
+@dataclasses.dataclass
+class _Node:
+    """A pmf of the tree with what is known of the exact composition of its leaves.
+
+    ``mass``, ``mean`` (grid index) and ``proxy`` (a variance proxy: the normalised
+    exact sum ``S`` has ``log E e^{l (S - mean)} <= l^2 proxy / 2`` for every real ``l``,
+    Hoeffding's lemma summed over the leaves) describe the exact convolution of the
+    leaves; ``moved`` bounds the total variation between ``probs`` and that convolution
+    (mass relocated by the windows below).
+    """
+
+    offset: int
+    probs: np.ndarray
+    mass: float
+    mean: float
+    proxy: float
+    moved: float = 0.0
+    variance: float = 0.0
+
+
+def _leaf_nodes(pmfs: list) -> tuple[list, list]:
+    """Nodes of the leaves (one vectorised pass), split into short and long ones.
+
+    A leaf is *short* when Hoeffding's proxy suits it: its support is at most about four
+    standard deviations wide (``w^2 / 4 <= 4 var + 1``, grid units).
+    """
+    probs = [np.asarray(p, dtype=np.float64) for _, p in pmfs]
+    sizes = np.array([p.size for p in probs], dtype=np.int64)
+    flat = np.concatenate(probs)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    idx = np.arange(flat.size, dtype=np.float64) - np.repeat(starts, sizes)
+    mass = np.add.reduceat(flat, starts)
+    safe = np.where(mass > 0, mass, 1.0)
+    mean = np.add.reduceat(flat * idx, starts) / safe
+    centred = idx - np.repeat(mean, sizes)
+    variance = np.add.reduceat(flat * centred * centred, starts) / safe
+    # Hoeffding: a law on an interval of length w has log-MGF <= l^2 w^2 / 8 around its mean.
+    proxy = 0.25 * (sizes - 1.0) ** 2
+    short, long = [], []
+    for j, (offset, _) in enumerate(pmfs):
+        node = _Node(
+            int(offset), probs[j], float(mass[j]), int(offset) + float(mean[j]),
+            float(proxy[j]), 0.0, float(variance[j]),
+        )  # fmt: skip
+        (short if proxy[j] <= 4 * variance[j] + 1 or mass[j] <= 0 else long).append(node)
+    return short, long
+
+
+def _pair_plan(a: _Node, b: _Node, budget: float) -> dict:
+    """Exact statistics of the pair's sum and the shortest FFT length its window needs."""
+    mass, mean, proxy = a.mass * b.mass, a.mean + b.mean, a.proxy + b.proxy
+    size = a.probs.size + b.probs.size - 1
+    half = math.sqrt(2 * proxy * math.log(mass / budget)) if mass > budget else 0.0
+    # the kept range of length >= need, centred on the mean, covers [mean - half, mean + half]
+    need = min(size, math.floor(mean + half) - math.ceil(mean - half) + 3)
+    moved = a.moved * b.mass + a.mass * b.moved + a.moved * b.moved
+    return {
+        "a": a,
+        "b": b,
+        "size": size,
+        "need": need,
+        "moved": moved,
+        "stats": (mass, mean, proxy),
+    }
+
+
+def _wrapped(probs: np.ndarray, length: int) -> np.ndarray:
+    """``probs`` folded modulo ``length`` (cyclic convolution of folded inputs = folded output)."""
+    if probs.size <= length:
+        return probs
+    folded = np.zeros(-(-probs.size // length) * length)
+    folded[: probs.size] = probs
+    return folded.reshape(-1, length).sum(axis=0)
+
+
+def _kept(plan: dict, row: np.ndarray, length: int) -> tuple[_Node, float, float]:
+    """The pair's node from its cyclic convolution of ``length``; masses moved up and down."""
+    a, b = plan["a"], plan["b"]
+    start0, size = a.offset + b.offset, plan["size"]
+    mass, mean, proxy = plan["stats"]
+    if length >= size:
+        node = _Node(start0, row[:size], mass, mean, proxy, plan["moved"])
+        return node, 0.0, 0.0
+    start = min(max(round(mean - 0.5 * length), start0), start0 + size - length)
+    top, bottom = start + length, start - 1  # first grid index above / last below the range
+
+    def tail(gap: float) -> float:  # Chernoff bound of one tail of the exact sum
+        if gap <= 0:
+            return mass
+        return 0.0 if proxy <= 0 else mass * math.exp(-gap * gap / (2 * proxy))
+
+    above = 0.0 if top >= start0 + size else tail(top - mean)
+    below = 0.0 if start <= start0 else tail(mean - bottom)
+    # mass the children had already moved may sit anywhere, outside the range too
+    above, below = above + plan["moved"], below + plan["moved"]
+    probs = np.roll(row, start0 - start)
+    node = _Node(start, probs, mass, mean, proxy, plan["moved"] + 2 * (above + below))
+    return node, above, below
+
+
+def _run_level(plans: list) -> tuple[list, float, float]:
+    """Convolve every planned pair by batched real FFTs of similar lengths."""
+    plans = sorted(plans, key=lambda p: -p["need"])
+    nodes, up, down, i = [], 0.0, 0.0, 0
+    while i < len(plans):
+        length = scipy.fft.next_fast_len(plans[i]["need"], real=True)
+        if length >= plans[i]["size"]:  # a linear convolution fits: no window needed
+            length = scipy.fft.next_fast_len(plans[i]["size"], real=True)
+        j = i + 1
+        rows = max(1, _BATCH_ELEMENTS // length)
+        while j < len(plans) and j - i < rows and plans[j]["need"] >= _BATCH_RATIO * length:
+            j += 1
+        left, right = np.zeros((j - i, length)), np.zeros((j - i, length))
+        for r, plan in enumerate(plans[i:j]):
+            pa, pb = _wrapped(plan["a"].probs, length), _wrapped(plan["b"].probs, length)
+            left[r, : pa.size], right[r, : pb.size] = pa, pb
+        spectrum = scipy.fft.rfft(left, axis=1)
+        spectrum *= scipy.fft.rfft(right, axis=1)
+        out = scipy.fft.irfft(spectrum, n=length, axis=1)
+        np.maximum(out, 0.0, out=out)  # round-off: adding mass (covered by the margin)
+        for r, plan in enumerate(plans[i:j]):
+            node, above, below = _kept(plan, out[r], length)
+            nodes.append(node)
+            up, down = up + above, down + below
+        i = j
+    return nodes, up, down
+
+
+def _windowed_tree(nodes: list, budget: float, stop: int) -> tuple[list, float, float]:
+    """Convolve short pmfs by a balanced tree of batched FFTs with Chernoff windows.
+
+    At every pair the exact sum of the leaves below has Hoeffding's sub-Gaussian tails,
+    so when its support is wider than ``mean +- half`` (the half-width at which each tail
+    is below ``budget``) the pair is convolved cyclically on a range of at least that
+    length and the mass outside wraps into it. Upper curve: the mass that wrapped down
+    from above is sent to ``+inf`` as well (``up``); what wrapped up from below only
+    raises the curve. Lower curve: the mass that wrapped up is subtracted from every
+    delta (``down``). Mass moved by windows further down the tree is added to both.
+
+    Args:
+        nodes: the leaves.
+        budget: the bound on each tail cut at one pair.
+        stop: how many nodes to leave for the last product (:func:`_final_product`).
+
+    Returns:
+        ``(nodes, up, down)``.
+    """
+    up = down = 0.0
+    while len(nodes) > stop:
+        nodes = sorted(nodes, key=lambda node: node.probs.size)
+        carry = [nodes.pop()] if len(nodes) % 2 else []
+        plans = [_pair_plan(nodes[i], nodes[i + 1], budget) for i in range(0, len(nodes), 2)]
+        nodes, level_up, level_down = _run_level(plans)
+        nodes += carry
+        up, down = up + level_up, down + level_down
+    return nodes, up, down
+
+
+def _centred_log_mgf(node: _Node, lam: float) -> float:
+    """``log sum_k p_k e^(lam (k - mean))`` of a leaf's pmf (grid indices), exactly."""
+    keep = node.probs > 0
+    x = lam * (np.flatnonzero(keep) + (node.offset - node.mean)) + np.log(node.probs[keep])
+    top = float(np.max(x))
+    return top + math.log(float(np.sum(np.exp(x - top))))
+
+
+def _final_product(shorts: list, longs: list, budget: float) -> tuple[_Node, float, float]:
+    """The last convolution of the tree's (at most two) nodes with the long pmfs, windowed.
+
+    One cyclic product of all their spectra. The window's Chernoff bound uses one order
+    ``lam`` on each side: Hoeffding's bound for the tree's nodes and the exact
+    moment-generating function of each long pmf at ``+-lam`` (any order gives a valid
+    bound; ``lam`` is the best one for a Gaussian with the total variance).
+
+    Returns:
+        ``(node, up, down)`` as for one pair of the tree.
+    """
+    nodes = shorts + longs
+    mass = math.prod(n.mass for n in nodes)
+    mean = math.fsum(n.mean for n in nodes)
+    proxy = math.fsum(n.proxy for n in shorts)
+    start0 = sum(n.offset for n in nodes)
+    size = sum(n.probs.size for n in nodes) - len(nodes) + 1
+    moved = math.fsum(n.moved for n in shorts) * max(1.0, mass) * 2
+    log_ratio = math.log(mass / budget) if mass > budget else 0.0
+    lam = math.sqrt(2 * log_ratio / max(proxy + sum(n.variance for n in longs), 1.0))
+    sides = []
+    for sign in (1.0, -1.0):
+        log_mgf = math.log(mass) - sum(math.log(n.mass) for n in longs) + 0.5 * lam * lam * proxy
+        log_mgf += sum(_centred_log_mgf(n, sign * lam) for n in longs)
+        sides.append(log_mgf)
+    half_up, half_down = ((s - math.log(budget)) / lam if lam > 0 else 0.0 for s in sides)
+    need = min(size, math.ceil(half_up) + math.ceil(half_down) + 3)
+    length = scipy.fft.next_fast_len(need, real=True)
+    if length >= size:
+        length = scipy.fft.next_fast_len(size, real=True)
+    spectrum = scipy.fft.rfft(_wrapped(nodes[0].probs, length), n=length)
+    for node in nodes[1:]:
+        spectrum *= scipy.fft.rfft(_wrapped(node.probs, length), n=length)
+    out = np.maximum(scipy.fft.irfft(spectrum, n=length), 0.0)
+    if length >= size:
+        return _Node(start0, out[:size], mass, mean, proxy, moved), 0.0, 0.0
+    centre = mean + 0.5 * (half_up - half_down)
+    start = min(max(round(centre - 0.5 * length), start0), start0 + size - length)
+    gaps = (start + length - mean, mean - (start - 1))
+    bounds = [
+        mass if gap <= 0 or lam <= 0 else min(mass, math.exp(s - lam * gap))
+        for s, gap in zip(sides, gaps, strict=True)
+    ]
+    above = (0.0 if start + length >= start0 + size else bounds[0]) + moved
+    below = (0.0 if start <= start0 else bounds[1]) + moved
+    probs = np.roll(out, start0 - start)
+    return _Node(start, probs, mass, mean, proxy, moved + 2 * (above + below)), above, below
+
+
+def _compose_many(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, float] | None:
+    """Short pmfs by the windowed tree, whose last product takes in the long pmfs.
+
+    Returns:
+        ``(offset, probs, up, down)``: ``up`` is mass for ``+inf`` (upper curve), ``down``
+        is subtracted from every delta (lower curve); both already scaled by the largest
+        total mass the rest of the composition can multiply them with. ``None`` when no
+        pmf is short.
+    """
+    short, long = _leaf_nodes(pmfs)
+    if not short:
+        return None
+    # the rest of the composition (with its +inf atoms, at most ``tail`` in all) has mass <= scale
+    scale = math.prod(max(1.0, node.mass) for node in short + long) * (1.0 + 4 * tail)
+    # half of ``tail`` for the last product (it trims the result), half for all others
+    budget, last = tail / (4 * len(short)), tail / 4  # per product and side
+    short, up, down = _windowed_tree(short, budget, stop=_FINAL_FAN_IN)
+    root, last_up, last_down = _final_product(short, long, last)
+    up, down = up + last_up, down + last_down
+    return root.offset, root.probs, up * scale, down * scale
+
+
 # --------------------------------------------------------------- composition
 
 
@@ -657,9 +1029,12 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
     estimate = "pessimistic" if upper else "optimistic"
     pmfs, finite, margin = [], 1.0, 0.0
     singles = [c.a for c, k in items if type(c) is LaplaceComponent and k == 1]
-    for offset, probs in laplace_pmfs(np.array(singles), discretization, estimate):
-        pmfs.append((offset, probs))
-        margin += 4 * _EPS * probs.size
+    if len(singles) >= _TREE_MIN_LEAVES:
+        pmfs, margin = _laplace_leaves(singles, discretization, upper)
+    else:
+        for offset, probs in laplace_pmfs(np.array(singles), discretization, estimate):
+            pmfs.append((offset, probs))
+            margin += 4 * _EPS * probs.size
     total = sum(k for _, k in items)
     for component, count in items:
         if type(component) is LaplaceComponent and count == 1:
@@ -684,9 +1059,15 @@ def _compose_direction(items, discretization: float, tail: float, *, forward: bo
     pmfs, infinity, margin = _component_pmfs(
         items, discretization, tail, forward=forward, upper=upper
     )
-    offset, probs = compose_pmfs(pmfs)
-    margin += probs.size * _EPS  # FFT round-off of the convolutions (as laplace_pld)
-    offset, probs, folded = fold_tails(offset, probs, tail / 4, pessimistic=upper)
+    many = _compose_many(pmfs, tail / 2) if len(pmfs) >= _TREE_MIN_LEAVES else None
+    if many is not None:  # the windows also trim the result: no fold
+        offset, probs, up, down = many
+        folded, margin = (up, margin) if upper else (0.0, margin + down)
+        margin += probs.size * _EPS  # FFT round-off of the convolutions (as laplace_pld)
+    else:
+        offset, probs = compose_pmfs(pmfs)
+        margin += probs.size * _EPS
+        offset, probs, folded = fold_tails(offset, probs, tail / 4, pessimistic=upper)
     return DiscretePLD(
         discretization=discretization,
         offset=offset,

@@ -36,10 +36,22 @@ error, added to certificate margins; absent means closed form) and
 ``certified_marginal_log_prob(conditionals) -> (lower, upper)`` (enables exact
 accounting over enumerable releases). Only release sites may depend on ``z``,
 and each on one such site.
+
+**History-uniform bounds protocol.** An adaptive release gets an exact supremum of
+its loss (:func:`adaptive_sup_loss`) when the law of each site that depends on
+earlier released values names, in ``uniform_fields``, the fields computed from them
+(e.g. the cut points of the Hosmer–Lemeshow group sums), and declares
+``uniform_sup_loss(other) -> ExactSupLoss | None``: certified bounds on the supremum
+of its loss against ``other`` (the law under the neighbouring dataset at the same
+earlier values) that hold for *every* value of those fields. The fields must not
+depend on the dataset, and no other parameter may depend on the earlier values
+(both checked on the model's ``jaxpr``); otherwise the release is audited through
+its joint density with Monte Carlo bounds only.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from collections.abc import Mapping
@@ -50,6 +62,7 @@ import numpy as np
 from numpyro import handlers
 from numpyro.distributions import Distribution, constraints
 
+from dpaudit.checks import is_concrete
 from dpaudit.exact import ExactSupLoss, exact_sup_loss, finite_sup_loss, log_density_error
 
 __all__ = [
@@ -57,6 +70,7 @@ __all__ = [
     "MAX_ENUMERATION",
     "MAX_PREFIXES",
     "JointRelease",
+    "adaptive_sup_loss",
     "check_release_sites",
     "declared_role",
     "joint_release",
@@ -573,51 +587,42 @@ class JointRelease(Distribution):
         approached, site by site). Each site's bounds come from
         :func:`dpaudit.exact.exact_sup_loss`; sums are rounded outward.
 
+        An adaptive release (a site's law depends on earlier released values) goes by
+        :func:`adaptive_sup_loss`: each adaptive site's law declares bounds that hold
+        uniformly over the earlier values (``uniform_sup_loss``), and the bounds add up.
+        A release with marginalised continuous latent sites (and no other hidden or
+        shared randomness) whose sites are discrete goes by enumeration instead
+        (:func:`_marginal_sup_loss`).
+
         Args:
             other: the joint release under the other dataset.
 
-        A release with marginalised continuous latent sites (and no other hidden or shared
-        randomness) whose sites are discrete goes by enumeration instead
-        (:func:`_marginal_sup_loss`).
-
         Returns:
-            An :class:`~dpaudit.exact.ExactSupLoss` (method ``"sites: ..."`` or
-            ``"latent marginal"``), or ``None`` when the release is adaptive or a site's
-            supremum is not known.
+            An :class:`~dpaudit.exact.ExactSupLoss` (method ``"sites: ..."``,
+            ``"adaptive sites: ..."`` or ``"latent marginal"``), or ``None`` when a site's
+            supremum is not known, or an adaptive site declares no history-uniform bound.
         """
         if not isinstance(other, JointRelease) or self.sites != other.sites:
             return None
         if self._groups and not (self.latent_sites or self.shared_sites):
             return _marginal_sup_loss(self, other)
-        if self.adaptive():
-            return None
-        if other.adaptive():
-            return None
+        if self.adaptive() or other.adaptive():
+            return adaptive_sup_loss(self, other)
         mine, theirs = self.site_distributions(), other.site_distributions()
         parts = [exact_sup_loss(mine[s], theirs[s]) for s in self.release_sites]
         if any(p is None for p in parts):
             return None
-
-        def total(field, direction):
-            value = math.fsum(getattr(p, field) for p in parts)
-            return math.nextafter(value, direction) if math.isfinite(value) else value
-
-        return ExactSupLoss(
-            forward_lower=total("forward_lower", -math.inf),
-            forward_upper=total("forward_upper", math.inf),
-            backward_lower=total("backward_lower", -math.inf),
-            backward_upper=total("backward_upper", math.inf),
-            method="sites: " + "+".join(sorted({p.method for p in parts})),
-        )
+        return _summed(parts, "sites: ")
 
     def adaptive(self) -> bool:
         """Whether a release site's law may depend on another site's value.
 
         Decided on the model's ``jaxpr``: the release sites' values are substituted as
         inputs and every input that reaches a leaf of some site's distribution
-        (structurally, through any primitive) makes the release adaptive. Models that
-        cannot be traced with their sites as inputs count as adaptive (the safe side:
-        they are then audited through their joint density).
+        (structurally, through any primitive) makes the release adaptive, as does a law
+        that keeps a released value outside its leaves (a static field, an undeclared
+        attribute). Models that cannot be traced with their sites as inputs count as
+        adaptive (the safe side: they are then audited through their joint density).
 
         Returns:
             True unless every site's law is provably independent of the other sites.
@@ -629,6 +634,8 @@ class JointRelease(Distribution):
             trace = handlers.trace(
                 handlers.substitute(handlers.seed(self._model, rng_seed=0), data=values)
             ).get_trace(self._data)
+            if any(_hidden_tracer(trace[s]["fn"]) for s in self.release_sites):
+                raise TypeError("a law keeps a released value outside its leaves")
             return [jax.tree_util.tree_leaves(trace[s]["fn"]) for s in self.release_sites]
 
         try:
@@ -640,9 +647,15 @@ class JointRelease(Distribution):
         return _depends_on_inputs(closed.jaxpr)
 
 
-def _tainted_outputs(jaxpr) -> list[bool]:
-    """For each output of ``jaxpr``: whether it is computed (structurally) from an input."""
-    tainted = {id(v) for v in jaxpr.invars}
+def _tainted_outputs(jaxpr, inputs=None) -> list[bool]:
+    """For each output of ``jaxpr``: whether it is computed (structurally) from an input.
+
+    ``inputs`` (indices into ``jaxpr.invars``) restricts the sources; all inputs by default.
+    An equation with any tainted operand taints all its outputs (sub-jaxprs included), so
+    the answer errs on the side of "depends".
+    """
+    sources = jaxpr.invars if inputs is None else [jaxpr.invars[i] for i in inputs]
+    tainted = {id(v) for v in sources}
     for eqn in jaxpr.eqns:
         if any(id(v) in tainted for v in eqn.invars if not _is_literal(v)):
             tainted.update(id(v) for v in eqn.outvars)
@@ -760,6 +773,173 @@ def _marginal_sup_loss(p: JointRelease, q: JointRelease) -> ExactSupLoss | None:
     log_p = np.array([bp for bp, _ in leaves])
     log_q = np.array([bq for _, bq in leaves])
     return finite_sup_loss(log_p, log_q, method="latent marginal")
+
+
+def _summed(parts, prefix: str) -> ExactSupLoss:
+    """The sum of the sites' bounds, each sum rounded one float outward."""
+
+    def total(field, direction):
+        value = math.fsum(getattr(p, field) for p in parts)
+        return math.nextafter(value, direction) if math.isfinite(value) else value
+
+    return ExactSupLoss(
+        forward_lower=total("forward_lower", -math.inf),
+        forward_upper=total("forward_upper", math.inf),
+        backward_lower=total("backward_lower", -math.inf),
+        backward_upper=total("backward_upper", math.inf),
+        method=prefix + "+".join(sorted({p.method for p in parts})),
+    )
+
+
+def _hidden_tracer(fn) -> bool:
+    """Whether a law keeps a traced value outside its pytree leaves (a static field, an
+    undeclared attribute, also of a nested law), where a dependence analysis of its
+    leaves could not see it."""
+    visible = {id(leaf) for leaf in jax.tree_util.tree_leaves(fn)}
+
+    def hidden(law) -> bool:
+        for value in vars(law).values():
+            if isinstance(value, Distribution):
+                if hidden(value):
+                    return True
+                continue
+            for leaf in jax.tree_util.tree_leaves(value):
+                if not is_concrete(leaf) and id(leaf) not in visible:
+                    return True
+        return False
+
+    return hidden(fn)
+
+
+def _without(fn, fields):
+    """A shallow copy of a law with the named fields emptied (their leaves left out)."""
+    rest = copy.copy(fn)
+    for field in fields:
+        setattr(rest, field, None)
+    return rest
+
+
+def _role(fn, history: list[bool], uniform_by_history, uniform_by_data) -> str | None:
+    """One site's role from the taint of its other leaves and of its uniform fields."""
+    if any(history):
+        return None  # a parameter not declared uniform depends on the earlier values
+    if not any(uniform_by_history):
+        return "fixed"
+    if any(uniform_by_data) or not callable(getattr(fn, "uniform_sup_loss", None)):
+        return None  # the design would differ between the datasets at one history
+    return "uniform"
+
+
+def _site_roles(law: JointRelease) -> dict | None:
+    """``{site: "fixed" | "uniform" | None}``: how each release site's law uses the history.
+
+    Traced on the model's ``jaxpr`` with the release values *and the dataset* as inputs.
+    ``"fixed"``: no parameter of the law depends on another site's value. ``"uniform"``:
+    only the fields the law names in ``uniform_fields`` do, those fields do not depend
+    on the dataset, and the law declares ``uniform_sup_loss``. ``None``: anything else
+    (another parameter depends on the history, a uniform field on the data). ``None``
+    for the whole dict when the model cannot be traced that way, or a law keeps a traced
+    value where its leaves do not show it (the safe side: no exact supremum).
+    """
+    trace = model_trace(law._model, law._data)
+    values = {s: jnp.asarray(trace[s]["value"]) for s in law.release_sites}
+    fns = {s: trace[s]["fn"] for s in law.release_sites}
+    fields = {s: tuple(getattr(fns[s], "uniform_fields", ())) for s in law.release_sites}
+
+    def laws(site_values, data):
+        traced = handlers.trace(
+            handlers.substitute(handlers.seed(law._model, rng_seed=0), data=site_values)
+        ).get_trace(data)
+        out = []
+        for s in law.release_sites:
+            fn = traced[s]["fn"]
+            if _hidden_tracer(fn):
+                raise TypeError(f"site {s!r} keeps a traced value outside its leaves")
+            uniform = [getattr(fn, f) for f in fields[s]]
+            out.append(
+                (
+                    jax.tree_util.tree_leaves(_without(fn, fields[s])),
+                    jax.tree_util.tree_leaves(uniform),
+                )
+            )
+        return out
+
+    try:
+        closed, shapes = jax.make_jaxpr(laws, return_shape=True)(values, law._data)
+    except Exception:  # any failure to trace: the roles cannot be decided (no exact supremum)
+        return None
+    n_history = len(jax.tree_util.tree_leaves(values))
+    by_history = _tainted_outputs(closed.jaxpr, range(n_history))
+    by_data = _tainted_outputs(closed.jaxpr, range(n_history, len(closed.jaxpr.invars)))
+    roles, start = {}, 0
+    for s, (rest, uniform) in zip(law.release_sites, shapes, strict=True):
+        middle, end = start + len(rest), start + len(rest) + len(uniform)
+        roles[s] = _role(
+            fns[s], by_history[start:middle], by_history[middle:end], by_data[middle:end]
+        )
+        start = end
+    return roles
+
+
+def adaptive_sup_loss(p: JointRelease, q: JointRelease) -> ExactSupLoss | None:
+    """Certified suprema of an adaptive release whose sites declare history-uniform bounds.
+
+    The loss is the chain rule ``L(x) = sum_i L_i(x_i | x_<i)``. A site whose law does
+    not depend on the earlier values contributes :func:`dpaudit.exact.exact_sup_loss` of
+    its pair; an adaptive site's law must name the fields computed from the history in
+    ``uniform_fields`` and declare ``uniform_sup_loss(other) -> ExactSupLoss | None``,
+    bounds that hold for *every* value of those fields: the upper bounds at least
+    ``sup_h sup L_i(. | h)``, the lower bounds at most ``inf_h sup L_i(. | h)``. Then
+    ``sum_i`` of the upper bounds bounds ``sup L`` (each term of the chain rule is below
+    its site's bound almost surely) and ``sum_i`` of the lower bounds is below it (a
+    near-maximal first value, then a near-maximal next one given it, ...; proof in
+    docs/whole-trace.md#adaptive-uniform-suprema). The pair of laws of a site is read at
+    one common history (the release drawn under ``D`` with seed 0, substituted in both
+    models). Which fields depend on the history, and that the uniform fields do not
+    depend on the dataset, is decided on the model's ``jaxpr`` (:func:`_site_roles`).
+
+    Args:
+        p: the joint release under ``D``.
+        q: the joint release under ``D'``.
+
+    Returns:
+        The summed bounds (method ``"adaptive sites: ..."``), or ``None`` when the release
+        has latent or shared sites, a site depends on the history in a way not declared
+        uniform, a site's bound is unknown, or the model cannot be traced.
+    """
+    for law in (p, q):
+        if law.latent_sites or law.shared_sites or law.continuous_sites:
+            return None
+    if p.sites != q.sites or p._shapes != q._shapes:
+        return None
+    declaring = [
+        callable(getattr(fn, "uniform_sup_loss", None))
+        for fn in (*p.site_distributions().values(), *q.site_distributions().values())
+    ]
+    if not any(declaring):
+        return None  # some site depends on the history and none declares a uniform bound
+    roles_p, roles_q = _site_roles(p), _site_roles(q)
+    if roles_p is None or roles_q is None:
+        return None
+    trace = model_trace(p._model, p._data)
+    history = {s: trace[s]["value"] for s in p.release_sites}
+    laws_p, laws_q = p._trace_at(history), q._trace_at(history)
+    parts = []
+    for site in p.release_sites:
+        role_p, role_q = roles_p[site], roles_q[site]
+        if role_p is None or role_q is None:
+            return None
+        law_p, law_q = laws_p[site]["fn"], laws_q[site]["fn"]
+        if "uniform" in (role_p, role_q):
+            declared = getattr(law_p, "uniform_sup_loss", None)
+            if not callable(declared) or type(law_p) is not type(law_q):
+                return None
+            parts.append(declared(law_q))
+        else:
+            parts.append(exact_sup_loss(law_p, law_q))
+        if parts[-1] is None:
+            return None
+    return _summed(parts, "adaptive sites: ")
 
 
 def joint_release(model, data, release_sites, name: str, *, rng_seed=0):

@@ -176,7 +176,8 @@ def blackbox_audit(
         progress: show a progress bar (default: on a terminal, for long runs).
         method: deprecated alias of ``statistic`` (``DeprecationWarning``).
         executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
-            executor: the certification chunks run as shards on workers (same counts).
+            executor: the candidate pairs' selection (one task per pair) and the
+            certification chunks (shards) run on workers, with the same numbers.
         stopping: ``"fixed"`` (count all ``samples``) or ``"sequential"``: count in
             stages and stop at the first of a few pre-registered looks (1/64, 1/32, ...,
             all of ``samples``) whose bound certifies a violation, each look at its share
@@ -226,12 +227,19 @@ def blackbox_audit(
     with progress_bar(
         "black-box audit", total=total, unit="chunks", label=plan.name, show=show
     ) as bar:
-        t0 = time.perf_counter()
-        arms = _fit_statistics(plan, sources, root, bar)  # per pair, on selection releases
+        t0, c0 = time.perf_counter(), time.process_time()
+        arms = _fit_statistics(plan, sources, root, bar, executor)  # per pair, selection releases
         selected = _select(plan, arms)  # one event among all arms and directions
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         certified = _certify(plan, selected, arms, sources, root, bar, executor)  # fresh releases
-    timings = {"selection": t1 - t0, "certification": time.perf_counter() - t1}
+    # wall seconds per phase, and this process's CPU seconds (all its threads; not Ray's
+    # workers): on a loaded machine the wall time is mostly waiting for a core
+    timings = {
+        "selection": t1 - t0,
+        "certification": time.perf_counter() - t1,
+        "selection_cpu": c1 - c0,
+        "certification_cpu": time.process_time() - c1,
+    }
     result = _result(plan, arms, selected, certified, timings, start)
     # zCDP / RDP / GDP / f-DP claims: judged in their notion (dpaudit.blackbox.tradeoff)
     return notion_blackbox_result(result, plan.claim) if is_notion_claim(plan.claim) else result
@@ -245,24 +253,34 @@ class _Arm(NamedTuple):
     fitted: FittedStatistic
 
 
-def _fit_statistics(plan: _Plan, sources, root, bar) -> list[_Arm]:
+def _fit_statistics(plan: _Plan, sources, root, bar, executor=None) -> list[_Arm]:
     """Per pair, draw the selection releases and fix each statistic on them."""
+    shared = (plan, sources, root)
+    if executor is None:
+        per_pair = [_fit_pair(shared, i, bar) for i in range(len(plan.pairs))]
+    else:  # one task per pair (dpaudit.distributed): the same fits, in pair order
+        per_pair = executor.run_selection(_fit_pair, shared, sources, plan.select, bar)
     arms = []
-    for i, (pair, pair_sources) in enumerate(zip(plan.pairs, sources, strict=True)):
-        keys = jax.random.split(jax.random.fold_in(root, 2 * i), 3)
-        fitted = fit_statistics(
-            plan.kinds,
-            pair,
-            pair_sources,
-            keys,
-            select=plan.select,
-            reference=plan.reference,
-            features=plan.features,
-            settings=plan.settings,
-            progress=bar,
-        )
+    for i, fitted in enumerate(per_pair):
         arms.extend(_Arm(i, kind, f) for kind, f in zip(plan.kinds, fitted, strict=True))
     return arms
+
+
+def _fit_pair(shared, i: int, bar=None) -> list[FittedStatistic]:
+    """Pair ``i``'s selection releases and its fitted statistics (its keys are its own)."""
+    plan, sources, root = shared
+    keys = jax.random.split(jax.random.fold_in(root, 2 * i), 3)
+    return fit_statistics(
+        plan.kinds,
+        plan.pairs[i],
+        sources[i],
+        keys,
+        select=plan.select,
+        reference=plan.reference,
+        features=plan.features,
+        settings=plan.settings,
+        progress=bar,
+    )
 
 
 def _certify(

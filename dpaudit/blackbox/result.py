@@ -190,7 +190,8 @@ class BlackBoxResult(AuditRecord):
         selection_scores / certification_scores: ``{"P": ..., "Q": ...}`` — a
             subsample (at most 20000) of the statistic's values in the certified
             direction, for plots.
-        seconds: wall time; ``timings``: selection / certification.
+        seconds: wall time; ``timings``: wall seconds of selection / certification, and
+            this process's CPU seconds of each (``selection_cpu``, ``certification_cpu``).
         notes: sentences qualifying the verdict.
         objective: what the certified event was chosen for, ``"epsilon"`` (the epsilon
             bound at the claimed delta) or ``"delta"`` (the delta bound at the claimed

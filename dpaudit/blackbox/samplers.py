@@ -128,18 +128,36 @@ class Categories:
             TypeError: for unhashable outputs.
         """
         flat = x.ravel()
+        try:  # vectorised: the distinct outputs in order of first sight, and each one's rank
+            uniques, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")
+            seen = uniques[order].tolist()
+        except TypeError:  # outputs that do not sort (mixed types) or do not hash
+            return self._indices_one_by_one(flat, name).reshape(x.shape)
+        codes = np.empty(len(seen))
+        try:
+            for rank, u in zip(order.tolist(), seen, strict=True):  # one per category
+                codes[rank] = self.index.setdefault(u, len(self.index))
+        except TypeError as err:
+            raise TypeError(_unhashable(name, err)) from None
+        return codes[inverse.ravel()].reshape(x.shape)
+
+    def _indices_one_by_one(self, flat: np.ndarray, name: str) -> np.ndarray:
+        """The same indices for outputs ``np.unique`` cannot sort (a loop over the outputs)."""
         try:
             uniques = dict.fromkeys(flat.tolist())
         except TypeError as err:
-            raise TypeError(
-                f"the sampler {name!r} returned outputs that are neither numbers nor hashable "
-                f"categories ({err}); return numbers or strings."
-            ) from None
+            raise TypeError(_unhashable(name, err)) from None
         for u in uniques:
             self.index.setdefault(u, len(self.index))
-        return np.fromiter((self.index[v] for v in flat.tolist()), float, flat.size).reshape(
-            x.shape
-        )
+        return np.fromiter((self.index[v] for v in flat.tolist()), float, flat.size)
+
+
+def _unhashable(name: str, err: Exception) -> str:
+    return (
+        f"the sampler {name!r} returned outputs that are neither numbers nor hashable "
+        f"categories ({err}); return numbers or strings."
+    )
 
 
 class OutputLayout:
@@ -321,7 +339,9 @@ class ReleaseSource:
         """
         return self._call(n, key)
 
-    def draw(self, n: int, key, score: Callable | None = None, progress=None) -> np.ndarray:
+    def draw(
+        self, n: int, key, score: Callable | None = None, progress=None, skip=None
+    ) -> np.ndarray:
         """``n`` releases (``score is None``) or their scores ``score(chunk)``, drawn in chunks.
 
         Args:
@@ -329,21 +349,29 @@ class ReleaseSource:
             key: a JAX key; chunk ``i`` uses ``split(key, chunks)[i]``.
             score: applied to each chunk of releases (e.g. features or a statistic).
             progress: a :class:`dpaudit.progress.ProgressBar` advanced once per chunk.
+            skip: ``(lo, hi)``: releases ``lo .. hi - 1`` are not needed, so the chunks
+                lying wholly inside that range are not drawn (the others are drawn with
+                the same keys as without ``skip``, so they hold the same releases).
 
         Returns:
-            The ``n`` releases or scores, concatenated along the first axis.
+            The releases or scores, concatenated along the first axis: all ``n``, or
+            without ``skip`` at least the first ``lo`` and the last ``n - hi`` (the rows
+            of the chunks that were drawn).
 
         Raises:
             ValueError, TypeError: if the sampler fails or returns bad releases.
         """
         chunk, keys = self._chunk_keys(n, key)
+        lo, hi = skip if skip is not None else (0, 0)
         out = []
-        for chunk_key in keys:
-            x = self._call(chunk, chunk_key)
-            out.append(np.asarray(x if score is None else score(x)))
+        for c, chunk_key in enumerate(keys):
+            start, stop = c * chunk, min((c + 1) * chunk, n)
+            if not lo <= start < stop <= hi:  # a chunk holding a needed release
+                x = self._call(chunk, chunk_key)  # whole chunks: one shape for score
+                out.append(np.asarray(x if score is None else score(x))[: stop - start])
             if progress is not None:
                 progress.advance()
-        return np.concatenate(out, axis=0)[:n]
+        return np.concatenate(out, axis=0)
 
     def tally(self, n: int, key, score, sign: float, threshold: float, keep: int, progress=None):
         """Stream ``n`` scores: ``#{sign*s > t}``, ``#{sign*s = t}`` and the first ``keep`` values.

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -171,16 +172,24 @@ def planned_margin(p, q, n_cert: int, claim: Claim) -> float:
     return (p - e * q - claim.delta) / max(sd, 1e-300)
 
 
-def _thresholds(s_p: np.ndarray) -> np.ndarray:
-    """Distinct values of ``s_p`` at the top ``_TOP_RANKS`` ranks, then geometric ranks."""
-    sp = np.sort(s_p)[::-1]
-    n = sp.size
+def _thresholds(sp_asc: np.ndarray) -> np.ndarray:
+    """Distinct values of the ascending ``sp_asc`` at the top ``_TOP_RANKS`` ranks, then
+    geometric ranks (vectorised: the ranks are a fixed function of the size)."""
+    sp = sp_asc[::-1]
+    return np.unique(sp[_ranks(sp.size)])
+
+
+@functools.lru_cache(maxsize=16)
+def _ranks(n: int) -> np.ndarray:
+    """Ranks ``0 .. _TOP_RANKS - 1``, then ``int(400 * 1.03^j)`` below ``n`` (as listed before)."""
     ranks = list(range(min(n, _TOP_RANKS)))
     r = float(_TOP_RANKS)
     while r < n:
         ranks.append(int(r))
         r *= _RANK_GROWTH
-    return np.unique(sp[np.asarray(ranks, dtype=int)])
+    out = np.asarray(ranks, dtype=int)
+    out.flags.writeable = False
+    return out
 
 
 def _counts_above(sorted_s: np.ndarray, t: np.ndarray):
@@ -222,10 +231,14 @@ def candidate_events(s_p: np.ndarray, s_q: np.ndarray, loss: bool = False):
     Returns:
         Columns ``(t, gamma, k_p, k_q, q_is)`` as arrays of one length.
     """
-    t = _thresholds(s_p)
-    sp_asc = np.sort(s_p)
+    return _candidates(np.sort(s_p), np.sort(np.asarray(s_q)), loss)
+
+
+def _candidates(sp_asc: np.ndarray, sq_asc: np.ndarray, loss: bool):
+    """:func:`candidate_events` from the scores already sorted (ascending)."""
+    t = _thresholds(sp_asc)
     p_gt, p_eq = _counts_above(sp_asc, t)
-    q_gt, q_eq = _counts_above(np.sort(np.asarray(s_q)), t)
+    q_gt, q_eq = _counts_above(sq_asc, t)
     if loss:
         w_gt, w_eq = _importance_weights(sp_asc, t)
     else:
@@ -248,6 +261,20 @@ def candidate_events(s_p: np.ndarray, s_q: np.ndarray, loss: bool = False):
                 )
             )
     return [np.concatenate(col) for col in zip(*rows, strict=True)]
+
+
+def _directions(s_d, s_dp, is_loss: bool):
+    """The candidate tables of both directions of one arm, with one sort per score array.
+
+    Direction ``D' -> D`` thresholds ``-s``: its ascending scores are the reversed,
+    negated ascending scores of the other direction (negation is exact), so each
+    array is sorted once.
+    """
+    d_asc, dp_asc = np.sort(np.asarray(s_d)), np.sort(np.asarray(s_dp))
+    return (
+        _candidates(d_asc, dp_asc, is_loss),
+        _candidates(-dp_asc[::-1], -d_asc[::-1], is_loss),
+    )
 
 
 def _trust_reference(table, n_sel):
@@ -301,24 +328,31 @@ def select_event(
         its ``pair`` is the index of the arm.
     """
     flags = [loss] * len(scores) if isinstance(loss, bool) else list(loss)
-    tables = []
+    tables = []  # (arm, direction, releases of the arm, candidate columns)
     for arm, ((s_d, s_dp), is_loss) in enumerate(zip(scores, flags, strict=True)):
-        for direction, (s_p, s_q) in enumerate(((s_d, s_dp), (-s_dp, -s_d))):
-            tables.append(
-                (arm, direction, np.asarray(s_p).size, candidate_events(s_p, s_q, is_loss))
-            )
+        n_arm = np.asarray(s_d).size
+        for direction, table in enumerate(_directions(s_d, s_dp, is_loss)):
+            tables.append((arm, direction, n_arm, _trust_reference(table, n_arm)))
     level = _PLAN_ALPHA / sum(table[0].size for _, _, _, table in tables)
+    # One planning call over the candidates of every arm and direction (elementwise, so the
+    # same numbers as per table, without a scipy call per table).
+    columns = zip(*(c for *_, c in tables), strict=True)
+    t, g, k_p, k_q, q_is = (np.concatenate(col) for col in columns)
+    n_rows = np.concatenate([np.full(c[0].size, float(n)) for _, _, n, c in tables])
+    method = bound_method(claim.delta)  # plan with the bound certification will use
+    planned = _planned(k_p, k_q, n_rows, n_cert, alpha, level, q_is, method)
+    p_tilde, q_tilde = planned.p_tilde, planned.q_tilde
     objectives = ("epsilon", "delta") if objective == "auto" else (objective,)
+    bounds = {name: np.asarray(_bound_of(planned, claim, name)) for name in objectives}
     best: dict = {}
-    for arm, direction, n_arm, table in tables:
-        t, g, k_p, k_q, q_is = _trust_reference(table, n_arm)
-        planned = _planned(k_p, k_q, n_arm, n_cert, alpha, level, q_is, bound_method(claim.delta))
-        p_tilde, q_tilde = planned.p_tilde, planned.q_tilde
+    stop = np.cumsum([c[0].size for *_, c in tables])
+    for (arm, direction, n_arm, _), end, begin in zip(
+        tables, stop, np.concatenate([[0], stop[:-1]]), strict=True
+    ):
         for name in objectives:
-            bound = np.asarray(_bound_of(planned, claim, name))
-            i = int(np.argmax(bound))
+            i = begin + int(np.argmax(bounds[name][begin:end]))
             candidate = SelectedEvent(
-                float(bound[i]), arm, direction, float(t[i]), float(g[i]),
+                float(bounds[name][i]), arm, direction, float(t[i]), float(g[i]),
                 float(k_p[i] / n_arm), float(k_q[i] / n_arm), name,
             )  # fmt: skip
             if name not in best or candidate.objective > best[name][0].objective:

@@ -14,6 +14,11 @@ finish in. An *executor* runs the shards:
 * :class:`LocalExecutor`: shards in this process, in reverse order (for tests: it shows that
   the merge does not depend on the split).
 
+The same executors fan out the black-box selection (one task per candidate pair:
+its selection releases and fitted statistics) and the worst-case neighbour search of
+:func:`dpaudit.testing.worst_neighbours` (one task per start point of the gradient
+ascent); both are joined in order into the serial run's result.
+
 :func:`run_suite_parallel` runs whole audit specs in parallel (``dpaudit run --workers N``,
 ``--ray ADDRESS``). See ``docs/distributed.md``.
 """

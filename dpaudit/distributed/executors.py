@@ -2,7 +2,10 @@
 
 An executor splits each run into shards (:func:`shard_ranges`), runs them (in this
 process, or as Ray tasks) and merges the partial states with the engines' exact
-merges: the result is the serial run's, bit for bit.
+merges: the result is the serial run's, bit for bit. It also fans out the black-box
+selection (one task per candidate pair, :meth:`ShardExecutor.run_selection`) and a
+neighbour search (one task per start point, :meth:`ShardExecutor.start_search`), whose
+tasks are independent: their results, joined in order, are the serial run's.
 """
 
 from __future__ import annotations
@@ -14,8 +17,20 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 
-from dpaudit.blackbox.certification import TallyJob, merge_tally, tally_job_shard
-from dpaudit.distributed.shards import WhiteboxJob, new_token, whitebox_shard
+import jax
+import numpy as np
+
+from dpaudit.blackbox.certification import TallyJob, merge_tally, tally_job_shard, tally_shard
+from dpaudit.blackbox.samplers import chunks_of
+from dpaudit.distributed.shards import (
+    SearchJob,
+    SelectionJob,
+    WhiteboxJob,
+    new_token,
+    selection_task,
+    start_task,
+    whitebox_shard,
+)
 from dpaudit.whitebox.run import chunk_count, init_direction, merge_direction
 
 __all__ = [
@@ -72,20 +87,110 @@ class ShardExecutor:
     def __init__(self, shards: int):
         self.shards = int(shards)
 
-    def map(self, function: Callable, shared, tasks: Sequence, sizes: Sequence[int], progress):
+    def map(
+        self,
+        function: Callable,
+        shared,
+        tasks: Sequence,
+        sizes: Sequence[int],
+        progress,
+        ordered: bool = False,
+    ):
         """``[function(shared, task) for task in tasks]``, somewhere.
 
         Args:
             function: a module-level function ``(shared, task) -> partial state``.
-            shared: what every task needs (shipped once).
+            shared: what every task needs (shipped once), or what :meth:`put` returned.
             tasks: the tasks.
             sizes: chunks per task (to advance ``progress``).
             progress: a :class:`dpaudit.progress.ProgressBar`, or ``None``.
+            ordered: when tasks fail, raise the error of the first failing task in task
+                order (the one a serial run meets first); else the first failure to arrive.
 
         Returns:
             The results, in the order of ``tasks``.
         """
         raise NotImplementedError
+
+    def put(self, shared, what: str):
+        """``shared``, ready to be given to several :meth:`map` calls (sent once).
+
+        Args:
+            shared: what the tasks share.
+            what: what it is, for an error message.
+
+        Returns:
+            A handle :meth:`map` accepts as ``shared`` (here: ``shared`` itself).
+        """
+        return shared
+
+    def run_selection(self, fit: Callable, shared, sources: list, select: int, progress=None):
+        """The black-box selection of every candidate pair, one task per pair, in pair order.
+
+        Each pair's selection releases and fitted statistics depend only on the pair's own
+        keys, so the tasks run anywhere in any order and the list is the serial run's, bit
+        for bit. Samplers with non-numeric outputs are fitted here, pair after pair: their
+        category indices are given in order of first sight across the pairs.
+
+        Args:
+            fit: a module-level ``fit(shared, i)`` -> the fitted statistics of pair ``i``.
+            shared: what ``fit`` reads (shipped once).
+            sources: the ``(source of D, source of D')`` of each pair (those in ``shared``).
+            select: selection releases per dataset (chunks advance ``progress``).
+            progress: a progress bar, or ``None``.
+
+        Returns:
+            ``[fit(shared, i) for i in range(len(sources))]``.
+        """
+        sizes = [2 * chunks_of(select, d.chunk) for d, _ in sources]
+        if len(sources) > 1 and not _categorical(sources):
+            layouts = {id(s.outputs): s.outputs for pair in sources for s in pair}.values()
+            before = [dict(layout.categories.index) for layout in layouts]
+            job = SelectionJob(fit, shared, sources)
+            tasks = list(range(len(sources)))
+            parts = self.map(selection_task, job, tasks, sizes, progress, ordered=True)
+            if not any(state.categories for _, state in parts):
+                for pair, (_, state) in zip(sources, parts, strict=True):
+                    _learn(pair, state)
+                return [fitted for fitted, _ in parts]
+            # outputs turned out non-numeric (no probe saw them): forget the categories the
+            # tasks indexed (in process, out of order) and fit again here, in pair order
+            for layout, index in zip(layouts, before, strict=True):
+                layout.categories.index = index
+        results = []
+        for i, size in enumerate(sizes):
+            results.append(fit(shared, i))
+            if progress is not None:
+                progress.advance(size)
+        return results
+
+    def start_search(self, build: Callable, run: Callable, problem) -> Callable:
+        """A neighbour search's runner: one task per start point, the problem sent once.
+
+        Args:
+            build: ``build(problem)`` -> the search's compiled program (once per worker).
+            run: ``run(problem, starts, program)`` -> the results from a batch of starts
+                (a pytree of arrays with a leading axis of starts).
+            problem: the search problem.
+
+        Returns:
+            ``runner(starts)`` -> ``run(problem, starts, build(problem))`` computed start by
+            start and joined along the leading axis.
+
+        Raises:
+            TypeError: if the problem cannot be sent to the workers.
+        """
+        job = self.put(SearchJob(build, run, problem, new_token()), "the search's summary or norm")
+
+        def runner(starts):
+            count = int(np.shape(jax.tree_util.tree_leaves(starts)[0])[0])
+            tasks = [
+                jax.tree_util.tree_map(lambda a, r=r: a[r : r + 1], starts) for r in range(count)
+            ]
+            parts = self.map(start_task, job, tasks, [1] * count, None, ordered=True)
+            return jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *parts)
+
+        return runner
 
     def run_directions(self, recipe, key, settings, progress=None) -> list:
         """Both directions of a white-box run, as merged partial states.
@@ -119,6 +224,10 @@ class ShardExecutor:
         Returns:
             One :class:`~dpaudit.blackbox.certification.TallyState` per job.
         """
+        if _categorical([(job.source,) for job in jobs]):
+            # category indices are given in order of first sight: count here, in chunk order
+            everything = range(n_chunks)
+            return [tally_shard(job, everything, progress) for job in jobs]
         ranges = shard_ranges(n_chunks, self.shards)
         tasks = [(j, r) for j in range(len(jobs)) for r in ranges]
         parts = self.map(tally_job_shard, jobs, tasks, [len(r) for _, r in tasks], progress)
@@ -126,6 +235,20 @@ class ShardExecutor:
         for (j, _), part in zip(tasks, parts, strict=True):
             merged[j] = part if j not in merged else merge_tally(merged[j], part)
         return [merged[j] for j in range(len(jobs))]
+
+
+def _categorical(sources) -> bool:
+    """Whether the sampler's outputs were seen to be non-numeric (categories were indexed)."""
+    return any(source.outputs.categories.index for pair in sources for source in pair)
+
+
+def _learn(pair, state) -> None:
+    """Tell the driver's sources of a pair what drawing on a worker taught their copies."""
+    for source, shape in zip(pair, state.shapes, strict=True):
+        if source.shape is None:
+            source.shape = shape
+    if pair[0].outputs.structure is None:
+        pair[0].outputs.structure = state.structure
 
 
 class LocalExecutor(ShardExecutor):
@@ -138,7 +261,7 @@ class LocalExecutor(ShardExecutor):
     def __init__(self, shards: int = 4):
         super().__init__(shards)
 
-    def map(self, function, shared, tasks, sizes, progress):
+    def map(self, function, shared, tasks, sizes, progress, ordered=False):
         """Run the tasks here, in reverse order (see :meth:`ShardExecutor.map`).
 
         Args:
@@ -147,15 +270,24 @@ class LocalExecutor(ShardExecutor):
             tasks: the tasks.
             sizes: chunks per task.
             progress: a progress bar, or ``None``.
+            ordered: on failures, raise the first failing task's error in task order.
 
         Returns:
             The results, in the order of ``tasks``.
         """
-        results = [None] * len(tasks)
+        results, failed = [None] * len(tasks), None
         for i in reversed(range(len(tasks))):
-            results[i] = function(shared, tasks[i])
+            try:
+                results[i] = function(shared, tasks[i])
+            except Exception as err:
+                if not ordered:
+                    raise
+                failed = err  # a task before it may fail too: the first in order is raised
+                continue
             if progress is not None:
                 progress.advance(sizes[i])
+        if failed is not None:
+            raise failed
         return results
 
 
@@ -293,44 +425,57 @@ def ship(ray, value, what: str):
         ) from None
 
 
-def gather(ray, refs: list, sizes: Sequence[int], progress) -> list:
-    """Wait for every task; the first failing task stops the run with its own error.
+def gather(ray, refs: list, sizes: Sequence[int], progress, ordered: bool = False) -> list:
+    """Wait for every task; a failing task stops the run with its own error.
 
     Args:
         ray: the ``ray`` module.
         refs: the tasks' object references.
         sizes: chunks per task (to advance ``progress``).
         progress: a progress bar, or ``None``.
+        ordered: raise the error of the first failing task in the order of ``refs`` (the
+            tasks before it are waited for, those after it cancelled), as a serial run
+            would; else the first failure to arrive (the others are cancelled).
 
     Returns:
         The results, in the order of ``refs``.
 
     Raises:
-        Exception: the failing shard's own exception (the other tasks are cancelled), or
-            ``RuntimeError`` when a worker died more often than it is retried.
+        Exception: the failing task's own exception, or ``RuntimeError`` when a worker died
+            more often than it is retried.
     """
     index = {ref: i for i, ref in enumerate(refs)}
-    results, pending = [None] * len(refs), list(refs)
-    try:
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                results[index[ref]] = ray.get(ref)
-                if progress is not None:
-                    progress.advance(sizes[index[ref]])
-    except ray.exceptions.RayTaskError as err:
-        _cancel(ray, pending)
+    results, pending, failed = [None] * len(refs), list(refs), None
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        (ref,) = done
+        try:
+            results[index[ref]] = ray.get(ref)
+        except ray.exceptions.RayError as err:
+            if failed is None or index[ref] < failed[0]:
+                failed = (index[ref], _failure(ray, err))
+            after = [r for r in pending if not ordered or index[r] > failed[0]]
+            _cancel(ray, after)
+            pending = [r for r in pending if r not in after]
+            continue
+        if progress is not None:
+            progress.advance(sizes[index[ref]])
+    if failed is not None:
+        raise failed[1]
+    return results
+
+
+def _failure(ray, err) -> Exception:
+    """The exception a failed task stops the run with."""
+    if isinstance(err, ray.exceptions.RayTaskError):
         cause = err.cause if isinstance(err.cause, BaseException) else None
         if cause is None:
-            raise RuntimeError(f"a shard failed: {str(err).splitlines()[0]}") from None
-        raise cause from None
-    except ray.exceptions.RayError as err:
-        _cancel(ray, pending)
-        raise RuntimeError(
-            f"a Ray worker was lost more than {_RETRIES} times ({type(err).__name__}); the run "
-            "is incomplete and no result is reported."
-        ) from None
-    return results
+            return RuntimeError(f"a shard failed: {str(err).splitlines()[0]}")
+        return cause
+    return RuntimeError(
+        f"a Ray worker was lost more than {_RETRIES} times ({type(err).__name__}); the run "
+        "is incomplete and no result is reported."
+    )
 
 
 def _cancel(ray, refs) -> None:
@@ -358,15 +503,17 @@ class RayExecutor(ShardExecutor):
         cpus = int(self._ray.cluster_resources().get("CPU", 1))
         super().__init__(shards or max(1, cpus))
 
-    def map(self, function, shared, tasks, sizes, progress):
+    def map(self, function, shared, tasks, sizes, progress, ordered=False):
         """Run the tasks as Ray tasks (see :meth:`ShardExecutor.map`).
 
         Args:
             function: ``(shared, task) -> partial state`` (module level: pickled by name).
-            shared: what every task needs (put in the object store once).
+            shared: what every task needs (put in the object store once), or the handle
+                :meth:`put` returned.
             tasks: the tasks.
             sizes: chunks per task.
             progress: a progress bar, or ``None``.
+            ordered: on failures, raise the first failing task's error in task order.
 
         Returns:
             The results, in the order of ``tasks``.
@@ -374,10 +521,27 @@ class RayExecutor(ShardExecutor):
         Raises:
             TypeError: if ``shared`` cannot be pickled.
         """
-        ref = ship(self._ray, shared, "the audit's sampler, mechanism or statistic")
+        ref = self.put(shared, "the audit's sampler, mechanism or statistic")
         remote = _remote(self._ray)
         refs = [remote.remote(function, ref, task) for task in tasks]
-        return gather(self._ray, refs, sizes, progress)
+        return gather(self._ray, refs, sizes, progress, ordered)
+
+    def put(self, shared, what: str):
+        """``shared`` in Ray's object store (once), or the reference it already is.
+
+        Args:
+            shared: what the tasks share.
+            what: what it is, for the message.
+
+        Returns:
+            The object reference.
+
+        Raises:
+            TypeError: if ``shared`` cannot be pickled.
+        """
+        if isinstance(shared, self._ray.ObjectRef):
+            return shared
+        return ship(self._ray, shared, what)
 
 
 def resolve_executor(executor) -> ShardExecutor | None:

@@ -7,16 +7,22 @@ programme, ``p = 2`` quadratic programme, clamped to ``[0, 1]``),
 composition gives ``epsilon``, see docs/paper-errors.md#bmr-roc-composition), and :func:`private_hosmer_lemeshow`
 (Algorithm 2 with the corrections of docs/paper-errors.md#bmr-hl-algorithm).
 
-**The Hosmer–Lemeshow procedure as a registered mechanism.** The releases of the
-procedure (one ECDF of the predictions at node scale ``1/epsilon'`` and the ``4 Q``
-noisy group sums, each ``Lap(1/epsilon')``, with ``epsilon' = epsilon / (L + 9)``) form
-one release law, :class:`HosmerLemeshowRelease`, so an audit checks the budget split
-itself: ``bmr-hosmer-lemeshow`` (correct) and
-``faulty/bmr-hosmer-lemeshow-budget`` (``epsilon / (L + 1)``, which forgets the group
-sums). The group sums are computed at cut points read off the released ECDF (an
-adaptive composition), so the law is written as one distribution of the whole
-transcript: its density is the chain rule, its supremum of the loss is declared
-(:meth:`HosmerLemeshowRelease.exact_sup_loss`).
+**The Hosmer–Lemeshow procedure as a registered mechanism.** Its releases are three
+numpyro sample sites (``Mechanism.release_sites``): ``"ecdf"``, the ECDF of the
+predictions at node scale ``1/epsilon'``
+(:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`), then ``"expected"`` and
+``"observed"``, the ``2 Q + 2 Q`` noisy group sums (:class:`HosmerLemeshowSums`, each sum
+``Lap(1/epsilon')``) at cut points read off the released ECDF, with
+``epsilon' = epsilon / (L + 9)``. The audit checks the budget split itself:
+``bmr-hosmer-lemeshow`` (correct) and ``faulty/bmr-hosmer-lemeshow-budget``
+(``epsilon / (L + 1)``, which forgets the group sums). The sums depend on the earlier
+release (an adaptive composition): the audit evaluates the joint (whole-trace) density by
+the chain rule, and the certified supremum of the loss is the sum of the sites' bounds,
+the sums' bounds holding uniformly over every cut point vector
+(:meth:`HosmerLemeshowSums.uniform_sup_loss`, :func:`dpaudit.sites.adaptive_sup_loss`).
+:class:`HosmerLemeshowRelease` is the same transcript as one distribution, with its own
+declared supremum, kept as the one-distribution form the tests compare the multi-site
+form with (as ``SparseVector`` is for the SVT program).
 
 Post-processing costs no privacy; the releases themselves are in
 :mod:`mechanisms.ecdf.tree`.
@@ -50,6 +56,7 @@ from mechanisms.faulty import register_pair
 
 __all__ = [
     "HosmerLemeshowRelease",
+    "HosmerLemeshowSums",
     "auc",
     "hosmer_lemeshow",
     "hosmer_lemeshow_epsilon_prime",
@@ -410,29 +417,48 @@ def _jax_group_sums(scores, labels, cuts):
     return columns @ one_hot
 
 
-def hosmer_lemeshow_sum_shift(record, record_prime) -> tuple[float, float]:
-    """Bounds, over every choice of cut points, on ``sum |Delta|`` of the ``4 Q`` group sums.
+#: The rows of the ``(4, Q)`` group sums each release site of the procedure carries.
+_HL_ROWS = {"all": slice(0, 4), "expected": slice(0, 2), "observed": slice(2, 4)}
+
+
+def hosmer_lemeshow_sum_shift(record, record_prime, rows: str = "all") -> tuple[float, float]:
+    """Bounds, over every choice of cut points, on ``sum |Delta|`` of the group sums.
 
     A record ``(m, y)`` (``m`` in ``[0, 1]``, ``y`` in ``{0, 1}``) adds ``(m, 1 - m, y, 1 - y)``
-    to the sums of its group. Replaced by ``(m', y')``: in different groups both groups
-    move by ``m + (1 - m) + y + (1 - y) = 2``, total ``4``; in the same group the sums move by
-    ``2 |m - m'| + 2 |y - y'| <= 4``. Distinct scores can fall in different groups, equal
-    scores never do.
+    to the sums ``(E1, E0, O1, O0)`` of its group. Replaced by ``(m', y')``: in different
+    groups both groups move by ``m + (1 - m) = 1`` in the expected rows and by
+    ``y + (1 - y) = 1`` in the observed rows, total ``2`` each (``4`` in all); in the same
+    group the expected rows move by ``2 |m - m'|`` and the observed rows by ``2 |y - y'|``
+    (``<= 2`` each). Distinct scores can fall in different groups, equal scores never do.
+    The same-group value is the smallest over cut points, whatever the groups are; the
+    different-group value the largest, attained when a cut point separates the scores.
 
     Args:
         record: ``(m, y)`` in ``D``.
         record_prime: ``(m', y')`` in ``D'``.
+        rows: ``"all"`` (the ``4 Q`` sums), ``"expected"`` (``E1, E0``) or ``"observed"``
+            (``O1, O0``).
 
     Returns:
-        ``(lower, upper)``: the smallest and the largest total shift over cut points.
+        ``(lower, upper)``: bounds on the total shift of those rows, valid for every choice
+        of cut points.
+
+    Raises:
+        ValueError: for an unknown ``rows``.
 
     Example:
         >>> hosmer_lemeshow_sum_shift((0.0, 0.0), (1.0, 1.0))
         (4.0, 4.0)
+        >>> hosmer_lemeshow_sum_shift((0.4, 1.0), (0.4, 0.0), rows="expected")
+        (0.0, 0.0)
     """
+    if rows not in _HL_ROWS:
+        raise ValueError(f"rows must be one of {tuple(_HL_ROWS)}, got {rows!r}.")
     (m, y), (m2, y2) = record, record_prime
-    same_group = 2.0 * abs(m - m2) + 2.0 * abs(y - y2)
-    return same_group, (4.0 if m != m2 else same_group)
+    parts = {"expected": 2.0 * abs(m - m2), "observed": 2.0 * abs(y - y2)}
+    names = ("expected", "observed") if rows == "all" else (rows,)
+    same_group = sum(parts[name] for name in names)
+    return same_group, (2.0 * len(names) if m != m2 else same_group)
 
 
 class HosmerLemeshowRelease(Distribution):
@@ -442,7 +468,9 @@ class HosmerLemeshowRelease(Distribution):
     ``Lap(1/epsilon')`` (:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`), ``S`` the
     ``(4, Q)`` group sums (flattened row-major) at the cut points
     :func:`_monotone_cuts` ``(F)`` plus independent ``Lap(1/epsilon')`` each. The density
-    is the chain rule ``p(F) p(S | cuts(F))``.
+    is the chain rule ``p(F) p(S | cuts(F))``. The registered ``bmr-hosmer-lemeshow``
+    releases the same transcript (same layout) as three sample sites; this one-law form,
+    with its own supremum, is what the tests compare it with.
 
     Args:
         scores: ``(n,)`` predicted probabilities (clipped to ``[0, 1]``).
@@ -580,6 +608,127 @@ class HosmerLemeshowRelease(Distribution):
         )
 
 
+class HosmerLemeshowSums(Distribution):
+    """Noisy group sums of the Hosmer–Lemeshow procedure at given cut points: one release site.
+
+    ``rows="expected"``: ``(E1, E0)``, ``rows="observed"``: ``(O1, O0)`` of the half-open
+    groups of :func:`hosmer_lemeshow` at ``cuts``, a ``(2, Q)`` release, each sum plus
+    independent ``Lap(scale)``. In the registered procedure the cut points are read off
+    the released ECDF, so this law depends on an earlier release: it names ``cuts`` in
+    :attr:`uniform_fields` and declares bounds on the supremum of its loss that hold for
+    every cut point vector (:meth:`uniform_sup_loss`; the protocol of
+    :mod:`dpaudit.sites`). The sums themselves are computed when needed, not stored, so no
+    stored parameter depends on both the data and the earlier release.
+
+    Args:
+        scores: ``(n,)`` predicted probabilities (clipped to ``[0, 1]``).
+        labels: ``(n,)`` outcomes in ``{0, 1}``.
+        cuts: ``(Q + 1,)`` cut points ``t_0 = 0 <= ... <= t_Q = 1``.
+        scale: the Laplace scale ``1/epsilon'`` of each sum.
+        rows: ``"expected"`` or ``"observed"``.
+
+    Raises:
+        ValueError: for an unknown ``rows``, fewer than two groups or a bad scale.
+    """
+
+    support = constraints.independent(constraints.real, 2)
+    pytree_data_fields = ("scores", "labels", "cuts")
+    pytree_aux_fields = ("rows", "scale")
+    #: The fields computed from the earlier release (the ECDF): the bounds of
+    #: :meth:`uniform_sup_loss` hold for every value of them.
+    uniform_fields = ("cuts",)
+
+    def __init__(self, scores, labels, cuts, scale, rows, *, validate_args=None):
+        if rows not in ("expected", "observed"):
+            raise ValueError(f"rows must be 'expected' or 'observed', got {rows!r}.")
+        self.scores = jnp.clip(jnp.asarray(scores, dtype=jnp.float64), 0.0, 1.0)
+        self.labels = jnp.asarray(labels, dtype=jnp.float64)
+        self.cuts = jnp.asarray(cuts, dtype=jnp.float64)
+        if self.cuts.ndim != 1 or self.cuts.shape[0] < 3:
+            raise ValueError("cuts must be a 1-D array of Q + 1 >= 3 cut points.")
+        self.scale = float(scale)
+        if not (math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"the Laplace scale must be finite and positive, got {scale!r}.")
+        self.rows = rows
+        n_groups = self.cuts.shape[0] - 1
+        super().__init__(batch_shape=(), event_shape=(2, n_groups), validate_args=validate_args)
+
+    @property
+    def loc(self) -> jax.Array:
+        """The ``(2, Q)`` exact sums of the rows at the cut points."""
+        return _jax_group_sums(self.scores, self.labels, self.cuts)[_HL_ROWS[self.rows]]
+
+    def sample(self, key, sample_shape=()):
+        """Draw the noisy sums.
+
+        Args:
+            key: a JAX PRNG key.
+            sample_shape: leading shape.
+
+        Returns:
+            ``sample_shape + (2, Q)`` noisy sums.
+        """
+        shape = tuple(sample_shape) + self.event_shape
+        return self.loc + self.scale * jax.random.laplace(key, shape, dtype=jnp.float64)
+
+    def log_prob(self, value):
+        """The Laplace log-density of the sums.
+
+        Args:
+            value: ``(..., 2, Q)`` noisy sums.
+
+        Returns:
+            The log-density, shape ``(...)``.
+        """
+        b = self.scale
+        terms = -jnp.abs(value - self.loc) / b - math.log(2.0 * b)
+        return jnp.sum(terms, axis=(-2, -1))
+
+    def uniform_sup_loss(self, other) -> ExactSupLoss | None:
+        """Bounds on the supremum of the loss against ``other`` valid for every cut point vector.
+
+        Both laws are read at the same cut points (the same earlier release). Given the cut
+        points the loss of independent Laplace sums has supremum ``||Delta||_1 / scale``
+        (attained: take every sum far beyond both centres), and for one replaced record
+        ``||Delta||_1`` lies in the bounds of :func:`hosmer_lemeshow_sum_shift` for these
+        rows, whatever the cut points: the lower bound is below the supremum at every cut
+        point vector, the upper bound above it.
+
+        Args:
+            other: the law under the neighbouring dataset.
+
+        Returns:
+            An :class:`~dpaudit.exact.ExactSupLoss` (both directions alike), or ``None``
+            for another kind of law, other rows, scale or shapes, or datasets differing in
+            more than one record.
+        """
+        if not isinstance(other, HosmerLemeshowSums) or other.rows != self.rows:
+            return None
+        if other.scale != self.scale or other.cuts.shape != self.cuts.shape:
+            return None
+        if other.scores.shape != self.scores.shape:
+            return None
+        moved = np.flatnonzero(
+            (np.asarray(self.scores) != np.asarray(other.scores))
+            | (np.asarray(self.labels) != np.asarray(other.labels))
+        )
+        if moved.size > 1:
+            return None
+        lower = upper = 0.0
+        if moved.size:
+            i = int(moved[0])
+            lower, upper = hosmer_lemeshow_sum_shift(
+                (float(self.scores[i]), float(self.labels[i])),
+                (float(other.scores[i]), float(other.labels[i])),
+                rows=self.rows,
+            )
+        # shift / scale is rounded once (and the shift, a sum of two differences, twice)
+        low = lower / self.scale * (1 - _HL_RTOL)
+        high = upper / self.scale * (1 + _HL_RTOL)
+        method = f"declared: hosmer-lemeshow {self.rows} sums, uniform over cut points"
+        return ExactSupLoss(low, high, low, high, method)
+
+
 _HL_EXAMPLE = {"epsilon": 1.0, "n": 40, "n_points": 4, "n_groups": 4}
 
 
@@ -592,13 +741,20 @@ def _hosmer_lemeshow_mechanism(name, epsilon, n, n_points, n_groups, budget, kno
     depth = tree_depth(n_points)
     grid = jnp.linspace(0.0, 1.0, n_points)
     epsilon_prime = budget(epsilon, depth)
+    scale = 1.0 / epsilon_prime
 
     def model(data):
         scores, labels = data
-        m = check_scores(scores, n)
+        m = jnp.clip(check_scores(scores, n), 0.0, 1.0)
         y = check_labels(labels, n)
-        release = HosmerLemeshowRelease(m, y, grid, depth, epsilon_prime, n_groups)
-        numpyro.sample("hosmer_lemeshow", release)
+        # 1. the ECDF of the predictions, node noise Lap(1/epsilon')
+        ecdf = numpyro.sample(
+            "ecdf", AncestorLaplace(bmr_ecdf(m, grid), depth, scale, count_scale=n)
+        )
+        # 2. cut points read off the released ECDF (post-processing), then the group sums
+        cuts = _monotone_cuts(ecdf, grid, n_groups)
+        numpyro.sample("expected", HosmerLemeshowSums(m, y, cuts, scale, "expected"))
+        numpyro.sample("observed", HosmerLemeshowSums(m, y, cuts, scale, "observed"))
 
     params = {
         "epsilon": epsilon,
@@ -618,9 +774,10 @@ def _hosmer_lemeshow_mechanism(name, epsilon, n, n_points, n_groups, budget, kno
         model=model,
         claim=claim,
         params=params,
-        release_site="hosmer_lemeshow",
-        description=f"Private Hosmer-Lemeshow transcript: BMR ECDF of the predictions on "
-        f"{n_points} points and {4 * n_groups} noisy group sums, Lap(1/{epsilon_prime:.4g}) each.",
+        release_site=("ecdf", "expected", "observed"),
+        description=f"Private Hosmer-Lemeshow procedure, three release sites: the BMR ECDF of "
+        f"the predictions on {n_points} points, then {2 * n_groups} expected and {2 * n_groups} "
+        f"observed group sums at cut points read off it, Lap(1/{epsilon_prime:.4g}) each.",
         known_flaw=known_flaw,
     )
 
@@ -636,7 +793,8 @@ def bmr_hosmer_lemeshow(epsilon: float = 1.0, n: int = 100, n_points: int = 4, n
         n_groups: risk groups ``Q``.
 
     Returns:
-        The :class:`~dpaudit.Mechanism`; data are ``(predictions, labels)``.
+        The :class:`~dpaudit.Mechanism` (release sites ``"ecdf"``, ``"expected"``,
+        ``"observed"``); data are ``(predictions, labels)``.
     """
     return _hosmer_lemeshow_mechanism(
         "bmr-hosmer-lemeshow",

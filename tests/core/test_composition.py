@@ -7,7 +7,15 @@ import pytest
 import scipy.integrate
 from dp_accounting.pld import privacy_loss_distribution as dp_pld
 
-from dpaudit.accounting import exact_accounting, gaussian_curve, laplace_delta, laplace_pld
+from dpaudit.accounting import (
+    DiscretePLD,
+    compose_pmfs,
+    exact_accounting,
+    gaussian_curve,
+    laplace_delta,
+    laplace_pld,
+    laplace_pmfs,
+)
 from dpaudit.composition import (
     GaussianComponent,
     LaplaceComponent,
@@ -216,3 +224,92 @@ def test_connect_dots_sends_the_curve_above_the_grid_to_infinity():
     for e in (1.0, 1.5, 3.0):
         curve = float(np.sum(probs * np.maximum(0.0, -np.expm1(e - losses)))) + inf
         assert curve >= float(gaussian_curve(e, mu))
+
+
+# ------------------------------------------ many distinct components: the windowed tree
+
+
+def _laplace_mix(n, lo, hi, seed):
+    a = np.random.default_rng(seed).uniform(lo, hi, n)
+    # grid-aligned and near-grid parameters exercise the exact edge tests of the closed form
+    a[:4] = [0.002, 0.0021, 0.05, 0.05 + 1e-17]
+    return a
+
+
+def test_many_laplace_components_equal_the_plain_convolution():
+    """>= 32 distinct parts: closed-form pmfs + windowed tree = the plain tree (laplace_pld)."""
+    a = _laplace_mix(120, 0.002, 0.08, 3)
+    acc = compose_accounting([LaplaceComponent(float(x)) for x in a], discretization=1e-3)
+    eps = np.linspace(-1.0, 0.99 * acc.sup_loss, 60)
+    for estimate, ours in (("pessimistic", acc.delta_upper), ("optimistic", acc.delta_lower)):
+        plain = laplace_pld(a, 1e-3, estimate=estimate).delta(eps)
+        # the two differ by round-off only: 64 ulp per closed-form pmf against N ulp in all
+        np.testing.assert_allclose(ours(eps), plain, rtol=1e-9, atol=1e-11)
+    ref = _dp_composed(
+        [
+            dp_pld.from_laplace_mechanism(
+                1.0, sensitivity=float(x), value_discretization_interval=1e-3
+            )
+            for x in a
+        ]
+    )
+    theirs = np.array([ref.get_delta_for_epsilon(e) for e in eps[eps >= 0]])
+    assert np.all(acc.delta_upper(eps[eps >= 0]) >= theirs - 1e-12)
+
+
+def test_windowed_tree_moves_the_cut_tails_the_safe_way():
+    """A large tail budget makes the windows cut ~1e-5 of mass: the curves must stay sound."""
+    a = np.random.default_rng(4).uniform(0.05, 0.1, 64)
+    acc = compose_accounting(
+        [LaplaceComponent(float(x)) for x in a], discretization=1e-3, tail_mass=1e-3
+    )
+    assert acc.upper_pld.infinity_mass > 1e-7  # the windows did cut mass above them
+    eps = np.linspace(0.0, 3.5, 141)
+    exact_up = laplace_pld(a, 1e-3, estimate="pessimistic").delta(eps)
+    exact_low = laplace_pld(a, 1e-3, estimate="optimistic").delta(eps)
+    assert np.all(acc.delta_upper(eps) >= exact_up - 1e-11)
+    assert np.all(acc.delta_lower(eps) <= exact_low + 1e-11)
+    assert np.all(acc.delta_upper(eps) <= exact_up + 2e-3)
+
+
+def test_many_components_sandwich_a_high_resolution_composition():
+    """Upper (lower) curve at d = 1e-3 above (below) the sandwich of the curve at d = 1e-5."""
+    a = np.random.default_rng(5).uniform(0.01, 0.06, 40)
+    mu = 0.3
+    parts = [LaplaceComponent(float(x)) for x in a] + [GaussianComponent(mu)]
+    coarse = compose_accounting(parts, discretization=1e-3)
+    fine = compose_accounting(parts, discretization=1e-5)
+    eps = np.array([0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 2.5])
+    assert np.all(coarse.delta_upper(eps) >= fine.delta_lower(eps))
+    assert np.all(coarse.delta_lower(eps) <= fine.delta_upper(eps))
+    # the fine sandwich is narrow (the lower curve is first order in d: 41 parts x 1e-5)
+    bulk = eps <= 1.5
+    width = fine.delta_upper(eps[bulk]) - fine.delta_lower(eps[bulk])
+    assert np.all(width < 1e-2 * fine.delta_upper(eps[bulk]))
+    for delta in (1e-5, 1e-8):
+        assert coarse.epsilon_upper(delta) >= fine.epsilon_lower(delta)
+
+
+def test_windowed_last_product_with_a_gaussian_part_stays_sound():
+    """The last product takes in the (long) Gaussian pmf; its window must account for it."""
+    a = np.random.default_rng(6).uniform(0.05, 0.1, 40)
+    mu, d = 0.8, 1e-3
+    parts = [LaplaceComponent(float(x)) for x in a] + [GaussianComponent(mu)]
+    acc = compose_accounting(parts, discretization=d, tail_mass=1e-3)
+    # references: the same pmfs convolved in full (Gaussian cut at 1e-14 a tail)
+    gauss_up = GaussianComponent(mu).upper_pmf(d, 1e-14)
+    gauss_low = GaussianComponent(mu).lower_pmf(d, 1e-14)
+    ref_up = DiscretePLD(
+        d,
+        *compose_pmfs([*laplace_pmfs(a, d, "pessimistic"), gauss_up[:2]]),
+        gauss_up[2],
+        0.0,
+        "pessimistic",
+    )
+    ref_low = DiscretePLD(
+        d, *compose_pmfs([*laplace_pmfs(a, d, "optimistic"), gauss_low]), 0.0, 0.0, "optimistic"
+    )
+    eps = np.linspace(-1.0, 6.0, 141)
+    assert np.all(acc.delta_upper(eps) >= ref_up.delta(eps) - 1e-11)
+    assert np.all(acc.delta_lower(eps) <= ref_low.delta(eps) + 1e-11)
+    assert np.all(acc.delta_upper(eps) <= ref_up.delta(eps) + 2e-3)

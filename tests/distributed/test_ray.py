@@ -1,17 +1,22 @@
 """The Ray executor on a local Ray instance with 2 CPUs (started once for this module).
 
 Skipped when ray is not installed. Ray's start-up costs seconds, so the default suite
-runs one test here (white-box and black-box shards on Ray = serial); the fault and
-command-line tests are slow.
+runs a few tests on the one instance of this module (white-box and black-box shards on
+Ray = serial; selection per candidate pair and neighbour search per start point = serial;
+a pair whose sampler raises stops the selection with the serial error); the other fault
+tests and the command-line tests are slow.
 """
 
+import hashlib
 import json
 import os
 import signal
 import threading
+import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
@@ -223,3 +228,99 @@ def test_callables_and_k_with_workers_equal_the_serial_run(local_ray, tmp_path, 
     a, b = (_strip(json.loads(p.read_text())) for p in (serial, parallel))
     assert a == b
     assert [x["name"] for x in a["audits"]] == ["faulty", "user.py:build"]
+
+
+# ------------------------------------------------- selection per pair, search per start point
+
+
+def fit_pair(shared, i):
+    """Pair ``i``'s logistic statistic fitted on its selection releases, as digests."""
+    from test_shards import SELECT
+
+    from dpaudit.blackbox.statistics import classifier_settings, fit_statistics
+
+    sources, root = shared
+    keys = jax.random.split(jax.random.fold_in(root, 2 * i), 3)
+    pair = (sources[i][0].data, sources[i][1].data)
+    fitted = fit_statistics(
+        ("logistic",), pair, sources[i], keys, select=SELECT["select_samples"],
+        reference=None, features=None, settings=classifier_settings(None),
+    )  # fmt: skip
+    return [_digest(f.selection_d) + _digest(f.selection_d_prime) for f in fitted]
+
+
+def _digest(array):
+    return hashlib.sha256(np.ascontiguousarray(array, dtype=np.float64).tobytes()).hexdigest()
+
+
+def test_selection_and_search_on_ray_give_the_serial_bits(local_ray):
+    """Selection over 4 candidate pairs (one Ray task per pair, the sampler shipped once) and a
+    neighbour search from 4 start points (one task per start): every number of the serial run,
+    for every pair's fitted statistic, not only the certified one."""
+    from test_shards import (
+        PAIRS,
+        SEARCH,
+        SELECT,
+        l2_norm,
+        mean_summary,
+        selection_record,
+        worst_record,
+    )
+
+    from dpaudit.blackbox.samplers import open_sources
+    from dpaudit.testing import worst_neighbours
+
+    claim = dpaudit.Claim(epsilon=0.5)
+    serial = blackbox_audit(_sampler, claim=claim, pairs=PAIRS, **SELECT)
+    on_ray = blackbox_audit(_sampler, claim=claim, pairs=PAIRS, executor=local_ray, **SELECT)
+    assert selection_record(on_ray) == selection_record(serial)
+
+    root = jax.random.key(11)
+    sources = open_sources(_sampler, PAIRS, "s", SELECT["chunk_size"], root)
+    arms = [fit_pair((sources, root), i) for i in range(len(PAIRS))]
+    fanned = local_ray.run_selection(fit_pair, (sources, root), sources, SELECT["select_samples"])
+    assert fanned == arms and len(set(a[0] for a in arms)) == len(PAIRS)
+
+    serial = worst_neighbours(mean_summary, l2_norm, 0.5, vary="dataset", seed=3, **SEARCH)
+    on_ray = worst_neighbours(
+        mean_summary, l2_norm, 0.5, vary="dataset", seed=3, executor=local_ray, **SEARCH
+    )
+    assert worst_record(on_ray) == worst_record(serial)
+
+
+def test_a_failing_pair_stops_the_selection_on_ray_with_the_serial_error(local_ray):
+    """Pairs 1 and 3 raise (pair 1 a second later on a worker, so pair 3's error arrives
+    first): the run stops with pair 1's error, the serial run's, naming the sampler and the
+    pair; no result."""
+    from test_shards import PAIRS, SELECT
+
+    def fragile(data, n, key):
+        first = float(data[0])
+        if first in (-1.0, 0.2):
+            if first == -1.0 and os.getpid() != DRIVER:
+                time.sleep(1.0)
+            raise RuntimeError(f"no releases for a first record of {first}")
+        return _sampler(data, n, key)
+
+    claim = dpaudit.Claim(epsilon=0.5)
+    with pytest.raises(ValueError, match=r"sampler 'fragile' failed.*of -1\.0") as serial:
+        blackbox_audit(fragile, claim=claim, pairs=PAIRS, **SELECT)
+    with pytest.raises(ValueError, match=r"sampler 'fragile' failed.*of -1\.0") as on_ray:
+        blackbox_audit(fragile, claim=claim, pairs=PAIRS, executor=local_ray, **SELECT)
+    assert str(on_ray.value) == str(serial.value)
+    assert "candidate pair 1 of 4" in " ".join(on_ray.value.__notes__)
+
+
+@pytest.mark.slow
+def test_selection_with_a_reference_model_on_ray_gives_the_serial_bits(local_ray):
+    """With a reference model each pair has two arms (its privacy loss and the logistic
+    statistic, fitted on the same releases in one task); the model's score, a jitted closure,
+    comes back from the worker and certifies the same counts."""
+    from test_shards import PAIRS, SELECT, selection_record
+
+    claim = dpaudit.Claim(epsilon=0.5)
+    kwargs = dict(SELECT, claim=claim, pairs=PAIRS, reference=_mechanism())
+    serial = blackbox_audit(_sampler, **kwargs)
+    assert serial.event.selection["pairs"] == 4 and serial.statistic in ("model", "logistic")
+    on_ray = blackbox_audit(_sampler, executor=local_ray, **kwargs)
+    assert selection_record(on_ray) == selection_record(serial)

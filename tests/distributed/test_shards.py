@@ -15,11 +15,12 @@ import numpyro.distributions as dist
 import pytest
 
 import dpaudit
-from dpaudit.blackbox import blackbox_audit
+from dpaudit.blackbox import blackbox_audit, neighbour_candidates
 from dpaudit.blackbox.certification import TallyJob, finish_tally, merge_tally, tally_shard
 from dpaudit.blackbox.samplers import ReleaseSource
 from dpaudit.distributed import LocalExecutor, resolve_executor, shard_ranges
 from dpaudit.pld import init_hockey_stick, merge_hockey_stick, update_hockey_stick
+from dpaudit.testing import Box, SearchBudget, worst_neighbours
 from dpaudit.whitebox.run import DirectionState, finish_direction, init_direction, merge_direction
 
 N = 10
@@ -168,3 +169,95 @@ def test_unknown_executor_is_one_sentence():
         resolve_executor("dask")
     with pytest.raises(ValueError, match="executor must be"):
         dpaudit.audit(_laplace_mechanism(), D, D_PRIME, samples=100, executor="threads")
+
+
+# --------------------------------------------------------- fan-out of selection and search
+
+# Four candidate pairs: D with its first record replaced by 1, -1, 3 and 0.2.
+PAIRS = neighbour_candidates(D, [1.0, -1.0, 3.0, 0.2])
+SELECT = dict(samples=20_000, select_samples=3000, chunk_size=1500, seed=6, progress=False)
+
+
+def selection_record(result) -> str:
+    """:func:`record` plus the selection scores of the certified arm."""
+    scores = {k: _digest(v) for k, v in sorted(result.selection_scores.items())}
+    return record(result) + json.dumps(scores, sort_keys=True)
+
+
+def test_selection_fanned_out_per_pair_gives_the_serial_bits():
+    """Several candidate pairs, fitted one task per pair (last pair first, each task on its own
+    copy of the sources): the same chosen pair, event, counts and scores as the serial run."""
+    claim = dpaudit.Claim(epsilon=0.5)
+    serial = blackbox_audit(_sampler, claim=claim, pairs=PAIRS, **SELECT)
+    assert serial.event.selection["pairs"] == 4
+    fanned = blackbox_audit(_sampler, claim=claim, pairs=PAIRS, executor=LocalExecutor(2), **SELECT)
+    assert selection_record(fanned) == selection_record(serial)
+
+
+def _category_sampler(data, n, key):
+    """Three string outputs, their odds moved by the data (category indices by first sight)."""
+    logits = jnp.array([0.0, 0.0, 0.0]) + jnp.sum(data) * jnp.array([0.0, 0.5, 1.0])
+    draws = np.asarray(jax.random.categorical(key, logits, shape=(n,)))
+    return np.array(["low", "mid", "high"])[draws][:, None]
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [pytest.param(None, id="probed", marks=pytest.mark.slow), pytest.param(1500, id="chunk-given")],
+)
+def test_selection_of_a_categorical_sampler_keeps_the_serial_category_indices(chunk):
+    """Category indices follow the order of first sight across the pairs: such a sampler is
+    fitted pair after pair in this process (seen at the probe, or after the tasks when no
+    probe ran), so the result is the serial one."""
+    claim = dpaudit.Claim(epsilon=0.5)
+    kwargs = dict(SELECT, chunk_size=chunk, samples=6000)
+    serial = blackbox_audit(_category_sampler, claim=claim, pairs=PAIRS, **kwargs)
+    fanned = blackbox_audit(
+        _category_sampler, claim=claim, pairs=PAIRS, executor=LocalExecutor(2), **kwargs
+    )
+    assert selection_record(fanned) == selection_record(serial)
+
+
+def test_a_failing_pair_stops_the_fanned_out_selection_with_the_serial_error():
+    """Pairs 1 and 3 fail; the tasks run last first, yet the error is pair 1's (the serial
+    run's), with a note naming the pair; nothing is returned."""
+
+    def fragile(data, n, key):
+        if float(data[0]) in (-1.0, 0.2):
+            raise RuntimeError(f"no releases for a first record of {float(data[0])}")
+        return _sampler(data, n, key)
+
+    claim = dpaudit.Claim(epsilon=0.5)
+    with pytest.raises(ValueError, match=r"sampler 'fragile' failed.*of -1\.0") as serial:
+        blackbox_audit(fragile, claim=claim, pairs=PAIRS, **SELECT)
+    with pytest.raises(ValueError, match=r"sampler 'fragile' failed.*of -1\.0") as fanned:
+        blackbox_audit(fragile, claim=claim, pairs=PAIRS, executor=LocalExecutor(2), **SELECT)
+    assert str(fanned.value) == str(serial.value)
+    assert "candidate pair 1 of 4" in " ".join(fanned.value.__notes__)
+
+
+def mean_summary(x):
+    return jnp.mean(x, axis=0)
+
+
+def l2_norm(h):
+    return jnp.sqrt(jnp.sum(h * h, axis=-1))
+
+
+SEARCH = dict(record_space=Box(0.0, 1.0, 3), n=6, budget=SearchBudget(restarts=4, steps=30))
+
+
+def worst_record(worst) -> tuple:
+    arrays = (_digest(worst.data), _digest(worst.data_prime))
+    return arrays, worst.index, worst.distance, worst.ratio, worst.method, worst.evaluations
+
+
+@pytest.mark.parametrize("vary", ["pair", "dataset"])
+def test_neighbour_search_fanned_out_per_start_point_gives_the_serial_pair(vary):
+    """The gradient restarts one task per start point (last first): the same worst pair."""
+    serial = worst_neighbours(mean_summary, l2_norm, 0.5, vary=vary, seed=3, **SEARCH)
+    fanned = worst_neighbours(
+        mean_summary, l2_norm, 0.5, vary=vary, seed=3, executor=LocalExecutor(), **SEARCH
+    )
+    assert serial.method == "gradient"
+    assert worst_record(fanned) == worst_record(serial)

@@ -187,8 +187,13 @@ def fit_statistics(
             cols.append(np.asarray(fixed(jnp.asarray(x)), dtype=np.float64))
         return np.concatenate(cols, axis=1)
 
-    z_d = sources[0].draw(select, keys[0], per_chunk, progress)
-    z_dp = sources[1].draw(select, keys[1], per_chunk, progress)
+    # A classifier trains on the first min(half, MAX_TRAIN) releases and thresholds on the
+    # second half: the releases in between are never used, so (without a model arm, which
+    # scores them all) their chunks are not drawn; the others are the same releases.
+    half = select // 2
+    skip = None if "model" in kinds else (min(half, MAX_TRAIN), half)
+    z_d = sources[0].draw(select, keys[0], per_chunk, progress, skip)
+    z_dp = sources[1].draw(select, keys[1], per_chunk, progress, skip)
     check_same_shape(sources, name)
     offset = 0 if reference_score is None else 1
     finite = np.isfinite(z_d[:, offset:]).all() and np.isfinite(z_dp[:, offset:]).all()
@@ -204,19 +209,27 @@ def fit_statistics(
         else:
             fitted.append(
                 _fit_classifier_statistic(
-                    kind, z_d[:, offset:], z_dp[:, offset:], keys[2], features, settings
+                    kind, z_d[:, offset:], z_dp[:, offset:], select, keys[2], features, settings
                 )
             )
     return fitted
 
 
-def _fit_classifier_statistic(kind, v_d, v_dp, key, features, settings) -> FittedStatistic:
-    """A classifier's statistic from the selection inputs (releases or fixed features)."""
-    # The first half trains the classifier (and fits the default features); the second half,
-    # unseen in training, is scored to choose the threshold (scores of training points would
-    # overstate the separation).
-    half = v_d.shape[0] // 2
+def _fit_classifier_statistic(
+    kind, v_d, v_dp, select: int, key, features, settings
+) -> FittedStatistic:
+    """A classifier's statistic from the selection inputs (releases or fixed features).
+
+    ``v_d``, ``v_dp`` hold at least the first ``min(select // 2, MAX_TRAIN)`` and the last
+    ``select - select // 2`` of the ``select`` selection inputs (the rows between may be
+    missing: they are not used).
+    """
+    # The first half trains the classifier (and fits the default features) on at most
+    # MAX_TRAIN releases; the second half, unseen in training, is scored to choose the
+    # threshold (scores of training points would overstate the separation).
+    half = select // 2
     train = min(half, MAX_TRAIN)
+    held = select - half
     if features is None:
         expand = fit_standard_features(v_d[:train], v_dp[:train])
         description = feature_description(expand)
@@ -237,8 +250,8 @@ def _fit_classifier_statistic(kind, v_d, v_dp, key, features, settings) -> Fitte
     return FittedStatistic(
         score,
         f"{kind} log-odds on {description}",
-        snap(np.asarray(fitted(inputs(v_d[half:])))),
-        snap(np.asarray(fitted(inputs(v_dp[half:])))),
+        snap(np.asarray(fitted(inputs(v_d[-held:])))),
+        snap(np.asarray(fitted(inputs(v_dp[-held:])))),
     )
 
 

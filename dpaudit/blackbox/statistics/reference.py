@@ -17,14 +17,27 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.blackbox.statistics.resolution import snap
-from dpaudit.densities import combine_log_probs, site_log_prob
+from dpaudit.densities import combine_log_probs, site_log_prob, traced_or_closed
 from dpaudit.mechanism import Mechanism
 
 __all__ = ["model_statistic"]
 
-#: Releases scored per call of a reference model's log density: bounds the memory of heavy
-#: log densities (e.g. sparse-vector laws) while keeping one jitted shape.
+#: Releases per block of a reference model's log density: bounds the memory of heavy log
+#: densities (e.g. sparse-vector laws); a chunk's blocks run in one jitted ``lax.map``.
 _SCORE_CHUNK = 2048
+
+
+def _loss(dist_p, dist_q, x):
+    return combine_log_probs(site_log_prob(dist_p, x), site_log_prob(dist_q, x))
+
+
+def _blocked_loss(dist_p, dist_q, blocks):
+    """The losses of ``(m, _SCORE_CHUNK, ...)`` releases, one block at a time (``lax.map``:
+    one dispatch per chunk, the memory of one block)."""
+    return jax.lax.map(lambda x: _loss(dist_p, dist_q, x), blocks).reshape(-1)
+
+
+_loss_jit = jax.jit(_blocked_loss)
 
 
 def model_statistic(reference: Mechanism, data, data_prime) -> tuple[Callable, str]:
@@ -44,8 +57,22 @@ def model_statistic(reference: Mechanism, data, data_prime) -> tuple[Callable, s
     event = tuple(dist_p.batch_shape + dist_p.event_shape)
 
     @jax.jit
+    def closed(x):  # for laws that cannot be jit arguments: compiled per audit and shape
+        return _blocked_loss(dist_p, dist_q, x)
+
+    def as_arguments(x):
+        return _loss_jit(dist_p, dist_q, x)
+
+    chosen: list = []  # the way that worked on the first call, kept for every later chunk
+
     def loss(x):
-        return combine_log_probs(site_log_prob(dist_p, x), site_log_prob(dist_q, x))
+        # pytree-safe laws are arguments of one module-level jit: compiled once per shape,
+        # whatever the audit, pair or reference object (a second audit compiles nothing)
+        if not chosen:
+            out = traced_or_closed((dist_p, dist_q), lambda: as_arguments(x), lambda: None)
+            chosen.append(closed if out is None else as_arguments)
+            return closed(x) if out is None else out
+        return chosen[0](x)
 
     def score(x):
         x = np.asarray(x)
@@ -56,13 +83,11 @@ def model_statistic(reference: Mechanism, data, data_prime) -> tuple[Callable, s
                 f"returns {x.shape[1:]}; give a reference of the same release, or use "
                 "statistic='logistic'/'mlp'."
             )
-        x = np.reshape(x, (x.shape[0], *event))
-        s = np.concatenate(
-            [
-                np.asarray(loss(jnp.asarray(x[i : i + _SCORE_CHUNK])))
-                for i in range(0, len(x), _SCORE_CHUNK)
-            ]
-        )
+        n = x.shape[0]
+        x = np.reshape(x, (n, *event))
+        pad = -n % _SCORE_CHUNK  # padded with copies of the first releases (valid releases)
+        x = np.concatenate([x, x[np.arange(pad) % n]]) if pad else x
+        s = np.asarray(loss(jnp.asarray(x.reshape(-1, _SCORE_CHUNK, *event))))[:n]
         # Outside both supports the reference says nothing: such releases get score 0.
         return snap(np.where(np.isnan(s), 0.0, s))
 
