@@ -13,10 +13,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev,libraries]"
 	touch $(STAMP)
 
+# The default suite runs on TEST_WORKERS pytest-xdist processes, one test file per process at
+# a time (--dist loadfile keeps a file's compiled programs in one process); TEST_WORKERS=0
+# runs it in this process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow

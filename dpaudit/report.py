@@ -649,6 +649,31 @@ def _claim_text(claim) -> str:
     return f"({_fmt(claim.epsilon)}, {_fmt(claim.delta)})-DP"
 
 
+def _event_bound_rows(r, e) -> list[str]:
+    """The counts in the certified event and how the ε bound was drawn from them."""
+    n_p, n_q = (e.releases or {}).get("P", e.n), (e.releases or {}).get("Q", e.n)
+    counts = (
+        f"<tr><th>counts in S</th><td>P: {e.counts['P']} of {n_p}, Q: {e.counts['Q']} of "
+        f"{n_q} (fresh certification releases)</td></tr>"
+    )
+    bound = e.bound or {}
+    if bound.get("method") == "conditional-ratio":
+        return [
+            counts,
+            "<tr><th>conditional ratio</th><td>release counts Poisson("
+            f"{e.n}) per dataset; given k_P + k_Q, θ = P(S) / (P(S) + Q(S)) ≥ "
+            f"{_fmt(bound.get('theta_lower'))} (one-sided Clopper–Pearson, α = "
+            f"{_fmt(1 - r.confidence)}); ε ≥ log(θ / (1 − θ)) = "
+            f"log {_fmt(bound.get('ratio_lower'))}</td></tr>",
+        ]
+    return [
+        counts,
+        f"<tr><th>Clopper–Pearson</th><td>P(S) ≥ {_fmt(e.p_lower)}, Q(S) ≤ {_fmt(e.q_upper)} "
+        f"(one-sided, α/2 = {_fmt((1 - r.confidence) / 2)} each); ε ≥ log((P(S) − δ) / Q(S))"
+        "</td></tr>",
+    ]
+
+
 def _notion_rows(r) -> list[str]:
     """The claim's own parameter: tightest for the pair (white-box) and certified lower bound."""
     record = notion_record(r).get("notion")
@@ -818,11 +843,7 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
         f"{_fmt(e.threshold)}</td></tr>",
         f"<tr><th>direction</th><td>{esc(e.direction)}: P = releases of {p_name}, Q = releases "
         f"of {q_name} (pair {e.pair})</td></tr>",
-        f"<tr><th>counts in S</th><td>P: {e.counts['P']} of {e.n}, Q: {e.counts['Q']} of "
-        f"{e.n} (fresh certification releases)</td></tr>",
-        f"<tr><th>Clopper–Pearson</th><td>P(S) ≥ {_fmt(e.p_lower)}, Q(S) ≤ {_fmt(e.q_upper)} "
-        f"(one-sided, α/2 = {_fmt((1 - r.confidence) / 2)} each); ε ≥ log((P(S) − δ) / Q(S))"
-        "</td></tr>",
+        *_event_bound_rows(r, e),
         f"<tr><th>selection</th><td>chosen on {sel.get('n')} releases per dataset "
         f"({sel.get('pairs')} pair(s)): P̂ = {_fmt(sel.get('p_hat'))}, Q̂ = "
         f"{_fmt(sel.get('q_hat'))}, ε̂ = {_fmt(sel.get('epsilon_hat'))}</td></tr>",

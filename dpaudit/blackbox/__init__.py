@@ -23,6 +23,13 @@ hold together with probability ``>= 1 - alpha``, and then
 ``epsilon(delta) >= log((p_lo - delta) / q_hi)``  and
 ``delta(epsilon) >= p_lo - e^epsilon q_hi``.
 
+A pure claim (``delta = 0``) is certified by one tighter bound instead, decided by the
+claim before any release is drawn: the number of certification releases per dataset is
+Poisson(``n``), so given ``k_D + k_D'`` the count ``k_D`` is binomial with success
+probability ``theta = P_D(S) / (P_D(S) + P_D'(S))``, and one Clopper–Pearson bound
+``theta_lo`` at level ``alpha`` gives ``epsilon >= log(theta_lo / (1 - theta_lo))``
+(:func:`~dpaudit.blackbox.bounds.bound_method`).
+
 Both are certified lower bounds at confidence ``1 - alpha`` **provided S was
 chosen without looking at the certification samples**. The audit therefore
 draws two disjoint sets of releases per dataset (:mod:`~dpaudit.blackbox.samplers`):
