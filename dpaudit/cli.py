@@ -1190,8 +1190,10 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="classifier features: the release values, or Karhunen–Loève "
                    "coefficients of the reference's basis")  # fmt: skip
     b.add_argument("--components", type=int, help="number of KL coefficients (--features kl)")
-    b.add_argument("--objective", choices=("epsilon", "delta"),
-                   help="what the chosen event maximises (default epsilon)")  # fmt: skip
+    b.add_argument("--objective", choices=("auto", "epsilon", "delta"),
+                   help="what the chosen event maximises (default auto: for an (epsilon, "
+                   "delta) claim, whichever of the two bounds certifies the larger margin "
+                   "on the selection set)")  # fmt: skip
     b.add_argument("--stopping", choices=("fixed", "sequential"),
                    help="fixed: count all --samples; sequential: stop at the first of a few "
                    "pre-registered looks that certifies a violation (level spent over the "

@@ -39,7 +39,7 @@ in addition to) ``[mechanism]``::
     reference = "laplace-mean"       # the intended mechanism, for method = "model"
     reference_params = {}
     features = "values"              # values | kl (classifier features)
-    objective = "epsilon"            # epsilon | delta
+    objective = "auto"               # auto | epsilon | delta
     stopping = "fixed"               # fixed | sequential (stop once a violation is certified)
     # pairs = "auto"                 # candidate neighbours of the first [data] dataset, or
     # pairs = { kind = "records", domain = [0.0, 1.0] }   # (docs/blackbox.md)

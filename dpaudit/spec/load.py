@@ -554,7 +554,7 @@ def _load_blackbox(
         classifier=classifier,
         has_basis=reference is not None or mechanism is not None,
     )
-    objective = _choice(path, "blackbox.objective", table.get("objective", "epsilon"), OBJECTIVES)
+    objective = _choice(path, "blackbox.objective", table.get("objective", "auto"), OBJECTIVES)
     options = _blackbox_classifier_options(path, table, classifier=classifier)
     stopping = _choice(path, "blackbox.stopping", table.get("stopping", "fixed"), STOPPING_RULES)
     return BlackBoxSpec(

@@ -122,7 +122,8 @@ class BlackBoxSpec:
         features: ``"values"`` or ``"kl"`` (classifier features).
         components: number of KL coefficients for ``features = "kl"``, or
             ``None`` for all of the basis.
-        objective: ``"epsilon"`` or ``"delta"``.
+        objective: ``"auto"`` (the default, as in :func:`dpaudit.blackbox_audit`), ``"epsilon"``
+            or ``"delta"``.
         stopping: ``"fixed"`` or ``"sequential"`` (certification stops at the first
             pre-registered look that certifies a violation).
         classifier_options: passed to :func:`dpaudit.blackbox_audit`.
@@ -140,7 +141,7 @@ class BlackBoxSpec:
     reference_params: Mapping[str, Any]
     features: str = "values"
     components: int | None = None
-    objective: str = "epsilon"
+    objective: str = "auto"
     stopping: str = "fixed"
     classifier_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     reference_in_mechanism: bool = False

@@ -59,7 +59,7 @@ def test_a_sampler_spec_loads_and_resolves(folder):
     assert spec.kind == "black-box" and spec.expected == "violation"
     assert spec.samples == 20000 and spec.select_samples == 4000
     bb = spec.blackbox
-    assert bb.method == "logistic" and bb.features == "values" and bb.objective == "epsilon"
+    assert bb.method == "logistic" and bb.features == "values" and bb.objective == "auto"
     assert bb.sampler.endswith("sampler.py:laplace_mean") and bb.mechanism is None
     assert spec.mechanism == bb.sampler and dict(spec.params) == {"scale_factor": 0.5}
     target = resolve_blackbox(spec)
