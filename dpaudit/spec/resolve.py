@@ -425,15 +425,23 @@ def check_sampler_runs(spec: AuditSpec, sampler: Callable, features, pair) -> No
                 f"drawing 2 releases of {label} fails ({type(err).__name__}: "
                 f"{text[0] if text else ''}); check the data's shape and the sampler's params.",
             ) from None
-        _check_rows(spec.path, field, f"the releases of {label}", releases)
+        _check_rows(spec.path, field, f"the releases of {label}", releases, categorical=True)
         if features is not None:
             rows = np.asarray(features(releases))
             _check_rows(spec.path, "blackbox.features", f"the features of {label}", rows)
 
 
-def _check_rows(spec_path: Path, field: str, what: str, rows: np.ndarray) -> None:
-    """Two rows of finite real numbers (what a sampler or features must give for n = 2)."""
-    if rows.dtype.kind not in "biuf" or not np.all(np.isfinite(rows)):
+def _check_rows(
+    spec_path: Path, field: str, what: str, rows: np.ndarray, categorical: bool = False
+) -> None:
+    """Two rows of finite real numbers (what a sampler or features must give for n = 2).
+
+    With ``categorical``, rows of strings or Python objects pass too: a sampler's labels
+    (``"yes"``/``"no"``), which :func:`dpaudit.blackbox_audit` maps to category indices.
+    """
+    if categorical and rows.dtype.kind in "OUS":
+        pass  # labels: the black-box engine numbers them in order of first sight
+    elif rows.dtype.kind not in "biuf" or not np.all(np.isfinite(rows)):
         raise field_error(
             spec_path,
             field,

@@ -183,3 +183,21 @@ def test_bad_samplers_fail_check(tmp_path, capsys, sampler, fragment):
     edits += (("params = { scale_factor = 1.0 }\n", ""),)
     assert _check_black_box_spec(tmp_path, BAD_SAMPLERS, *edits) == EXIT_INVALID
     _refused(capsys, "blackbox.sampler", fragment)
+
+
+LABEL_SAMPLER = """
+import numpy as np
+from dpaudit.blackbox import numpy_generator
+
+def labels(data, n, key, *, epsilon=1.0, scale_factor=1.0):
+    # randomised response on "is the mean above 1/2": a yes/no label per release
+    truth = np.mean(np.asarray(data, dtype=float)) > 0.5
+    keep = numpy_generator(key).random(n) < np.exp(epsilon) / (1.0 + np.exp(epsilon))
+    return np.where(keep == truth, "yes", "no")
+"""
+
+
+def test_a_sampler_of_string_labels_passes_check_like_the_engine(tmp_path, capsys):
+    """Labels are releases (blackbox_audit numbers them); only the numeric checks refuse them."""
+    edits = (("sampler.py:laplace_mean", "sampler.py:labels"),)
+    assert _check_black_box_spec(tmp_path, LABEL_SAMPLER, *edits) == 0, capsys.readouterr()
