@@ -461,6 +461,33 @@ def hosmer_lemeshow_sum_shift(record, record_prime, rows: str = "all") -> tuple[
     return same_group, (2.0 * len(names) if m != m2 else same_group)
 
 
+def _one_record_shift(law, other, rows: str = "all") -> tuple[float, float] | None:
+    """:func:`hosmer_lemeshow_sum_shift` of the one record two laws' datasets differ in.
+
+    Args:
+        law, other: laws carrying ``scores`` and ``labels`` of their datasets.
+        rows: as :func:`hosmer_lemeshow_sum_shift`.
+
+    Returns:
+        ``(lower, upper)`` (``(0, 0)`` for equal datasets), or ``None`` when the datasets
+        differ in more than one record.
+    """
+    moved = np.flatnonzero(
+        (np.asarray(law.scores) != np.asarray(other.scores))
+        | (np.asarray(law.labels) != np.asarray(other.labels))
+    )
+    if moved.size > 1:
+        return None
+    if not moved.size:
+        return 0.0, 0.0
+    i = int(moved[0])
+    return hosmer_lemeshow_sum_shift(
+        (float(law.scores[i]), float(law.labels[i])),
+        (float(other.scores[i]), float(other.labels[i])),
+        rows=rows,
+    )
+
+
 class HosmerLemeshowRelease(Distribution):
     """The transcript of the private Hosmer–Lemeshow procedure: ECDF values, then noisy sums.
 
@@ -572,19 +599,10 @@ class HosmerLemeshowRelease(Distribution):
         """
         if not isinstance(other, HosmerLemeshowRelease) or not self._same_design(other):
             return None
-        moved = np.flatnonzero(
-            (np.asarray(self.scores) != np.asarray(other.scores))
-            | (np.asarray(self.labels) != np.asarray(other.labels))
-        )
-        if moved.size > 1:
+        shift = _one_record_shift(self, other)
+        if shift is None:
             return None
-        lower = upper = 0.0
-        if moved.size:
-            i = int(moved[0])
-            lower, upper = hosmer_lemeshow_sum_shift(
-                (float(self.scores[i]), float(self.labels[i])),
-                (float(other.scores[i]), float(other.labels[i])),
-            )
+        lower, upper = shift
         ecdf = exact_sup_loss(self.ecdf, other.ecdf)
         if ecdf is None:
             return None
@@ -708,20 +726,10 @@ class HosmerLemeshowSums(Distribution):
             return None
         if other.scores.shape != self.scores.shape:
             return None
-        moved = np.flatnonzero(
-            (np.asarray(self.scores) != np.asarray(other.scores))
-            | (np.asarray(self.labels) != np.asarray(other.labels))
-        )
-        if moved.size > 1:
+        shift = _one_record_shift(self, other, rows=self.rows)
+        if shift is None:
             return None
-        lower = upper = 0.0
-        if moved.size:
-            i = int(moved[0])
-            lower, upper = hosmer_lemeshow_sum_shift(
-                (float(self.scores[i]), float(self.labels[i])),
-                (float(other.scores[i]), float(other.labels[i])),
-                rows=self.rows,
-            )
+        lower, upper = shift
         # shift / scale is rounded once (and the shift, a sum of two differences, twice)
         low = lower / self.scale * (1 - _HL_RTOL)
         high = upper / self.scale * (1 + _HL_RTOL)
