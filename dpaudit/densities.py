@@ -20,7 +20,7 @@ from numpyro.distributions import Distribution
 from numpyro.infer.util import log_density
 
 from dpaudit.mechanism import Mechanism
-from dpaudit.sites import JointRelease
+from dpaudit.sites import JointRelease, supported_log_prob
 
 __all__ = [
     "check_has_density",
@@ -75,7 +75,7 @@ def site_log_prob(d: Distribution, x) -> jax.Array:
     Returns:
         One log density per release.
     """
-    lp = d.log_prob(x)
+    lp = supported_log_prob(d, x)
     n_batch = len(d.batch_shape)
     if n_batch:
         lp = jnp.sum(lp, axis=tuple(range(-n_batch, 0)))
@@ -235,7 +235,7 @@ def model_log_prob(mechanism: Mechanism, data, releases, *, chunk_size: int = 40
                 f"release with numpyro.sample({site!r}, ...)."
             )
         entry = trace[site]
-        return jnp.sum(entry["fn"].log_prob(entry["value"]))
+        return jnp.sum(supported_log_prob(entry["fn"], entry["value"]))
 
     batched = jax.vmap(one)
     parts = [batched(releases[i : i + chunk_size]) for i in range(0, releases.shape[0], chunk_size)]

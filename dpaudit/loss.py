@@ -71,6 +71,7 @@ from dpaudit.densities import (
 from dpaudit.mechanism import Mechanism
 from dpaudit.noise.processes import GaussianProcessNoise, GridNoise, ICLPNoise
 from dpaudit.noise.radon_nikodym import cameron_martin_log_rn_terms, one_c_log_rn_terms
+from dpaudit.sites import supported_log_prob
 from dpaudit.whitebox.shift import NoiseShift, noise_shift, unwrap_independent
 
 __all__ = [
@@ -408,7 +409,9 @@ def _abs_terms(d: Distribution, x) -> jax.Array:
     if isinstance(d, dist.MultivariateNormal):
         z = jax.scipy.linalg.solve_triangular(d.scale_tril, x - d.loc, lower=True)
         return jnp.sum(0.5 * z * z + jnp.abs(jnp.log(jnp.diagonal(d.scale_tril))) + 1.0)
-    return jnp.abs(jnp.sum(d.log_prob(x)))
+    log_prob = supported_log_prob(d, x)
+    # off the support the loss is infinite whatever its round-off: only finite terms count
+    return jnp.abs(jnp.sum(jnp.where(jnp.isfinite(log_prob), log_prob, 0.0)))
 
 
 @jax.jit

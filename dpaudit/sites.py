@@ -54,6 +54,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import warnings
 from collections.abc import Mapping
 
 import jax
@@ -75,6 +76,7 @@ __all__ = [
     "declared_role",
     "joint_release",
     "model_trace",
+    "supported_log_prob",
 ]
 
 #: The values of ``infer["dpaudit"]`` that declare a random site that is not released.
@@ -84,6 +86,81 @@ DECLARATIONS = ("latent", "shared")
 #: every release density costs this many model evaluations, so beyond it the audit would
 #: be too slow to be useful (and memory grows with it in the vmapped evaluation).
 MAX_ENUMERATION = 4096
+
+
+def _validated(d: Distribution) -> None:
+    """Switch on numpyro's support check in ``d`` and every distribution it holds.
+
+    numpyro's ``tree_unflatten`` rebuilds a distribution with ``_validate_args`` read from
+    the instance's own ``__dict__``, which is empty when validation comes from the class
+    default: a distribution passed to ``jit`` as an argument then scores releases outside
+    its support as finite (``Uniform(0, 1).log_prob(1.02)`` gives 0 instead of ``-inf``).
+    Mixture components, base distributions and the like are reached through the
+    instance's attributes.
+    """
+    seen = set()
+    stack = [d]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        item._validate_args = True
+        for value in vars(item).values():
+            children = value if isinstance(value, list | tuple) else (value,)
+            stack.extend(c for c in children if isinstance(c, Distribution))
+
+
+def _support_mask(d: Distribution, x, like) -> jax.Array | None:
+    """``x`` in the support of ``d``, shaped like the log densities ``like`` (None: unknown)."""
+    try:
+        support = d.support
+    except (NotImplementedError, AttributeError):
+        return None
+    if support is None or not isinstance(support, constraints.Constraint):
+        return None
+    try:
+        mask = jnp.asarray(support(x))
+    except (TypeError, ValueError):
+        # parameters batched against the value in a way the constraint cannot broadcast
+        # (a mixture's component axis): the components' own validated log_prob decides
+        return None
+    extra = mask.ndim - jnp.ndim(like)
+    if extra > 0:
+        mask = jnp.all(mask.reshape((*mask.shape[: mask.ndim - extra], -1)), axis=-1)
+    try:
+        jnp.broadcast_shapes(mask.shape, jnp.shape(like))
+    except ValueError:
+        return None
+    return mask
+
+
+def supported_log_prob(d: Distribution, x) -> jax.Array:
+    """``d.log_prob(x)``, ``-inf`` wherever ``x`` lies outside the support of ``d``.
+
+    A release possible under one dataset and impossible under its neighbour is an
+    infinite privacy loss, so every density that decides a verdict must be ``-inf``
+    off its support -- also inside ``jit``, where numpyro loses its own check when the
+    distribution is a traced argument (see :func:`_validated`), and for supports that
+    move with the data (``Uniform(m, m + 1)``, a shifted ``Exponential``,
+    ``DiscreteUniform(s, s + 9)``, truncated laws).
+
+    Args:
+        d: a numpyro distribution.
+        x: values with the distribution's batch and event shape on the right.
+
+    Returns:
+        ``d.log_prob(x)`` with ``-inf`` outside the support.
+    """
+    _validated(d)
+    with warnings.catch_warnings():
+        # an impossible release is what this function exists to score (as -inf), not a misuse
+        warnings.filterwarnings("ignore", "Out-of-support values", UserWarning)
+        log_prob = d.log_prob(x)
+    mask = _support_mask(d, x, log_prob)
+    if mask is None:
+        return log_prob
+    return jnp.where(mask, log_prob, -jnp.inf)
 
 
 def check_release_sites(value, name: str) -> tuple[str, ...]:
@@ -489,7 +566,7 @@ class JointRelease(Distribution):
         for site in (*self.sites, *self.latent_sites):
             if site not in marginalised:
                 entry = trace[site]
-                total = total + jnp.sum(entry["fn"].log_prob(entry["value"]))
+                total = total + jnp.sum(supported_log_prob(entry["fn"], entry["value"]))
         for site, deps in self._groups:  # the continuous latent site integrated out
             pairs = [(trace[d]["fn"], trace[d]["value"]) for d in deps]
             total = total + trace[site]["fn"].marginal_log_prob(pairs)
