@@ -506,29 +506,57 @@ def _check_callable_options(args) -> None:
 
 
 def _claim_note(ref: str, args, declared, audited) -> str:
-    """Which claim a callable's audit checks, and where it comes from."""
-    text = f"({audited.epsilon:g}, {audited.delta:g})-DP, {audited.adjacency}"
+    """Which claim a callable's audit checks, in its own notion, and where it comes from."""
+    from dpaudit.notions.claims import claim_label
+
+    text = f"{claim_label(audited)}, {audited.adjacency}"
     given = [f"--{o}" for o in ("epsilon", "delta", "adjacency") if getattr(args, o) is not None]
     if not given:
         return f"audited claim: {text}, as the {declared[1]} declares."
     if declared[0] is None:
         return f"audited claim: {text}, from {', '.join(given)} (a plain sampler declares none)."
     d = declared[0]
+    if type(audited) is not type(d):
+        return (
+            f"audited claim: {text}, from {', '.join(given)}; it replaces the {declared[1]}'s "
+            f"declared {claim_label(d)}, {d.adjacency}."
+        )
     return (
         f"audited claim: {text}, from {', '.join(given)}; the {declared[1]} declares "
-        f"({d.epsilon:g}, {d.delta:g})-DP, {d.adjacency}."
+        f"{claim_label(d)}, {d.adjacency}."
     )
 
 
 def _merged_claim(args, declared):
-    """The command line's epsilon / delta / adjacency over the declared claim (if any)."""
-    from dpaudit.mechanism import Claim
+    """The command line's epsilon / delta / adjacency over the declared claim (if any).
 
+    A declared claim in another notion (zCDP, RDP, GDP, f-DP) is kept as it is unless
+    ``--epsilon`` or ``--delta`` replaces it by an ``(epsilon, delta)`` claim: rebuilding
+    it from its ``(epsilon, delta)`` anchor would audit a weaker claim than the one declared.
+    """
+    from dpaudit.mechanism import Claim
+    from dpaudit.notions.claims import is_notion_claim
+
+    if declared is not None and args.epsilon is None and args.delta is None:
+        if args.adjacency is None:
+            return declared
+        return dataclasses.replace(declared, adjacency=args.adjacency)
     pick = {o: getattr(args, o) for o in ("epsilon", "delta", "adjacency")}
-    if declared is not None:
-        pick = {o: getattr(declared, o) if v is None else v for o, v in pick.items()}
-    return Claim(epsilon=pick["epsilon"], delta=pick["delta"] or 0.0,
-                 adjacency=pick["adjacency"] or "replace-one")  # fmt: skip
+    if declared is None:
+        return Claim(epsilon=pick["epsilon"], delta=pick["delta"] or 0.0,
+                     adjacency=pick["adjacency"] or "replace-one")  # fmt: skip
+    delta = declared.delta if pick["delta"] is None else pick["delta"]
+    epsilon = pick["epsilon"]
+    if epsilon is None:  # --delta alone: the epsilon the declared claim implies there
+        epsilon = declared.epsilon_implied(delta) if is_notion_claim(declared) else declared.epsilon
+    return Claim(
+        epsilon=epsilon,
+        delta=delta,
+        adjacency=pick["adjacency"] or declared.adjacency,
+        sensitivity_norm=declared.sensitivity_norm,
+        sensitivity=declared.sensitivity,
+        reference=declared.reference,
+    )
 
 
 def prepare_callable(ref: str, args) -> PreparedAudit:

@@ -194,3 +194,41 @@ def test_closing_line_counts_like_pytest():
 )  # fmt: skip
 def test_k_expressions(expression, selected):
     assert matches(expression, ["laplace-half-scale", "audits/faulty/laplace.toml"]) is selected
+
+
+# A Laplace mean calibrated to pure epsilon = 4.7 (so about 11-zCDP) that declares 0.5-zCDP:
+# the command line used to rebuild a plain (epsilon, delta) claim from the zCDP claim's anchor
+# (4.73, 1e-5), which this mechanism meets, and print "pass" where the API says violation.
+LAPLACE_ZCDP = """
+import jax.numpy as jnp, numpyro, numpyro.distributions as dist
+from dpaudit import Mechanism
+from dpaudit.notions import ZCDPClaim
+
+def build(n=10, rho=0.5):
+    scale = (1.0 / n) / 4.7
+    def model(data):
+        m = jnp.mean(jnp.clip(jnp.asarray(data, dtype=jnp.float64)[:, 0], 0.0, 1.0))
+        numpyro.sample("release", dist.Laplace(m, scale).expand([1]).to_event(1))
+    return Mechanism("laplace-zcdp", model,
+                     ZCDPClaim(rho=rho, sensitivity=1.0 / n, sensitivity_norm="l1"))
+"""
+
+
+def test_a_callable_keeps_its_notion_claim(tmp_path, capsys):
+    (tmp_path / "lap.py").write_text(LAPLACE_ZCDP)
+    base = ["audit", f"{tmp_path / 'lap.py'}:build", "--generator", "points", "--samples", "3000"]
+    assert main([*base, "--data-param", "n=10"]) == EXIT_FOUND
+    out = capsys.readouterr().out
+    assert "audited claim: 0.5-zCDP, replace-one, as the mechanism declares." in out
+    row = next(line for line in out.splitlines() if line.startswith("lap.py:build "))
+    assert "0.5-zCDP" in row and "violation" in row
+    # the same mechanism at the rho its pure epsilon implies (eps^2 / 2 = 11.05) is no violation
+    assert main([*base, "--data-param", "n=10", "--param", "rho=11.1"]) == EXIT_OK
+    capsys.readouterr()
+    # an (epsilon, delta) override replaces the notion claim and says so
+    assert main([*base, "--data-param", "n=10", "--epsilon", "4.8"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert (
+        "audited claim: (4.8, 1e-05)-DP, replace-one, from --epsilon; it replaces the "
+        "mechanism's declared 0.5-zCDP, replace-one." in out
+    )
