@@ -82,9 +82,11 @@ them perfectly (Mironov, CCS 2012). Such an event is a genuine violation of
 the implementation, but not the question this audit asks: statistics are
 rounded to multiples of :data:`STATISTIC_RESOLUTION` (``2^-30``) before
 thresholding, so events are unions of level sets of a smooth statistic and
-carry no information from the last bits of the release. Auditing
-floating-point attacks needs a statistic built for them (e.g. pass
-``features`` that extract the low-order bits).
+carry no information from the last bits of the release. Floating-point
+attacks have statistics built for them (:mod:`~dpaudit.blackbox.statistics.floats`):
+``"float"`` (is the release reachable by numpy's Laplace arithmetic from each
+dataset? ``"auto"`` offers it whenever its fit is found on the selection set)
+and ``"bits"`` (the MLP on bit-level features of the release).
 
 The driver is :func:`blackbox_audit` in :mod:`dpaudit.blackbox.engine`.
 """
