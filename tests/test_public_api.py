@@ -67,9 +67,11 @@ PUBLIC = {
         "Product", "RecordSpace", "SearchBudget", "SensitivityTarget", "SensitivityViolation",
         "TestPowerViolation", "WorstCase", "assert_compatible", "assert_dp",
         "assert_sensitivity_bound", "assert_test_power_bounded", "record_space_of",
-        "sensitivity_target", "strategies", "worst_neighbours",
+        "sensitivity_target", "strategies", "worst_neighbours", "NonDeterministicSummary",
+        "SensitivityCounterexample", "assert_arithmetic_sensitivity",
+        "find_sensitivity_violation",
     },
-    "mechanisms": {"classic", "common", "composed", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"},
+    "mechanisms": {"classic", "common", "composed", "continual", "ecdf", "faulty", "hrw", "iclp", "implementations", "mrs"},
 }  # fmt: skip
 
 
