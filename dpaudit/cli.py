@@ -276,7 +276,7 @@ def run_audit(item: PreparedAudit):
         spec.claim,
         pairs=pairs,
         reference=item.target.reference,
-        statistic=bb.method,
+        statistic="auto" if bb.offers_float else bb.method,  # auto: float arm if it fits
         features=item.features,
         select_samples=spec.select_samples,
         objective=bb.objective,

@@ -128,6 +128,9 @@ class BlackBoxSpec:
             pre-registered look that certifies a violation).
         classifier_options: passed to :func:`dpaudit.blackbox_audit`.
         reference_in_mechanism: the reference is the spec's ``[mechanism]`` table.
+        offers_float: ``method`` was ``"auto"`` without a reference: the audit runs
+            :func:`dpaudit.blackbox_audit`'s ``statistic="auto"``, which offers the float
+            reachability statistic beside the classifier when its fit is found.
         pairs: ``None`` (the ``[data]`` pair), or the keyword arguments of a
             :class:`~dpaudit.blackbox.AutoPairs` (``{}`` for ``pairs = "auto"``):
             candidate neighbours generated around the first dataset.
@@ -145,6 +148,7 @@ class BlackBoxSpec:
     stopping: str = "fixed"
     classifier_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     reference_in_mechanism: bool = False
+    offers_float: bool = False
     pairs: Mapping[str, Any] | None = None
 
 
