@@ -95,7 +95,11 @@ def test_fixed_samplers_show_no_violation(name, sampler, claim, seed):
 @pytest.mark.slow
 @pytest.mark.parametrize("name, sampler, claim", _controls())
 def test_fixed_samplers_show_no_violation_over_twenty_seeds(name, sampler, claim):
-    verdicts = [_audit(sampler, claim, seed, 100_000).verdict for seed in range(20)]
+    # The claims are exact (true epsilon = claim on this pair), so each 95 % certificate may
+    # exceed them with probability up to 5 %: seed 1 of discrete Laplace certifies 1.0009 at
+    # 95 %. Over 20 seeds the level is split (Bonferroni): a family-wise 5 %.
+    confidence = 1 - 0.05 / 20
+    verdicts = [_audit(sampler, claim, s, 100_000, confidence).verdict for s in range(20)]
     assert verdicts == ["inconclusive"] * 20
 
 
