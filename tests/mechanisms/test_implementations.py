@@ -82,8 +82,11 @@ def _controls():
     ]
 
 
-def _audit(sampler, claim, seed, samples):
-    return blackbox_audit(sampler, D, D_PRIME, claim, samples=samples, seed=seed, progress=False)
+def _audit(sampler, claim, seed, samples, confidence=0.95):
+    return blackbox_audit(
+        sampler, D, D_PRIME, claim, samples=samples, seed=seed, confidence=confidence,
+        progress=False,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("name, sampler, claim", _controls())
