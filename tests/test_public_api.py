@@ -60,7 +60,7 @@ PUBLIC = {
     "dpaudit.blackbox": {
         "AutoPairs", "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
         "certified_delta", "certified_epsilon", "clopper_pearson", "kl_features",
-        "neighbour_candidates", "numpy_generator", "per_call",
+        "neighbour_candidates", "numpy_generator", "per_call", "ParityResult", "check_parity",
     },
     "dpaudit.testing": {
         "Box", "CompatibilityViolation", "DPViolation", "L2Ball", "Labels", "PowerCheck",

@@ -89,6 +89,8 @@ dataset? ``"auto"`` offers it whenever its fit is found on the selection set)
 and ``"bits"`` (the MLP on bit-level features of the release).
 
 The driver is :func:`blackbox_audit` in :mod:`dpaudit.blackbox.engine`.
+:func:`check_parity` (:mod:`~dpaudit.blackbox.parity`) tests whether an
+implementation draws from the model it declares, at a stated level and power.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ from dpaudit.blackbox.autopairs import AutoPairs
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, clopper_pearson
 from dpaudit.blackbox.engine import blackbox_audit
 from dpaudit.blackbox.neighbours import neighbour_candidates
+from dpaudit.blackbox.parity import ParityResult, check_parity
 from dpaudit.blackbox.percall import per_call
 from dpaudit.blackbox.result import BlackBoxResult, CertifiedEvent
 from dpaudit.blackbox.samplers import as_sampler, numpy_generator
@@ -113,10 +116,12 @@ __all__ = [
     "AutoPairs",
     "BlackBoxResult",
     "CertifiedEvent",
+    "ParityResult",
     "as_sampler",
     "blackbox_audit",
     "certified_delta",
     "certified_epsilon",
+    "check_parity",
     "clopper_pearson",
     "kl_features",
     "neighbour_candidates",
