@@ -88,3 +88,12 @@ def test_neighbours_differ_by_one_record(pair):
     data, data_prime = pair
     assert len(data) == len(data_prime) + 1 and all(0 <= r <= U for r in data)
     assert any(data[:i] + data[i + 1 :] == data_prime for i in range(len(data)))
+
+
+def test_differences_are_exact_not_rounded():
+    # f(D) - f(D') = 1e16 + 0.5 exactly; in doubles it rounds to 1e16 (not above the claim).
+    def summary(records):
+        return 1e16 + 2 if len(records) >= 2 else 1.5
+
+    found = find_sensitivity_violation(summary, 1e16, (0.0, 1.0), max_examples=200)
+    assert found is not None and found.implemented == Fraction(2 * 10**16 + 1, 2)
