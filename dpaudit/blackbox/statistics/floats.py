@@ -73,6 +73,9 @@ _SCALE_RANGE = 1.6
 MAX_COORDINATES = 16
 # Neighbours of the inverted integer tried: the inversion is exact to a unit or two.
 _OFFSETS = (-2, -1, 0, 1, 2)
+# numpy's vectorised log pre-filters candidate draws: those it puts within this many ulps
+# (of the location and of the noise) of the release are recomputed with the C library's log.
+_PREFILTER_ULPS = 64
 _TWO_52 = 2.0**52
 _TWO_53 = 2.0**53
 # The C library's log (numpy's random module calls it; numpy's vectorised np.log can differ
@@ -90,16 +93,17 @@ def _round_values() -> np.ndarray:
 _ROUND = _round_values()
 
 
-def _numpy_laplace(k: np.ndarray, loc, scale, divide) -> np.ndarray:
+def _numpy_laplace(k: np.ndarray, loc, scale, divide, log_of=_libm_log) -> np.ndarray:
     """numpy's Laplace draw for uniform integers ``k`` (``U = k 2^-53``), bit for bit.
 
     ``divide``: the noise is ``laplace(0, 1) / scale`` (an epsilon divides) instead of
-    ``scale * laplace(0, 1)``.
+    ``scale * laplace(0, 1)``. ``log_of``: the C library's log (bit for bit), or numpy's
+    vectorised one (fast, within an ulp: a pre-filter).
     """
     u = k * (1.0 / _TWO_53)
     high = u >= 0.5
     arg = np.where(high, (2.0 - u) - u, u + u)
-    log = _libm_log(np.maximum(arg, 1e-300)).astype(np.float64)
+    log = np.asarray(log_of(np.maximum(arg, 1e-300)), dtype=np.float64)
     unit = np.where(high, -log, log)
     noise = np.where(divide, unit / scale, unit * scale)
     return loc + noise
@@ -117,17 +121,27 @@ def numpy_laplace_reachable(x, loc, scale, divide=False) -> np.ndarray:
     Returns:
         A boolean array of the broadcast shape of the arguments.
     """
-    x = np.asarray(x, dtype=np.float64)
-    loc, scale = np.asarray(loc, np.float64), np.asarray(scale, np.float64)
+    x, loc, scale, divide = np.broadcast_arrays(
+        np.asarray(x, np.float64), np.asarray(loc, np.float64), np.asarray(scale, np.float64),
+        np.asarray(divide, bool),
+    )  # fmt: skip
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         unit = np.where(divide, (x - loc) * scale, (x - loc) / scale)
         k_low = np.rint(np.exp(np.minimum(unit, 0.0)) * _TWO_52)
         k_high = np.rint((1.0 - 0.5 * np.exp(-np.maximum(unit, 0.0))) * _TWO_53)
-        found = np.zeros(np.broadcast_shapes(x.shape, loc.shape, np.shape(divide)), bool)
-        for base, lo, hi in ((k_low, 1.0, _TWO_52 - 1), (k_high, _TWO_52, _TWO_53 - 1)):
+        found = np.zeros(x.shape, bool)
+        branches = ((k_low, 1.0, _TWO_52 - 1, unit <= 0), (k_high, _TWO_52, _TWO_53 - 1, unit >= 0))
+        for base, lo, hi, side in branches:
             for offset in _OFFSETS:
                 k = np.clip(base + offset, lo, hi)
-                found |= _numpy_laplace(k, loc, scale, divide) == x
+                # numpy's log is within an ulp of the C library's: a draw it puts far from x
+                # cannot be x; the others are recomputed bit for bit with the C log.
+                y = _numpy_laplace(k, loc, scale, divide, np.log)
+                slack = _PREFILTER_ULPS * (np.spacing(np.abs(loc)) + np.spacing(np.abs(y - loc)))
+                near = np.flatnonzero(side & ~found & (np.abs(y - x) <= slack + np.spacing(x)))
+                exact = _numpy_laplace(k.flat[near], loc.flat[near], scale.flat[near],
+                                       divide.flat[near])  # fmt: skip
+                found.flat[near] = exact == x.flat[near]
     return found
 
 
