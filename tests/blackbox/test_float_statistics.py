@@ -142,3 +142,15 @@ def test_bits_statistic_finds_the_precision_flaw():
         statistic="bits", classifier_options={"steps": 600}, progress=False,
     )  # fmt: skip
     assert res.statistic == "bits" and res.verdict == "violation"
+
+
+def test_dp_sniper_float_row_at_a_small_budget():
+    # DP-Sniper (2021) certifies 0.252 for a naive float Laplace claimed at 0.1 (scale 10).
+    def naive_laplace_tenth(data, n, key):
+        return np.sum(data) + numpy_generator(key).laplace(0.0, 10.0, n)
+
+    res = blackbox_audit(
+        naive_laplace_tenth, np.zeros(1), np.ones(1), dpaudit.Claim(epsilon=0.1),
+        samples=20_000, seed=0, progress=False,
+    )  # fmt: skip
+    assert res.statistic == "float" and res.epsilon_lower >= 0.252  # 1e5 releases: 10.20
