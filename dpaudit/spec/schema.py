@@ -113,8 +113,9 @@ class BlackBoxSpec:
         mechanism: a catalogue name sampled as a black box, or ``None``
             (exactly one of ``sampler`` / ``mechanism`` is set).
         params: keyword arguments of the sampler (or of the catalogue builder).
-        method: ``"model"``, ``"logistic"`` or ``"mlp"`` (``"auto"`` resolved:
-            ``"model"`` when there is a reference, else ``"logistic"``).
+        method: ``"model"``, ``"logistic"``, ``"mlp"``, ``"float"`` or ``"bits"``
+            (``"auto"`` resolved: ``"model"`` when there is a reference, else
+            ``"logistic"``, with ``offers_float``).
         reference: the reference model (the intended mechanism), a catalogue
             name or ``"/abs/file.py:callable"``, or ``None``; a ``[mechanism]``
             table in the same spec is the reference.
