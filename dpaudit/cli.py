@@ -276,7 +276,7 @@ def run_audit(item: PreparedAudit):
         spec.claim,
         pairs=pairs,
         reference=item.target.reference,
-        statistic=bb.method,
+        statistic="auto" if bb.offers_float else bb.method,  # auto: float arm if it fits
         features=item.features,
         select_samples=spec.select_samples,
         objective=bb.objective,
@@ -1206,9 +1206,11 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     b.add_argument("--blackbox", action="store_true",
                    help="the callable is a plain sampler (data, n, key) -> releases: audit it "
                    "from its samples (verdict violation or inconclusive)")  # fmt: skip
-    b.add_argument("--method", choices=("auto", "model", "logistic", "mlp"),
-                   help="the test statistic: the reference's privacy loss (model) or a "
-                   "classifier (logistic, mlp); auto: model when --reference is given")  # fmt: skip
+    b.add_argument("--method", choices=("auto", "model", "logistic", "mlp", "float", "bits"),
+                   help="the test statistic: the reference's privacy loss (model), a "
+                   "classifier (logistic, mlp), reachability of float releases (float) or the "
+                   "MLP on their bits (bits); auto: model when --reference is given, and float "
+                   "when its fit is found")  # fmt: skip
     b.add_argument("--reference", metavar="MODEL",
                    help="a model of the intended release: a catalogue name or FILE.py:CALLABLE; "
                    "its claim is audited unless --epsilon is given")  # fmt: skip

@@ -10,6 +10,8 @@ One subpackage per paper, plus the textbook mechanisms and the faulty catalogue:
 * :mod:`mechanisms.classic` — Laplace, Gaussian, geometric, noisy max, SVT;
 * :mod:`mechanisms.composed` — programs of several noisy releases (whole-trace audits);
 * :mod:`mechanisms.faulty` — mechanisms with a known flaw, for testing audits;
+* :mod:`mechanisms.implementations` — float samplers and sums as implemented on finite
+  computers, with their fixes (snapping, exact discrete samplers, checked sums);
 * :mod:`mechanisms.common` — the builder tail shared by most of the above.
 
 Every module registers its builders with :func:`dpaudit.register` when
@@ -24,9 +26,31 @@ import pkgutil as _pkgutil
 
 import dpaudit as _dpaudit  # noqa: F401  (enables jax_enable_x64)
 
-__all__ = ["classic", "common", "composed", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"]
+__all__ = [
+    "classic",
+    "common",
+    "composed",
+    "continual",
+    "ecdf",
+    "faulty",
+    "hrw",
+    "iclp",
+    "implementations",
+    "mrs",
+]
 
 for _module in _pkgutil.walk_packages(__path__, prefix=__name__ + "."):
     _importlib.import_module(_module.name)
 
-from mechanisms import classic, common, composed, continual, ecdf, faulty, hrw, iclp, mrs  # noqa: E402  (imported above)
+from mechanisms import (  # noqa: E402  (imported above)
+    classic,
+    common,
+    composed,
+    continual,
+    ecdf,
+    faulty,
+    hrw,
+    iclp,
+    implementations,
+    mrs,
+)

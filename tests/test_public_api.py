@@ -60,16 +60,18 @@ PUBLIC = {
     "dpaudit.blackbox": {
         "AutoPairs", "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
         "certified_delta", "certified_epsilon", "clopper_pearson", "kl_features",
-        "neighbour_candidates", "numpy_generator", "per_call",
+        "neighbour_candidates", "numpy_generator", "per_call", "ParityResult", "check_parity",
     },
     "dpaudit.testing": {
         "Box", "CompatibilityViolation", "DPViolation", "L2Ball", "Labels", "PowerCheck",
         "Product", "RecordSpace", "SearchBudget", "SensitivityTarget", "SensitivityViolation",
         "TestPowerViolation", "WorstCase", "assert_compatible", "assert_dp",
         "assert_sensitivity_bound", "assert_test_power_bounded", "record_space_of",
-        "sensitivity_target", "strategies", "worst_neighbours",
+        "sensitivity_target", "strategies", "worst_neighbours", "NonDeterministicSummary",
+        "SensitivityCounterexample", "assert_arithmetic_sensitivity",
+        "find_sensitivity_violation",
     },
-    "mechanisms": {"classic", "common", "composed", "continual", "ecdf", "faulty", "hrw", "iclp", "mrs"},
+    "mechanisms": {"classic", "common", "composed", "continual", "ecdf", "faulty", "hrw", "iclp", "implementations", "mrs"},
 }  # fmt: skip
 
 

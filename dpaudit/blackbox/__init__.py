@@ -82,11 +82,15 @@ them perfectly (Mironov, CCS 2012). Such an event is a genuine violation of
 the implementation, but not the question this audit asks: statistics are
 rounded to multiples of :data:`STATISTIC_RESOLUTION` (``2^-30``) before
 thresholding, so events are unions of level sets of a smooth statistic and
-carry no information from the last bits of the release. Auditing
-floating-point attacks needs a statistic built for them (e.g. pass
-``features`` that extract the low-order bits).
+carry no information from the last bits of the release. Floating-point
+attacks have statistics built for them (:mod:`~dpaudit.blackbox.statistics.floats`):
+``"float"`` (is the release reachable by numpy's Laplace arithmetic from each
+dataset? ``"auto"`` offers it whenever its fit is found on the selection set)
+and ``"bits"`` (the MLP on bit-level features of the release).
 
 The driver is :func:`blackbox_audit` in :mod:`dpaudit.blackbox.engine`.
+:func:`check_parity` (:mod:`~dpaudit.blackbox.parity`) tests whether an
+implementation draws from the model it declares, at a stated level and power.
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ from dpaudit.blackbox.autopairs import AutoPairs
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, clopper_pearson
 from dpaudit.blackbox.engine import blackbox_audit
 from dpaudit.blackbox.neighbours import neighbour_candidates
+from dpaudit.blackbox.parity import ParityResult, check_parity
 from dpaudit.blackbox.percall import per_call
 from dpaudit.blackbox.result import BlackBoxResult, CertifiedEvent
 from dpaudit.blackbox.samplers import as_sampler, numpy_generator
@@ -111,10 +116,12 @@ __all__ = [
     "AutoPairs",
     "BlackBoxResult",
     "CertifiedEvent",
+    "ParityResult",
     "as_sampler",
     "blackbox_audit",
     "certified_delta",
     "certified_epsilon",
+    "check_parity",
     "clopper_pearson",
     "kl_features",
     "neighbour_candidates",

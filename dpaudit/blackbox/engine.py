@@ -94,6 +94,7 @@ class _Plan(NamedTuple):
     notes: tuple
     stopping: str = "fixed"
     pair_names: tuple | None = None
+    optional: tuple = ()
 
 
 class _Certified(NamedTuple):
@@ -152,7 +153,9 @@ def blackbox_audit(
             mechanism; its privacy loss is the test statistic (``statistic="model"``).
         statistic: the test statistic: ``"auto"`` (with a reference: its privacy loss
             and the default classifier, chosen between on the selection set; else
-            ``"logistic"``), ``"model"``, ``"logistic"`` or ``"mlp"``.
+            ``"logistic"``; with either, the float reachability statistic when its fit is
+            found on the selection releases), ``"model"``, ``"logistic"``, ``"mlp"``,
+            ``"float"`` or ``"bits"`` (:mod:`dpaudit.blackbox.statistics.floats`).
         features: for classifiers, ``features(releases (n, ...)) -> (n, p)``; default
             the release values with ``|x|``, ``x^2`` and fitted log-density ratios per
             coordinate (see ``docs/blackbox.md``); :func:`~dpaudit.blackbox.kl_features`
@@ -262,7 +265,9 @@ def _fit_statistics(plan: _Plan, sources, root, bar, executor=None) -> list[_Arm
         per_pair = executor.run_selection(_fit_pair, shared, sources, plan.select, bar)
     arms = []
     for i, fitted in enumerate(per_pair):
-        arms.extend(_Arm(i, kind, f) for kind, f in zip(plan.kinds, fitted, strict=True))
+        arms.extend(
+            _Arm(i, kind, f) for kind, f in zip(plan.kinds, fitted, strict=True) if f is not None
+        )
     return arms
 
 
@@ -280,6 +285,7 @@ def _fit_pair(shared, i: int, bar=None) -> list[FittedStatistic]:
         features=plan.features,
         settings=plan.settings,
         progress=bar,
+        optional=plan.optional,
     )
 
 
@@ -343,7 +349,8 @@ def _result(
     kept = min(KEPT_SCORES, n_sel)
     strength = audit_strength(counts.k_q, n, claim, confidence)
     notes = verdict_notes(claim, selected.chosen_for, eps_lo, confidence, n_sel, n)
-    notes += strength_notes(strength, claim, confidence, plan.kinds, arm.kind, plan.reproducible)
+    fitted_kinds = tuple(dict.fromkeys(a.kind for a in arms))  # without arms that found no fit
+    notes += strength_notes(strength, claim, confidence, fitted_kinds, arm.kind, plan.reproducible)
     notes += plan.notes
     if certified.stopping is not None:
         notes += (f"Sequential certification {certified.stopping['reason']}",)
@@ -472,6 +479,7 @@ def _plan(
         reproducible=bool(getattr(sampler, "reproducible", True)),
         notes=tuple(dict.fromkeys(notes)),
         pair_names=pair_names,
+        optional=("float",) if "float" in kinds and statistic != "float" else (),
     )
 
 
@@ -535,13 +543,15 @@ def _check_reference(statistic: str, reference) -> tuple[str, tuple]:
     ``"auto"`` with a reference fits both the reference's privacy loss and the default
     classifier, and selection chooses between them (with the multiple-testing correction
     of selection): a reference model never yields a weaker planned bound than the default
-    statistic on the same data.
+    statistic on the same data. ``"auto"`` also offers the float reachability statistic,
+    an arm only when its fit is found on the selection releases (releases of numpy's
+    Laplace arithmetic), so audits of other samplers choose among the same arms as before.
     """
     if statistic == "auto":
         if reference is not None:
             _check_reference("model", reference)
-            return "model+logistic", ("model", "logistic")
-        statistic = "logistic"
+            return "model+logistic", ("model", "logistic", "float")
+        return "logistic", ("logistic", "float")
     if statistic == "model" and reference is None:
         raise ValueError(
             "statistic='model' needs reference=<a dpaudit.Mechanism of the intended mechanism>."

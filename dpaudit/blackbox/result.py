@@ -182,8 +182,9 @@ class BlackBoxResult(AuditRecord):
         samples: certification releases per dataset.
         samples_select: selection releases per dataset (per pair).
         seed: the seed.
-        statistic: the test statistic, ``"model"``, ``"logistic"`` or ``"mlp"``
-            (also readable as ``method``, its former name; JSON key ``"method"``).
+        statistic: the test statistic, ``"model"``, ``"logistic"``, ``"mlp"``, ``"float"``
+            or ``"bits"`` (also readable as ``method``, its former name; JSON key
+            ``"method"``).
         epsilon_lower: certified lower bound on ``epsilon(delta_claim)``.
         delta_lower: certified lower bound on ``delta(epsilon_claim)``.
         event: the :class:`CertifiedEvent`.

@@ -241,6 +241,8 @@ class ReleaseSource:
         self.name = name
         self.chunk = chunk
         self.shape: tuple[int, ...] | None = None
+        # The dtype the sampler returned (releases are handed on as float64).
+        self.release_dtype: np.dtype | None = None
         # Shared by the sources of one audit: one category index and one output structure.
         self.outputs = outputs if outputs is not None else OutputLayout()
 
@@ -261,6 +263,7 @@ class ReleaseSource:
         return self._checked(self.outputs.flatten(x, n, self.name), n)
 
     def _checked(self, x: np.ndarray, n: int) -> np.ndarray:
+        self.release_dtype = x.dtype
         if x.dtype == bool:
             x = x.astype(np.float64)
         if x.dtype.kind in "OUS" and x.ndim >= 1 and x.shape[0] == n:

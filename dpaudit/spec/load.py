@@ -547,7 +547,7 @@ def _load_blackbox(
     sampler, mechanism, params = _blackbox_target(path, table)
     reference, reference_params = _blackbox_reference(path, table, declared, declared_params)
     method = _blackbox_method(path, table, reference)
-    classifier = method in ("logistic", "mlp")
+    classifier = method in ("logistic", "mlp", "bits")
     features, components = _blackbox_features(
         path,
         table,
@@ -571,6 +571,7 @@ def _load_blackbox(
         classifier_options=options,
         reference_in_mechanism=reference is not None and "reference" not in table,
         pairs=_blackbox_pairs(path, table),
+        offers_float=table.get("method", "auto") == "auto" and reference is None,
     )
 
 

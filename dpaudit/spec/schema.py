@@ -113,8 +113,9 @@ class BlackBoxSpec:
         mechanism: a catalogue name sampled as a black box, or ``None``
             (exactly one of ``sampler`` / ``mechanism`` is set).
         params: keyword arguments of the sampler (or of the catalogue builder).
-        method: ``"model"``, ``"logistic"`` or ``"mlp"`` (``"auto"`` resolved:
-            ``"model"`` when there is a reference, else ``"logistic"``).
+        method: ``"model"``, ``"logistic"``, ``"mlp"``, ``"float"`` or ``"bits"``
+            (``"auto"`` resolved: ``"model"`` when there is a reference, else
+            ``"logistic"``, with ``offers_float``).
         reference: the reference model (the intended mechanism), a catalogue
             name or ``"/abs/file.py:callable"``, or ``None``; a ``[mechanism]``
             table in the same spec is the reference.
@@ -128,6 +129,9 @@ class BlackBoxSpec:
             pre-registered look that certifies a violation).
         classifier_options: passed to :func:`dpaudit.blackbox_audit`.
         reference_in_mechanism: the reference is the spec's ``[mechanism]`` table.
+        offers_float: ``method`` was ``"auto"`` without a reference: the audit runs
+            :func:`dpaudit.blackbox_audit`'s ``statistic="auto"``, which offers the float
+            reachability statistic beside the classifier when its fit is found.
         pairs: ``None`` (the ``[data]`` pair), or the keyword arguments of a
             :class:`~dpaudit.blackbox.AutoPairs` (``{}`` for ``pairs = "auto"``):
             candidate neighbours generated around the first dataset.
@@ -145,6 +149,7 @@ class BlackBoxSpec:
     stopping: str = "fixed"
     classifier_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     reference_in_mechanism: bool = False
+    offers_float: bool = False
     pairs: Mapping[str, Any] | None = None
 
 

@@ -11,6 +11,10 @@
   :func:`assert_dp`, raising an ``AssertionError`` that names the counterexample.
 * :func:`assert_test_power_bounded` — HRW Prop. 2.6 as a check: a test's
   certified power on ``D'`` must stay below ``e^epsilon size + delta``.
+* :func:`find_sensitivity_violation` / :func:`assert_arithmetic_sensitivity`
+  (:mod:`dpaudit.testing.arithmetic`) — the sensitivity of *implemented* arithmetic:
+  the user's summary run on neighbouring datasets that stress floats and fixed-width
+  integers, a failing pair shrunk and printed with implemented and idealised differences.
 * :mod:`dpaudit.testing.plugin` — an optional pytest plugin (profiles, fixtures).
 
 Example (a test file)::
@@ -33,18 +37,22 @@ __all__ = [
     "DPViolation",
     "L2Ball",
     "Labels",
+    "NonDeterministicSummary",
     "PowerCheck",
     "Product",
     "RecordSpace",
     "SearchBudget",
+    "SensitivityCounterexample",
     "SensitivityTarget",
     "SensitivityViolation",
     "TestPowerViolation",
     "WorstCase",
+    "assert_arithmetic_sensitivity",
     "assert_compatible",
     "assert_dp",
     "assert_sensitivity_bound",
     "assert_test_power_bounded",
+    "find_sensitivity_violation",
     "record_space_of",
     "sensitivity_target",
     "strategies",
@@ -52,6 +60,12 @@ __all__ = [
 ]
 
 from dpaudit.testing import strategies as strategies
+from dpaudit.testing.arithmetic import NonDeterministicSummary as NonDeterministicSummary
+from dpaudit.testing.arithmetic import SensitivityCounterexample as SensitivityCounterexample
+from dpaudit.testing.arithmetic import (
+    assert_arithmetic_sensitivity as assert_arithmetic_sensitivity,
+)
+from dpaudit.testing.arithmetic import find_sensitivity_violation as find_sensitivity_violation
 from dpaudit.testing.assertions import CompatibilityViolation as CompatibilityViolation
 from dpaudit.testing.assertions import DPViolation as DPViolation
 from dpaudit.testing.assertions import SensitivityViolation as SensitivityViolation

@@ -341,7 +341,11 @@ def test_check_a_plain_sampler_once(folder, tmp_path, capsys):
     np.save(tmp_path / "d2.npy", d_prime)
     target = f"{folder / 'sampler.py'}:laplace_mean"
     data = ["--data", str(tmp_path / "d.npy"), str(tmp_path / "d2.npy"), "--samples", "20000"]
-    assert main(["check", target, "--blackbox", "--epsilon", "1", *data]) == 0
+    logistic = ["--method", "logistic"]  # the law of the sampler: a true claim passes
+    assert main(["check", target, "--blackbox", "--epsilon", "1", *logistic, *data]) == 0
+    # auto also tries float reachability: numpy's Laplace in doubles leaks D (Mironov 2012)
+    assert main(["check", target, "--blackbox", "--epsilon", "1", *data]) == 1
+    assert "among logistic, float: float" in capsys.readouterr().err
     assert main(["check", target, "--blackbox", "--epsilon", "0.5", *data]) == 1
     assert "Certified at confidence 0.95" in capsys.readouterr().err
     assert main(["check", target, "--blackbox", *data]) == 2  # no claim

@@ -35,11 +35,18 @@ from dpaudit.blackbox.statistics.features import (
     identity_features,
     kl_features,
 )
+from dpaudit.blackbox.statistics.floats import (
+    MAX_COORDINATES,
+    fit_reachability,
+    float_bit_features,
+    reachability_statistic,
+)
 from dpaudit.blackbox.statistics.reference import model_statistic
 from dpaudit.blackbox.statistics.resolution import STATISTIC_RESOLUTION, snap
 from dpaudit.mechanism import Mechanism
 
 __all__ = [
+    "CLASSIFIERS",
     "CLASSIFIER_DEFAULTS",
     "STATISTICS",
     "STATISTIC_RESOLUTION",
@@ -48,14 +55,18 @@ __all__ = [
     "feature_description",
     "fit_standard_features",
     "fit_statistics",
+    "float_bit_features",
     "identity_features",
     "kl_features",
     "snap",
 ]
 
-#: Ways of building the test statistic: the reference model's privacy loss, or a classifier
-#: (``"auto"``: ``"model"`` with a reference, else ``"logistic"``).
-STATISTICS = ("auto", "model", "logistic", "mlp")
+#: Ways of building the test statistic: the reference model's privacy loss, a classifier, the
+#: reachability of float releases, or the MLP on their bits (``"auto"``: ``"model"`` with a
+#: reference and ``"logistic"``, and ``"float"`` when its fit is found on the selection set).
+STATISTICS = ("auto", "model", "logistic", "mlp", "float", "bits")
+#: The statistics that read the releases' values through classifier features.
+CLASSIFIERS = ("logistic", "mlp", "bits")
 
 #: At most this many releases per dataset train the classifier and fit the default features:
 #: beyond 2^15 a model of a few hundred parameters gains little, and training
@@ -151,11 +162,13 @@ def fit_statistics(
     features: Callable | None,
     settings: dict,
     progress=None,
-) -> list[FittedStatistic]:
+    optional: tuple[str, ...] = (),
+) -> list[FittedStatistic | None]:
     """Draw one pair's selection releases once and fix each statistic of ``kinds`` on them.
 
     Args:
-        kinds: statistics to fit, among ``"model"``, ``"logistic"`` and ``"mlp"``.
+        kinds: statistics to fit, among ``"model"``, ``"logistic"``, ``"mlp"``, ``"float"``
+            and ``"bits"``.
         pair: ``(D, D')``.
         sources: their :class:`~dpaudit.blackbox.samplers.ReleaseSource`.
         keys: three JAX keys: releases of ``D``, of ``D'``, and the classifier's training.
@@ -163,27 +176,34 @@ def fit_statistics(
         reference: the reference model (``"model"`` only).
         features: the feature map of the classifiers, or ``None`` for the default
             :func:`~dpaudit.blackbox.statistics.features.fit_standard_features` (fitted on
-            the training half).
+            the training half; :func:`float_bit_features` for ``"bits"``).
         settings: :func:`classifier_settings`.
         progress: a :class:`dpaudit.progress.ProgressBar`.
+        optional: kinds that may find no fit (``"float"`` under ``"auto"``): ``None`` then.
 
     Returns:
-        One :class:`FittedStatistic` per kind, in order.
+        One :class:`FittedStatistic` (or ``None``) per kind, in order.
 
     Raises:
-        ValueError, TypeError: on bad releases or releases of two shapes.
+        ValueError, TypeError: on bad releases or releases of two shapes, or when a
+            ``"float"`` statistic that is not optional gets releases it cannot read.
     """
     name = sources[0].name
     model = reference_score = None
     if "model" in kinds:
         reference_score, model = model_statistic(reference, *pair)
+    if "bits" in kinds and features is None:
+        features = float_bit_features
     fixed = features if features is not None else identity_features
+    raw = "float" in kinds
 
-    # Per chunk: the reference's score (one column) and the classifier's inputs, so the
-    # releases are drawn once and never all held in memory.
+    # Per chunk: the reference's score (one column), the raw releases (the float statistic) and
+    # the classifier's inputs, so the releases are drawn once and never all held in memory.
     def per_chunk(x):
         cols = [] if reference_score is None else [reference_score(x)[:, None]]
-        if any(k != "model" for k in kinds):
+        if raw and np.prod(x.shape[1:], dtype=np.int64) <= MAX_COORDINATES:
+            cols.append(np.asarray(x, dtype=np.float64).reshape(len(x), -1))
+        if any(k in CLASSIFIERS for k in kinds):
             cols.append(np.asarray(fixed(jnp.asarray(x)), dtype=np.float64))
         return np.concatenate(cols, axis=1)
 
@@ -196,7 +216,10 @@ def fit_statistics(
     z_dp = sources[1].draw(select, keys[1], per_chunk, progress, skip)
     check_same_shape(sources, name)
     offset = 0 if reference_score is None else 1
-    finite = np.isfinite(z_d[:, offset:]).all() and np.isfinite(z_dp[:, offset:]).all()
+    width = int(np.prod(sources[0].shape or (), dtype=np.int64)) if raw else 0
+    width = width if width <= MAX_COORDINATES else 0  # wide releases: no raw columns kept
+    inputs = slice(offset + width, None)  # the classifier's columns
+    finite = np.isfinite(z_d[:, inputs]).all() and np.isfinite(z_dp[:, inputs]).all()
     if features is not None and not finite:
         raise ValueError(
             f"the features {feature_description(features)!r} returned NaN or infinite values on "
@@ -206,13 +229,55 @@ def fit_statistics(
     for kind in kinds:
         if kind == "model":
             fitted.append(FittedStatistic(reference_score, model, z_d[:, 0], z_dp[:, 0]))
-        else:
+        elif kind == "float":
+            cut = slice(offset, offset + width)
             fitted.append(
-                _fit_classifier_statistic(
-                    kind, z_d[:, offset:], z_dp[:, offset:], select, keys[2], features, settings
+                _fit_float_statistic(
+                    z_d[:, cut], z_dp[:, cut], select, sources, kind not in optional
                 )
             )
+        else:
+            v_d, v_dp = z_d[:, inputs], z_dp[:, inputs]
+            fitted.append(
+                _fit_classifier_statistic(kind, v_d, v_dp, select, keys[2], features, settings)
+            )
     return fitted
+
+
+def _fit_float_statistic(v_d, v_dp, select: int, sources, required: bool):
+    """The reachability statistic fitted on the training half, scored on the held half.
+
+    ``None`` when the releases are not floats or no fit is found and ``required`` is false;
+    with ``required``, one sentence saying why instead.
+    """
+    name = sources[0].name
+    dtypes = {np.dtype(s.release_dtype).kind for s in sources if s.release_dtype is not None}
+    if dtypes - {"f"}:
+        if not required:
+            return None
+        raise TypeError(
+            f"statistic='float' reads float releases, but the sampler {name!r} returned "
+            f"{sorted(str(s.release_dtype) for s in sources)} values; use statistic='auto' or a "
+            "classifier for integer, boolean or categorical releases."
+        )
+    half = select // 2
+    train = min(half, MAX_TRAIN)
+    held = select - half
+    fit_d = fit_reachability(v_d[:train]) if v_d.shape[1] else None
+    fit_dp = None if fit_d is None else fit_reachability(v_dp[:train])
+    if fit_dp is None:
+        if not required:
+            return None
+        raise ValueError(
+            f"statistic='float' found no numpy Laplace arithmetic producing the releases of "
+            f"{name!r} (fewer than 98 % of either dataset's releases reachable at round "
+            "parameters); use statistic='bits' (bit features) or 'auto'."
+        )
+    score = reachability_statistic(fit_d, fit_dp)
+    description = f"reachability (D: {fit_d.describe()}; D': {fit_dp.describe()})"
+    return FittedStatistic(
+        lambda x: snap(score(x)), description, snap(score(v_d[-held:])), snap(score(v_dp[-held:]))
+    )
 
 
 def _fit_classifier_statistic(
@@ -256,7 +321,7 @@ def _fit_classifier_statistic(
 
 
 def _fit_classifier(statistic: str, z_d, z_dp, key, settings: dict) -> Callable:
-    if statistic == "logistic":
+    if statistic == "logistic":  # "bits" is the MLP on bit features
         return logistic_fit(z_d, z_dp, float(settings["l2"]))
     return mlp_fit(
         z_d,

@@ -1,0 +1,93 @@
+"""Library bounded sums through the arithmetic sensitivity property test (issue 31).
+
+Run ``python audits/implementations/library_sums.py`` from the repository root: each
+library's *summary* (the deterministic part a noise mechanism is calibrated to) is run
+by :func:`dpaudit.testing.find_sensitivity_violation` against the sensitivity the
+library itself uses to calibrate its noise. Results are recorded in
+``docs/implementations.md``.
+
+* diffprivlib ``tools.sum``: ``np.sum(clip_to_bounds(ravel(x), bounds))``, noise calibrated
+  to ``upper - lower``.
+* OpenDP ``make_sum`` on ``f64`` with bounds and unknown size: the transformation itself,
+  its claim ``map(1)`` (OpenDP's stability map, which includes a rounding allowance).
+* OpenDP ``make_sum`` on ``i32``: the transformation, its claim ``map(1)``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+
+import numpy as np
+
+from dpaudit.testing import find_sensitivity_violation
+
+#: The float domain of the records: large values mixed with small ones.
+FLOAT_BOUNDS = (0.0, 1e16)
+INT_BOUNDS = (0, 2**31 - 1)
+
+
+def diffprivlib_sum():
+    """``(summary, claimed sensitivity, bounds, integer)`` of diffprivlib's bounded sum."""
+    from diffprivlib.validation import clip_to_bounds
+
+    def summary(records):
+        return float(np.sum(clip_to_bounds(np.ravel(np.asarray(records, float)), FLOAT_BOUNDS)))
+
+    return summary, FLOAT_BOUNDS[1] - FLOAT_BOUNDS[0], FLOAT_BOUNDS, False
+
+
+def _opendp():
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+def opendp_float_sum():
+    """OpenDP's ``make_sum`` on bounded ``f64`` records of unknown count."""
+    dp = _opendp()
+    domain = dp.vector_domain(dp.atom_domain(bounds=FLOAT_BOUNDS))
+    sum_ = dp.t.make_sum(domain, dp.symmetric_distance())
+    return (lambda records: sum_([float(r) for r in records])), sum_.map(1), FLOAT_BOUNDS, False
+
+
+def opendp_int32_sum():
+    """OpenDP's ``make_sum`` on bounded ``i32`` records."""
+    dp = _opendp()
+    domain = dp.vector_domain(dp.atom_domain(bounds=INT_BOUNDS, T="i32"))
+    sum_ = dp.t.make_sum(domain, dp.symmetric_distance())
+    return (lambda records: sum_([int(r) for r in records])), sum_.map(1), INT_BOUNDS, True
+
+
+CHECKS = {
+    "diffprivlib tools.sum": ("diffprivlib", diffprivlib_sum),
+    "OpenDP make_sum f64": ("opendp", opendp_float_sum),
+    "OpenDP make_sum i32": ("opendp", opendp_int32_sum),
+}
+
+
+def run(name: str, max_examples: int = 2000):
+    """The counterexample (or ``None``) and the library version of one check."""
+    package, build = CHECKS[name]
+    summary, claimed, bounds, integer = build()
+    found = find_sensitivity_violation(
+        summary, claimed, bounds, integer=integer, max_examples=max_examples
+    )
+    return found, importlib.metadata.version(package)
+
+
+def main() -> int:
+    for name in CHECKS:
+        try:
+            found, version = run(name)
+        except ImportError as err:
+            print(f"{name}: skipped ({err})")
+            continue
+        verdict = "no violation" if found is None else f"VIOLATION: {found}"
+        print(f"{name} ({CHECKS[name][0]} {version}): {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
