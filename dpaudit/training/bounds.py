@@ -54,6 +54,7 @@ __all__ = [
     "one_run_bound",
     "one_run_epsilon",
     "one_run_p_value",
+    "profile_excess",
 ]
 
 #: What a many-run bound assumes (stated in every :class:`ManyRunBound`).
@@ -76,6 +77,8 @@ ONE_RUN_ASSUMPTIONS = (
 )
 # Searches over epsilon stop here (e^60: no audit with fewer than 1e26 canaries resolves more).
 _MAX_EPSILON = 60.0
+# Epsilons at which a certified point is compared with a claimed privacy profile.
+_PROFILE_POINTS = 256
 
 
 def _check_confidence(confidence) -> float:
@@ -116,6 +119,9 @@ class ManyRunBound:
         fpr_upper: the Clopper–Pearson upper bound on ``Q(score > threshold)``.
         counts: ``(k_in, n_in, k_out, n_out)`` of the certification runs.
         selection_runs: ``(n_in, n_out)`` runs used to choose the threshold.
+        profile_excess: with a claimed privacy profile ``delta(epsilon)``, the largest
+            certified ``delta`` in excess of it over an epsilon grid (``> 0``: the profile
+            is violated); ``None`` without one.
         assumptions: what the bounds assume.
     """
 
@@ -130,6 +136,7 @@ class ManyRunBound:
     fpr_upper: float
     counts: tuple[int, int, int, int]
     selection_runs: tuple[int, int]
+    profile_excess: float | None = None
     assumptions: tuple[str, ...] = (*MANY_RUN_ASSUMPTIONS, GDP_SHAPE_ASSUMPTION)
 
     def to_dict(self) -> dict:
@@ -151,9 +158,37 @@ def _lines(p_lo, q_hi, delta: float) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(tpr, 0.0), np.maximum(tnr, 0.0)
 
 
-def _objective(p_lo, q_hi, delta: float, target: str) -> tuple[np.ndarray, np.ndarray]:
+def profile_excess(p_lo, q_hi, profile) -> np.ndarray:
+    """The largest certified delta above a claimed profile, per point ``(p_lo, q_hi)``.
+
+    ``max_e max(p_lo - e^e q_hi, 1 - q_hi - e^e (1 - p_lo)) - profile(e)`` over ``e`` on a
+    grid from 0 to the largest log ratio the point supports (both lines of the profile).
+
+    Args:
+        p_lo: lower bound(s) on the true-positive rate.
+        q_hi: upper bound(s) on the false-positive rate.
+        profile: the claimed ``delta(epsilon)`` (vectorised; an upper curve).
+
+    Returns:
+        The excess per point (``> 0``: the claimed profile is violated).
+    """
+    p_lo, q_hi = np.broadcast_arrays(np.asarray(p_lo, float), np.asarray(q_hi, float))
+    tpr, tnr = _lines(p_lo, q_hi, 0.0)
+    top = np.minimum(np.maximum(np.max(np.maximum(tpr, tnr), initial=0.0), 1e-6), _MAX_EPSILON)
+    grid = np.linspace(0.0, top, _PROFILE_POINTS)
+    claimed = np.asarray(profile(grid), dtype=float)
+    e = np.exp(grid)[:, None]
+    first = p_lo.ravel()[None] - e * q_hi.ravel()[None]
+    second = 1.0 - q_hi.ravel()[None] - e * (1.0 - p_lo.ravel()[None])
+    excess = np.maximum(first, second) - claimed[:, None]
+    return np.max(excess, axis=0).reshape(p_lo.shape)
+
+
+def _objective(p_lo, q_hi, delta: float, target: str, profile=None):
     """Per threshold: the selection objective and the side (0 = tpr, 1 = tnr)."""
     tpr, tnr = _lines(p_lo, q_hi, delta)
+    if target == "profile":
+        return profile_excess(p_lo, q_hi, profile), (tnr > tpr).astype(int)
     if target == "mu":
         mu = gdp_mu_for_point(q_hi, 1.0 - p_lo)
         return np.where(np.isfinite(mu), mu, 1e300), (tnr > tpr).astype(int)
@@ -167,13 +202,20 @@ def _split(scores: np.ndarray, fraction: float, rng) -> tuple[np.ndarray, np.nda
     return scores[order[:cut]], scores[order[cut:]]
 
 
-def _select(sel_in, sel_out, delta, confidence, target) -> tuple[float, int]:
-    """The threshold (a selection score, or -inf) and side that maximise the objective."""
+def _select(sel_in, sel_out, sizes, delta, confidence, target, profile) -> tuple[float, int]:
+    """The threshold (a selection score, or -inf) and side that maximise the objective.
+
+    The objective is the bound the certification runs (``sizes``) would give if their
+    rates were the selection rates (Clopper–Pearson on expected counts: planning only).
+    """
     thresholds = np.concatenate([[-np.inf], np.unique(np.concatenate([sel_in, sel_out]))])
     k_in = sel_in.size - np.searchsorted(np.sort(sel_in), thresholds, side="right")
     k_out = sel_out.size - np.searchsorted(np.sort(sel_out), thresholds, side="right")
-    p_lo, q_hi = one_sided_pair(k_in, sel_in.size, k_out, sel_out.size, confidence)
-    value, side = _objective(p_lo, q_hi, delta, target)
+    n_in, n_out = sizes
+    p_lo, q_hi = one_sided_pair(
+        k_in * n_in / sel_in.size, n_in, k_out * n_out / sel_out.size, n_out, confidence
+    )
+    value, side = _objective(p_lo, q_hi, delta, target, profile)
     best = int(np.argmax(value))
     return float(thresholds[best]), int(side[best])
 
@@ -181,7 +223,7 @@ def _select(sel_in, sel_out, delta, confidence, target) -> tuple[float, int]:
 # fmt: off
 def many_run_bound(
     scores_in, scores_out, *, delta: float, confidence: float = 0.95,
-    select_fraction: float = 0.25, target: str = "epsilon", seed: int = 0,
+    select_fraction: float = 0.25, target: str = "epsilon", seed: int = 0, profile=None,
 ) -> ManyRunBound:
     """Certified lower bounds on epsilon(delta) and mu from runs with and without a canary.
 
@@ -195,8 +237,11 @@ def many_run_bound(
         delta: the delta of the epsilon bound, in ``[0, 1)``.
         confidence: joint confidence of the certified figures, in ``(0, 1)``.
         select_fraction: fraction of each group used to choose the threshold, in ``(0, 1)``.
-        target: what the threshold maximises: ``"epsilon"`` (at ``delta``) or ``"mu"``.
+        target: what the threshold maximises: ``"epsilon"`` (at ``delta``), ``"mu"``, or
+            ``"profile"`` (the excess over ``profile``).
         seed: seed of the selection/certification split.
+        profile: a claimed privacy profile ``delta(epsilon)`` (vectorised upper curve); its
+            certified excess is reported (required for ``target="profile"``).
 
     Returns:
         A :class:`ManyRunBound`.
@@ -210,12 +255,15 @@ def many_run_bound(
     delta, confidence = _check_delta(delta), _check_confidence(confidence)
     if not 0 < select_fraction < 1:
         raise ValueError(f"select_fraction must be in (0, 1), got {select_fraction!r}.")
-    if target not in ("epsilon", "mu"):
-        raise ValueError(f"target must be 'epsilon' or 'mu', got {target!r}.")
+    if target not in ("epsilon", "mu", "profile"):
+        raise ValueError(f"target must be 'epsilon', 'mu' or 'profile', got {target!r}.")
+    if target == "profile" and not callable(profile):
+        raise ValueError("target='profile' needs profile, a callable delta(epsilon).")
     rng = np.random.default_rng(seed)
     sel_in, cert_in = _split(s_in, select_fraction, rng)
     sel_out, cert_out = _split(s_out, select_fraction, rng)
-    threshold, side = _select(sel_in, sel_out, delta, confidence, target)
+    sizes = (cert_in.size, cert_out.size)
+    threshold, side = _select(sel_in, sel_out, sizes, delta, confidence, target, profile)
     k_in, k_out = int(np.sum(cert_in > threshold)), int(np.sum(cert_out > threshold))
     p_lo, q_hi = one_sided_pair(k_in, cert_in.size, k_out, cert_out.size, confidence)
     p_lo, q_hi = float(p_lo), float(q_hi)
@@ -234,6 +282,7 @@ def many_run_bound(
         fpr_upper=q_hi,
         counts=(k_in, int(cert_in.size), k_out, int(cert_out.size)),
         selection_runs=(int(sel_in.size), int(sel_out.size)),
+        profile_excess=None if profile is None else float(profile_excess(p_lo, q_hi, profile)),
     )
 
 
