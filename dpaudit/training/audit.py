@@ -17,6 +17,7 @@ up to floating-point reassociation).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -33,6 +34,9 @@ from dpaudit.serialize import jsonable
 from dpaudit.training.bounds import ManyRunBound, many_run_bound
 
 __all__ = ["ProfileClaim", "TrainingAuditResult", "training_audit"]
+
+# Jitted vectorised trainings kept (one per training function and score).
+_CACHED_TRAININGS = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,13 +152,25 @@ def _check_shapes(states) -> None:
         )
 
 
+@functools.lru_cache(maxsize=_CACHED_TRAININGS)
+def _vmapped(train, score):
+    """``train`` vmapped over keys and scored, jitted once (both groups share it)."""
+
+    def run(data, keys, extra):
+        states = jax.vmap(lambda k: train(data, k, **extra))(keys)
+        return states if score is None else score(states)
+
+    return jax.jit(run)
+
+
 def _scores(train, canary, dataset, keys, present: bool, vectorize: bool) -> np.ndarray:
     """One score per key (serial loop, or one vmap over the keys)."""
     if vectorize:
         data, extra = canary.arguments(dataset, present)
-        states = jax.vmap(lambda k: train(data, k, **extra))(keys)
-        if hasattr(canary, "score_array"):
-            return np.asarray(canary.score_array(states), dtype=np.float64)
+        score = getattr(canary, "score_array", None)
+        states = _vmapped(train, score)(data, keys, extra)
+        if score is not None:
+            return np.asarray(states, dtype=np.float64)
         n = keys.shape[0]
         return np.array(
             [canary.score(jax.tree_util.tree_map(lambda a, i=i: a[i], states)) for i in range(n)]

@@ -168,8 +168,8 @@ def simulated_train(config: DPSGDConfig):
         config: the configuration.
 
     Returns:
-        ``train(dataset, key, gradient_canary) -> (T, dim)`` releases (the dataset is not
-        read: the other records' gradients are zero on every coordinate).
+        A jitted ``train(dataset, key, gradient_canary) -> (T, dim)`` releases (the dataset
+        is not read: the other records' gradients are zero on every coordinate).
     """
 
     def train(dataset, key, gradient_canary):
@@ -184,7 +184,7 @@ def simulated_train(config: DPSGDConfig):
         _, releases = lax.scan(step, None, jax.random.split(key, config.steps))
         return releases
 
-    return train
+    return jax.jit(train)
 
 
 def _per_example_gradients(theta, x, y):
@@ -200,7 +200,7 @@ def logistic_train(config: DPSGDConfig):
         config: the configuration (``dim`` must match the features).
 
     Returns:
-        ``train((X, y), key, gradient_canary) -> (T, dim)`` releases ``r_t``.
+        A jitted ``train((X, y), key, gradient_canary) -> (T, dim)`` releases ``r_t``.
     """
 
     def train(dataset, key, gradient_canary):
@@ -223,7 +223,7 @@ def logistic_train(config: DPSGDConfig):
         _, releases = lax.scan(step, theta0, jax.random.split(key, config.steps))
         return releases
 
-    return train
+    return jax.jit(train)
 
 
 def example_data(config: DPSGDConfig) -> tuple[np.ndarray, np.ndarray]:
