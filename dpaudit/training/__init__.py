@@ -5,9 +5,9 @@ nothing below it imports it (only ``dpaudit``'s public re-exports, the CLI,
 ``mechanisms/`` and ``audits/``).
 """
 
-from dpaudit.training.audit import ProfileClaim as ProfileClaim
-from dpaudit.training.audit import TrainingAuditResult as TrainingAuditResult
-from dpaudit.training.audit import training_audit as training_audit
+from dpaudit.training.engine import ProfileClaim as ProfileClaim
+from dpaudit.training.engine import TrainingAuditResult as TrainingAuditResult
+from dpaudit.training.engine import training_audit as training_audit
 from dpaudit.training.bounds import ManyRunBound as ManyRunBound
 from dpaudit.training.bounds import OneRunBound as OneRunBound
 from dpaudit.training.bounds import many_run_bound as many_run_bound
