@@ -30,6 +30,7 @@ import numpy as np
 
 __all__ = [
     "AGGREGATES",
+    "DiracCanaries",
     "GradientCanary",
     "InputCanary",
     "UserCanary",
@@ -147,6 +148,47 @@ class UserCanary:
     def score(self, state) -> float:
         """``scorer(state)``."""
         return float(self.scorer(state))
+
+
+@dataclasses.dataclass(frozen=True)
+class DiracCanaries:
+    """``m`` gradient canaries for a one-run audit: canary ``i`` is ``norm e_i``.
+
+    ``train`` receives ``gradient_canary``, an ``(m, dim)`` matrix whose excluded rows are
+    zero; canary ``i``'s score reads coordinate ``i`` of the updates like
+    :class:`GradientCanary`.
+
+    Attributes:
+        m: the number of canaries (``<= dim``).
+        dim: the number of parameters.
+        norm: each canary gradient's norm.
+        transform: optional per-step map of the coordinate before summing.
+    """
+
+    m: int
+    dim: int
+    norm: float = 1.0
+    transform: Callable | None = None
+
+    def __post_init__(self):
+        if not (isinstance(self.m, int) and 1 <= self.m <= self.dim):
+            raise ValueError(
+                f"m must be an integer in [1, dim = {self.dim}] (one coordinate per canary), "
+                f"got {self.m!r}."
+            )
+
+    def gradients(self, included) -> np.ndarray:
+        """The ``(m, dim)`` canary gradients, zero rows for the excluded canaries."""
+        g = np.zeros((self.m, self.dim))
+        g[np.arange(self.m), np.arange(self.m)] = self.norm * np.asarray(included, dtype=float)
+        return g
+
+    def scores(self, updates) -> np.ndarray:
+        """One score per canary from the ``(T, dim)`` updates of one run."""
+        x = jnp.asarray(updates)[:, : self.m]
+        if self.transform is not None:
+            x = self.transform(x)
+        return np.asarray(jnp.sum(x, axis=0), dtype=np.float64)
 
 
 def subsampled_gaussian_loss(q: float, noise_std: float, norm: float) -> Callable:

@@ -31,12 +31,14 @@ from dpaudit.blackbox.bounds import clopper_pearson
 from dpaudit.mechanism import Claim
 from dpaudit.notions.claims import GDPClaim
 from dpaudit.serialize import jsonable
-from dpaudit.training.bounds import ManyRunBound, many_run_bound
+from dpaudit.training.bounds import ManyRunBound, OneRunBound, many_run_bound, one_run_bound
 
-__all__ = ["ProfileClaim", "TrainingAuditResult", "training_audit"]
+__all__ = ["ProfileClaim", "TrainingAuditResult", "one_run_audit", "training_audit"]
 
 # Jitted vectorised trainings kept (one per training function and score).
 _CACHED_TRAININGS = 16
+# The largest epsilon a claimed profile is searched over.
+_PROFILE_EPSILON_MAX = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,3 +245,70 @@ def _notes(violated: bool, bound: ManyRunBound) -> tuple[str, ...]:
         return ("The certified lower bound exceeds the claim: the pipeline does not keep it "
                 f"(with probability >= {bound.confidence:g} over the audit's randomness).",)
     return ("No violation certified; a lower bound below the claim does not prove the claim.",)
+
+
+# fmt: off
+def one_run_audit(
+    train: Callable, dataset, claim, canaries, *, k_plus: int, k_minus: int = 0,
+    confidence: float = 0.95, seed: int = 0,
+) -> tuple[str, OneRunBound]:
+    """The one-run audit: canaries included by fair coins, one training, guesses certified.
+
+    Args:
+        train: ``train(dataset, key, gradient_canary) -> updates (T, dim)``.
+        dataset: the training data.
+        claim: a :class:`~dpaudit.Claim` (its epsilon at its delta) or a
+            :class:`ProfileClaim` (its epsilon at its delta).
+        canaries: a :class:`~dpaudit.training.canaries.DiracCanaries`.
+        k_plus: guesses *in* (highest scores), fixed in advance.
+        k_minus: guesses *out* (lowest scores), fixed in advance.
+        confidence: the confidence of the bound, in ``(0, 1)``.
+        seed: the seed of the inclusion coins and of the training key.
+
+    Returns:
+        ``(verdict, bound)``: ``"violation"`` when the certified epsilon exceeds the
+        claimed epsilon, else ``"inconclusive"``; the :class:`OneRunBound`.
+
+    Raises:
+        ValueError: for a confidence outside ``(0, 1)``, a claim delta ``>= 1``, guess
+            counts outside ``[1, m]``, or non-finite scores.
+        TypeError: for a claim of another kind.
+    """
+    # fmt: on
+    if isinstance(claim, ProfileClaim):
+        delta = claim.delta
+        epsilon = float(_profile_epsilon(claim))
+    elif isinstance(claim, Claim):
+        _check_claim(claim)
+        delta, epsilon = float(claim.delta), float(claim.epsilon)
+    else:
+        raise TypeError("claim must be a dpaudit.Claim or a ProfileClaim for a one-run audit.")
+    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+    coins, train_key = jax.random.split(jax.random.PRNGKey(int(seed)))
+    included = np.asarray(jax.random.bernoulli(coins, 0.5, (canaries.m,)))
+    updates = train(dataset, train_key, canaries.gradients(included))
+    bound = one_run_bound(canaries.scores(updates), included, k_plus=k_plus, k_minus=k_minus,
+                          delta=delta, confidence=confidence)
+    return ("violation" if bound.epsilon > epsilon else "inconclusive"), bound
+
+
+def _profile_epsilon(claim: ProfileClaim) -> float:
+    """An epsilon (within 1e-9 above the smallest) at which the profile is at most its delta.
+
+    ``delta(epsilon)`` is non-increasing, so bisection on ``[0, 60]`` finds it; rounding
+    up keeps the claimed epsilon a claim's (the verdict compares a lower bound with it).
+    """
+
+    def ok(e: float) -> bool:
+        return float(np.asarray(claim.delta_of_epsilon(np.array([e])))[0]) <= claim.delta
+
+    lo, hi = 0.0, _PROFILE_EPSILON_MAX
+    if ok(lo):
+        return 0.0
+    if not ok(hi):
+        return math.inf
+    while hi - lo > 1e-9:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi

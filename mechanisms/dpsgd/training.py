@@ -169,17 +169,19 @@ def simulated_train(config: DPSGDConfig):
 
     Returns:
         A jitted ``train(dataset, key, gradient_canary) -> (T, dim)`` releases (the dataset
-        is not read: the other records' gradients are zero on every coordinate).
+        is not read: the other records' gradients are zero on every coordinate);
+        ``gradient_canary`` is one gradient ``(dim,)`` or several ``(k, dim)`` (one-run
+        audits), each sampled independently like a record.
     """
 
     def train(dataset, key, gradient_canary):
-        g = jnp.asarray(gradient_canary, dtype=jnp.float64)
+        g = jnp.atleast_2d(jnp.asarray(gradient_canary, dtype=jnp.float64))
         clipped = _clip_rows(g, config.clip)
 
         def step(_, k):
             k_sample, k_noise = jax.random.split(k)
-            sampled = jax.random.bernoulli(k_sample, config.q)
-            return None, _release(config, sampled * clipped, sampled * g, k_noise)
+            sampled = jax.random.bernoulli(k_sample, config.q, (g.shape[0],))
+            return None, _release(config, sampled @ clipped, sampled @ g, k_noise)
 
         _, releases = lax.scan(step, None, jax.random.split(key, config.steps))
         return releases
