@@ -10,6 +10,7 @@ from dpaudit.training.bounds import OneRunBound as OneRunBound
 from dpaudit.training.bounds import many_run_bound as many_run_bound
 from dpaudit.training.bounds import one_run_bound as one_run_bound
 from dpaudit.training.bounds import one_run_epsilon as one_run_epsilon
+from dpaudit.training.bounds import one_run_mu as one_run_mu
 from dpaudit.training.bounds import one_run_p_value as one_run_p_value
 from dpaudit.training.canaries import DiracCanaries as DiracCanaries
 from dpaudit.training.canaries import GradientCanary as GradientCanary
@@ -34,6 +35,7 @@ __all__ = [
     "one_run_audit",
     "one_run_bound",
     "one_run_epsilon",
+    "one_run_mu",
     "one_run_p_value",
     "subsampled_gaussian_loss",
     "training_audit",

@@ -53,6 +53,7 @@ __all__ = [
     "many_run_bound",
     "one_run_bound",
     "one_run_epsilon",
+    "one_run_mu",
     "one_run_p_value",
     "profile_excess",
 ]
@@ -77,6 +78,8 @@ ONE_RUN_ASSUMPTIONS = (
 )
 # Searches over epsilon stop here (e^60: no audit with fewer than 1e26 canaries resolves more).
 _MAX_EPSILON = 60.0
+# Searches over the GDP mu stop here.
+_MAX_MU = 64.0
 # Epsilons at which a certified point is compared with a claimed privacy profile.
 _PROFILE_POINTS = 256
 
@@ -357,6 +360,8 @@ class OneRunBound:
         correct: ``v``.
         k_plus: guesses *in* (the highest scores).
         k_minus: guesses *out* (the lowest scores).
+        mu: certified lower bound on the GDP ``mu`` from the same guesses
+            (:func:`one_run_mu`; both hold at ``confidence`` each).
         assumptions: what the bound assumes.
     """
 
@@ -368,6 +373,7 @@ class OneRunBound:
     correct: int
     k_plus: int
     k_minus: int
+    mu: float = 0.0
     assumptions: tuple[str, ...] = ONE_RUN_ASSUMPTIONS
 
     def to_dict(self) -> dict:
@@ -411,4 +417,62 @@ def one_run_bound(
     right += int(np.sum(~inc[order[:k_minus]]))
     guesses = k_plus + k_minus
     eps = one_run_epsilon(s.size, guesses, right, delta=delta, confidence=confidence)
-    return OneRunBound(eps, float(delta), float(confidence), s.size, guesses, right, k_plus, k_minus)
+    mu = one_run_mu(s.size, guesses, right, confidence=confidence)
+    return OneRunBound(
+        eps, float(delta), float(confidence), s.size, guesses, right, k_plus, k_minus, mu
+    )
+
+
+def _gdp_one_run_rejects(mu: float, m: int, guesses: int, correct: int, significance: float) -> bool:
+    """Whether ``correct`` right out of ``guesses`` rejects mu-GDP (Mahloujifar et al. 2024).
+
+    The recursion bounds, under a trade-off function ``f = G_mu``, the largest expected
+    mass of right and wrong guesses an adversary can reach while the probability of
+    ``correct`` right guesses stays ``>= significance``; the claim is rejected when even
+    that falls short of the ``guesses / m`` guessing rate. ``G_mu``'s inverse blow-up is
+    ``x -> Phi(Phi^{-1}(x) - mu)``.
+    """
+    right = significance * correct / m
+    wrong = significance * (guesses - correct) / m
+    for i in range(correct - 1, -1, -1):
+        wrong_next = max(wrong, float(scipy.special.ndtr(scipy.special.ndtri(right) - mu)))
+        if wrong_next == wrong:
+            break
+        right = min(right + i / (guesses - i) * (wrong_next - wrong), 1.0)
+        wrong = wrong_next
+    return right + wrong - guesses / m > 0
+
+
+def one_run_mu(m: int, guesses: int, correct: int, *, confidence: float) -> float:
+    """Certified lower bound on the GDP ``mu`` from one run (the f-DP one-run audit).
+
+    Mahloujifar, Melis & Chaudhuri (2024), "Auditing f-differential privacy in one run",
+    with ``f = G_mu``: the largest ``mu`` (to ``1e-6``) whose claim the guess counts reject
+    at ``1 - confidence``; same assumptions as :func:`one_run_bound`.
+
+    Args:
+        m: the number of canaries.
+        guesses: the number of guesses ``r``.
+        correct: correct guesses ``v``.
+        confidence: the confidence, in ``(0, 1)``.
+
+    Returns:
+        The certified ``mu`` (``0`` when nothing is rejected).
+
+    Raises:
+        ValueError: for counts that are not ``0 <= correct <= guesses <= m`` (``guesses >= 1``)
+            or a confidence outside ``(0, 1)``.
+    """
+    confidence = _check_confidence(confidence)
+    if not (0 <= correct <= guesses <= m and guesses >= 1):
+        raise ValueError("one_run_mu needs 0 <= correct <= guesses <= m and guesses >= 1.")
+    significance = 1.0 - confidence
+    if not _gdp_one_run_rejects(0.0, m, guesses, correct, significance):
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while _gdp_one_run_rejects(hi, m, guesses, correct, significance) and hi < _MAX_MU:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-6:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _gdp_one_run_rejects(mid, m, guesses, correct, significance) else (lo, mid)
+    return lo

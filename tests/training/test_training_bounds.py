@@ -17,7 +17,13 @@ import pytest
 import scipy.stats
 
 from dpaudit.notions.conversions import gdp_epsilon
-from dpaudit.training import many_run_bound, one_run_bound, one_run_epsilon, one_run_p_value
+from dpaudit.training import (
+    many_run_bound,
+    one_run_bound,
+    one_run_epsilon,
+    one_run_mu,
+    one_run_p_value,
+)
 
 _TEST_FAILURE_RATE = 1e-4
 _MU = 1.5
@@ -121,3 +127,31 @@ def test_non_finite_scores_refused():
         many_run_bound([0.0, np.nan], [0.0, 1.0], delta=0.0)
     with pytest.raises(ValueError, match="non-finite"):
         one_run_bound([0.0, np.inf], [True, False], k_plus=1, delta=0.0)
+
+
+def _one_run_mu_failures(confidence: float, trials: int = 200) -> int:
+    """Exactly 2-GDP canaries (scores N(2, 1) in, N(0, 1) out): how often mu is overstated."""
+    rng = np.random.default_rng(3)
+    fails = 0
+    for _ in range(trials):
+        included = rng.random(500) < 0.5
+        scores = 2.0 * included + rng.normal(size=500)
+        bound = one_run_bound(
+            scores, included, k_plus=50, k_minus=50, delta=0.0, confidence=confidence
+        )
+        fails += bound.mu > 2.0
+    return fails
+
+
+def test_one_run_mu_calibrated_and_sees_a_flipped_level():
+    alpha = 0.05
+    assert _one_run_mu_failures(1 - alpha) <= _allowed_failures(200, alpha)
+    assert _one_run_mu_failures(alpha) > _allowed_failures(200, alpha)
+
+
+def test_one_run_mu_pinned():
+    # All 100 guesses right out of m = 1000 at 95 %; more right guesses certify more.
+    assert one_run_mu(1000, 100, 100, confidence=0.95) > one_run_mu(1000, 100, 90, confidence=0.95)
+    assert one_run_mu(1000, 100, 50, confidence=0.95) == 0.0
+    with pytest.raises(ValueError, match="one_run_mu needs"):
+        one_run_mu(10, 20, 5, confidence=0.95)
