@@ -43,6 +43,7 @@ __all__ = [
     "claim_of",
     "claimed_epsilon",
     "exact_epsilon",
+    "example_data",
     "logistic_train",
     "simulated_train",
 ]
