@@ -206,3 +206,21 @@ def test_one_run_audit_of_dpsgd():
     assert verdict == "violation"
     with pytest.raises(ValueError, match="m must be"):
         DiracCanaries(m=301, dim=300)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("variant", "verdict"), [("correct", "inconclusive"), ("noise-batch", "violation")]
+)
+def test_logistic_dpsgd_100_steps(variant, verdict):
+    # The model-based path: logistic regression on breast cancer, T = 100, 400 runs vmapped.
+    config = DPSGDConfig(variant=variant)
+    result = training_audit(
+        logistic_train(config),
+        example_data(config),
+        claim_of(config),
+        _canary(config),
+        runs=400,
+        vectorize=True,
+    )
+    assert result.verdict == verdict
