@@ -47,6 +47,7 @@ __all__ = [
     "check_adjacent",
     "get_record",
     "insert_record",
+    "is_scalar_dataset",
     "n_records",
     "remove_record",
     "replace_record",
@@ -119,6 +120,23 @@ def check_adjacent(data, data_prime, adjacency: str = "replace-one") -> None:
         ):
             return
     raise ValueError("no single added record turns the smaller dataset into the larger one.")
+
+
+def is_scalar_dataset(data) -> bool:
+    """Whether a dataset is one scalar (no records to compare).
+
+    Measures shapes only (``np.shape`` per leaf), so ``(X, y)`` tuples, dicts of arrays
+    and ragged pytrees are never stacked into one array. A pytree of several scalars is
+    not a scalar dataset (:func:`check_adjacent` then says what is wrong with it).
+
+    Args:
+        data: a dataset (a scalar, an array, or a pytree of arrays).
+
+    Returns:
+        ``True`` when the dataset is a single 0-dimensional leaf.
+    """
+    leaves = jax.tree_util.tree_leaves(data)
+    return len(leaves) == 1 and len(np.shape(leaves[0])) == 0
 
 
 def n_records(data) -> int:

@@ -16,9 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
-import numpy as np
 
-from dpaudit.adjacency import check_adjacent
+from dpaudit.adjacency import check_adjacent, is_scalar_dataset
 from dpaudit.blackbox.autopairs import AutoPairs, auto_pairs
 from dpaudit.blackbox.bounds import bound_method, certified_epsilon_by
 from dpaudit.blackbox.certification import KEPT_SCORES, count_event, count_event_sequential
@@ -456,7 +455,7 @@ def _plan(
     settings = classifier_settings(classifier_options)  # checked before the adjacency
     if check_adjacency and records:  # answers / histogram candidates are neighbours by design
         for d, dp in pairs:
-            if np.ndim(d) == 0 and np.ndim(dp) == 0:  # a scalar dataset has no records to compare
+            if is_scalar_dataset(d) and is_scalar_dataset(dp):  # no records to compare
                 notes.append(_SCALAR_NOTE)
                 continue
             check_adjacent(d, dp, claim.adjacency)

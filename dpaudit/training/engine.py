@@ -1,0 +1,314 @@
+r"""The many-run training audit: insert a canary, train many times, score, certify.
+
+:func:`training_audit` runs the user's ``train`` ``runs`` times, half with the canary
+and half without (run ``i`` gets the key ``fold_in(PRNGKey(seed), i)``), scores each
+released state with the canary design, and certifies lower bounds with
+:func:`~dpaudit.training.bounds.many_run_bound`. The verdict is ``"violation"`` when a
+certified bound exceeds the claim (epsilon at the claim's delta for a
+:class:`~dpaudit.Claim`, mu for a :class:`~dpaudit.notions.claims.GDPClaim`), else
+``"inconclusive"``: a lower bound below the claim proves nothing about the claim.
+The GDP-shape epsilon is reported and never decides a verdict.
+
+With ``vectorize=True`` the training function must be JAX-traceable: each group's runs
+are one ``jax.vmap`` over keys (the same keys, so the same results as the serial loop
+up to floating-point reassociation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpaudit.blackbox.bounds import clopper_pearson
+from dpaudit.mechanism import Claim
+from dpaudit.notions.claims import GDPClaim
+from dpaudit.serialize import jsonable
+from dpaudit.training.bounds import ManyRunBound, OneRunBound, many_run_bound, one_run_bound
+
+__all__ = ["ProfileClaim", "TrainingAuditResult", "one_run_audit", "training_audit"]
+
+# Jitted vectorised trainings kept (one per training function and score).
+_CACHED_TRAININGS = 16
+# The largest epsilon a claimed profile is searched over.
+_PROFILE_EPSILON_MAX = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingAuditResult:
+    """The outcome of :func:`training_audit` (frozen; ``to_dict`` / ``to_json``).
+
+    Attributes:
+        name: what was audited.
+        claim: the claim, described (``"(8, 1e-05)-DP"`` or ``"1.5-GDP"``).
+        verdict: ``"violation"`` or ``"inconclusive"``.
+        bound: the certified bounds (:class:`~dpaudit.training.bounds.ManyRunBound`).
+        canary: the canary design's kind (``"input"``, ``"gradient"``, ``"user"``).
+        runs: ``(with canary, without)``.
+        strength: the largest epsilon (at the claim's delta) these runs could certify at
+            this confidence (every certification run classified right).
+        seed: the root seed.
+        seconds: wall time of the trainings.
+        notes: sentences qualifying the verdict.
+    """
+
+    name: str
+    claim: str
+    verdict: str
+    bound: ManyRunBound
+    canary: str
+    runs: tuple[int, int]
+    strength: float
+    seed: int
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """The record as JSON-able builtins."""
+        out = dataclasses.asdict(self)
+        out["bound"] = self.bound.to_dict()
+        return jsonable(out)
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as a JSON string."""
+        return json.dumps(self.to_dict(), allow_nan=False)
+
+    def report(self) -> str:
+        """A few lines for people: verdict, claim, certified bounds, strength."""
+        b = self.bound
+        return "\n".join(
+            [
+                f"{self.name}: {self.verdict} (training audit, {self.canary} canary, "
+                f"{sum(self.runs)} runs)",
+                f"claim: {self.claim}",
+                f"certified at {b.confidence:g}: epsilon({b.delta:g}) >= {b.epsilon:.4g}, "
+                f"mu >= {b.mu:.4g}",
+                f"epsilon({b.delta:g}) if the trade-off curve is Gaussian: {b.epsilon_gdp_shape:.4g}",
+                f"strength: at most epsilon {self.strength:.4g} certifiable with these runs",
+                *self.notes,
+            ]
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileClaim:
+    """A claimed privacy profile: ``delta(epsilon)`` for every epsilon (an accountant's output).
+
+    Attributes:
+        delta_of_epsilon: the claimed ``delta(epsilon)``, vectorised (e.g. an
+            :class:`~dpaudit.accounting.ExactAccounting`'s ``delta_upper``).
+        delta: the delta at which the certified epsilon is reported.
+        description: how the claim reads in the report.
+    """
+
+    delta_of_epsilon: Callable
+    delta: float = 1e-5
+    description: str = "a privacy profile"
+
+    def __post_init__(self):
+        if not callable(self.delta_of_epsilon):
+            raise TypeError("delta_of_epsilon must be a callable epsilon -> delta.")
+        if not 0 < self.delta < 1:
+            raise ValueError(f"delta must be in (0, 1), got {self.delta!r}.")
+
+
+def _check_claim(claim) -> tuple[str, float, str, Callable | None]:
+    """The claim's description, its delta, the selection target and the profile."""
+    if isinstance(claim, GDPClaim):
+        return claim.describe(), 1e-5, "mu", None
+    if isinstance(claim, ProfileClaim):
+        return claim.description, claim.delta, "profile", claim.delta_of_epsilon
+    if isinstance(claim, Claim):
+        if not claim.delta < 1:
+            raise ValueError(f"the claim's delta must be < 1, got {claim.delta!r}.")
+        return f"({claim.epsilon:g}, {claim.delta:g})-DP", float(claim.delta), "epsilon", None
+    raise TypeError("claim must be a dpaudit.Claim, a GDPClaim or a ProfileClaim.")
+
+
+def _violated(claim, bound: ManyRunBound) -> bool:
+    if isinstance(claim, GDPClaim):
+        return bound.mu > claim.mu
+    if isinstance(claim, ProfileClaim):
+        return bound.profile_excess > 0
+    return bound.epsilon > claim.epsilon
+
+
+def _states_serial(train, canary, dataset, keys, present: bool) -> list:
+    data, extra = canary.arguments(dataset, present)
+    return [train(data, key, **extra) for key in keys]
+
+
+def _check_shapes(states) -> None:
+    shapes = {str(jax.tree_util.tree_map(np.shape, s)) for s in states}
+    if len(shapes) > 1:
+        raise ValueError(
+            "train returned states of different shapes between runs; return the same "
+            "structure every run."
+        )
+
+
+@functools.lru_cache(maxsize=_CACHED_TRAININGS)
+def _vmapped(train, score):
+    """``train`` vmapped over keys and scored, jitted once (both groups share it)."""
+
+    def run(data, keys, extra):
+        states = jax.vmap(lambda k: train(data, k, **extra))(keys)
+        return states if score is None else score(states)
+
+    return jax.jit(run)
+
+
+def _scores(train, canary, dataset, keys, present: bool, vectorize: bool) -> np.ndarray:
+    """One score per key (serial loop, or one vmap over the keys)."""
+    if vectorize:
+        data, extra = canary.arguments(dataset, present)
+        score = getattr(canary, "score_array", None)
+        states = _vmapped(train, score)(data, keys, extra)
+        if score is not None:
+            return np.asarray(states, dtype=np.float64)
+        n = keys.shape[0]
+        return np.array(
+            [canary.score(jax.tree_util.tree_map(lambda a, i=i: a[i], states)) for i in range(n)]
+        )
+    states = _states_serial(train, canary, dataset, keys, present)
+    _check_shapes(states)
+    return np.array([canary.score(s) for s in states], dtype=np.float64)
+
+
+# fmt: off
+def training_audit(
+    train: Callable, dataset, claim, canary, *, runs: int = 1000, confidence: float = 0.95,
+    select_fraction: float = 0.25, seed: int = 0, vectorize: bool = False, name: str = "training",
+) -> TrainingAuditResult:
+    """Audit a training pipeline with a canary over many runs.
+
+    Args:
+        train: ``train(dataset, key, **canary_arguments) -> released state``
+            (gradient canaries pass ``gradient_canary``).
+        dataset: the training data (an array, ``(X, y)``, or a pytree of arrays).
+        claim: the pipeline's claim: :class:`~dpaudit.Claim` (epsilon at delta),
+            :class:`~dpaudit.notions.claims.GDPClaim` (mu), or :class:`ProfileClaim` (an
+            accountant's whole ``delta(epsilon)`` curve: the most a point can refute).
+        canary: a canary design (:mod:`dpaudit.training.canaries`).
+        runs: total trainings, half with the canary (even, ``>= 8``).
+        confidence: the confidence of the certified bounds, in ``(0, 1)``.
+        select_fraction: fraction of the runs that choose the threshold.
+        seed: the root seed.
+        vectorize: ``jax.vmap`` the trainings of each group (``train`` must be traceable).
+        name: what is audited (for the report).
+
+    Returns:
+        A :class:`TrainingAuditResult`.
+
+    Raises:
+        ValueError: for an odd or too small ``runs``, a confidence outside ``(0, 1)``, a
+            claim delta ``>= 1``, states of different shapes, or non-finite scores.
+        TypeError: for a claim of another kind.
+    """
+    # fmt: on
+    described, delta, target, profile = _check_claim(claim)
+    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+    if not (isinstance(runs, int) and runs >= 8 and runs % 2 == 0):
+        raise ValueError(f"runs must be an even integer >= 8, got {runs!r}.")
+    root = jax.random.PRNGKey(int(seed))
+    keys = jax.vmap(lambda i: jax.random.fold_in(root, i))(jnp.arange(runs))
+    half = runs // 2
+    start = time.perf_counter()
+    s_in = _scores(train, canary, dataset, keys[:half], True, vectorize)
+    s_out = _scores(train, canary, dataset, keys[half:], False, vectorize)
+    seconds = time.perf_counter() - start
+    if not (np.all(np.isfinite(s_in)) and np.all(np.isfinite(s_out))):
+        raise ValueError("the canary scores are not all finite; make train and the score finite.")
+    bound = many_run_bound(s_in, s_out, delta=delta, confidence=confidence,
+                           select_fraction=select_fraction, target=target, seed=int(seed),
+                           profile=profile)
+    violated = _violated(claim, bound)
+    _, fpr_hi = clopper_pearson(0, bound.counts[3], (1 - confidence) / 2)
+    strength = math.log((1 - delta) / float(fpr_hi))
+    return TrainingAuditResult(
+        name=name, claim=described, verdict="violation" if violated else "inconclusive",
+        bound=bound, canary=canary.kind, runs=(half, half), strength=strength, seed=int(seed),
+        seconds=seconds, notes=_notes(violated, bound),
+    )
+
+
+def _notes(violated: bool, bound: ManyRunBound) -> tuple[str, ...]:
+    if violated:
+        return ("The certified lower bound exceeds the claim: the pipeline does not keep it "
+                f"(with probability >= {bound.confidence:g} over the audit's randomness).",)
+    return ("No violation certified; a lower bound below the claim does not prove the claim.",)
+
+
+# fmt: off
+def one_run_audit(
+    train: Callable, dataset, claim, canaries, *, k_plus: int, k_minus: int = 0,
+    confidence: float = 0.95, seed: int = 0,
+) -> tuple[str, OneRunBound]:
+    """The one-run audit: canaries included by fair coins, one training, guesses certified.
+
+    Args:
+        train: ``train(dataset, key, gradient_canary) -> updates (T, dim)``.
+        dataset: the training data.
+        claim: a :class:`~dpaudit.Claim` (its epsilon at its delta) or a
+            :class:`ProfileClaim` (its epsilon at its delta).
+        canaries: a :class:`~dpaudit.training.canaries.DiracCanaries`.
+        k_plus: guesses *in* (highest scores), fixed in advance.
+        k_minus: guesses *out* (lowest scores), fixed in advance.
+        confidence: the confidence of the bound, in ``(0, 1)``.
+        seed: the seed of the inclusion coins and of the training key.
+
+    Returns:
+        ``(verdict, bound)``: ``"violation"`` when the certified epsilon exceeds the
+        claimed epsilon, else ``"inconclusive"``; the :class:`OneRunBound`.
+
+    Raises:
+        ValueError: for a confidence outside ``(0, 1)``, a claim delta ``>= 1``, guess
+            counts outside ``[1, m]``, or non-finite scores.
+        TypeError: for a claim of another kind.
+    """
+    # fmt: on
+    if isinstance(claim, ProfileClaim):
+        delta = claim.delta
+        epsilon = float(_profile_epsilon(claim))
+    elif isinstance(claim, Claim):
+        _check_claim(claim)
+        delta, epsilon = float(claim.delta), float(claim.epsilon)
+    else:
+        raise TypeError("claim must be a dpaudit.Claim or a ProfileClaim for a one-run audit.")
+    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+    coins, train_key = jax.random.split(jax.random.PRNGKey(int(seed)))
+    included = np.asarray(jax.random.bernoulli(coins, 0.5, (canaries.m,)))
+    updates = train(dataset, train_key, canaries.gradients(included))
+    bound = one_run_bound(canaries.scores(updates), included, k_plus=k_plus, k_minus=k_minus,
+                          delta=delta, confidence=confidence)
+    return ("violation" if bound.epsilon > epsilon else "inconclusive"), bound
+
+
+def _profile_epsilon(claim: ProfileClaim) -> float:
+    """An epsilon (within 1e-9 above the smallest) at which the profile is at most its delta.
+
+    ``delta(epsilon)`` is non-increasing, so bisection on ``[0, 60]`` finds it; rounding
+    up keeps the claimed epsilon a claim's (the verdict compares a lower bound with it).
+    """
+
+    def ok(e: float) -> bool:
+        return float(np.asarray(claim.delta_of_epsilon(np.array([e])))[0]) <= claim.delta
+
+    lo, hi = 0.0, _PROFILE_EPSILON_MAX
+    if ok(lo):
+        return 0.0
+    if not ok(hi):
+        return math.inf
+    while hi - lo > 1e-9:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
