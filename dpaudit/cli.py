@@ -492,6 +492,7 @@ def _load_command_line_spec(args, ref: str):
 
 
 def _check_callable_options(args) -> None:
+    _check_notion_options(args)
     blackbox_only = ("method", "reference", "reference_param", "features", "components",
                      "objective", "stopping", "select_samples", "pairs", "domain")  # fmt: skip
     given = [o for o in blackbox_only if getattr(args, o, None) is not None]
@@ -510,7 +511,7 @@ def _claim_note(ref: str, args, declared, audited) -> str:
     from dpaudit.notions.claims import claim_label
 
     text = f"{claim_label(audited)}, {audited.adjacency}"
-    given = [f"--{o}" for o in ("epsilon", "delta", "adjacency") if getattr(args, o) is not None]
+    given = [f"--{o}" for o in _CLAIM_OPTIONS if getattr(args, o, None) is not None]
     if not given:
         return f"audited claim: {text}, as the {declared[1]} declares."
     if declared[0] is None:
@@ -527,16 +528,113 @@ def _claim_note(ref: str, args, declared, audited) -> str:
     )
 
 
+#: The options of a ``FILE.py:CALLABLE`` audit that state or change its claim.
+_CLAIM_OPTIONS = ("epsilon", "rho", "mu", "renyi", "delta", "adjacency")
+#: The options stating a claim in another notion, and the notion each states.
+_NOTION_OPTIONS = {"rho": "zCDP", "mu": "GDP", "renyi": "RDP"}
+
+
+def _renyi_pair(text: str) -> tuple[float, float]:
+    """``"ORDER,EPS"`` of ``--renyi`` as two numbers (one sentence when malformed)."""
+    parts = text.split(",")
+    try:
+        order, epsilon = (float(v) for v in parts)
+    except ValueError:
+        raise _spec_error(
+            f"--renyi {text!r}: write ORDER,EPS with two numbers, for example --renyi 2,0.5."
+        ) from None
+    if not (order > 1 and order < float("inf")):
+        raise _spec_error(
+            f"--renyi {text!r}: the order must be a finite number > 1 (Renyi DP is defined "
+            "for orders alpha > 1), for example --renyi 2,0.5."
+        )
+    if not (epsilon > 0 and epsilon < float("inf")):
+        raise _spec_error(
+            f"--renyi {text!r}: the bound EPS must be a finite number > 0, for example "
+            "--renyi 2,0.5."
+        )
+    return order, epsilon
+
+
+def _positive_option(option: str, value: float) -> float:
+    """A ``--rho`` / ``--mu`` value: finite and > 0, else one sentence naming the option."""
+    if not (value > 0 and value < float("inf")):
+        raise _spec_error(f"{option} must be a finite number > 0, got {value!r}.")
+    return value
+
+
+def _check_notion_options(args) -> None:
+    """One notion per command line, every value in range (before anything is built)."""
+    given = [o for o in _NOTION_OPTIONS if getattr(args, o, None) is not None]
+    if getattr(args, "epsilon", None) is not None:
+        given.insert(0, "epsilon")
+    if len(given) > 1:
+        raise _spec_error(
+            f"--{given[0]} and --{given[1]} state claims in two notions; give one of "
+            "--epsilon, --rho, --mu or --renyi."
+        )
+    delta = getattr(args, "delta", None)
+    if given and given[0] != "epsilon" and delta is not None and not 0 < delta < 1:
+        raise _spec_error(
+            f"--delta with --{given[0]} is the claim's anchor delta and must lie in (0, 1), "
+            f"got {delta!r}."
+        )
+    if getattr(args, "rho", None) is not None:
+        _positive_option("--rho", args.rho)
+    if getattr(args, "mu", None) is not None:
+        _positive_option("--mu", args.mu)
+    pairs = [_renyi_pair(t) for t in getattr(args, "renyi", None) or ()]
+    orders = [a for a, _ in pairs]
+    if len(set(orders)) != len(orders):
+        raise _spec_error("--renyi states one order twice; give each order once.")
+
+
+def _notion_option_claim(args, declared):
+    """The claim ``--rho`` / ``--mu`` / ``--renyi`` state, or ``None`` when none is given.
+
+    Adjacency, sensitivity and reference come from the declared claim (if any); ``--delta``
+    is the claim's anchor delta; ``--adjacency`` replaces the adjacency.
+    """
+    from dpaudit.notions.claims import GDPClaim, RDPClaim, ZCDPClaim
+
+    _check_notion_options(args)
+    common = {}
+    if declared is not None:
+        common = {
+            "adjacency": declared.adjacency,
+            "sensitivity_norm": declared.sensitivity_norm,
+            "sensitivity": declared.sensitivity,
+            "reference": declared.reference,
+        }
+    if args.adjacency is not None:
+        common["adjacency"] = args.adjacency
+    if args.delta is not None:
+        common["anchor_delta"] = args.delta
+    if getattr(args, "rho", None) is not None:
+        return ZCDPClaim(rho=args.rho, **common)
+    if getattr(args, "mu", None) is not None:
+        return GDPClaim(mu=args.mu, **common)
+    if getattr(args, "renyi", None):
+        pairs = [_renyi_pair(t) for t in args.renyi]
+        return RDPClaim(orders=[a for a, _ in pairs], epsilons=[e for _, e in pairs], **common)
+    return None
+
+
 def _merged_claim(args, declared):
     """The command line's epsilon / delta / adjacency over the declared claim (if any).
 
     A declared claim in another notion (zCDP, RDP, GDP, f-DP) is kept as it is unless
     ``--epsilon`` or ``--delta`` replaces it by an ``(epsilon, delta)`` claim: rebuilding
     it from its ``(epsilon, delta)`` anchor would audit a weaker claim than the one declared.
+    ``--rho``, ``--mu`` or ``--renyi`` state a claim in that notion instead (``--delta`` is
+    then its anchor delta).
     """
     from dpaudit.mechanism import Claim
     from dpaudit.notions.claims import is_notion_claim
 
+    notion = _notion_option_claim(args, declared)
+    if notion is not None:
+        return notion
     if declared is not None and args.epsilon is None and args.delta is None:
         if args.adjacency is None:
             return declared
@@ -602,10 +700,12 @@ def _prepare_callable_spec(ref: str, args) -> PreparedAudit:
     else:
         mechanism, reference = None, _guarded(ref, lambda: resolve_blackbox(spec)).reference
         declared = (None if reference is None else reference.claim, "reference model")
-        if declared[0] is None and args.epsilon is None:
+        stated = [getattr(args, o, None) for o in ("epsilon", *_NOTION_OPTIONS)]
+        if declared[0] is None and all(v is None for v in stated):
             raise _spec_error(
-                f"{ref}: a plain sampler declares no claim; give --epsilon (and --delta), or "
-                "--reference MODEL to audit the reference model's claim."
+                f"{ref}: a plain sampler declares no claim; give --epsilon (and --delta), "
+                "--rho, --mu or --renyi, or --reference MODEL to audit the reference model's "
+                "claim."
             )
     claim = _merged_claim(args, declared[0])
     spec = dataclasses.replace(spec, claim=claim)
@@ -882,7 +982,8 @@ def _prepare_targets(args) -> list[PreparedAudit]:
         _check_target(target)
     refs = [t for t in args.targets if _is_callable_ref(t)]
     if not refs:
-        given = [o for o in ("epsilon", "delta", "data", "generator", "param") if getattr(args, o)]
+        given = [o for o in ("epsilon", "delta", "rho", "mu", "renyi", "data", "generator",
+                             "param") if getattr(args, o, None)]  # fmt: skip
         if given or args.blackbox:
             option = "--" + (given or ["blackbox"])[0]
             raise _spec_error(
@@ -1187,10 +1288,19 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     c = p.add_argument_group(
         "a FILE.py:CALLABLE target",
         "Audited against the claim its mechanism declares; --epsilon, --delta and --adjacency "
-        "replace that part of it (the output says which claim was audited).",
+        "replace that part of it, --rho, --mu or --renyi state a claim in that notion instead "
+        "(the output says which claim was audited and what it replaced).",
     )
     c.add_argument("--epsilon", type=float, help="the epsilon audited instead of the declared one")
     c.add_argument("--delta", type=float, help="the delta audited instead of the declared one")
+    c.add_argument("--rho", type=float,
+                   help="audit the claim rho-zCDP instead of the declared one")  # fmt: skip
+    c.add_argument("--mu", type=float,
+                   help="audit the claim mu-GDP instead of the declared one")  # fmt: skip
+    c.add_argument("--renyi", action="append", metavar="ORDER,EPS",
+                   help="audit the Renyi-DP claim epsilon(ORDER) <= EPS instead of the "
+                   "declared one, repeatable (one per order); with --rho, --mu or --renyi, "
+                   "--delta is the claim's anchor delta")  # fmt: skip
     c.add_argument("--adjacency", choices=("replace-one", "add-remove"),
                    help="the neighbour relation instead of the declared one")  # fmt: skip
     c.add_argument("--param", action="append", metavar="KEY=VALUE",
