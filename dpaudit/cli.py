@@ -800,15 +800,25 @@ def _claim_cell(claim) -> str:
     return f"({claim.epsilon:g}, {claim.delta:g})"
 
 
+def _certified_cell(r) -> str:
+    """The certified lower bound: a notion claim's own parameter first, then epsilon at its anchor."""
+    from dpaudit.notions.claims import notion_certified_text
+
+    notion = notion_certified_text(r)
+    if notion is None:
+        return _number(r.epsilon_lower)
+    return f"{notion}; ε ≥ {_number(r.epsilon_lower)}"
+
+
 def _row(o) -> list[str]:
     r = o.result
     expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
     estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
     return [o.name, o.kind, _claim_cell(r.claim), r.verdict, expected,
-            _number(r.epsilon_lower), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
+            _certified_cell(r), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
 
 
-_COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "ε lower (cert.)", "ε at δ", "s")
+_COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "certified lower", "ε at δ", "s")
 
 
 def _verdict_colour(o) -> str:

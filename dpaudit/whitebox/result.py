@@ -16,6 +16,7 @@ import numpy as np
 from dpaudit.accounting import ExactAccounting
 from dpaudit.audit_record import DIRECTIONS, VERDICTS, AuditRecord
 from dpaudit.compatibility import Compatibility
+from dpaudit.notions.claims import is_notion_claim, notion_summary_lines
 from dpaudit.pld import DeltaCurve
 from dpaudit.serialize import json_float, jsonable
 from dpaudit.whitebox.summaries import DeltaSummary, EpsilonSummary
@@ -190,14 +191,23 @@ class AuditResult(AuditRecord):
         c = self.claim
         estimate = self.epsilon_at_claimed_delta.get("estimate")
         exact = self.epsilon_at_claimed_delta.get("exact")
-        lines = [
-            f"{self.mechanism}: {self.verdict}",
-            f"  claim: ({c.epsilon:g}, {c.delta:g})-DP, {c.adjacency}",
-            f"  certified: epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
+        anchor = (
+            f"epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
             f"{self.confidence:g}"
             + ("" if estimate is None else f"; estimate {float(estimate):.4g}")
-            + ("" if exact is None else f" (exact {float(exact):.4g})"),
-        ]
+            + ("" if exact is None else f" (exact {float(exact):.4g})")
+        )
+        lines = [f"{self.mechanism}: {self.verdict}"]
+        if is_notion_claim(
+            c
+        ):  # the claim's own parameter first, its (epsilon, delta) anchor second
+            lines += notion_summary_lines(self)
+            lines[-1] += f" {anchor}"
+        else:
+            lines += [
+                f"  claim: ({c.epsilon:g}, {c.delta:g})-DP, {c.adjacency}",
+                f"  certified: {anchor}",
+            ]
         if self.certificate is not None:
             why = self.certificate.explanation
         elif self.compatibility is not None and self.verdict == "incompatible":
