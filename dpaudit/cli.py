@@ -136,6 +136,44 @@ def _with_claim(mechanism, claim):
     return dataclasses.replace(mechanism, claim=merged)
 
 
+def _worst_pair(spec, mechanism, pair, domain, claim_note: str):
+    """``--pairs worst``: the worst neighbour of the pair's first dataset, and a note saying so."""
+    from dpaudit.whitebox.scope import scope_text, worst_pair
+
+    try:
+        chosen, name, scope = worst_pair(mechanism, pair[0], pair[1], domain)
+    except ValueError as err:
+        raise _spec_error(f"{spec.path}: {err}") from None
+    note = (
+        f"pair: --pairs worst chose {name!r} around the given first dataset "
+        f"(records in [{domain[0]:g}, {domain[1]:g}]): {scope_text(scope)}."
+    )
+    return chosen, " ".join(t for t in (claim_note, note) if t)
+
+
+def _worst_domain(ref: str, args, mechanism):
+    """The data bound of ``--pairs worst``: ``--domain``, else the mechanism's record space."""
+    from dpaudit.testing.record_spaces import Box, record_space_of
+
+    if getattr(args, "pairs", None) != "worst":
+        return None
+    if mechanism.claim.sensitivity is None:
+        raise _spec_error(
+            f"{ref}: --pairs worst needs the sensitivity the mechanism declares (its claim's "
+            f"sensitivity and sensitivity_norm); {mechanism.name!r} declares none: give the "
+            "pair with --data or --generator instead."
+        )
+    if args.domain is not None:
+        return tuple(args.domain)
+    space = record_space_of(mechanism)
+    if isinstance(space, Box):
+        return (space.low, space.high)
+    raise _spec_error(
+        f"{ref}: --pairs worst needs the records' data bound: give --domain LO HI, or declare "
+        "it in the mechanism (params={'record_space': dpaudit.testing.Box(low, high)})."
+    )
+
+
 def _failed(outcome, strict: bool) -> bool:
     verdict = outcome.result.verdict
     if outcome.expected is not None:
@@ -186,10 +224,12 @@ def _guarded(where, build, what: str = "the audit"):
         raise AuditCrash(f"{where}: building {what} crashed ({_first_line(err)}).") from err
 
 
-def _build_spec(spec, mechanism=None, claim_note: str = "") -> PreparedAudit:
+def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> PreparedAudit:
     """Build a loaded spec's mechanism or target and its datasets, and run each once.
 
-    ``mechanism``: the white-box mechanism when the caller built it already.
+    ``mechanism``: the white-box mechanism when the caller built it already. ``worst``:
+    ``(lo, hi)`` of ``--pairs worst``, which replaces the pair by the neighbour of its
+    first dataset whose summary moves most (:func:`dpaudit.whitebox.scope.worst_pair`).
     """
     from dpaudit.adjacency import check_adjacent
     from dpaudit.spec import (
@@ -205,6 +245,8 @@ def _build_spec(spec, mechanism=None, claim_note: str = "") -> PreparedAudit:
         built = mechanism if mechanism is not None else resolve_mechanism(spec)
         mechanism, target = _with_claim(built, spec.claim), None
         pair = load_pair(spec, mechanism)
+        if worst is not None:
+            pair, claim_note = _worst_pair(spec, mechanism, pair, worst, claim_note)
     else:
         mechanism, target = None, resolve_blackbox(spec)
         pair = load_pair(spec, target.public)
@@ -496,6 +538,13 @@ def _check_callable_options(args) -> None:
     blackbox_only = ("method", "reference", "reference_param", "features", "components",
                      "objective", "stopping", "select_samples", "pairs", "domain")  # fmt: skip
     given = [o for o in blackbox_only if getattr(args, o, None) is not None]
+    if getattr(args, "pairs", None) == "worst":
+        if args.blackbox:
+            raise _spec_error(
+                "--pairs worst is for a white-box mechanism (it reads the mechanism's summary "
+                "and sensitivity); a black-box audit searches neighbours with --pairs auto."
+            )
+        given = [o for o in given if o not in ("pairs", "domain")]
     if given and not args.blackbox:
         option = "--" + given[0].replace("_", "-")
         raise _spec_error(f"{option} is for black-box audits of a sampler (add --blackbox).")
@@ -710,7 +759,8 @@ def _prepare_callable_spec(ref: str, args) -> PreparedAudit:
     claim = _merged_claim(args, declared[0])
     spec = dataclasses.replace(spec, claim=claim)
     note = _claim_note(ref, args, declared, claim)
-    return _guarded(ref, lambda: _build_spec(spec, mechanism, note))
+    worst = None if mechanism is None else _worst_domain(ref, args, _with_claim(mechanism, claim))
+    return _guarded(ref, lambda: _build_spec(spec, mechanism, note, worst))
 
 
 # ------------------------------------------------------------------ selecting with -k
@@ -814,8 +864,16 @@ def _row(o) -> list[str]:
     r = o.result
     expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
     estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
-    return [o.name, o.kind, _claim_cell(r.claim), r.verdict, expected,
+    return [o.name, o.kind, _claim_cell(r.claim), _verdict_cell(r), expected,
             _certified_cell(r), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
+
+
+def _verdict_cell(r) -> str:
+    """The verdict; a pass on a pair that uses under half the declared sensitivity says so."""
+    scope = (getattr(r, "diagnostics", None) or {}).get("pair") or {}
+    if scope.get("weak"):
+        return f"{r.verdict} (weak pair: {100 * scope['fraction']:.3g}% of Δ)"
+    return r.verdict
 
 
 _COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "certified lower", "ε at δ", "s")
@@ -1346,11 +1404,15 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="fixed: count all --samples; sequential: stop at the first of a few "
                    "pre-registered looks that certifies a violation (level spent over the "
                    "looks, confidence kept)")  # fmt: skip
-    b.add_argument("--pairs", choices=("auto", "answers", "histogram", "records", "labelled"),
+    b.add_argument("--pairs",
+                   choices=("auto", "answers", "histogram", "records", "labelled", "worst"),
                    help="generate candidate neighbours of the first dataset (auto: infer the "
-                   "kind; see docs/blackbox.md) instead of auditing the one pair")  # fmt: skip
+                   "kind; see docs/blackbox.md) instead of auditing the one pair; worst (a "
+                   "white-box mechanism, no --blackbox): audit the neighbour of the first "
+                   "dataset whose summary moves most, the changed record at the corners of "
+                   "the data bound (--domain, or the mechanism's record_space)")  # fmt: skip
     b.add_argument("--domain", nargs=2, type=float, metavar=("LO", "HI"),
-                   help="the records' value range for --pairs auto/records/labelled")  # fmt: skip
+                   help="the records' value range for --pairs auto/records/labelled/worst")  # fmt: skip
     b.add_argument("--select-samples", type=int,
                    help="selection releases per dataset (default: the engine's)")  # fmt: skip
 

@@ -19,6 +19,7 @@ from dpaudit.compatibility import Compatibility
 from dpaudit.notions.claims import is_notion_claim, notion_summary_lines
 from dpaudit.pld import DeltaCurve
 from dpaudit.serialize import json_float, jsonable
+from dpaudit.whitebox.scope import scope_text
 from dpaudit.whitebox.summaries import DeltaSummary, EpsilonSummary
 
 __all__ = [
@@ -198,9 +199,7 @@ class AuditResult(AuditRecord):
             + ("" if exact is None else f" (exact {float(exact):.4g})")
         )
         lines = [f"{self.mechanism}: {self.verdict}"]
-        if is_notion_claim(
-            c
-        ):  # the claim's own parameter first, its (epsilon, delta) anchor second
+        if is_notion_claim(c):  # the claim's own parameter first, then its (epsilon, delta) anchor
             lines += notion_summary_lines(self)
             lines[-1] += f" {anchor}"
         else:
@@ -213,10 +212,24 @@ class AuditResult(AuditRecord):
         elif self.compatibility is not None and self.verdict == "incompatible":
             why = self.compatibility.reason
         else:
-            why = self.notes[0] if self.notes else ""
+            why = next((n for n in self.notes if not n.startswith("weak pair:")), "")
         if why:
             lines.append(f"  why: {why}")
-        return "\n".join(lines)
+        return "\n".join(lines + self._pair_lines())
+
+    def _pair_lines(self) -> list[str]:
+        """The pair the verdict holds on, against the declared sensitivity; a weak-pair warning."""
+        scope = (self.diagnostics or {}).get("pair")
+        if not scope:
+            return []
+        lines = [f"  pair: {scope_text(scope)}"]
+        if scope.get("weak"):
+            lines.append(
+                f"  warning: weak pair: this {self.verdict} holds for this pair only, which "
+                f"uses {100 * scope['fraction']:.3g}% of the declared sensitivity; audit a pair "
+                "at the sensitivity (dpaudit audit --pairs worst)"
+            )
+        return lines
 
     def to_inference_data(self):
         """ArviZ ``InferenceData``: kept losses and ``Y_epsilon_claim`` as draws, curves as data.
