@@ -139,3 +139,23 @@ def test_suite_on_two_workers(tmp_path):
     records = _verdicts(out)
     _check_records(records, _name)
     _check_records(records, lambda n, c: f"{SUPPORT.name}:{_name(n, c)}")
+
+
+@pytest.mark.parametrize(
+    ("callable_", "options", "stated"),
+    [
+        ("zcdp_correct", ["--rho", "0.05"], "0.05-zCDP"),
+        ("gdp_correct", ["--mu", "0.3"], "0.3-GDP"),
+        ("rdp_correct", ["--renyi", "2,0.1"], "RDP (2, 0.1)"),
+    ],
+)
+def test_cli_notion_options_state_the_audited_claim(tmp_path, capsys, callable_, options, stated):
+    out = tmp_path / "out.json"
+    args = ["audit", f"{SUPPORT}:{callable_}", "--generator", "points", "--samples", str(SAMPLES)]
+    assert main([*args, *options, "--json", str(out)]) == EXIT_FOUND
+    printed = capsys.readouterr().out
+    declared = build(callable_.split("_")[0].replace("fdp", "f-dp"), True).claim.describe()
+    assert f"audited claim: {stated}, replace-one, from {options[0]}; " in printed
+    assert f"declares {declared}, replace-one" in printed or f"declared {declared}" in printed
+    (record,) = json.loads(out.read_text())["audits"]
+    assert record["verdict"] == "violation" and record["claim"]["stated"] == stated
