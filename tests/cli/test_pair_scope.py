@@ -46,8 +46,9 @@ SAMPLES = "4000"
 def folder(tmp_path):
     (tmp_path / "first_audit.py").write_text(README_MECHANISM)
     data = np.zeros((100, 1))
+    data[0] = 0.3
     moved = data.copy()
-    moved[0] = 0.05  # one record moved by 0.05: 5 % of the sensitivity 1 / n
+    moved[0] = 0.35  # one record moved by 0.05: 5 % of the sensitivity 1 / n
     np.save(tmp_path / "D.npy", data)
     np.save(tmp_path / "D_weak.npy", moved)
     return tmp_path
@@ -82,7 +83,7 @@ def test_a_pair_at_the_sensitivity_is_not_weak(folder):
     mechanism = _buggy(folder)
     data = np.load(folder / "D.npy")
     at_half = data.copy()
-    at_half[0] = 0.5  # exactly half the sensitivity: not below it
+    at_half[0] = 0.8  # exactly half the sensitivity: not below it
     scope = pair_scope(mechanism, data, at_half)
     assert scope["fraction"] == pytest.approx(WEAK_PAIR_FRACTION)
     result = dpaudit.audit(_build(folder), data, at_half, samples=4000, seed=0, progress=False)
@@ -112,7 +113,8 @@ def test_cli_weak_pair_warning_then_pairs_worst_finds_the_violation(folder, caps
     # ... and the worst neighbour of the same first dataset is the violation it hides
     assert main(_cli(folder, "--pairs", "worst", "--domain", "0", "1")) == EXIT_FOUND
     printed = capsys.readouterr().out
-    assert "--pairs worst chose 'record 0 := high'" in printed
+    # of the corners (record 0 := 0, := 1, or 0 against 1) the pair 0 against 1 moves most
+    assert "--pairs worst chose 'record 0: low vs high'" in printed
     assert "summary difference 0.01 = 100% of the declared sensitivity 0.01 (l1)" in printed
     row = next(line for line in printed.splitlines() if line.startswith("first_audit.py:build "))
     assert "violation" in row and "weak" not in row
