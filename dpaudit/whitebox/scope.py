@@ -43,7 +43,7 @@ def pair_scope(mechanism, data, data_prime) -> dict | None:
             mechanism.summary(data_prime), dtype=np.float64
         )
         difference = float(np.asarray(mechanism.difference_norm(h)))
-    except (TypeError, ValueError):  # summaries of different shapes (add-remove counts ...)
+    except (TypeError, ValueError, IndexError):  # summaries of different shapes (add-remove)
         return None
     if not math.isfinite(difference):
         return None
