@@ -424,7 +424,7 @@ def adjacency_of(value: Any) -> Adjacency:
 
     Args:
         value: ``"replace-one"``, ``"add-remove"``, an :class:`Adjacency`, a
-            claim, or a mechanism (its claim's adjacency).
+            claim (in any notion), or a mechanism (its claim's adjacency).
 
     Raises:
         ValueError: for an unknown name.
@@ -436,7 +436,8 @@ def adjacency_of(value: Any) -> Adjacency:
         return value
     if isinstance(value, Mechanism):
         value = value.claim
-    if isinstance(value, Claim):
+    # a claim in another notion (dpaudit.notions: zCDP, RDP, GDP, f-DP) states its adjacency too
+    if isinstance(value, Claim) or isinstance(getattr(value, "notion", None), str):
         value = value.adjacency
     if isinstance(value, str):
         if value not in _BY_NAME:

@@ -136,6 +136,44 @@ def _with_claim(mechanism, claim):
     return dataclasses.replace(mechanism, claim=merged)
 
 
+def _worst_pair(spec, mechanism, pair, domain, claim_note: str):
+    """``--pairs worst``: the worst neighbour of the pair's first dataset, and a note saying so."""
+    from dpaudit.whitebox.scope import scope_text, worst_pair
+
+    try:
+        chosen, name, scope = worst_pair(mechanism, pair[0], pair[1], domain)
+    except ValueError as err:
+        raise _spec_error(f"{spec.path}: {err}") from None
+    note = (
+        f"pair: --pairs worst chose {name!r} around the given first dataset "
+        f"(records in [{domain[0]:g}, {domain[1]:g}]): {scope_text(scope)}."
+    )
+    return chosen, " ".join(t for t in (claim_note, note) if t)
+
+
+def _worst_domain(ref: str, args, mechanism):
+    """The data bound of ``--pairs worst``: ``--domain``, else the mechanism's record space."""
+    from dpaudit.testing.record_spaces import Box, record_space_of
+
+    if getattr(args, "pairs", None) != "worst":
+        return None
+    if mechanism.claim.sensitivity is None:
+        raise _spec_error(
+            f"{ref}: --pairs worst needs the sensitivity the mechanism declares (its claim's "
+            f"sensitivity and sensitivity_norm); {mechanism.name!r} declares none: give the "
+            "pair with --data or --generator instead."
+        )
+    if args.domain is not None:
+        return tuple(args.domain)
+    space = record_space_of(mechanism)
+    if isinstance(space, Box):
+        return (space.low, space.high)
+    raise _spec_error(
+        f"{ref}: --pairs worst needs the records' data bound: give --domain LO HI, or declare "
+        "it in the mechanism (params={'record_space': dpaudit.testing.Box(low, high)})."
+    )
+
+
 def _failed(outcome, strict: bool) -> bool:
     verdict = outcome.result.verdict
     if outcome.expected is not None:
@@ -186,10 +224,12 @@ def _guarded(where, build, what: str = "the audit"):
         raise AuditCrash(f"{where}: building {what} crashed ({_first_line(err)}).") from err
 
 
-def _build_spec(spec, mechanism=None, claim_note: str = "") -> PreparedAudit:
+def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> PreparedAudit:
     """Build a loaded spec's mechanism or target and its datasets, and run each once.
 
-    ``mechanism``: the white-box mechanism when the caller built it already.
+    ``mechanism``: the white-box mechanism when the caller built it already. ``worst``:
+    ``(lo, hi)`` of ``--pairs worst``, which replaces the pair by the neighbour of its
+    first dataset whose summary moves most (:func:`dpaudit.whitebox.scope.worst_pair`).
     """
     from dpaudit.adjacency import check_adjacent
     from dpaudit.spec import (
@@ -205,6 +245,8 @@ def _build_spec(spec, mechanism=None, claim_note: str = "") -> PreparedAudit:
         built = mechanism if mechanism is not None else resolve_mechanism(spec)
         mechanism, target = _with_claim(built, spec.claim), None
         pair = load_pair(spec, mechanism)
+        if worst is not None:
+            pair, claim_note = _worst_pair(spec, mechanism, pair, worst, claim_note)
     else:
         mechanism, target = None, resolve_blackbox(spec)
         pair = load_pair(spec, target.public)
@@ -492,9 +534,17 @@ def _load_command_line_spec(args, ref: str):
 
 
 def _check_callable_options(args) -> None:
+    _check_notion_options(args)
     blackbox_only = ("method", "reference", "reference_param", "features", "components",
                      "objective", "stopping", "select_samples", "pairs", "domain")  # fmt: skip
     given = [o for o in blackbox_only if getattr(args, o, None) is not None]
+    if getattr(args, "pairs", None) == "worst":
+        if args.blackbox:
+            raise _spec_error(
+                "--pairs worst is for a white-box mechanism (it reads the mechanism's summary "
+                "and sensitivity); a black-box audit searches neighbours with --pairs auto."
+            )
+        given = [o for o in given if o not in ("pairs", "domain")]
     if given and not args.blackbox:
         option = "--" + given[0].replace("_", "-")
         raise _spec_error(f"{option} is for black-box audits of a sampler (add --blackbox).")
@@ -510,7 +560,7 @@ def _claim_note(ref: str, args, declared, audited) -> str:
     from dpaudit.notions.claims import claim_label
 
     text = f"{claim_label(audited)}, {audited.adjacency}"
-    given = [f"--{o}" for o in ("epsilon", "delta", "adjacency") if getattr(args, o) is not None]
+    given = [f"--{o}" for o in _CLAIM_OPTIONS if getattr(args, o, None) is not None]
     if not given:
         return f"audited claim: {text}, as the {declared[1]} declares."
     if declared[0] is None:
@@ -527,16 +577,113 @@ def _claim_note(ref: str, args, declared, audited) -> str:
     )
 
 
+#: The options of a ``FILE.py:CALLABLE`` audit that state or change its claim.
+_CLAIM_OPTIONS = ("epsilon", "rho", "mu", "renyi", "delta", "adjacency")
+#: The options stating a claim in another notion, and the notion each states.
+_NOTION_OPTIONS = {"rho": "zCDP", "mu": "GDP", "renyi": "RDP"}
+
+
+def _renyi_pair(text: str) -> tuple[float, float]:
+    """``"ORDER,EPS"`` of ``--renyi`` as two numbers (one sentence when malformed)."""
+    parts = text.split(",")
+    try:
+        order, epsilon = (float(v) for v in parts)
+    except ValueError:
+        raise _spec_error(
+            f"--renyi {text!r}: write ORDER,EPS with two numbers, for example --renyi 2,0.5."
+        ) from None
+    if not (order > 1 and order < float("inf")):
+        raise _spec_error(
+            f"--renyi {text!r}: the order must be a finite number > 1 (Renyi DP is defined "
+            "for orders alpha > 1), for example --renyi 2,0.5."
+        )
+    if not (epsilon > 0 and epsilon < float("inf")):
+        raise _spec_error(
+            f"--renyi {text!r}: the bound EPS must be a finite number > 0, for example "
+            "--renyi 2,0.5."
+        )
+    return order, epsilon
+
+
+def _positive_option(option: str, value: float) -> float:
+    """A ``--rho`` / ``--mu`` value: finite and > 0, else one sentence naming the option."""
+    if not (value > 0 and value < float("inf")):
+        raise _spec_error(f"{option} must be a finite number > 0, got {value!r}.")
+    return value
+
+
+def _check_notion_options(args) -> None:
+    """One notion per command line, every value in range (before anything is built)."""
+    given = [o for o in _NOTION_OPTIONS if getattr(args, o, None) is not None]
+    if getattr(args, "epsilon", None) is not None:
+        given.insert(0, "epsilon")
+    if len(given) > 1:
+        raise _spec_error(
+            f"--{given[0]} and --{given[1]} state claims in two notions; give one of "
+            "--epsilon, --rho, --mu or --renyi."
+        )
+    delta = getattr(args, "delta", None)
+    if given and given[0] != "epsilon" and delta is not None and not 0 < delta < 1:
+        raise _spec_error(
+            f"--delta with --{given[0]} is the claim's anchor delta and must lie in (0, 1), "
+            f"got {delta!r}."
+        )
+    if getattr(args, "rho", None) is not None:
+        _positive_option("--rho", args.rho)
+    if getattr(args, "mu", None) is not None:
+        _positive_option("--mu", args.mu)
+    pairs = [_renyi_pair(t) for t in getattr(args, "renyi", None) or ()]
+    orders = [a for a, _ in pairs]
+    if len(set(orders)) != len(orders):
+        raise _spec_error("--renyi states one order twice; give each order once.")
+
+
+def _notion_option_claim(args, declared):
+    """The claim ``--rho`` / ``--mu`` / ``--renyi`` state, or ``None`` when none is given.
+
+    Adjacency, sensitivity and reference come from the declared claim (if any); ``--delta``
+    is the claim's anchor delta; ``--adjacency`` replaces the adjacency.
+    """
+    from dpaudit.notions.claims import GDPClaim, RDPClaim, ZCDPClaim
+
+    _check_notion_options(args)
+    common = {}
+    if declared is not None:
+        common = {
+            "adjacency": declared.adjacency,
+            "sensitivity_norm": declared.sensitivity_norm,
+            "sensitivity": declared.sensitivity,
+            "reference": declared.reference,
+        }
+    if args.adjacency is not None:
+        common["adjacency"] = args.adjacency
+    if args.delta is not None:
+        common["anchor_delta"] = args.delta
+    if getattr(args, "rho", None) is not None:
+        return ZCDPClaim(rho=args.rho, **common)
+    if getattr(args, "mu", None) is not None:
+        return GDPClaim(mu=args.mu, **common)
+    if getattr(args, "renyi", None):
+        pairs = [_renyi_pair(t) for t in args.renyi]
+        return RDPClaim(orders=[a for a, _ in pairs], epsilons=[e for _, e in pairs], **common)
+    return None
+
+
 def _merged_claim(args, declared):
     """The command line's epsilon / delta / adjacency over the declared claim (if any).
 
     A declared claim in another notion (zCDP, RDP, GDP, f-DP) is kept as it is unless
     ``--epsilon`` or ``--delta`` replaces it by an ``(epsilon, delta)`` claim: rebuilding
     it from its ``(epsilon, delta)`` anchor would audit a weaker claim than the one declared.
+    ``--rho``, ``--mu`` or ``--renyi`` state a claim in that notion instead (``--delta`` is
+    then its anchor delta).
     """
     from dpaudit.mechanism import Claim
     from dpaudit.notions.claims import is_notion_claim
 
+    notion = _notion_option_claim(args, declared)
+    if notion is not None:
+        return notion
     if declared is not None and args.epsilon is None and args.delta is None:
         if args.adjacency is None:
             return declared
@@ -602,15 +749,18 @@ def _prepare_callable_spec(ref: str, args) -> PreparedAudit:
     else:
         mechanism, reference = None, _guarded(ref, lambda: resolve_blackbox(spec)).reference
         declared = (None if reference is None else reference.claim, "reference model")
-        if declared[0] is None and args.epsilon is None:
+        stated = [getattr(args, o, None) for o in ("epsilon", *_NOTION_OPTIONS)]
+        if declared[0] is None and all(v is None for v in stated):
             raise _spec_error(
-                f"{ref}: a plain sampler declares no claim; give --epsilon (and --delta), or "
-                "--reference MODEL to audit the reference model's claim."
+                f"{ref}: a plain sampler declares no claim; give --epsilon (and --delta), "
+                "--rho, --mu or --renyi, or --reference MODEL to audit the reference model's "
+                "claim."
             )
     claim = _merged_claim(args, declared[0])
     spec = dataclasses.replace(spec, claim=claim)
     note = _claim_note(ref, args, declared, claim)
-    return _guarded(ref, lambda: _build_spec(spec, mechanism, note))
+    worst = None if mechanism is None else _worst_domain(ref, args, _with_claim(mechanism, claim))
+    return _guarded(ref, lambda: _build_spec(spec, mechanism, note, worst))
 
 
 # ------------------------------------------------------------------ selecting with -k
@@ -700,15 +850,33 @@ def _claim_cell(claim) -> str:
     return f"({claim.epsilon:g}, {claim.delta:g})"
 
 
+def _certified_cell(r) -> str:
+    """The certified lower bound: a notion claim's own parameter first, then epsilon at its anchor."""
+    from dpaudit.notions.claims import notion_certified_text
+
+    notion = notion_certified_text(r)
+    if notion is None:
+        return _number(r.epsilon_lower)
+    return f"{notion}; ε ≥ {_number(r.epsilon_lower)}"
+
+
 def _row(o) -> list[str]:
     r = o.result
     expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
     estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
-    return [o.name, o.kind, _claim_cell(r.claim), r.verdict, expected,
-            _number(r.epsilon_lower), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
+    return [o.name, o.kind, _claim_cell(r.claim), _verdict_cell(r), expected,
+            _certified_cell(r), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
 
 
-_COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "ε lower (cert.)", "ε at δ", "s")
+def _verdict_cell(r) -> str:
+    """The verdict; a pass on a pair that uses under half the declared sensitivity says so."""
+    scope = (getattr(r, "diagnostics", None) or {}).get("pair") or {}
+    if scope.get("weak"):
+        return f"{r.verdict} (weak pair: {100 * scope['fraction']:.3g}% of Δ)"
+    return r.verdict
+
+
+_COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "certified lower", "ε at δ", "s")
 
 
 def _verdict_colour(o) -> str:
@@ -882,7 +1050,8 @@ def _prepare_targets(args) -> list[PreparedAudit]:
         _check_target(target)
     refs = [t for t in args.targets if _is_callable_ref(t)]
     if not refs:
-        given = [o for o in ("epsilon", "delta", "data", "generator", "param") if getattr(args, o)]
+        given = [o for o in ("epsilon", "delta", "rho", "mu", "renyi", "data", "generator",
+                             "param") if getattr(args, o, None)]  # fmt: skip
         if given or args.blackbox:
             option = "--" + (given or ["blackbox"])[0]
             raise _spec_error(
@@ -1187,10 +1356,19 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     c = p.add_argument_group(
         "a FILE.py:CALLABLE target",
         "Audited against the claim its mechanism declares; --epsilon, --delta and --adjacency "
-        "replace that part of it (the output says which claim was audited).",
+        "replace that part of it, --rho, --mu or --renyi state a claim in that notion instead "
+        "(the output says which claim was audited and what it replaced).",
     )
     c.add_argument("--epsilon", type=float, help="the epsilon audited instead of the declared one")
     c.add_argument("--delta", type=float, help="the delta audited instead of the declared one")
+    c.add_argument("--rho", type=float,
+                   help="audit the claim rho-zCDP instead of the declared one")  # fmt: skip
+    c.add_argument("--mu", type=float,
+                   help="audit the claim mu-GDP instead of the declared one")  # fmt: skip
+    c.add_argument("--renyi", action="append", metavar="ORDER,EPS",
+                   help="audit the Renyi-DP claim epsilon(ORDER) <= EPS instead of the "
+                   "declared one, repeatable (one per order); with --rho, --mu or --renyi, "
+                   "--delta is the claim's anchor delta")  # fmt: skip
     c.add_argument("--adjacency", choices=("replace-one", "add-remove"),
                    help="the neighbour relation instead of the declared one")  # fmt: skip
     c.add_argument("--param", action="append", metavar="KEY=VALUE",
@@ -1228,11 +1406,15 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="fixed: count all --samples; sequential: stop at the first of a few "
                    "pre-registered looks that certifies a violation (level spent over the "
                    "looks, confidence kept)")  # fmt: skip
-    b.add_argument("--pairs", choices=("auto", "answers", "histogram", "records", "labelled"),
+    b.add_argument("--pairs",
+                   choices=("auto", "answers", "histogram", "records", "labelled", "worst"),
                    help="generate candidate neighbours of the first dataset (auto: infer the "
-                   "kind; see docs/blackbox.md) instead of auditing the one pair")  # fmt: skip
+                   "kind; see docs/blackbox.md) instead of auditing the one pair; worst (a "
+                   "white-box mechanism, no --blackbox): audit the neighbour of the first "
+                   "dataset whose summary moves most, the changed record at the corners of "
+                   "the data bound (--domain, or the mechanism's record_space)")  # fmt: skip
     b.add_argument("--domain", nargs=2, type=float, metavar=("LO", "HI"),
-                   help="the records' value range for --pairs auto/records/labelled")  # fmt: skip
+                   help="the records' value range for --pairs auto/records/labelled/worst")  # fmt: skip
     b.add_argument("--select-samples", type=int,
                    help="selection releases per dataset (default: the engine's)")  # fmt: skip
 

@@ -43,11 +43,13 @@ from dpaudit.notions.claims import (
     claim_label,
     is_notion_claim,
     notion_bound_text,
+    notion_certified_text,
     notion_fields,
     notion_record,
 )
 from dpaudit.notions.figures import notion_figures
 from dpaudit.serialize import json_float
+from dpaudit.whitebox.scope import scope_text
 
 __all__ = [
     "REPORT_MARKER",
@@ -351,9 +353,11 @@ def _junit_case(outcome: AuditOutcome, strict: bool):
             strict and r.verdict == "inconclusive"
         )
     claim = f"{claim_label(r.claim)}, {r.claim.adjacency}"
+    notion = notion_certified_text(r)  # a notion claim's own parameter before its anchor's epsilon
     summary = (
-        f"verdict {r.verdict} (expected {expected or 'no violation'}); claim {claim}; "
-        f"certified epsilon lower bound {_fmt(r.epsilon_lower)} at confidence {r.confidence}"
+        f"verdict {r.verdict}{_weak_mark(r)} (expected {expected or 'no violation'}); claim "
+        f"{claim}; certified {'' if notion is None else notion + ', '}epsilon lower bound "
+        f"{_fmt(r.epsilon_lower)} at confidence {r.confidence}"
     )
     if failed:
         failure = ElementTree.SubElement(case, "failure", message=summary, type=r.verdict)
@@ -693,6 +697,30 @@ def _notion_rows(r) -> list[str]:
     ]
 
 
+def _pair_rows(r) -> list[str]:
+    """The pair the verdict holds on, against the declared sensitivity; a weak-pair warning."""
+    scope = (getattr(r, "diagnostics", None) or {}).get("pair")
+    if not scope:
+        return []
+    rows = [f"<tr><th>pair</th><td>{html.escape(scope_text(scope))}</td></tr>"]
+    if scope.get("weak"):
+        rows.append(
+            "<tr><th>warning</th><td class='bad'><b>weak pair</b>: this "
+            f"{html.escape(r.verdict)} holds for this pair only, which uses "
+            f"{100 * scope['fraction']:.3g}% of the declared sensitivity; audit a pair at the "
+            "sensitivity (dpaudit audit --pairs worst).</td></tr>"
+        )
+    return rows
+
+
+def _certified_cell(r) -> str:
+    """The summary table's certified bound: a notion claim's parameter first, then ε."""
+    notion = notion_certified_text(r)
+    if notion is None:
+        return _fmt(r.epsilon_lower)
+    return f"{html.escape(notion)}; ε ≥ {_fmt(r.epsilon_lower)}"
+
+
 def _fmt_any(v) -> str:
     """A number, or a list of numbers (RDP: one per order)."""
     if isinstance(v, list | tuple):
@@ -713,9 +741,15 @@ def _row(o: AuditOutcome, strict: bool) -> str:
         f"<tr><td><a href='#{esc(o.name)}'>{esc(o.name)}</a></td><td>{esc(o.kind)}</td>"
         f"<td>{esc(r.mechanism)}</td>"
         f"<td>{_claim_cell(r.claim)}</td>"
-        f"<td>{_verdict_badge(o, strict)} {mark}</td><td>{_fmt(r.epsilon_lower)}</td>"
+        f"<td>{_verdict_badge(o, strict)}{_weak_mark(r)} {mark}</td><td>{_certified_cell(r)}</td>"
         f"<td>{_fmt(estimate)}</td><td>{_fmt(r.seconds)}</td></tr>"
     )
+
+
+def _weak_mark(r) -> str:
+    """`` (weak pair)`` after a verdict that holds on a pair using under half the sensitivity."""
+    scope = (getattr(r, "diagnostics", None) or {}).get("pair") or {}
+    return " (weak pair)" if scope.get("weak") else ""
 
 
 def _banner(outcomes: Sequence[AuditOutcome], seconds: float, strict: bool) -> str:
@@ -750,7 +784,7 @@ def _html(
         "violation in slate blue is one its spec expects (a known-faulty mechanism caught); red "
         "marks only what fails the run.</p>",
         "<table><tr><th>audit</th><th>kind</th><th>mechanism</th><th>claim</th><th>verdict</th>"
-        "<th>certified ε lower bound</th><th>ε at claimed δ (estimate)</th><th>seconds</th></tr>",
+        "<th>certified lower bound</th><th>ε at claimed δ (estimate)</th><th>seconds</th></tr>",
         *(_row(o, strict) for o in ordered),
         "</table>",
     ]
@@ -774,6 +808,8 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
         f"{esc(r.claim.adjacency)}; sensitivity {_fmt(r.claim.sensitivity)} in "
         f"{esc(str(r.claim.sensitivity_norm))}; {esc(r.claim.reference)}</td></tr>",
         f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
+        *_notion_rows(r),  # a notion claim's own parameter first, its (ε, δ) anchor below
+        *_pair_rows(r),
         f"<tr><th>certified ε lower bound</th><td>{_fmt(r.epsilon_lower)} "
         f"(confidence {_fmt(r.confidence)})</td></tr>",
         f"<tr><th>ε at claimed δ</th><td>estimate "
@@ -782,7 +818,6 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
         f"{_fmt(r.epsilon_at_claimed_delta.get('exact'))}</td></tr>",
         f"<tr><th>δ at claimed ε</th><td>estimate {_fmt(delta.get('estimate'))}, "
         f"[{_fmt(delta.get('lower'))}, {_fmt(delta.get('upper'))}]</td></tr>",
-        *_notion_rows(r),
         f"<tr><th>samples</th><td>{r.samples} per direction, seed {r.seed}, route "
         f"{esc(r.route)}, {_fmt(r.seconds)} s</td></tr>",
     ]

@@ -25,7 +25,7 @@ from dpaudit.blackbox.bounds import (
     one_sided_pair,
 )
 from dpaudit.mechanism import Claim
-from dpaudit.notions.claims import claim_label, notion_bound_text
+from dpaudit.notions.claims import claim_label, notion_summary_lines
 from dpaudit.serialize import json_float, jsonable
 
 __all__ = [
@@ -314,18 +314,23 @@ class BlackBoxResult(AuditRecord):
             The text (no trailing newline).
         """
         c, e = self.claim, self.event
-        lines = [
-            f"{self.mechanism}: {self.verdict} (black-box, {self.statistic})",
-            f"  claim: {claim_label(c, anchor=True)}, {c.adjacency}",
-            f"  certified: epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
-            f"{self.confidence:g} ({self.bound_method} bound)",
+        anchor = (
+            f"epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
+            f"{self.confidence:g} ({self.bound_method} bound)"
+        )
+        lines = [f"{self.mechanism}: {self.verdict} (black-box, {self.statistic})"]
+        if self.notion_bound is not None:  # the claim's own parameter first, the anchor second
+            lines += notion_summary_lines(self)
+            lines[-1] += f" {anchor}"
+        else:
+            lines += [f"  claim: {claim_label(c, anchor=True)}, {c.adjacency}",
+                      f"  certified: {anchor}"]  # fmt: skip
+        lines += [
             f"  event: {e.direction}, statistic > {e.threshold:.4g}, counts P {e.counts['P']} / "
             f"Q {e.counts['Q']} of {e.n}",
         ]
         if self.stopping is not None:
             lines.append(f"  sequential: {self.stopping['reason']}")
-        if self.notion_bound is not None:
-            lines.append(f"  notion: {notion_bound_text(self.notion_bound)}")
         if self.notes:
             lines.append(f"  why: {self.notes[-1]}")
         return "\n".join(lines)

@@ -51,9 +51,11 @@ __all__ = [
     "is_notion_claim",
     "make_claim",
     "notion_bound_text",
+    "notion_certified_text",
     "notion_fields",
     "notion_of",
     "notion_record",
+    "notion_summary_lines",
 ]
 
 #: The notions a claim may be stated in; ``"dp"`` is :class:`~dpaudit.Claim`.
@@ -64,6 +66,7 @@ CLAIM_FIELDS: Mapping[str, tuple[str, ...]] = {
     "zcdp": ("zcdp_rho",),
     "rdp": ("rdp_orders", "rdp_epsilons"),
     "gdp": ("gdp_mu",),
+    "f-dp": ("tradeoff_points", "tradeoff_values"),
 }
 #: The delta at which a notion claim reads as an (epsilon, delta) point by default.
 DEFAULT_ANCHOR_DELTA = 1e-5
@@ -511,8 +514,8 @@ def make_claim(**fields):
     """The claim stated by the fields of a ``[claim]`` table (one notion only).
 
     Fields: ``epsilon``/``delta`` (``Claim``), ``zcdp_rho``, ``rdp_orders`` with
-    ``rdp_epsilons``, ``gdp_mu``; plus ``adjacency`` and, for a notion claim,
-    ``anchor_delta``.
+    ``rdp_epsilons``, ``gdp_mu``, ``tradeoff_points`` with ``tradeoff_values`` (and
+    ``tradeoff_name``; f-DP); plus ``adjacency`` and, for a notion claim, ``anchor_delta``.
 
     Args:
         **fields: the table's fields.
@@ -533,7 +536,8 @@ def make_claim(**fields):
     if len(stated) > 1:
         raise ValueError(
             f"the claim mixes notions ({', '.join(stated)}); state exactly one of epsilon "
-            "(with delta), zcdp_rho, rdp_orders with rdp_epsilons, or gdp_mu."
+            "(with delta), zcdp_rho, rdp_orders with rdp_epsilons, gdp_mu, or tradeoff_points "
+            "with tradeoff_values."
         )
     if not stated:
         raise ValueError(
@@ -552,6 +556,18 @@ def make_claim(**fields):
         return ZCDPClaim(rho=fields["zcdp_rho"], **common)
     if notion == "gdp":
         return GDPClaim(mu=fields["gdp_mu"], **common)
+    if notion == "f-dp":
+        if "tradeoff_points" not in fields or "tradeoff_values" not in fields:
+            raise ValueError(
+                "an f-DP claim needs both tradeoff_points (type I errors from 0 to 1) and "
+                "tradeoff_values (the trade-off function at each point)."
+            )
+        return TradeoffClaim(
+            points=fields["tradeoff_points"],
+            values=fields["tradeoff_values"],
+            name=fields.get("tradeoff_name", "f"),
+            **common,
+        )
     if "rdp_orders" not in fields or "rdp_epsilons" not in fields:
         raise ValueError("an RDP claim needs both rdp_orders and rdp_epsilons (one per order).")
     return RDPClaim(orders=fields["rdp_orders"], epsilons=fields["rdp_epsilons"], **common)
@@ -669,3 +685,77 @@ def notion_fields(claim) -> dict:
     out["anchor_delta"] = claim.anchor_delta
     out["conversion"] = claim.conversion
     return out
+
+
+def _values_text(name: str, values, orders=None, op: str = ">=") -> str:
+    """``"rho >= 0.5"``, or per order ``"epsilon(2) >= 1, epsilon(8) >= 4"`` (RDP)."""
+    if isinstance(values, list | tuple):
+        return ", ".join(
+            f"epsilon({a:g}) {op} {float(v):.4g}" for a, v in zip(orders, values, strict=True)
+        )
+    return f"{name} {op} {float(values):.4g}"
+
+
+def notion_certified_text(result) -> str | None:
+    """The certified lower bound on a notion claim's own parameter, in one phrase.
+
+    Args:
+        result: a white-box :class:`~dpaudit.AuditResult` or a black-box result.
+
+    Returns:
+        For example ``"rho >= 0.5"``, ``"epsilon(2) >= 1"`` or ``"mu >= 1.2"`` (RDP: one
+        bound per order); ``None`` for an ``(epsilon, delta)`` claim, or when the audit
+        certified no bound on the parameter (an f-DP claim judged on its whole curve).
+    """
+    record = notion_record(result).get("notion")
+    if record is None or record.get("lower") is None or record.get("parameter") is None:
+        return None
+    orders = record.get("orders", getattr(result.claim, "orders", None))
+    name = "mu" if record["parameter"] == "gdp mu" else record["parameter"]
+    return _values_text(name, record["lower"], orders)
+
+
+def _bracket_text(name: str, tight: dict, claim) -> str:
+    """``"rho = 0.5 (exact)"`` or ``"rho in [0.4, 0.6]"`` (RDP: per order)."""
+    low, up = tight["lower"], tight["upper"]
+    if not isinstance(low, list | tuple):
+        low, up, labels = [low], [up], [name]
+    else:
+        labels = [f"epsilon({a:g})" for a in claim.orders]
+    parts = [
+        f"{k} = {float(lo):.4g}" if lo == hi else f"{k} in [{float(lo):.4g}, {float(hi):.4g}]"
+        for k, lo, hi in zip(labels, low, up, strict=True)
+    ]
+    exact = all(lo == hi for lo, hi in zip(low, up, strict=True))
+    return ", ".join(parts) + (" (exact)" if exact else "")
+
+
+def notion_summary_lines(result) -> list[str]:
+    """A notion claim's lines of ``summary()``: its own parameter first, then the anchor's.
+
+    Args:
+        result: a result whose claim is a notion claim (white-box or black-box).
+
+    Returns:
+        ``["  claim: 0.5-zCDP, replace-one", "  certified: rho >= 0.5 at confidence 0.95;
+        this pair's rho = 0.5 (exact)", "  anchor: (4.73, 1e-05)-DP:"]``; the caller
+        appends the anchor's figures to the last line (the conversion is in the notes).
+    """
+    c = result.claim
+    record = notion_record(result).get("notion") or {}
+    certified = notion_certified_text(result)
+    if certified is None:
+        line = (
+            f"  certified: {record.get('verdict', result.verdict)} on this pair's trade-off "
+            "curve (no single parameter; the curves are in the notion record)"
+        )
+    else:
+        line = f"  certified: {certified} at confidence {result.confidence:g}"
+    tight = record.get("tightest") or {}
+    if tight.get("lower") is not None:
+        line += f"; this pair's {_bracket_text(record['parameter'], tight, c)}"
+    return [
+        f"  claim: {claim_label(c)}, {c.adjacency}",
+        line,
+        f"  anchor: ({c.epsilon:g}, {c.delta:g})-DP:",
+    ]

@@ -200,7 +200,7 @@ def _load_notion_claim(path: Path, table: Mapping):
     for key in _NOTION_NUMBERS:
         if key in table:
             _number(path, f"claim.{key}", table[key])
-    for key in ("rdp_orders", "rdp_epsilons"):
+    for key in ("rdp_orders", "rdp_epsilons", "tradeoff_points", "tradeoff_values"):
         if key in table:
             values = table[key]
             values = values if isinstance(values, list) else [values]

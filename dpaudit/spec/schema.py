@@ -66,6 +66,9 @@ SECTIONS: Mapping[str, frozenset[str]] = {
             "gdp_mu",
             "rdp_orders",
             "rdp_epsilons",
+            "tradeoff_points",
+            "tradeoff_values",
+            "tradeoff_name",
             "anchor_delta",
         }
     ),
@@ -73,7 +76,14 @@ SECTIONS: Mapping[str, frozenset[str]] = {
     "budget": frozenset({"samples", "select_samples", "confidence", "seed"}),
 }
 #: The ``[claim]`` fields of the notions beyond (epsilon, delta) (``dpaudit.notions``).
-NOTION_FIELDS = ("zcdp_rho", "gdp_mu", "rdp_orders", "rdp_epsilons")
+NOTION_FIELDS = (
+    "zcdp_rho",
+    "gdp_mu",
+    "rdp_orders",
+    "rdp_epsilons",
+    "tradeoff_points",
+    "tradeoff_values",
+)
 #: The options a black-box spec may pass to the classifier (``[blackbox.classifier_options]``).
 CLASSIFIER_OPTIONS = ("batch", "hidden", "l2", "learning_rate", "steps")
 #: Releases drawn per direction (black-box: certification releases per dataset) by default.

@@ -45,6 +45,7 @@ import numpy as np
 from dpaudit.adjacency import Adjacency, adjacency_of, n_records
 from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.noise.processes import GridNoise, ICLPNoise, KarhunenLoeveNoise
+from dpaudit.notions.claims import claim_label, is_notion_claim
 from dpaudit.testing.record_spaces import RecordSpace, record_space_of
 from dpaudit.testing.search import (
     SearchBudget,
@@ -498,7 +499,7 @@ def assert_dp(
     data=None,
     data_prime=None,
     *,
-    claim: Claim | None = None,
+    claim=None,
     record_space: RecordSpace | None = None,
     n: int | None = None,
     seed: int = 0,
@@ -516,7 +517,8 @@ def assert_dp(
     Args:
         mechanism: the :class:`~dpaudit.Mechanism`.
         data, data_prime: the neighbouring pair to audit.
-        claim: a claim to audit instead of the mechanism's own.
+        claim: a claim to audit instead of the mechanism's own: a :class:`~dpaudit.Claim`
+            or a claim in another notion (:mod:`dpaudit.notions`), audited in that notion.
         record_space, n: where to search the pair when none is given.
         seed: seeds the audit (and the search).
         allow_incompatible: accept the verdict ``"incompatible"`` (no violation
@@ -535,8 +537,11 @@ def assert_dp(
         raise TypeError(f"assert_dp needs a dpaudit.Mechanism, got {type(mechanism).__name__}.")
 
     if claim is not None:
-        if not isinstance(claim, Claim):
-            raise TypeError(f"claim must be a dpaudit.Claim, got {type(claim).__name__}.")
+        if not (isinstance(claim, Claim) or is_notion_claim(claim)):
+            raise TypeError(
+                "claim must be a dpaudit.Claim or a dpaudit.notions claim (ZCDPClaim, "
+                f"RDPClaim, GDPClaim, TradeoffClaim), got {type(claim).__name__}."
+            )
         mechanism = dataclasses.replace(mechanism, claim=claim)
     if (data is None) != (data_prime is None):
         raise ValueError("give both datasets of the pair, or neither (then record_space= and n=).")
@@ -550,8 +555,8 @@ def assert_dp(
     failing = failing + (("inconclusive",) if strict else ())
     if _is_violation(result, failing):
         raise DPViolation(
-            f"{mechanism.name} fails its claim (epsilon = {mechanism.claim.epsilon:g}, "
-            f"delta = {mechanism.claim.delta:g}, {relation.name}): audit verdict "
+            f"{mechanism.name} fails its claim ({claim_label(mechanism.claim)}, "
+            f"{relation.name}): audit verdict "
             f"{getattr(result, 'verdict', result)!r} on the pair\n"
             + _pair_text(data, data_prime, relation.name)
             + f"\n(seed {seed})",

@@ -73,6 +73,7 @@ from dpaudit.whitebox.run import (
     epsilon_grid,
     run_directions,
 )
+from dpaudit.whitebox.scope import with_pair_scope
 from dpaudit.whitebox.summaries import (
     audit_curves,
     audit_diagnostics,
@@ -261,7 +262,8 @@ def audit(
         )
     evidence = _Evidence(runs, certificate, verified)
     result = _conclude(mechanism.name, plan, settings, evidence, seed, confidence, started)
-    return result if notion is None else notion_result(result, notion)
+    result = result if notion is None else notion_result(result, notion)
+    return with_pair_scope(result, mechanism, data, data_prime)
 
 
 def _conditional(shared, outcome, reported, certificate, notes, diagnostics):

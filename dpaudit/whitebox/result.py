@@ -16,8 +16,10 @@ import numpy as np
 from dpaudit.accounting import ExactAccounting
 from dpaudit.audit_record import DIRECTIONS, VERDICTS, AuditRecord
 from dpaudit.compatibility import Compatibility
+from dpaudit.notions.claims import is_notion_claim, notion_summary_lines
 from dpaudit.pld import DeltaCurve
 from dpaudit.serialize import json_float, jsonable
+from dpaudit.whitebox.scope import scope_text
 from dpaudit.whitebox.summaries import DeltaSummary, EpsilonSummary
 
 __all__ = [
@@ -190,23 +192,44 @@ class AuditResult(AuditRecord):
         c = self.claim
         estimate = self.epsilon_at_claimed_delta.get("estimate")
         exact = self.epsilon_at_claimed_delta.get("exact")
-        lines = [
-            f"{self.mechanism}: {self.verdict}",
-            f"  claim: ({c.epsilon:g}, {c.delta:g})-DP, {c.adjacency}",
-            f"  certified: epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
+        anchor = (
+            f"epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} at confidence "
             f"{self.confidence:g}"
             + ("" if estimate is None else f"; estimate {float(estimate):.4g}")
-            + ("" if exact is None else f" (exact {float(exact):.4g})"),
-        ]
+            + ("" if exact is None else f" (exact {float(exact):.4g})")
+        )
+        lines = [f"{self.mechanism}: {self.verdict}"]
+        if is_notion_claim(c):  # the claim's own parameter first, then its (epsilon, delta) anchor
+            lines += notion_summary_lines(self)
+            lines[-1] += f" {anchor}"
+        else:
+            lines += [
+                f"  claim: ({c.epsilon:g}, {c.delta:g})-DP, {c.adjacency}",
+                f"  certified: {anchor}",
+            ]
         if self.certificate is not None:
             why = self.certificate.explanation
         elif self.compatibility is not None and self.verdict == "incompatible":
             why = self.compatibility.reason
         else:
-            why = self.notes[0] if self.notes else ""
+            why = next((n for n in self.notes if not n.startswith("weak pair:")), "")
         if why:
             lines.append(f"  why: {why}")
-        return "\n".join(lines)
+        return "\n".join(lines + self._pair_lines())
+
+    def _pair_lines(self) -> list[str]:
+        """The pair the verdict holds on, against the declared sensitivity; a weak-pair warning."""
+        scope = (self.diagnostics or {}).get("pair")
+        if not scope:
+            return []
+        lines = [f"  pair: {scope_text(scope)}"]
+        if scope.get("weak"):
+            lines.append(
+                f"  warning: weak pair: this {self.verdict} holds for this pair only, which "
+                f"uses {100 * scope['fraction']:.3g}% of the declared sensitivity; audit a pair "
+                "at the sensitivity (dpaudit audit --pairs worst)"
+            )
+        return lines
 
     def to_inference_data(self):
         """ArviZ ``InferenceData``: kept losses and ``Y_epsilon_claim`` as draws, curves as data.

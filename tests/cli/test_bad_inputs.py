@@ -201,3 +201,29 @@ def test_a_sampler_of_string_labels_passes_check_like_the_engine(tmp_path, capsy
     """Labels are releases (blackbox_audit numbers them); only the numeric checks refuse them."""
     edits = (("sampler.py:laplace_mean", "sampler.py:labels"),)
     assert _check_black_box_spec(tmp_path, LABEL_SAMPLER, *edits) == 0, capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("options", "sentence"),
+    [
+        (["--rho", "0"], "--rho must be a finite number > 0, got 0.0."),
+        (["--mu", "nan"], "--mu must be a finite number > 0, got nan."),
+        (["--renyi", "1,1"], "--renyi '1,1': the order must be a finite number > 1"),
+        (["--renyi", "2"], "--renyi '2': write ORDER,EPS with two numbers"),
+        (["--renyi", "2,0"], "--renyi '2,0': the bound EPS must be a finite number > 0"),
+        (["--renyi", "2,1", "--renyi", "2,3"], "--renyi states one order twice"),
+        (["--rho", "1", "--mu", "1"], "--rho and --mu state claims in two notions"),
+        (["--epsilon", "1", "--renyi", "2,1"], "--epsilon and --renyi state claims in two"),
+        (
+            ["--rho", "1", "--delta", "0"],
+            "--delta with --rho is the claim's anchor delta and must lie in (0, 1)",
+        ),
+    ],
+)
+def test_notion_claim_options_out_of_range(folder, capsys, options, sentence):
+    out = folder / "out.json"
+    args = ["audit", f"{folder / 'user.py'}:build", "--generator", "points", "--json", str(out)]
+    assert main([*args, *options]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip()
+    assert sentence in err and len(err.splitlines()) == 1
+    assert not out.exists()

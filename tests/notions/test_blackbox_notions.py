@@ -40,7 +40,7 @@ def test_gdp_violation_certified_from_samples(seed):
     assert "mu >= 0.9" in result.notes[-1]
     bound = result.notion_bound
     assert bound["parameter"] == "mu" and bound["exceeds_claim"] and 0.9 < bound["lower"] <= 1.0
-    assert f"notion: mu >= {bound['lower']:.4g} at confidence 0.95" in result.summary()
+    assert f"certified: mu >= {bound['lower']:.4g} at confidence 0.95" in result.summary()
 
 
 def test_true_gdp_claim_is_never_refuted_and_mu_stays_below_the_truth():

@@ -70,7 +70,8 @@ def test_result_repr_and_summary_are_short(results):
     lines = summary.splitlines()
     assert 3 <= len(lines) <= 5 and lines[0].endswith(": violation")
     assert lines[1].startswith("  claim: (1, 0)-DP") and "certified: epsilon(0) >= " in lines[2]
-    assert lines[-1].startswith("  why: ")
+    assert lines[3].startswith("  why: ")
+    assert lines[-1].startswith("  pair: summary difference ")  # the pair the verdict holds on
     assert "<table>" in result._repr_html_() and "violation" in result._repr_html_()
 
 
