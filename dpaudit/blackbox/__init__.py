@@ -93,15 +93,16 @@ from __future__ import annotations
 
 from dpaudit.blackbox.autopairs import AutoPairs
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, clopper_pearson
-from dpaudit.blackbox.engine import blackbox_audit
+from dpaudit.blackbox.engine import blackbox_audit, run_blackbox_audit
 from dpaudit.blackbox.neighbours import neighbour_candidates
+from dpaudit.blackbox.options import BlackBoxOptions
 from dpaudit.blackbox.percall import per_call
 from dpaudit.blackbox.result import BlackBoxResult, CertifiedEvent
 from dpaudit.blackbox.samplers import as_sampler, numpy_generator
 from dpaudit.blackbox.selection import OBJECTIVES as OBJECTIVES
 from dpaudit.blackbox.statistics import STATISTIC_RESOLUTION as STATISTIC_RESOLUTION
 from dpaudit.blackbox.statistics import STATISTICS as STATISTICS
-from dpaudit.blackbox.statistics import kl_features
+from dpaudit.blackbox.statistics import ClassifierOptions, kl_features
 
 # Public names of the package. OBJECTIVES (choices of objective=), STATISTICS (choices of
 # statistic=) and STATISTIC_RESOLUTION are importable from here too, outside __all__ (the
@@ -109,8 +110,10 @@ from dpaudit.blackbox.statistics import kl_features
 __all__ = [
     "METHODS",
     "AutoPairs",
+    "BlackBoxOptions",
     "BlackBoxResult",
     "CertifiedEvent",
+    "ClassifierOptions",
     "as_sampler",
     "blackbox_audit",
     "certified_delta",
@@ -120,6 +123,7 @@ __all__ = [
     "neighbour_candidates",
     "numpy_generator",
     "per_call",
+    "run_blackbox_audit",
 ]
 
 #: The former name of :data:`~dpaudit.blackbox.statistics.STATISTICS` (the choices of
