@@ -29,7 +29,10 @@ from dpaudit.blackbox.result import (
     BlackBoxResult,
     CertifiedCounts,
     CertifiedEvent,
+    PerLaw,
     SelectedEvent,
+    SelectionSummary,
+    Timings,
     audit_strength,
     certified_bounds,
     selection_epsilon,
@@ -38,7 +41,7 @@ from dpaudit.blackbox.result import (
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
 from dpaudit.blackbox.selection import resolve_objective, select_event
-from dpaudit.blackbox.sequential import look_chunk, stopping_record
+from dpaudit.blackbox.sequential import SequentialStop, look_chunk, stopping_record
 from dpaudit.blackbox.statistics import ClassifierOptions, FittedStatistic, fit_statistics
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
 from dpaudit.mechanism import Claim, Mechanism
@@ -80,7 +83,7 @@ class _Certified(NamedTuple):
     counts: CertifiedCounts
     n: int
     confidence: float
-    stopping: dict | None
+    stopping: SequentialStop | None
 
 
 def blackbox_audit(
@@ -250,12 +253,12 @@ def run_blackbox_audit(
         certified = _certify(plan, selected, arms, sources, root, bar, executor)  # fresh releases
     # wall seconds per phase, and this process's CPU seconds (all its threads; not Ray's
     # workers): on a loaded machine the wall time is mostly waiting for a core
-    timings = {
-        "selection": t1 - t0,
-        "certification": time.perf_counter() - t1,
-        "selection_cpu": c1 - c0,
-        "certification_cpu": time.process_time() - c1,
-    }
+    timings = Timings(
+        selection=t1 - t0,
+        certification=time.perf_counter() - t1,
+        selection_cpu=c1 - c0,
+        certification_cpu=time.process_time() - c1,
+    )
     result = _result(plan, arms, selected, certified, timings, start)
     # zCDP / RDP / GDP / f-DP claims: judged in their notion (dpaudit.blackbox.tradeoff)
     return notion_blackbox_result(result, plan.claim) if is_notion_claim(plan.claim) else result
@@ -344,7 +347,7 @@ def _result(
     arms: list[_Arm],
     selected: SelectedEvent,
     certified: _Certified,
-    timings: dict,
+    timings: Timings,
     start: float,
 ) -> BlackBoxResult:
     """The :class:`BlackBoxResult` of the certified counts (at the look they stopped at)."""
@@ -364,7 +367,7 @@ def _result(
     notes += strength_notes(strength, claim, confidence, plan.kinds, arm.kind, plan.reproducible)
     notes += plan.notes
     if certified.stopping is not None:
-        notes += (f"Sequential certification {certified.stopping['reason']}",)
+        notes += (f"Sequential certification {certified.stopping.reason}",)
     if plan.pair_names is not None:
         notes += (f"pairs='auto': the certified pair is {plan.pair_names[arm.pair]!r}.",)
     return BlackBoxResult(
@@ -379,8 +382,8 @@ def _result(
         epsilon_lower=eps_lo,
         delta_lower=delta_lo,
         event=_certified_event(plan, arm, selected, certified, n_sel),
-        selection_scores={"P": sel_p[:kept], "Q": sel_q[:kept]},
-        certification_scores={"P": counts.scores_p, "Q": counts.scores_q},
+        selection_scores=PerLaw(sel_p[:kept], sel_q[:kept]),
+        certification_scores=PerLaw(counts.scores_p, counts.scores_q),
         seconds=time.perf_counter() - start,
         timings=timings,
         notes=notes,
@@ -402,18 +405,18 @@ def _certified_event(plan: _Plan, arm: _Arm, selected, certified, n_sel: int) ->
         statistic=name if selected.direction == 0 else f"minus the {name}",
         threshold=selected.threshold,
         tie_probability=selected.gamma,
-        counts={"P": counts.k_p, "Q": counts.k_q},
+        counts=PerLaw(counts.k_p, counts.k_q),
         n=n,
         p_lower=float(p_lo),
         q_upper=float(q_hi),
-        selection={
-            "p_hat": selected.p_hat,
-            "q_hat": selected.q_hat,
-            "epsilon_hat": selection_epsilon(selected, plan.claim.delta),
-            "n": n_sel,
-            "pairs": len(plan.pairs),
-        },
-        releases={"P": counts.n_p, "Q": counts.n_q},
+        selection=SelectionSummary(
+            p_hat=selected.p_hat,
+            q_hat=selected.q_hat,
+            epsilon_hat=selection_epsilon(selected, plan.claim.delta),
+            n=n_sel,
+            pairs=len(plan.pairs),
+        ),
+        releases=PerLaw(counts.n_p, counts.n_q),
         bound=bound,
     )
 

@@ -50,6 +50,7 @@ import dataclasses
 import time
 import warnings
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import NamedTuple
 
 import jax
@@ -261,7 +262,7 @@ def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> 
     if certificate is not None and isinstance(plan.dist_d, JointRelease):
         sites = plan.dist_d.unflatten(np.asarray(certificate.release))
         certificate = dataclasses.replace(
-            certificate, sites={k: np.asarray(v) for k, v in sites.items()}
+            certificate, sites=MappingProxyType({k: np.asarray(v) for k, v in sites.items()})
         )
     evidence = _Evidence(runs, certificate, verified)
     result = _conclude(mechanism.name, plan, settings, evidence, options, started)

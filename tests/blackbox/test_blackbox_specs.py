@@ -381,8 +381,8 @@ def testscore_histogram_with_infinite_scores_and_no_warnings(folder):
         progress=False,
     )
     scores = {
-        "P": np.append(result.certification_scores["P"], np.inf),
-        "Q": np.append(result.certification_scores["Q"], -np.inf),
+        "P": np.append(result.certification_scores.P, np.inf),
+        "Q": np.append(result.certification_scores.Q, -np.inf),
     }
     result = dataclasses.replace(result, certification_scores=scores)
     assert score_histogram(result).startswith("data:image/png;base64,")
