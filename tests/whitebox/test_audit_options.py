@@ -29,7 +29,9 @@ def _laplace_mean(data):  # scale 1/n: the claimed epsilon 0.5 is violated (true
 
 
 MECHANISM = dpaudit.Mechanism(
-    "laplace-mean", _laplace_mean, dpaudit.Claim(epsilon=0.5, sensitivity=0.1)
+    "laplace-mean",
+    _laplace_mean,
+    dpaudit.Claim(epsilon=0.5, sensitivity=0.1, sensitivity_norm="l1"),
 )
 
 # Every keyword away from its default where it is cheap, so a keyword dropped on the way to
@@ -80,7 +82,9 @@ def test_the_record_defaults_are_the_keyword_defaults():
 
 
 def test_the_record_is_frozen_and_normalised():
-    options = AuditOptions(samples=np.int64(5000), epsilons=np.array([0.5, 1.0]), confidence=1)
+    options = AuditOptions(
+        samples=np.int64(5000), epsilons=np.array([0.5, 1.0]), confidence=np.float64(0.9)
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.samples = 10
     assert type(options.samples) is int and options.epsilons == (0.5, 1.0)
