@@ -64,6 +64,19 @@ def test_the_keywords_and_the_record_give_the_same_audit():
     assert by_record.mechanism == "laplace-count" and by_record.statistic == "logistic"
     assert by_record.samples == 20_000 and by_record.samples_select == 4_000
     assert by_record.confidence == 0.9 and by_record.seed == 5
+    # the typed records keep the JSON record's keys in their documented order
+    record = by_record.to_dict()
+    assert list(record["event"]) == [
+        "direction", "pair", "statistic", "threshold", "tie_probability", "counts", "n",
+        "p_lower", "q_upper", "selection", "releases", "bound",
+    ]  # fmt: skip
+    assert list(record["event"]["counts"]) == list(record["event"]["releases"]) == ["P", "Q"]
+    assert list(record["event"]["selection"]) == ["p_hat", "q_hat", "epsilon_hat", "n", "pairs"]
+    assert list(record["event"]["bound"]) == ["method", "confidence", "theta_lower", "ratio_lower"]
+    assert list(record["strength"]) == ["epsilon", "delta", "q", "epsilon_any_event"]
+    assert list(record["timings"]) == [
+        "selection", "certification", "selection_cpu", "certification_cpu"
+    ]  # fmt: skip
     # the seed is used: another seed draws other releases
     other = run_blackbox_audit(
         laplace_count, D, D_PRIME, CLAIM, BlackBoxOptions(**{**KEYWORDS, "seed": 6})
