@@ -115,7 +115,7 @@ def dpsniper_table(scale: int = 1, split=_split_s7) -> list[str]:
         cpu = time.process_time() - cpu
         lcb = r.published["dpsniper"][1]
         drawn = res.event.releases
-        total = max(drawn.values()) + len(r.pairs) * select
+        total = max(drawn) + len(r.pairs) * select
         if r.control:
             goal = "control: ≤ 0.1 ✓" if res.epsilon_lower <= r.claim.epsilon else "✗ above 0.1"
         else:
@@ -123,14 +123,10 @@ def dpsniper_table(scale: int = 1, split=_split_s7) -> list[str]:
         within = "" if total <= BUDGET // scale else " (over the tenth!)"
         # for comparison only (not the result): the session-6 pair on the very same counts
         k = res.event.counts
-        pair = float(
-            certified_epsilon(
-                k["P"], drawn["P"], k["Q"], drawn["Q"], confidence=DPSNIPER_CONFIDENCE
-            )
-        )
+        pair = float(certified_epsilon(k.P, drawn.P, k.Q, drawn.Q, confidence=DPSNIPER_CONFIDENCE))
         lines.append(
             f"| {r.title} | {r.true_epsilon:.4g} | {lcb:.4g} | "
-            f"{_count(DPSNIPER_SAMPLES)} | {_count(total)}{within} ({drawn['P']} / {drawn['Q']} + "
+            f"{_count(DPSNIPER_SAMPLES)} | {_count(total)}{within} ({drawn.P} / {drawn.Q} + "
             f"{len(r.pairs)}×{_count(select)}) | **{res.epsilon_lower:.4g}** | "
             f"{res.bound_method} | {pair:.4g} | {res.seconds:.0f} / {cpu:.0f} | {load} | {goal} |"
         )
@@ -164,12 +160,10 @@ def borderline_table(scale: int = 1, split=_split_s7, keys=BORDERLINE_ROWS) -> l
                 confidence=DPSNIPER_CONFIDENCE,
             )  # fmt: skip
             k, n = res.event.counts, res.event.releases
-            point = math.log(k["P"] / n["P"]) - math.log(k["Q"] / n["Q"])
-            pair = float(
-                certified_epsilon(k["P"], n["P"], k["Q"], n["Q"], confidence=DPSNIPER_CONFIDENCE)
-            )
+            point = math.log(k.P / n.P) - math.log(k.Q / n.Q)
+            pair = float(certified_epsilon(k.P, n.P, k.Q, n.Q, confidence=DPSNIPER_CONFIDENCE))
             lines.append(
-                f"| {r.title} | {seed} | **{res.epsilon_lower:.4g}** | {k['P']} / {k['Q']} | "
+                f"| {r.title} | {seed} | **{res.epsilon_lower:.4g}** | {k.P} / {k.Q} | "
                 f"{point:.4f} | {pair:.4g} | {r.published['dpsniper'][1]:.4g} | "
                 f"{res.seconds:.0f} | {load} |"
             )
@@ -195,8 +189,8 @@ def sequential_table(scale: int = 1) -> list[str]:
         seq = runs["sequential"].stopping
         lines.append(
             f"| {r.title} | {_count(cert)} | {runs['fixed'].epsilon_lower:.4g} | "
-            f"{runs['sequential'].epsilon_lower:.4g} | {seq['look']} of {seq['looks']} | "
-            f"{100 * seq['budget_fraction']:.1f} % | {runs['fixed'].seconds:.0f} / "
+            f"{runs['sequential'].epsilon_lower:.4g} | {seq.look} of {seq.looks} | "
+            f"{100 * seq.budget_fraction:.1f} % | {runs['fixed'].seconds:.0f} / "
             f"{runs['sequential'].seconds:.0f} | {load} |"
         )
         print(lines[-1], file=sys.stderr, flush=True)
@@ -262,10 +256,10 @@ def share_case(name: str, samples: int) -> dict:
     load, cpu = _load(), time.process_time()
     res = run(samples)
     return {
-        "selection": res.timings["selection"],
-        "certification": res.timings["certification"],
-        "selection_cpu": res.timings["selection_cpu"],
-        "certification_cpu": res.timings["certification_cpu"],
+        "selection": res.timings.selection,
+        "certification": res.timings.certification,
+        "selection_cpu": res.timings.selection_cpu,
+        "certification_cpu": res.timings.certification_cpu,
         "wall": res.seconds,
         "cpu": time.process_time() - cpu,
         "load": load,

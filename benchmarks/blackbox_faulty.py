@@ -95,7 +95,7 @@ def _audit(sampler, pair, claim, method, reference, samples, seed):
         "verdict": result.verdict,
         "epsilon_lower": _json_float(result.epsilon_lower),
         "delta_lower": _json_float(result.delta_lower),
-        "counts": dict(result.event.counts),
+        "counts": result.event.counts.to_dict(),
         "direction": result.event.direction,
         "statistic": result.event.statistic,
         "seconds": round(result.seconds, 2),

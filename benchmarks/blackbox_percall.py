@@ -96,7 +96,7 @@ def selection_share(samples: int, label: str) -> None:
         progress=False,
     )
     cpu = _cpu()[0] - cpu0
-    sel, cert = res.timings["selection"], res.timings["certification"]
+    sel, cert = res.timings.selection, res.timings.certification
     print(
         f"{label} audit at {samples} certification releases (selection {res.samples_select}): "
         f"selection {sel:.1f} s, certification {cert:.1f} s, selection share "

@@ -7,7 +7,7 @@ every figure; ratios are what to read, absolute seconds move with the load):
    (a count claiming epsilon = 0.5, really epsilon = 1) with ``B`` certification releases
    per dataset: the plain single-process engine (``executor=None``), Ray with 1 CPU, Ray
    with 2 CPUs (4 shards per dataset). Only the certification stage is timed
-   (``result.timings["certification"]``; the selection stage is identical in all three).
+   (``result.timings.certification``; the selection stage is identical in all three).
    Wall seconds, CPU seconds of the driver and of the Ray worker processes, and the check
    that the three results are identical.
 2. **Cost model per core** (single process, one core busy): releases per second of
@@ -99,7 +99,7 @@ def _certify(sampler, budget, executor, select=10_000):
         executor=executor,
     )
     return res, {
-        "wall": res.timings["certification"],
+        "wall": res.timings.certification,
         "driver_cpu": time.process_time() - cpu0,
         "worker_cpu": _worker_cpu() - w0,
         "load": os.getloadavg()[0],
@@ -107,7 +107,7 @@ def _certify(sampler, budget, executor, select=10_000):
 
 
 def _key(res):
-    return (res.epsilon_lower, res.event.counts["P"], res.event.counts["Q"])
+    return (res.epsilon_lower, res.event.counts.P, res.event.counts.Q)
 
 
 def scaling(budget: int) -> dict:
@@ -183,14 +183,14 @@ def _select_run(executor, select: int) -> tuple:
     finally:
         engine.select_event = choose
     row = {
-        "selection_wall": res.timings["selection"],
+        "selection_wall": res.timings.selection,
         "choice_wall": sum(spent),
         "audit_wall": time.perf_counter() - t0,
         "driver_cpu": time.process_time() - cpu0,
         "worker_cpu": _worker_cpu() - w0,
         "load_before": load0,
         "load_after": os.getloadavg()[0],
-        "pairs": res.event.selection["pairs"],
+        "pairs": res.event.selection.pairs,
     }
     return res, row
 
@@ -213,7 +213,7 @@ def _auto_histogram_audit(executor, select: int):
 
 def _selection_key(res):
     event = res.event
-    return (res.epsilon_lower, event.pair, event.threshold, event.counts["P"], event.counts["Q"])
+    return (res.epsilon_lower, event.pair, event.threshold, event.counts.P, event.counts.Q)
 
 
 def selection(select: int, workers: int = 2) -> dict:

@@ -42,6 +42,7 @@ import numpyro.distributions as dist
 import dpaudit
 from dpaudit.pld import init_hockey_stick
 from dpaudit.whitebox.kernels import loss_kernel
+from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.plan import plan_audit
 
 
@@ -62,16 +63,8 @@ def _mechanism(k: int, width: int, families):
 
 def _step(mechanism, n: int, route: str = "auto"):
     data, data_prime = np.zeros(4), np.array([0.0, 0.0, 0.0, 0.2])
-    plan = plan_audit(
-        mechanism,
-        data,
-        data_prime,
-        route=route,
-        exact=False,
-        compatibility=False,
-        check_adjacency=False,
-        discretization=1e-4,
-    )
+    options = AuditOptions(route=route, exact=False, compatibility=False, check_adjacency=False)
+    plan = plan_audit(mechanism, data, data_prime, options)
     kernel = loss_kernel(
         plan.route, mechanism, data, data_prime, plan.dist_d, plan.dist_dp, plan.shift
     )

@@ -23,7 +23,9 @@ else:  # read by jax at import time; the same effect as jax.config.update, witho
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AuditOptions",
     "AuditResult",
+    "BlackBoxOptions",
     "BlackBoxResult",
     "Certificate",
     "Claim",
@@ -57,6 +59,7 @@ _LAZY = {
     "pld": ("dpaudit.pld", None),
     "spaces": ("dpaudit.spaces", None),
     "check_adjacent": ("dpaudit.adjacency", "check_adjacent"),
+    "BlackBoxOptions": ("dpaudit.blackbox", "BlackBoxOptions"),
     "BlackBoxResult": ("dpaudit.blackbox", "BlackBoxResult"),
     "blackbox_audit": ("dpaudit.blackbox", "blackbox_audit"),
     "Compatibility": ("dpaudit.compatibility", "Compatibility"),
@@ -69,6 +72,7 @@ _LAZY = {
     "catalogue": ("dpaudit.registry", "catalogue"),
     "register": ("dpaudit.registry", "register"),
     "audit": ("dpaudit.whitebox.engine", "audit"),
+    "AuditOptions": ("dpaudit.whitebox.options", "AuditOptions"),
     "AuditResult": ("dpaudit.whitebox.result", "AuditResult"),
     "Certificate": ("dpaudit.whitebox.result", "Certificate"),
 }

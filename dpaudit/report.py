@@ -655,20 +655,20 @@ def _claim_text(claim) -> str:
 
 def _event_bound_rows(r, e) -> list[str]:
     """The counts in the certified event and how the ε bound was drawn from them."""
-    n_p, n_q = (e.releases or {}).get("P", e.n), (e.releases or {}).get("Q", e.n)
+    n_p, n_q = (e.n, e.n) if e.releases is None else e.releases
     counts = (
-        f"<tr><th>counts in S</th><td>P: {e.counts['P']} of {n_p}, Q: {e.counts['Q']} of "
+        f"<tr><th>counts in S</th><td>P: {e.counts.P} of {n_p}, Q: {e.counts.Q} of "
         f"{n_q} (fresh certification releases)</td></tr>"
     )
-    bound = e.bound or {}
-    if bound.get("method") == "conditional-ratio":
+    bound = e.bound
+    if bound is not None and bound.method == "conditional-ratio":
         return [
             counts,
             "<tr><th>conditional ratio</th><td>release counts Poisson("
             f"{e.n}) per dataset; given k_P + k_Q, θ = P(S) / (P(S) + Q(S)) ≥ "
-            f"{_fmt(bound.get('theta_lower'))} (one-sided Clopper–Pearson, α = "
+            f"{_fmt(bound.theta_lower)} (one-sided Clopper–Pearson, α = "
             f"{_fmt(1 - r.confidence)}); ε ≥ log(θ / (1 − θ)) = "
-            f"log {_fmt(bound.get('ratio_lower'))}</td></tr>",
+            f"log {_fmt(bound.ratio_lower)}</td></tr>",
         ]
     return [
         counts,
@@ -852,7 +852,7 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
     exceeds = "exceeds" if r.epsilon_lower > r.claim.epsilon else "does not exceed"
     flaw = getattr(o.mechanism, "known_flaw", None)
     sel = e.selection
-    timings = ", ".join(f"{k} {_fmt(v)} s" for k, v in r.timings.items())
+    timings = ", ".join(f"{k} {_fmt(v)} s" for k, v in r.timings.to_dict().items())
     parts = [
         f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(o)}</h2>",
         f"<p>{esc(o.description)}</p>" if o.description else "",
@@ -879,9 +879,9 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
         f"<tr><th>direction</th><td>{esc(e.direction)}: P = releases of {p_name}, Q = releases "
         f"of {q_name} (pair {e.pair})</td></tr>",
         *_event_bound_rows(r, e),
-        f"<tr><th>selection</th><td>chosen on {sel.get('n')} releases per dataset "
-        f"({sel.get('pairs')} pair(s)): P̂ = {_fmt(sel.get('p_hat'))}, Q̂ = "
-        f"{_fmt(sel.get('q_hat'))}, ε̂ = {_fmt(sel.get('epsilon_hat'))}</td></tr>",
+        f"<tr><th>selection</th><td>chosen on {sel.n} releases per dataset "
+        f"({sel.pairs} pair(s)): P̂ = {_fmt(sel.p_hat)}, Q̂ = "
+        f"{_fmt(sel.q_hat)}, ε̂ = {_fmt(sel.epsilon_hat)}</td></tr>",
         f"<tr><th>samples</th><td>{r.samples} certification + {r.samples_select} selection "
         f"releases per dataset, seed {r.seed}, {_fmt(r.seconds)} s ({esc(timings)})</td></tr>",
         "</table>",

@@ -1,6 +1,9 @@
 """The shape of the code base, pinned: what the pipeline redesign promised stays true.
 
 * no function in ``dpaudit/`` longer than 80 lines (its docstring not counted);
+* no function in ``dpaudit/`` with more than 10 parameters, outside the two public engine
+  entry points (``audit`` and ``blackbox_audit`` keep the keyword signatures users type and
+  hand one options record to their engine);
 * no private name imported across modules (``from m import _x`` or ``m._x``
   on another module), in the package, the catalogue and the tests;
 * only :mod:`dpaudit.registry` imports the catalogue package ``mechanisms``;
@@ -17,6 +20,15 @@ import dpaudit
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_FUNCTION_LINES = 80
+MAX_PARAMETERS = 10
+#: ``(file name, function)`` of the keyword entry points: each builds one options record
+#: (``AuditOptions``, ``BlackBoxOptions``) that the engine's stages read.
+KEYWORD_ENTRY_POINTS = {("engine.py", "audit"), ("engine.py", "blackbox_audit")}
+#: Public functions of the testing tier still over the limit: their keyword arguments are
+#: pinned by bad-input tests that must pass unmodified, so they wait for a search options
+#: record of their own. Listed here so that no other function joins them and each must
+#: leave the list once fixed.
+OVER_THE_LIMIT = {("assertions.py", "assert_sensitivity_bound"), ("search.py", "worst_neighbours")}
 
 
 def _python_files(*folders):
@@ -41,6 +53,52 @@ def test_no_long_functions_in_the_package():
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(ROOT)}:{node.name} ({n} lines)")
     assert not long, long
+
+
+def _parameter_count(node) -> int:
+    """Parameters a caller can pass: named ones (not ``self``/``cls``), ``*args``, ``**kwargs``."""
+    args = node.args
+    named = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    named = [a for a in named if a not in ("self", "cls")]
+    return len(named) + (args.vararg is not None) + (args.kwarg is not None)
+
+
+def _functions_over_the_parameter_limit() -> set[tuple[str, str]]:
+    over = set()
+    for path in _python_files("dpaudit"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if _parameter_count(node) > MAX_PARAMETERS:
+                    over.add((path.name, node.name))
+    return over
+
+
+def test_no_function_takes_more_than_ten_parameters():
+    over = _functions_over_the_parameter_limit()
+    assert over - KEYWORD_ENTRY_POINTS - OVER_THE_LIMIT == set()
+    assert over >= OVER_THE_LIMIT, f"fixed: drop {OVER_THE_LIMIT - over} from OVER_THE_LIMIT"
+
+
+def test_the_parameter_count_sees_every_kind_of_parameter():
+    tree = ast.parse(
+        "class C:\n"
+        "    def f(self, a, /, b, *args, c, **kwargs): pass\n"
+        "def g(a, b=1, *, c=2): pass\n"
+    )
+    counts = {n.name: _parameter_count(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert counts == {"f": 5, "g": 3}
+
+
+def test_the_engines_take_their_options_as_one_record():
+    """The engines' internals get the options record, not a list of keywords or positions."""
+    for path in _python_files("dpaudit"):
+        if path.name != "engine.py":
+            continue
+        text = path.read_text()
+        assert "# fmt: off" not in text, path  # the 17-positional _plan was written under it
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("run_"):
+                assert _parameter_count(node) <= 5, (path.name, node.name)
 
 
 def _module_names(path: Path) -> set[str]:

@@ -52,15 +52,16 @@ def test_top_level_names():
 # Exact public surfaces: a name added or dropped here is a deliberate API change.
 PUBLIC = {
     "dpaudit": {
-        "AuditResult", "BlackBoxResult", "Certificate", "Claim", "Compatibility", "KnownFlaw",
+        "AuditOptions", "AuditResult", "BlackBoxOptions", "BlackBoxResult", "Certificate", "Claim", "Compatibility", "KnownFlaw",
         "Mechanism", "accounting", "audit", "blackbox", "blackbox_audit", "build", "catalogue",
         "check_adjacent", "classify_pair", "compatibility", "loss", "noise", "pld",
         "privacy_loss", "register", "spaces",
     },
     "dpaudit.blackbox": {
-        "AutoPairs", "BlackBoxResult", "CertifiedEvent", "METHODS", "as_sampler", "blackbox_audit",
-        "certified_delta", "certified_epsilon", "clopper_pearson", "kl_features",
-        "neighbour_candidates", "numpy_generator", "per_call", "ParityResult", "check_parity",
+        "AutoPairs", "BlackBoxOptions", "BlackBoxResult", "CertifiedEvent", "ClassifierOptions",
+        "METHODS", "as_sampler", "blackbox_audit", "certified_delta", "certified_epsilon",
+        "clopper_pearson", "kl_features", "neighbour_candidates", "numpy_generator", "per_call",
+        "run_blackbox_audit", "ParityResult", "check_parity",
     },
     "dpaudit.testing": {
         "Box", "CompatibilityViolation", "DPViolation", "L2Ball", "Labels", "PowerCheck",

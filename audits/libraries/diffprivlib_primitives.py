@@ -658,7 +658,7 @@ def summary(audit: LibraryAudit, res, seconds: float, cpu: float) -> str:
     """
     ok = "ok " if res.verdict == audit.expected else "BAD"
     eps, delta = audit.claim[:2]
-    strength = res.strength
+    strength = res.strength._asdict() if res.strength is not None else {}
     return (
         f"{ok} {audit.name:36s} {res.verdict:12s} eps >= {res.epsilon_lower:.3f} "
         f"delta >= {res.delta_lower:.3g} (claim {eps:.3g}, {delta:g}); strength: eps >= "

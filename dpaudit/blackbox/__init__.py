@@ -97,8 +97,9 @@ from __future__ import annotations
 
 from dpaudit.blackbox.autopairs import AutoPairs
 from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, clopper_pearson
-from dpaudit.blackbox.engine import blackbox_audit
+from dpaudit.blackbox.engine import blackbox_audit, run_blackbox_audit
 from dpaudit.blackbox.neighbours import neighbour_candidates
+from dpaudit.blackbox.options import BlackBoxOptions
 from dpaudit.blackbox.parity import ParityResult, check_parity
 from dpaudit.blackbox.percall import per_call
 from dpaudit.blackbox.result import BlackBoxResult, CertifiedEvent
@@ -106,7 +107,7 @@ from dpaudit.blackbox.samplers import as_sampler, numpy_generator
 from dpaudit.blackbox.selection import OBJECTIVES as OBJECTIVES
 from dpaudit.blackbox.statistics import STATISTIC_RESOLUTION as STATISTIC_RESOLUTION
 from dpaudit.blackbox.statistics import STATISTICS as STATISTICS
-from dpaudit.blackbox.statistics import kl_features
+from dpaudit.blackbox.statistics import ClassifierOptions, kl_features
 
 # Public names of the package. OBJECTIVES (choices of objective=), STATISTICS (choices of
 # statistic=) and STATISTIC_RESOLUTION are importable from here too, outside __all__ (the
@@ -114,8 +115,10 @@ from dpaudit.blackbox.statistics import kl_features
 __all__ = [
     "METHODS",
     "AutoPairs",
+    "BlackBoxOptions",
     "BlackBoxResult",
     "CertifiedEvent",
+    "ClassifierOptions",
     "ParityResult",
     "as_sampler",
     "blackbox_audit",
@@ -127,6 +130,7 @@ __all__ = [
     "neighbour_candidates",
     "numpy_generator",
     "per_call",
+    "run_blackbox_audit",
 ]
 
 #: The former name of :data:`~dpaudit.blackbox.statistics.STATISTICS` (the choices of

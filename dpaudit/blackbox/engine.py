@@ -21,13 +21,17 @@ from dpaudit.adjacency import check_adjacent, is_scalar_dataset
 from dpaudit.blackbox.autopairs import AutoPairs, auto_pairs
 from dpaudit.blackbox.bounds import bound_method, certified_epsilon_by
 from dpaudit.blackbox.certification import KEPT_SCORES, count_event, count_event_sequential
+from dpaudit.blackbox.options import BlackBoxOptions
 from dpaudit.blackbox.percall import per_call, per_call_kind
 from dpaudit.blackbox.result import (
     DIRECTIONS,
     BlackBoxResult,
     CertifiedCounts,
     CertifiedEvent,
+    PerLaw,
     SelectedEvent,
+    SelectionSummary,
+    Timings,
     audit_strength,
     certified_bounds,
     selection_epsilon,
@@ -35,21 +39,15 @@ from dpaudit.blackbox.result import (
     verdict_notes,
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
-from dpaudit.blackbox.selection import OBJECTIVES, resolve_objective, select_event
-from dpaudit.blackbox.sequential import look_chunk, stopping_record
-from dpaudit.blackbox.statistics import (
-    STATISTICS,
-    FittedStatistic,
-    classifier_settings,
-    fit_statistics,
-)
+from dpaudit.blackbox.selection import resolve_objective, select_event
+from dpaudit.blackbox.sequential import SequentialStop, look_chunk, stopping_record
+from dpaudit.blackbox.statistics import ClassifierOptions, FittedStatistic, fit_statistics
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
-from dpaudit.checks import check_choice, check_count
 from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.notions.claims import is_notion_claim
 from dpaudit.progress import progress_bar, should_show
 
-__all__ = ["blackbox_audit"]
+__all__ = ["blackbox_audit", "run_blackbox_audit"]
 
 _SCALAR_NOTE = (
     "The datasets are scalars: their adjacency cannot be checked from records; the audit "
@@ -61,37 +59,20 @@ _SCALAR_NOTE = (
 _CERTIFICATION_FOLD = 1_000_003
 # By default the progress bar is drawn (on a terminal) for runs of at least this many chunks.
 _PROGRESS_MIN_CHUNKS = 50
-# Default selection releases: a tenth of the certification budget, at least 10000 so that the
-# statistic and the event tail are estimated even for small budgets.
-_MIN_SELECT = 10_000
-_SELECT_FRACTION = 10
-#: How certification decides its budget: count all ``samples`` (``"fixed"``), or stop at the
-#: first pre-registered look that certifies a violation (``"sequential"``, level spent over the
-#: looks; :mod:`dpaudit.blackbox.sequential`).
-STOPPING_RULES = ("fixed", "sequential")
 
 
 class _Plan(NamedTuple):
-    """The validated arguments of one audit."""
+    """One audit's checked options and what they resolve to on its sampler, claim and data."""
 
+    options: BlackBoxOptions
     sampler: Callable
     claim: Claim
     pairs: list
-    reference: Mechanism | None
-    statistic: str
     kinds: tuple
     objective: str
-    samples: int
-    select: int
-    confidence: float
-    chunk_size: int | None
-    settings: dict
-    features: Callable | None
     name: str
-    seed: int
     reproducible: bool
     notes: tuple
-    stopping: str = "fixed"
     pair_names: tuple | None = None
     optional: tuple = ()
 
@@ -102,7 +83,7 @@ class _Certified(NamedTuple):
     counts: CertifiedCounts
     n: int
     confidence: float
-    stopping: dict | None
+    stopping: SequentialStop | None
 
 
 def blackbox_audit(
@@ -122,7 +103,7 @@ def blackbox_audit(
     seed: int = 0,
     check_adjacency: bool = True,
     chunk_size: int | None = None,
-    classifier_options: dict | None = None,
+    classifier_options: ClassifierOptions | dict | None = None,
     name: str | None = None,
     progress: bool | None = None,
     method: str | None = None,
@@ -171,9 +152,10 @@ def blackbox_audit(
         seed: everything is reproducible from it.
         check_adjacency: check each pair is adjacent under the claim's adjacency.
         chunk_size: releases per sampler call (default from the release size).
-        classifier_options: ``l2`` (logistic, default 1e-4); ``hidden`` (default
-            ``(32, 16)``), ``steps`` (2000), ``batch`` (1024), ``learning_rate``
-            (1e-2) for ``"mlp"``.
+        classifier_options: a :class:`~dpaudit.blackbox.statistics.ClassifierOptions` or a
+            dict of some of its fields: ``l2`` (logistic, default 1e-4); ``hidden`` (default
+            ``(32, 16)``), ``steps`` (2000), ``batch`` (1024), ``learning_rate`` (1e-2) for
+            ``"mlp"``.
         name: the implementation's name in reports (default the sampler's name).
         progress: show a progress bar (default: on a terminal, for long runs).
         method: deprecated alias of ``statistic`` (``DeprecationWarning``).
@@ -187,7 +169,9 @@ def blackbox_audit(
             (``result.stopping`` says when and why; see ``docs/blackbox.md``).
 
     Returns:
-        A :class:`~dpaudit.blackbox.BlackBoxResult`.
+        A :class:`~dpaudit.blackbox.BlackBoxResult`, the same as
+        :func:`run_blackbox_audit` with a :class:`~dpaudit.blackbox.BlackBoxOptions` of
+        these keyword arguments.
 
     Raises:
         ValueError, TypeError: one sentence naming the bad argument.
@@ -202,30 +186,65 @@ def blackbox_audit(
         >>> res.verdict, res.statistic, 0.9 < res.epsilon_lower < 1.0
         ('violation', 'logistic', True)
     """
+    options = BlackBoxOptions(
+        pairs=pairs,
+        reference=reference,
+        statistic=_renamed(statistic, method),
+        features=features,
+        samples=samples,
+        select_samples=select_samples,
+        confidence=confidence,
+        objective=objective,
+        seed=seed,
+        check_adjacency=check_adjacency,
+        chunk_size=chunk_size,
+        classifier_options=classifier_options,
+        name=name,
+        progress=progress,
+        executor=executor,
+        stopping=stopping,
+    )
+    return run_blackbox_audit(sampler, data, data_prime, claim, options)
+
+
+def run_blackbox_audit(
+    sampler: Callable, data, data_prime, claim: Claim | tuple | None, options: BlackBoxOptions
+) -> BlackBoxResult:
+    """:func:`blackbox_audit` with its options as one record (the same result for the same options).
+
+    Args:
+        sampler: the implementation's sampler (see :func:`blackbox_audit`).
+        data, data_prime: a neighbouring pair, or ``None`` with ``options.pairs``.
+        claim: the :class:`~dpaudit.Claim` (or ``(epsilon, delta)``).
+        options: the :class:`~dpaudit.blackbox.BlackBoxOptions`.
+
+    Returns:
+        A :class:`~dpaudit.blackbox.BlackBoxResult`.
+
+    Raises:
+        ValueError, TypeError: one sentence naming the bad argument.
+    """
     start = time.perf_counter()
-    # fmt: off
-    plan = _plan(sampler, data, data_prime, claim, pairs, reference, _renamed(statistic, method),
-                 features, samples, select_samples, confidence, objective, check_adjacency,
-                 chunk_size, classifier_options, name, seed)
-    # fmt: on
-    plan = plan._replace(stopping=check_choice("stopping", stopping, STOPPING_RULES))
-    if executor is not None and plan.stopping == "sequential":
-        raise ValueError(
-            "stopping='sequential' counts look by look in this process; drop executor= or use "
-            "stopping='fixed'."
+    if not isinstance(options, BlackBoxOptions):
+        raise TypeError(
+            f"options must be a dpaudit.blackbox.BlackBoxOptions, got {type(options).__name__}."
         )
+    plan = _plan(sampler, data, data_prime, claim, options)
+    executor = options.executor
     if executor is not None:
         from dpaudit.distributed import resolve_executor
 
         executor = resolve_executor(executor)
-    root = jax.random.key(seed)
-    sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.chunk_size, root)
+    root = jax.random.key(options.seed)
+    sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.options.chunk_size, root)
     chunk = sources[0][0].chunk
     # sequential certification draws chunks of at most 1/64 of the budget (its looks)
-    cert_chunk = chunk if plan.stopping == "fixed" else look_chunk(plan.samples, chunk)
-    total = 2 * len(plan.pairs) * chunks_of(plan.select, chunk)
-    total += 2 * chunks_of(plan.samples, cert_chunk)
-    show = should_show(progress, total, _PROGRESS_MIN_CHUNKS)
+    cert_chunk = (
+        chunk if plan.options.stopping == "fixed" else look_chunk(plan.options.samples, chunk)
+    )
+    total = 2 * len(plan.pairs) * chunks_of(plan.options.select, chunk)
+    total += 2 * chunks_of(plan.options.samples, cert_chunk)
+    show = should_show(options.progress, total, _PROGRESS_MIN_CHUNKS)
     with progress_bar(
         "black-box audit", total=total, unit="chunks", label=plan.name, show=show
     ) as bar:
@@ -236,12 +255,12 @@ def blackbox_audit(
         certified = _certify(plan, selected, arms, sources, root, bar, executor)  # fresh releases
     # wall seconds per phase, and this process's CPU seconds (all its threads; not Ray's
     # workers): on a loaded machine the wall time is mostly waiting for a core
-    timings = {
-        "selection": t1 - t0,
-        "certification": time.perf_counter() - t1,
-        "selection_cpu": c1 - c0,
-        "certification_cpu": time.process_time() - c1,
-    }
+    timings = Timings(
+        selection=t1 - t0,
+        certification=time.perf_counter() - t1,
+        selection_cpu=c1 - c0,
+        certification_cpu=time.process_time() - c1,
+    )
     result = _result(plan, arms, selected, certified, timings, start)
     # zCDP / RDP / GDP / f-DP claims: judged in their notion (dpaudit.blackbox.tradeoff)
     return notion_blackbox_result(result, plan.claim) if is_notion_claim(plan.claim) else result
@@ -261,7 +280,7 @@ def _fit_statistics(plan: _Plan, sources, root, bar, executor=None) -> list[_Arm
     if executor is None:
         per_pair = [_fit_pair(shared, i, bar) for i in range(len(plan.pairs))]
     else:  # one task per pair (dpaudit.distributed): the same fits, in pair order
-        per_pair = executor.run_selection(_fit_pair, shared, sources, plan.select, bar)
+        per_pair = executor.run_selection(_fit_pair, shared, sources, plan.options.select, bar)
     arms = []
     for i, fitted in enumerate(per_pair):
         arms.extend(
@@ -279,10 +298,10 @@ def _fit_pair(shared, i: int, bar=None) -> list[FittedStatistic]:
         plan.pairs[i],
         sources[i],
         keys,
-        select=plan.select,
-        reference=plan.reference,
-        features=plan.features,
-        settings=plan.settings,
+        select=plan.options.select,
+        reference=plan.options.reference,
+        features=plan.options.features,
+        settings=plan.options.classifier_options,
         progress=bar,
         optional=plan.optional,
     )
@@ -296,12 +315,12 @@ def _certify(
     arm = arms[selected.pair]
     claim = plan.claim
     method = bound_method(claim.delta)  # fixed by the claim, before any release is drawn
-    if plan.stopping == "fixed":
+    if plan.options.stopping == "fixed":
         counts = count_event(
-            selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, bar, executor,
+            selected, arm.fitted.score, sources[arm.pair], plan.options.samples, keys, bar, executor,
             method,
         )  # fmt: skip
-        return _Certified(counts, plan.samples, plan.confidence, None)
+        return _Certified(counts, plan.options.samples, plan.options.confidence, None)
 
     def certifies(k_p, n_p, k_q, n_q, confidence):  # the verdict's inequality, look's level
         bound = certified_epsilon_by(
@@ -310,8 +329,8 @@ def _certify(
         return float(bound) > claim.epsilon
 
     counts, looks, look, stopped = count_event_sequential(
-        selected, arm.fitted.score, sources[arm.pair], plan.samples, keys, certifies,
-        plan.confidence, bar, method,
+        selected, arm.fitted.score, sources[arm.pair], plan.options.samples, keys, certifies,
+        plan.options.confidence, bar, method,
     )  # fmt: skip
     record = stopping_record(looks, look, stopped)
     return _Certified(counts, looks.releases[look], looks.confidences[look], record)
@@ -322,8 +341,10 @@ def _select(plan: _Plan, arms: list[_Arm]) -> SelectedEvent:
     n_sel = scores[0][0].size
     # Importance-sampling plans need the statistic to be a privacy loss (the reference's).
     is_loss = [a.kind == "model" for a in arms]
-    alpha = 1.0 - plan.confidence
-    return select_event(scores, n_sel, plan.samples, plan.claim, plan.objective, alpha, is_loss)
+    alpha = 1.0 - plan.options.confidence
+    return select_event(
+        scores, n_sel, plan.options.samples, plan.claim, plan.objective, alpha, is_loss
+    )
 
 
 def _result(
@@ -331,7 +352,7 @@ def _result(
     arms: list[_Arm],
     selected: SelectedEvent,
     certified: _Certified,
-    timings: dict,
+    timings: Timings,
     start: float,
 ) -> BlackBoxResult:
     """The :class:`BlackBoxResult` of the certified counts (at the look they stopped at)."""
@@ -352,23 +373,23 @@ def _result(
     notes += strength_notes(strength, claim, confidence, fitted_kinds, arm.kind, plan.reproducible)
     notes += plan.notes
     if certified.stopping is not None:
-        notes += (f"Sequential certification {certified.stopping['reason']}",)
+        notes += (f"Sequential certification {certified.stopping.reason}",)
     if plan.pair_names is not None:
         notes += (f"pairs='auto': the certified pair is {plan.pair_names[arm.pair]!r}.",)
     return BlackBoxResult(
         mechanism=plan.name,
         claim=claim,
         verdict="violation" if eps_lo > claim.epsilon else "inconclusive",
-        confidence=plan.confidence,
+        confidence=plan.options.confidence,
         samples=n,
-        samples_select=plan.select,
-        seed=plan.seed,
+        samples_select=plan.options.select,
+        seed=plan.options.seed,
         statistic=arm.kind,
         epsilon_lower=eps_lo,
         delta_lower=delta_lo,
         event=_certified_event(plan, arm, selected, certified, n_sel),
-        selection_scores={"P": sel_p[:kept], "Q": sel_q[:kept]},
-        certification_scores={"P": counts.scores_p, "Q": counts.scores_q},
+        selection_scores=PerLaw(sel_p[:kept], sel_q[:kept]),
+        certification_scores=PerLaw(counts.scores_p, counts.scores_q),
         seconds=time.perf_counter() - start,
         timings=timings,
         notes=notes,
@@ -390,18 +411,18 @@ def _certified_event(plan: _Plan, arm: _Arm, selected, certified, n_sel: int) ->
         statistic=name if selected.direction == 0 else f"minus the {name}",
         threshold=selected.threshold,
         tie_probability=selected.gamma,
-        counts={"P": counts.k_p, "Q": counts.k_q},
+        counts=PerLaw(counts.k_p, counts.k_q),
         n=n,
         p_lower=float(p_lo),
         q_upper=float(q_hi),
-        selection={
-            "p_hat": selected.p_hat,
-            "q_hat": selected.q_hat,
-            "epsilon_hat": selection_epsilon(selected, plan.claim.delta),
-            "n": n_sel,
-            "pairs": len(plan.pairs),
-        },
-        releases={"P": counts.n_p, "Q": counts.n_q},
+        selection=SelectionSummary(
+            p_hat=selected.p_hat,
+            q_hat=selected.q_hat,
+            epsilon_hat=selection_epsilon(selected, plan.claim.delta),
+            n=n_sel,
+            pairs=len(plan.pairs),
+        ),
+        releases=PerLaw(counts.n_p, counts.n_q),
         bound=bound,
     )
 
@@ -424,61 +445,30 @@ def _renamed(statistic: str, method: str | None) -> str:
     return method
 
 
-# fmt: off
-def _plan(
-    sampler, data, data_prime, claim, pairs, reference, statistic, features, samples,
-    select_samples, confidence, objective, check_adjacency, chunk_size, classifier_options, name,
-    seed,
-) -> _Plan:
-    """Check every argument (one sentence naming the bad one) and resolve the defaults."""
-    # fmt: on
-    sampler, name = _check_sampler(sampler, name)
+def _plan(sampler, data, data_prime, claim, options: BlackBoxOptions) -> _Plan:
+    """The options resolved on the sampler, claim and data (one sentence naming a bad one)."""
+    sampler, name = _check_sampler(sampler, options.name)
     claim = _check_claim(claim)
-    pairs, pair_names, records, notes = _check_pairs(data, data_prime, pairs, claim)
-    statistic = check_choice("statistic", statistic, STATISTICS)
-    objective = resolve_objective(check_choice("objective", objective, OBJECTIVES), claim)
-    statistic, kinds = _check_reference(statistic, reference)
-    if features is not None and not callable(features):
-        raise TypeError("features must be a callable releases (n, ...) -> features (n, p).")
-    samples = check_count("samples", samples)
-    select = (
-        max(_MIN_SELECT, samples // _SELECT_FRACTION) if select_samples is None else select_samples
-    )
-    select = check_count("select_samples", select)
-    # A classifier trains on one half of the selection releases and thresholds on the other.
-    if any(k != "model" for k in kinds) and select < 4:
-        raise ValueError("select_samples must be >= 4 to train and threshold a classifier.")
-    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
-    if chunk_size is not None:
-        chunk_size = check_count("chunk_size", chunk_size)
-    settings = classifier_settings(classifier_options)  # checked before the adjacency
-    if check_adjacency and records:  # answers / histogram candidates are neighbours by design
+    pairs, pair_names, records, notes = _check_pairs(data, data_prime, options.pairs, claim)
+    objective = resolve_objective(options.objective, claim)
+    if options.check_adjacency and records:  # answers / histogram candidates are neighbours
         for d, dp in pairs:
             if is_scalar_dataset(d) and is_scalar_dataset(dp):  # no records to compare
                 notes.append(_SCALAR_NOTE)
                 continue
             check_adjacent(d, dp, claim.adjacency)
     return _Plan(
+        options=options,
         sampler=sampler,
         claim=claim,
         pairs=pairs,
-        reference=reference,
-        statistic=statistic,
-        kinds=kinds,
+        kinds=options.kinds,
         objective=objective,
-        samples=samples,
-        select=select,
-        confidence=float(confidence),
-        chunk_size=chunk_size,
-        settings=settings,
-        features=features,
         name=name,
-        seed=int(seed),
         reproducible=bool(getattr(sampler, "reproducible", True)),
         notes=tuple(dict.fromkeys(notes)),
         pair_names=pair_names,
-        optional=("float",) if "float" in kinds and statistic != "float" else (),
+        optional=("float",) if "float" in options.kinds and options.statistic != "float" else (),
     )
 
 
@@ -534,27 +524,3 @@ def _check_pairs(data, data_prime, pairs, claim: Claim) -> tuple[list, tuple | N
     if not pairs or not all(isinstance(p, tuple | list) and len(p) == 2 for p in pairs):
         raise ValueError("pairs must be a non-empty list of (D, D') tuples, 'auto' or AutoPairs.")
     return pairs, None, True, []
-
-
-def _check_reference(statistic: str, reference) -> tuple[str, tuple]:
-    """``statistic`` with ``"auto"`` resolved, checked against ``reference``, and its arms.
-
-    ``"auto"`` with a reference fits both the reference's privacy loss and the default
-    classifier, and selection chooses between them (with the multiple-testing correction
-    of selection): a reference model never yields a weaker planned bound than the default
-    statistic on the same data. ``"auto"`` also offers the float reachability statistic,
-    an arm only when its fit is found on the selection releases (releases of numpy's
-    Laplace arithmetic), so audits of other samplers choose among the same arms as before.
-    """
-    if statistic == "auto":
-        if reference is not None:
-            _check_reference("model", reference)
-            return "model+logistic", ("model", "logistic", "float")
-        return "logistic", ("logistic", "float")
-    if statistic == "model" and reference is None:
-        raise ValueError(
-            "statistic='model' needs reference=<a dpaudit.Mechanism of the intended mechanism>."
-        )
-    if reference is not None and not isinstance(reference, Mechanism):
-        raise TypeError(f"reference must be a dpaudit.Mechanism, got {type(reference).__name__}.")
-    return statistic, (statistic,)

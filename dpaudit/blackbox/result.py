@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,16 +24,23 @@ from dpaudit.blackbox.bounds import (
     detectable_violation,
     one_sided_pair,
 )
+from dpaudit.blackbox.sequential import SequentialStop
+from dpaudit.blackbox.tradeoff import NotionBound
 from dpaudit.mechanism import Claim
 from dpaudit.notions.claims import claim_label, notion_summary_lines
 from dpaudit.serialize import json_float, jsonable
 
 __all__ = [
     "DIRECTIONS",
+    "AuditStrength",
     "BlackBoxResult",
     "CertifiedCounts",
     "CertifiedEvent",
+    "EventBound",
+    "PerLaw",
     "SelectedEvent",
+    "SelectionSummary",
+    "Timings",
     "audit_strength",
     "certified_bounds",
     "selection_epsilon",
@@ -99,6 +106,132 @@ class CertifiedCounts(NamedTuple):
     bound: str = PAIR
 
 
+class PerLaw(NamedTuple):
+    """One value per law of the certified direction: ``P`` (the numerator's) and ``Q``.
+
+    Attributes:
+        P: the value under ``P`` (counts, releases, or scores).
+        Q: the same under ``Q``.
+    """
+
+    P: Any
+    Q: Any
+
+    def to_dict(self) -> dict:
+        """``{"P": ..., "Q": ...}`` (the JSON shape).
+
+        Returns:
+            The dict.
+        """
+        return {"P": self.P, "Q": self.Q}
+
+
+class SelectionSummary(NamedTuple):
+    """The certified event's plug-in estimates on the selection set (not certified).
+
+    Attributes:
+        p_hat: the event's frequency among the selection releases under ``P``.
+        q_hat: the same under ``Q``.
+        epsilon_hat: the plug-in :func:`selection_epsilon`.
+        n: selection releases per dataset.
+        pairs: the candidate pairs selection chose among.
+    """
+
+    p_hat: float
+    q_hat: float
+    epsilon_hat: float
+    n: int
+    pairs: int
+
+    def to_dict(self) -> dict:
+        """The fields, floats through :func:`~dpaudit.serialize.json_float`.
+
+        Returns:
+            The dict.
+        """
+        return {k: json_float(v) if isinstance(v, float) else v for k, v in self._asdict().items()}
+
+
+class EventBound(NamedTuple):
+    """How the epsilon bound of the certified event was certified.
+
+    Attributes:
+        method: :data:`~dpaudit.blackbox.bounds.CONDITIONAL_RATIO` or
+            :data:`~dpaudit.blackbox.bounds.PAIR` (:func:`~dpaudit.blackbox.bounds.bound_method`).
+        confidence: the level the bound holds at.
+        ratio_lower: the lower bound on ``P(S) / Q(S)`` (``p_lower / q_upper`` for the pair).
+        theta_lower: for the conditional ratio, the lower bound on ``P(S) / (P(S) + Q(S))``
+            given ``k_P + k_Q``; ``None`` for the pair.
+    """
+
+    method: str
+    confidence: float
+    ratio_lower: float
+    theta_lower: float | None = None
+
+    def to_dict(self) -> dict:
+        """``{"method", "confidence"[, "theta_lower"], "ratio_lower"}``, floats JSON-able.
+
+        Returns:
+            The dict.
+        """
+        out: dict[str, Any] = {"method": self.method, "confidence": self.confidence}
+        if self.theta_lower is not None:
+            out["theta_lower"] = self.theta_lower
+        out["ratio_lower"] = self.ratio_lower
+        return {k: json_float(v) if isinstance(v, float) else v for k, v in out.items()}
+
+
+class Timings(NamedTuple):
+    """Wall seconds of each phase, and this process's CPU seconds of each (all its threads,
+    not Ray's workers: on a loaded machine the wall time is mostly waiting for a core).
+
+    Attributes:
+        selection: wall seconds of drawing the selection releases and choosing the event.
+        certification: wall seconds of counting the event on fresh releases.
+        selection_cpu: CPU seconds of selection.
+        certification_cpu: CPU seconds of certification.
+    """
+
+    selection: float
+    certification: float
+    selection_cpu: float
+    certification_cpu: float
+
+    def to_dict(self) -> dict:
+        """The fields as a dict, in order.
+
+        Returns:
+            The dict.
+        """
+        return self._asdict()
+
+
+class AuditStrength(NamedTuple):
+    """The smallest violations an audit would have certified (:func:`audit_strength`).
+
+    Attributes:
+        epsilon: the smallest epsilon (at the claimed delta) certified on an event as
+            frequent under ``Q`` as the certified one.
+        delta: the smallest delta (at the claimed epsilon) on such an event.
+        q: that ``Q``-frequency, ``k_Q / n``.
+        epsilon_any_event: the smallest epsilon over all event sizes at this budget.
+    """
+
+    epsilon: float
+    delta: float
+    q: float
+    epsilon_any_event: float
+
+    def to_dict(self) -> dict:
+        """The fields, floats through :func:`~dpaudit.serialize.json_float`.
+
+        Returns:
+            The dict.
+        """
+        return {k: json_float(v) for k, v in self._asdict().items()}
+
+
 @dataclasses.dataclass(frozen=True)
 class CertifiedEvent:
     """The event a black-box audit certified, and the counts behind the bound.
@@ -111,19 +244,16 @@ class CertifiedEvent:
         threshold: ``t``; the event is ``{s > t}`` plus ``{s = t}`` kept with
             probability ``tie_probability``.
         tie_probability: ``gamma`` in ``[0, 1]``.
-        counts: ``{"P": k, "Q": k}`` on the certification set.
+        counts: the :class:`PerLaw` counts ``k`` in the event on the certification set.
         n: certification releases per dataset (planned; the Poisson mean for the
             conditional-ratio bound).
         p_lower, q_upper: the one-sided Clopper–Pearson bounds (``alpha / 2`` each) on
             ``releases``: they give the delta bound (and the epsilon bound of the pair).
-        selection: the plug-in estimates on the selection set
-            (``p_hat, q_hat, epsilon_hat, n``).
-        releases: ``{"P": n_P, "Q": n_Q}``, the releases counted (``n`` each for a fixed
-            count; Poisson(``n``) draws for the conditional-ratio bound).
-        bound: how the epsilon bound was certified: ``{"method", "confidence"}`` and, for
-            ``"conditional-ratio"``, ``theta_lower`` (lower bound on ``P(S) / (P(S) +
-            Q(S))`` given ``k_P + k_Q``) and ``ratio_lower`` (on ``P(S) / Q(S)``); for
-            ``"clopper-pearson-pair"``, ``ratio_lower = p_lower / q_upper``.
+        selection: the :class:`SelectionSummary` of plug-in estimates on the selection set.
+        releases: the :class:`PerLaw` releases counted (``n`` each for a fixed count;
+            Poisson(``n``) draws for the conditional-ratio bound); ``None`` when not recorded.
+        bound: the :class:`EventBound`: how the epsilon bound was certified (``None`` when
+            not recorded).
     """
 
     direction: str
@@ -131,13 +261,13 @@ class CertifiedEvent:
     statistic: str
     threshold: float
     tie_probability: float
-    counts: dict
+    counts: PerLaw
     n: int
     p_lower: float
     q_upper: float
-    selection: dict
-    releases: dict = dataclasses.field(default_factory=dict)
-    bound: dict = dataclasses.field(default_factory=dict)
+    selection: SelectionSummary
+    releases: PerLaw | None = None
+    bound: EventBound | None = None
 
     def to_dict(self) -> dict:
         """A JSON-able dict of the fields (infinities as ``"inf"``, NaN as ``None``).
@@ -151,17 +281,13 @@ class CertifiedEvent:
             "statistic": self.statistic,
             "threshold": json_float(self.threshold),
             "tie_probability": self.tie_probability,
-            "counts": dict(self.counts),
+            "counts": self.counts.to_dict(),
             "n": self.n,
             "p_lower": self.p_lower,
             "q_upper": self.q_upper,
-            "selection": {
-                k: json_float(v) if isinstance(v, float) else v for k, v in self.selection.items()
-            },
-            "releases": dict(self.releases),
-            "bound": {
-                k: json_float(v) if isinstance(v, float) else v for k, v in self.bound.items()
-            },
+            "selection": self.selection.to_dict(),
+            "releases": {} if self.releases is None else self.releases.to_dict(),
+            "bound": {} if self.bound is None else self.bound.to_dict(),
         }
 
 
@@ -188,25 +314,27 @@ class BlackBoxResult(AuditRecord):
         epsilon_lower: certified lower bound on ``epsilon(delta_claim)``.
         delta_lower: certified lower bound on ``delta(epsilon_claim)``.
         event: the :class:`CertifiedEvent`.
-        selection_scores / certification_scores: ``{"P": ..., "Q": ...}`` — a
+        selection_scores / certification_scores: :class:`PerLaw` arrays — a
             subsample (at most 20000) of the statistic's values in the certified
             direction, for plots.
-        seconds: wall time; ``timings``: wall seconds of selection / certification, and
-            this process's CPU seconds of each (``selection_cpu``, ``certification_cpu``).
+        seconds: wall time; ``timings``: the :class:`Timings` of selection and
+            certification (wall and this process's CPU seconds).
         notes: sentences qualifying the verdict.
         objective: what the certified event was chosen for, ``"epsilon"`` (the epsilon
             bound at the claimed delta) or ``"delta"`` (the delta bound at the claimed
             epsilon). Both bounds are certified on that one event.
-        strength: the audit strength (:func:`~dpaudit.blackbox.bounds.detectable_violation`):
-            ``epsilon`` / ``delta``, the smallest violations that would have been certified
-            on an event as frequent under ``Q`` as the certified one (``q``), and
-            ``epsilon_any_event``, the smallest over all event sizes at this budget.
+        strength: the :class:`AuditStrength`
+            (:func:`~dpaudit.blackbox.bounds.detectable_violation`): ``epsilon`` /
+            ``delta``, the smallest violations that would have been certified on an event
+            as frequent under ``Q`` as the certified one (``q``), and
+            ``epsilon_any_event``, the smallest over all event sizes at this budget
+            (``None`` when not recorded).
         reproducible: ``False`` when the sampler ignores the audit's seed (its own
             randomness): the verdict is valid, but a rerun draws other releases.
-        stopping: ``None`` for a fixed budget; with ``stopping="sequential"``, when and
-            why certification stopped (:func:`~dpaudit.blackbox.sequential.stopping_record`:
-            the look, the releases counted of the planned budget, the look's confidence,
-            the reason). ``samples`` is then the releases counted.
+        stopping: ``None`` for a fixed budget; with ``stopping="sequential"``, the
+            :class:`~dpaudit.blackbox.sequential.SequentialStop`: when and why certification
+            stopped (the look, the releases counted of the planned budget, the look's
+            confidence, the reason). ``samples`` is then the releases counted.
         notion_bound: for a zCDP / RDP / GDP / f-DP claim, the certified lower bound on the
             claim's own parameter (:func:`dpaudit.blackbox.tradeoff.notion_bound`:
             ``notion, stated, parameter, lower, claimed, exceeds_claim, confidence``), at the
@@ -219,17 +347,17 @@ class BlackBoxResult(AuditRecord):
     epsilon_lower: float
     delta_lower: float
     event: CertifiedEvent
-    selection_scores: dict
-    certification_scores: dict
+    selection_scores: PerLaw
+    certification_scores: PerLaw
     seconds: float
-    timings: dict
+    timings: Timings
     notes: tuple[str, ...]
     kind: str = "black-box"
     objective: str = "epsilon"
-    strength: dict = dataclasses.field(default_factory=dict)
+    strength: AuditStrength | None = None
     reproducible: bool = True
-    stopping: dict | None = None
-    notion_bound: dict | None = None
+    stopping: SequentialStop | None = None
+    notion_bound: NotionBound | None = None
 
     @property
     def method(self) -> str:
@@ -245,12 +373,12 @@ class BlackBoxResult(AuditRecord):
     def bound_method(self) -> str:
         """How the epsilon bound was certified: ``"conditional-ratio"`` (pure-epsilon claims)
         or ``"clopper-pearson-pair"`` (see :func:`~dpaudit.blackbox.bounds.bound_method`)."""
-        return str(self.event.bound.get("method", PAIR))
+        return PAIR if self.event.bound is None else str(self.event.bound.method)
 
     @property
     def detectable_epsilon(self) -> float:
         """The smallest epsilon this audit would have certified (see :attr:`strength`)."""
-        return float(self.strength.get("epsilon", math.inf))
+        return math.inf if self.strength is None else float(self.strength.epsilon)
 
     @property
     def bounds(self) -> dict:
@@ -272,7 +400,7 @@ class BlackBoxResult(AuditRecord):
         Returns:
             The dict (the statistic under the key ``"method"``, as before its rename).
         """
-        stopping = {} if self.stopping is None else {"stopping": dict(self.stopping)}
+        stopping = {} if self.stopping is None else {"stopping": self.stopping.to_dict()}
         return {
             "kind": self.kind,
             **self.record_dict(),
@@ -289,14 +417,18 @@ class BlackBoxResult(AuditRecord):
                 k: {f: json_float(v) if isinstance(v, float) else v for f, v in b.items()}
                 for k, b in self.bounds.items()
             },
-            "strength": {k: json_float(v) for k, v in self.strength.items()},
+            "strength": {} if self.strength is None else self.strength.to_dict(),
             "reproducible": self.reproducible,
             **stopping,
             "seconds": self.seconds,
-            "timings": dict(self.timings),
+            "timings": self.timings.to_dict(),
             "notes": list(self.notes),
             # only for notion claims, so (epsilon, delta) records are unchanged
-            **({} if self.notion_bound is None else {"notion_bound": jsonable(self.notion_bound)}),
+            **(
+                {}
+                if self.notion_bound is None
+                else {"notion_bound": jsonable(self.notion_bound.to_dict())}
+            ),
         }
 
     def __repr__(self) -> str:
@@ -326,11 +458,11 @@ class BlackBoxResult(AuditRecord):
             lines += [f"  claim: {claim_label(c, anchor=True)}, {c.adjacency}",
                       f"  certified: {anchor}"]  # fmt: skip
         lines += [
-            f"  event: {e.direction}, statistic > {e.threshold:.4g}, counts P {e.counts['P']} / "
-            f"Q {e.counts['Q']} of {e.n}",
+            f"  event: {e.direction}, statistic > {e.threshold:.4g}, counts P {e.counts.P} / "
+            f"Q {e.counts.Q} of {e.n}",
         ]
         if self.stopping is not None:
-            lines.append(f"  sequential: {self.stopping['reason']}")
+            lines.append(f"  sequential: {self.stopping.reason}")
         if self.notes:
             lines.append(f"  why: {self.notes[-1]}")
         return "\n".join(lines)
@@ -350,7 +482,7 @@ def certified_bounds(counts: CertifiedCounts, claim: Claim, confidence: float):
 
     Returns:
         ``(epsilon_lower, delta_lower, (p_lower, q_upper), bound)`` with ``bound`` the
-        :attr:`CertifiedEvent.bound` record.
+        :class:`EventBound` of :attr:`CertifiedEvent.bound`.
     """
     k_p, n_p, k_q, n_q = counts.k_p, counts.n_p, counts.k_q, counts.n_q
     eps = float(
@@ -360,12 +492,11 @@ def certified_bounds(counts: CertifiedCounts, claim: Claim, confidence: float):
     )
     delta = float(certified_delta(k_p, n_p, k_q, n_q, epsilon=claim.epsilon, confidence=confidence))
     p_lo, q_hi = (float(b) for b in one_sided_pair(k_p, n_p, k_q, n_q, confidence))
-    bound = {"method": counts.bound, "confidence": confidence}
     if counts.bound == CONDITIONAL_RATIO:
         ratio, theta = conditional_ratio_lower(k_p, k_q, confidence)
-        bound |= {"theta_lower": float(theta), "ratio_lower": float(ratio)}
+        bound = EventBound(counts.bound, confidence, float(ratio), float(theta))
     else:
-        bound |= {"ratio_lower": p_lo / q_hi if q_hi > 0 else math.inf}
+        bound = EventBound(counts.bound, confidence, p_lo / q_hi if q_hi > 0 else math.inf)
     return eps, delta, (p_lo, q_hi), bound
 
 
@@ -430,7 +561,7 @@ def verdict_notes(
     return tuple(notes)
 
 
-def audit_strength(k_q: int, n: int, claim: Claim, confidence: float) -> dict:
+def audit_strength(k_q: int, n: int, claim: Claim, confidence: float) -> AuditStrength:
     """The smallest violations this audit and this budget would have certified.
 
     Args:
@@ -440,7 +571,7 @@ def audit_strength(k_q: int, n: int, claim: Claim, confidence: float) -> dict:
         confidence: ``1 - alpha``.
 
     Returns:
-        ``{"epsilon", "delta", "q", "epsilon_any_event"}`` (see
+        The :class:`AuditStrength` (see
         :func:`~dpaudit.blackbox.bounds.detectable_violation`): at the certified event's
         ``Q``-frequency ``q = k_q / n``, and the smallest epsilon over all event sizes.
     """
@@ -448,11 +579,11 @@ def audit_strength(k_q: int, n: int, claim: Claim, confidence: float) -> dict:
     eps, delta = detectable_violation(q, n, claim.epsilon, claim.delta, confidence)
     grid = np.geomspace(1.0 / n, math.exp(-claim.epsilon), _STRENGTH_GRID)
     best = float(np.min(detectable_violation(grid, n, claim.epsilon, claim.delta, confidence)[0]))
-    return {"epsilon": eps, "delta": delta, "q": q, "epsilon_any_event": best}
+    return AuditStrength(eps, delta, q, best)
 
 
 def strength_notes(
-    strength: dict, claim: Claim, confidence: float, kinds, kind: str, reproducible: bool
+    strength: AuditStrength, claim: Claim, confidence: float, kinds, kind: str, reproducible: bool
 ) -> tuple[str, ...]:
     """Sentences on the audit's strength, the statistic chosen and reproducibility.
 
@@ -468,22 +599,22 @@ def strength_notes(
         The notes.
     """
     level = f"{100 * confidence:g} %"
-    if not math.isfinite(strength["epsilon"]):  # no P(S) <= 1 certifies at this Q-frequency
-        delta = strength["delta"]
+    if not math.isfinite(strength.epsilon):  # no P(S) <= 1 certifies at this Q-frequency
+        delta = strength.delta
         also = f" (a delta >= {delta:.3g} would)" if math.isfinite(delta) else ""
         return (
             f"Audit strength: on an event with the certified one's frequency under Q (q = "
-            f"{strength['q']:.3g}) no epsilon violation could have been certified at {level}"
+            f"{strength.q:.3g}) no epsilon violation could have been certified at {level}"
             f"{also}; with the best event of any size, epsilon >= "
-            f"{strength['epsilon_any_event']:.3g}. A smaller violation can go unseen.",
+            f"{strength.epsilon_any_event:.3g}. A smaller violation can go unseen.",
             *_choice_notes(kinds, kind, reproducible),
         )
     notes = [
-        f"Audit strength: an epsilon >= {strength['epsilon']:.3g} (at delta {claim.delta:g}) "
-        f"or a delta >= {strength['delta']:.3g} (at epsilon {claim.epsilon:g}) on an event as "
+        f"Audit strength: an epsilon >= {strength.epsilon:.3g} (at delta {claim.delta:g}) "
+        f"or a delta >= {strength.delta:.3g} (at epsilon {claim.epsilon:g}) on an event as "
         f"frequent as the certified one would have been certified at {level} (expected "
         f"counts); with the best event of any size, epsilon >= "
-        f"{strength['epsilon_any_event']:.3g}. A smaller violation can go unseen."
+        f"{strength.epsilon_any_event:.3g}. A smaller violation can go unseen."
     ]
     return (*notes, *_choice_notes(kinds, kind, reproducible))
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["LOOKS", "LookPlan", "look_chunk", "look_plan", "stopping_record"]
+__all__ = ["LOOKS", "LookPlan", "SequentialStop", "look_chunk", "look_plan", "stopping_record"]
 
 #: Looks of a full plan: after 1/64, 1/32, ..., 1/2 and all of the budget. Seven looks cost
 #: each early one alpha/12 (``log(1/alpha)`` grows by ~1.8 at 95 %); more looks would cost the
@@ -105,7 +105,41 @@ def look_plan(samples: int, chunk: int, confidence: float) -> LookPlan:
     return LookPlan(tuple(counts), releases, tuple(1.0 - a for a in alphas), confidence)
 
 
-def stopping_record(plan: LookPlan, look: int, stopped: bool) -> dict:
+class SequentialStop(NamedTuple):
+    """When and why a sequential certification stopped (a black-box result's ``stopping``).
+
+    Attributes:
+        rule: ``"sequential"``.
+        look: the look whose bound is reported (1-based).
+        looks: the looks of the plan.
+        releases: releases per dataset counted at that look.
+        planned: the planned budget (releases per dataset at the last look).
+        budget_fraction: ``releases / planned``.
+        confidence_at_look: the level the look's bound holds at.
+        stopped_early: whether a violation was certified before the last look.
+        reason: one sentence for reports.
+    """
+
+    rule: str
+    look: int
+    looks: int
+    releases: int
+    planned: int
+    budget_fraction: float
+    confidence_at_look: float
+    stopped_early: bool
+    reason: str
+
+    def to_dict(self) -> dict:
+        """The fields as a dict, in order (the JSON ``"stopping"`` record).
+
+        Returns:
+            The dict.
+        """
+        return self._asdict()
+
+
+def stopping_record(plan: LookPlan, look: int, stopped: bool) -> SequentialStop:
     """When and why a sequential certification stopped, for the result.
 
     Args:
@@ -114,8 +148,7 @@ def stopping_record(plan: LookPlan, look: int, stopped: bool) -> dict:
         stopped: whether the audit stopped there because a violation was certified.
 
     Returns:
-        ``{"rule", "look", "looks", "releases", "planned", "budget_fraction",
-        "confidence_at_look", "stopped_early", "reason"}``.
+        The :class:`SequentialStop`.
     """
     n, planned = plan.releases[look], plan.releases[-1]
     level = f"{plan.confidences[look]:.6g}"
@@ -129,14 +162,14 @@ def stopping_record(plan: LookPlan, look: int, stopped: bool) -> dict:
             f"ran all {len(plan.releases)} looks ({planned} releases per dataset): no look "
             f"certified a violation; the bound is the last look's, at confidence {level}."
         )
-    return {
-        "rule": "sequential",
-        "look": look + 1,
-        "looks": len(plan.releases),
-        "releases": n,
-        "planned": planned,
-        "budget_fraction": n / planned,
-        "confidence_at_look": plan.confidences[look],
-        "stopped_early": bool(stopped and look + 1 < len(plan.releases)),
-        "reason": reason,
-    }
+    return SequentialStop(
+        rule="sequential",
+        look=look + 1,
+        looks=len(plan.releases),
+        releases=n,
+        planned=planned,
+        budget_fraction=n / planned,
+        confidence_at_look=plan.confidences[look],
+        stopped_early=bool(stopped and look + 1 < len(plan.releases)),
+        reason=reason,
+    )

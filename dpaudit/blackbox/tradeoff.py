@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 import scipy.optimize
@@ -45,6 +46,7 @@ from dpaudit.notions.conversions import gdp_mu_for_point
 
 __all__ = [
     "BLACK_BOX_ANCHOR_DELTA",
+    "NotionBound",
     "binary_renyi",
     "black_box_anchor",
     "notion_blackbox_result",
@@ -157,7 +159,52 @@ def _renyi_bound(claim, p_lo: float, q_hi: float) -> dict:
             "exceeds_claim": rho > claim.rho}  # fmt: skip
 
 
-def notion_bound(claim, p_lo: float, q_hi: float, confidence: float) -> dict:
+@dataclasses.dataclass(frozen=True)
+class NotionBound:
+    """The certified lower bound on a notion claim's own parameter, from one certified event.
+
+    Attributes:
+        notion: ``"zcdp"``, ``"rdp"``, ``"gdp"`` or ``"f-dp"``.
+        stated: the claim in words (``"0.9-GDP"``).
+        parameter: ``"rho"``, ``"epsilon(alpha)"``, ``"mu"`` or ``"gdp mu"`` (f-DP: the GDP
+            ``mu`` through the certified point).
+        lower: the certified lower bound (a list per order for RDP).
+        claimed: the claimed parameter (a list per order for RDP; ``None`` for f-DP).
+        exceeds_claim: whether the certified bound refutes the claim.
+        confidence: the confidence of the pair of bounds it comes from.
+        orders: the RDP orders, else ``None``.
+        type_i_upper, type_ii_upper: for GDP / f-DP, the certified point of the trade-off
+            curve, else ``None``.
+    """
+
+    notion: str
+    stated: str
+    parameter: str
+    lower: Any
+    claimed: Any
+    exceeds_claim: bool
+    confidence: float
+    orders: list | None = None
+    type_i_upper: float | None = None
+    type_ii_upper: float | None = None
+
+    def to_dict(self) -> dict:
+        """The fields as a dict in the JSON record's order, without the ``None`` extras.
+
+        Returns:
+            ``{"notion", "stated", "parameter"[, "orders"], "lower", "claimed",
+            "exceeds_claim"[, "type_i_upper", "type_ii_upper"], "confidence"}``.
+        """
+        out = {"notion": self.notion, "stated": self.stated, "parameter": self.parameter}
+        if self.orders is not None:
+            out["orders"] = self.orders
+        out |= {"lower": self.lower, "claimed": self.claimed, "exceeds_claim": self.exceeds_claim}
+        if self.type_i_upper is not None:
+            out |= {"type_i_upper": self.type_i_upper, "type_ii_upper": self.type_ii_upper}
+        return out | {"confidence": self.confidence}
+
+
+def notion_bound(claim, p_lo: float, q_hi: float, confidence: float) -> NotionBound:
     """The certified parameter of the claim's notion from one certified event.
 
     Args:
@@ -167,10 +214,9 @@ def notion_bound(claim, p_lo: float, q_hi: float, confidence: float) -> dict:
         confidence: the confidence of the pair of bounds.
 
     Returns:
-        ``{"notion", "stated", "parameter", "lower", "claimed", "exceeds_claim",
-        "confidence"}`` (``"orders"`` for RDP; for GDP / f-DP also the certified
-        ``"type_i_upper"``/``"type_ii_upper"`` point; an f-DP claim's ``lower`` is the
-        GDP ``mu`` through that point, its parameter ``"gdp mu"``).
+        The :class:`NotionBound` (``orders`` for RDP; for GDP / f-DP also the certified
+        ``type_i_upper``/``type_ii_upper`` point; an f-DP claim's ``lower`` is the GDP
+        ``mu`` through that point, its parameter ``"gdp mu"``).
     """
     out = {"notion": claim.notion, "stated": claim.describe()}
     if isinstance(claim, GDPClaim | TradeoffClaim):
@@ -182,7 +228,7 @@ def notion_bound(claim, p_lo: float, q_hi: float, confidence: float) -> dict:
                 "type_i_upper": x, "type_ii_upper": q_hi}  # fmt: skip
     else:
         out |= _renyi_bound(claim, p_lo, q_hi)
-    return out | {"confidence": confidence}
+    return NotionBound(**out, confidence=confidence)
 
 
 def notion_blackbox_result(result, claim):
@@ -199,12 +245,12 @@ def notion_blackbox_result(result, claim):
     p_lo, q_hi = result.event.p_lower, result.event.q_upper
     conf = result.confidence
     bound = notion_bound(claim, p_lo, q_hi, conf)
-    violated = bound["exceeds_claim"]
+    violated = bound.exceeds_claim
     if isinstance(claim, GDPClaim | TradeoffClaim):
         x = 1.0 - p_lo
         note = (
             f"Certified at confidence {conf:g}: a test with type I error <= {x:.4g} and type "
-            f"II error <= {q_hi:.4g}, so mu >= {bound['lower']:.4g} (claimed {claim.describe()})."
+            f"II error <= {q_hi:.4g}, so mu >= {bound.lower:.4g} (claimed {claim.describe()})."
         )
     else:
         excess, _ = _profile_excess(claim, p_lo, q_hi)
@@ -215,14 +261,15 @@ def notion_blackbox_result(result, claim):
             f"({claim.conversion}) a delta {'exceeded' if excess > 0 else 'not exceeded'} there."
         )
         if isinstance(claim, ZCDPClaim):
-            note += f" rho >= {bound['lower']:.4g}."
+            note += f" rho >= {bound.lower:.4g}."
         else:
             pairs = ", ".join(
-                f"D_{a:g} >= {d:.4g}" for a, d in zip(bound["orders"], bound["lower"], strict=True)
+                f"D_{a:g} >= {d:.4g}" for a, d in zip(bound.orders, bound.lower, strict=True)
             )
             note += f" By data processing on the event: {pairs}."
     verdict = "violation" if violated or result.verdict == "violation" else "inconclusive"
-    bound["exceeds_claim"] = bool(violated)  # by the parameter or by the implied profile
+    # refuted by the parameter or by the implied profile
+    bound = dataclasses.replace(bound, exceeds_claim=bool(violated))
     return dataclasses.replace(
         result, claim=claim, verdict=verdict, notes=(*result.notes, note), notion_bound=bound
     )

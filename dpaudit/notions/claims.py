@@ -641,7 +641,7 @@ def notion_record(result) -> dict:
         return {}
     bound = getattr(result, "notion_bound", None)
     if bound is not None:
-        return {"notion": jsonable({**bound, "tightest": None})}
+        return {"notion": jsonable({**bound.to_dict(), "tightest": None})}
     audit = (getattr(result, "diagnostics", None) or {}).get("notion")
     if audit is None:
         return {}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.optimize
@@ -48,6 +49,9 @@ from dpaudit.serialize import jsonable
 
 __all__ = [
     "NotionAudit",
+    "ParameterBracket",
+    "RenyiProfile",
+    "TradeoffProfile",
     "composed_rho_bracket",
     "evaluate_notion",
     "gdp_mu_for_delta",
@@ -72,6 +76,73 @@ _RHO_LOWER_ORDERS = np.array([*PROFILE_ORDERS, 128.0, 256.0, 512.0, 1024.0])
 _TRADEOFF_X = np.unique(np.concatenate([[0.0], np.geomspace(1e-6, 1.0, 120)]))
 
 
+class ParameterBracket(NamedTuple):
+    """The pair's smallest notion parameter, bracketed (equal ends when exact).
+
+    Attributes:
+        lower: the lower end (an array per order for RDP).
+        upper: the upper end.
+    """
+
+    lower: Any
+    upper: Any
+
+
+class RenyiProfile(NamedTuple):
+    """The Rényi profile a zCDP / RDP verdict rests on, per order.
+
+    Attributes:
+        orders: the orders ``alpha``.
+        exact_lower, exact_upper: the exact/numerical divergences, or ``None``.
+        monte_carlo_lower: certified Monte Carlo lower bounds.
+        claimed: the claimed divergences.
+    """
+
+    orders: Any
+    exact_lower: Any
+    exact_upper: Any
+    monte_carlo_lower: Any
+    claimed: Any
+
+    def to_dict(self) -> dict:
+        """The fields as a dict, in order.
+
+        Returns:
+            The dict.
+        """
+        return self._asdict()
+
+
+class TradeoffProfile(NamedTuple):
+    """The trade-off curves a GDP / f-DP verdict rests on.
+
+    Attributes:
+        x: the type I errors.
+        exact_lower, exact_upper: the pair's exact/numerical trade-off bracket, or ``None``.
+        claimed: the claimed trade-off at ``x``.
+        monte_carlo_epsilons, monte_carlo_delta_lower: the Monte Carlo lower bounds of the
+            hockey-stick curve (``None`` without curves).
+    """
+
+    x: Any
+    exact_lower: Any
+    exact_upper: Any
+    claimed: Any
+    monte_carlo_epsilons: Any = None
+    monte_carlo_delta_lower: Any = None
+
+    def to_dict(self) -> dict:
+        """The fields as a dict, in order, without the Monte Carlo ones when absent.
+
+        Returns:
+            The dict.
+        """
+        out = self._asdict()
+        if self.monte_carlo_epsilons is None:
+            del out["monte_carlo_epsilons"], out["monte_carlo_delta_lower"]
+        return out
+
+
 @dataclasses.dataclass(frozen=True)
 class NotionAudit:
     """The verdict on a notion claim for one pair, and what it rests on.
@@ -81,14 +152,12 @@ class NotionAudit:
         claim: the claim in words (``"0.5-zCDP"``).
         verdict: ``"pass"``, ``"violation"`` or ``"inconclusive"``.
         parameter: the notion's parameter (``"rho"``, ``"mu"``, ``"epsilon(alpha)"``) or ``None``.
-        tightest: the pair's smallest parameter: ``{"lower", "upper"}`` (equal when exact;
-            lists per order for RDP), or ``{}``.
+        tightest: the pair's smallest parameter, a :class:`ParameterBracket` (equal ends
+            when exact; arrays per order for RDP), or ``None`` (JSON ``{}``).
         certified: certified lower bound on the parameter at ``confidence`` (list for RDP).
         confidence: confidence of the Monte Carlo bounds.
         conversion: the conversion of the claim to (epsilon, delta) used.
-        profile: the Rényi profile (``orders``, ``exact_lower``, ``exact_upper``,
-            ``monte_carlo_lower``, ``claimed``) or the trade-off curves (``x``,
-            ``exact_lower``, ``exact_upper``, ``claimed``).
+        profile: the :class:`RenyiProfile` or the :class:`TradeoffProfile`.
         notes: sentences qualifying the verdict.
     """
 
@@ -96,11 +165,11 @@ class NotionAudit:
     claim: str
     verdict: str
     parameter: str | None
-    tightest: dict
+    tightest: ParameterBracket | None
     certified: float | list | None
     confidence: float
     conversion: str
-    profile: dict
+    profile: RenyiProfile | TradeoffProfile
     notes: tuple
 
     def to_dict(self) -> dict:
@@ -109,7 +178,10 @@ class NotionAudit:
         Returns:
             The dict.
         """
-        return jsonable({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["tightest"] = {} if self.tightest is None else self.tightest._asdict()
+        fields["profile"] = self.profile.to_dict()
+        return jsonable(fields)
 
 
 def zcdp_rho_bracket(accounting) -> tuple[float, float] | None:
@@ -248,14 +320,14 @@ def _renyi_verdict(claim, accounting, directions, confidence) -> NotionAudit:
         # The bracket's lower end is an exact D_alpha / alpha at some order (possibly
         # beyond the profile's orders: a subsampled Gaussian's sup is reached at infinity).
         exact_viol = exact_viol or (bracket is not None and bracket[0] > claim.rho * (1 + RTOL))
-        tightest = {} if bracket is None else {"lower": bracket[0], "upper": bracket[1]}
+        tightest = None if bracket is None else ParameterBracket(bracket[0], bracket[1])
         certified = float(np.max(certified_d / orders))
         if bracket is not None:
             certified = max(certified, bracket[0])
         parameter = "rho"
     else:
         passed = exact is not None and bool(np.all(exact[1] <= claimed * (1 + RTOL)))
-        tightest = {} if exact is None else {"lower": exact[0], "upper": exact[1]}
+        tightest = None if exact is None else ParameterBracket(exact[0], exact[1])
         certified = certified_d.tolist()
         parameter = "epsilon(alpha)"
     verdict = "violation" if exact_viol or mc_viol else ("pass" if passed else "inconclusive")
@@ -269,13 +341,13 @@ def _renyi_verdict(claim, accounting, directions, confidence) -> NotionAudit:
             "no exact accounting for this pair: Monte Carlo bounds Renyi divergences from "
             "below only, so the claim can be refuted but not confirmed."
         )
-    profile = {
-        "orders": orders,
-        "exact_lower": None if exact is None else exact[0],
-        "exact_upper": None if exact is None else exact[1],
-        "monte_carlo_lower": mc,
-        "claimed": claimed,
-    }
+    profile = RenyiProfile(
+        orders=orders,
+        exact_lower=None if exact is None else exact[0],
+        exact_upper=None if exact is None else exact[1],
+        monte_carlo_lower=mc,
+        claimed=claimed,
+    )
     return _record(claim, verdict, parameter, tightest, certified, confidence, profile, notes)
 
 
@@ -368,18 +440,18 @@ def _tradeoff_verdict(claim, accounting, curves, confidence) -> NotionAudit:
         )
     x = _TRADEOFF_X
     exact_t = pair_tradeoff(accounting, x)
-    profile = {
-        "x": x,
-        "exact_lower": None if exact_t is None else exact_t[0],
-        "exact_upper": None if exact_t is None else exact_t[1],
-        "claimed": claim.tradeoff(x),
-    }
-    if mc is not None:
-        profile["monte_carlo_epsilons"], profile["monte_carlo_delta_lower"] = mc
+    profile = TradeoffProfile(
+        x=x,
+        exact_lower=None if exact_t is None else exact_t[0],
+        exact_upper=None if exact_t is None else exact_t[1],
+        claimed=claim.tradeoff(x),
+        monte_carlo_epsilons=None if mc is None else mc[0],
+        monte_carlo_delta_lower=None if mc is None else mc[1],
+    )
     if not isinstance(claim, GDPClaim):
-        return _record(claim, verdict, None, {}, None, confidence, profile, notes)
+        return _record(claim, verdict, None, None, None, confidence, profile, notes)
     bracket = _mu_bracket(accounting)
-    tightest = {} if bracket is None else {"lower": bracket[0], "upper": bracket[1]}
+    tightest = None if bracket is None else ParameterBracket(bracket[0], bracket[1])
     certified = 0.0 if bracket is None else bracket[0]
     if mc is not None:
         pos = mc[0] >= 0

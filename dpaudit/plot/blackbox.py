@@ -36,7 +36,7 @@ def certification_scores(result, ax=None):
         The axes, or ``None`` when no score is finite.
     """
     scores = result.certification_scores
-    full = {k: np.asarray(scores[k], dtype=float).ravel() for k in ("P", "Q")}
+    full = {k: np.asarray(v, dtype=float).ravel() for k, v in scores.to_dict().items()}
     finite = {k: v[np.isfinite(v)] for k, v in full.items()}
     if not any(v.size for v in finite.values()):
         return None

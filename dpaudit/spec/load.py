@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from dpaudit.adjacency import ADJACENCIES
 from dpaudit.blackbox import METHODS, OBJECTIVES, AutoPairs
-from dpaudit.blackbox.engine import STOPPING_RULES
+from dpaudit.blackbox.options import STOPPING_RULES
 from dpaudit.datasets import generators
 from dpaudit.mechanism import Claim
 from dpaudit.notions.claims import make_claim

@@ -47,23 +47,22 @@ in ``report.diagnostics["epsilon_lower_raw"]``
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 import warnings
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import NamedTuple
 
 import jax
 import numpy as np
 
-from dpaudit.loss import ROUTES
 from dpaudit.mechanism import Mechanism
 from dpaudit.notions.claims import is_notion_claim
-from dpaudit.pld import BOUND_METHODS
 from dpaudit.progress import progress_bar, should_show
 from dpaudit.sites import JointRelease
 from dpaudit.whitebox.certificate import find_certificate
 from dpaudit.whitebox.kernels import loss_kernel
+from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.plan import AuditPlan, choose_chunk_size, plan_audit, release_width
 from dpaudit.whitebox.result import AuditResult, Certificate
 from dpaudit.whitebox.run import (
@@ -82,7 +81,7 @@ from dpaudit.whitebox.summaries import (
 )
 from dpaudit.whitebox.verdict import clamp_pass_lower_bound, notion_result, verdict
 
-__all__ = ["audit"]
+__all__ = ["audit", "run_audit"]
 
 # A progress bar is drawn by default from this many chunks (both directions) on a terminal.
 _PROGRESS_THRESHOLD = 200
@@ -96,7 +95,7 @@ class _Evidence(NamedTuple):
     verified: list[float]
 
 
-def _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization):
+def _check_mechanism(mechanism) -> None:
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a dpaudit.Mechanism, got {type(mechanism).__name__}.")
     if getattr(mechanism.claim, "epsilon", None) == 0:  # its verdict rules divide by epsilon
@@ -104,28 +103,6 @@ def _validate(mechanism, samples, confidence, route, bound_method, keep_samples,
             "the white-box audit needs a claimed epsilon > 0; audit an epsilon = 0 (pure-delta) "
             "claim black-box with dpaudit.blackbox_audit."
         )
-    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 2:
-        raise ValueError(f"samples must be an integer >= 2, got {samples!r}.")
-    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}.")
-    if route not in (*ROUTES, "auto"):
-        raise ValueError(f"route must be 'auto' or one of {ROUTES}, got {route!r}.")
-    if bound_method not in BOUND_METHODS:
-        raise ValueError(f"bound_method must be one of {BOUND_METHODS}, got {bound_method!r}.")
-    if keep_samples < 0:
-        raise ValueError(f"keep_samples must be >= 0, got {keep_samples!r}.")
-    if not (math.isfinite(discretization) and discretization > 0):
-        raise ValueError(f"discretization must be a finite number > 0, got {discretization!r}.")
-
-
-def _validate_epsilons(epsilons) -> None:
-    """A curve grid of finite epsilons >= 0 (a negative epsilon is no privacy level)."""
-    try:
-        grid = np.asarray([] if epsilons is None else epsilons, dtype=float)
-    except (TypeError, ValueError):
-        grid = np.array([math.nan])
-    if grid.ndim > 1 or not np.all(np.isfinite(grid) & (grid >= 0)):
-        raise ValueError(f"epsilons must be a list of finite numbers >= 0, got {epsilons!r}.")
 
 
 def _bound_method(bound_method: str, method: str | None) -> str:
@@ -198,53 +175,81 @@ def audit(
             executor: the chunks run as shards on workers, with bit-identical results.
 
     Returns:
-        An :class:`~dpaudit.AuditResult`.
+        An :class:`~dpaudit.AuditResult`, the same as :func:`run_audit` with an
+        :class:`~dpaudit.AuditOptions` of these keyword arguments.
 
     Raises:
         ValueError: non-adjacent datasets, a model without a release site,
             NaN losses (no partial result is returned), bad arguments.
         TypeError: a release distribution without a density, a non-Mechanism.
     """
-    started = time.perf_counter()
-    bound_method = _bound_method(bound_method, method)
-    _validate(mechanism, samples, confidence, route, bound_method, keep_samples, discretization)
-    _validate_epsilons(epsilons)
-    notion = mechanism.claim if is_notion_claim(mechanism.claim) else None
-    if notion is not None:  # audit the (epsilon, delta) anchor, then judge the notion
-        mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())
-    samples, seed, confidence = int(samples), int(seed), float(confidence)
-    if executor is not None:
-        from dpaudit.distributed import resolve_executor
-
-        executor = resolve_executor(executor)
-    plan = plan_audit(
-        mechanism,
-        data,
-        data_prime,
+    options = AuditOptions(
+        samples=samples,
+        seed=seed,
+        confidence=confidence,
+        epsilons=epsilons,
         route=route,
         exact=exact,
         compatibility=compatibility,
         check_adjacency=check_adjacency,
+        bound_method=_bound_method(bound_method, method),
+        chunk_size=chunk_size,
+        keep_samples=keep_samples,
         discretization=discretization,
+        progress=progress,
+        executor=executor,
     )
-    kernels, key = _kernels(plan, mechanism, data, data_prime), jax.random.key(seed)
-    chunk = choose_chunk_size(chunk_size, samples, release_width(plan))
+    return run_audit(mechanism, data, data_prime, options)
+
+
+def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> AuditResult:
+    """:func:`audit` with its options as one record (the same result for the same options).
+
+    Args:
+        mechanism: a :class:`~dpaudit.Mechanism`.
+        data: the dataset ``D``.
+        data_prime: its neighbour ``D'``.
+        options: the :class:`~dpaudit.AuditOptions`.
+
+    Returns:
+        An :class:`~dpaudit.AuditResult`.
+
+    Raises:
+        ValueError, TypeError: as :func:`audit`.
+    """
+    started = time.perf_counter()
+    if not isinstance(options, AuditOptions):
+        raise TypeError(f"options must be a dpaudit.AuditOptions, got {type(options).__name__}.")
+    _check_mechanism(mechanism)
+    notion = mechanism.claim if is_notion_claim(mechanism.claim) else None
+    if notion is not None:  # audit the (epsilon, delta) anchor, then judge the notion
+        mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())
+    executor, samples = options.executor, options.samples
+    if executor is not None:
+        from dpaudit.distributed import resolve_executor
+
+        executor = resolve_executor(executor)
+    plan = plan_audit(mechanism, data, data_prime, options)
+    kernels, key = _kernels(plan, mechanism, data, data_prime), jax.random.key(options.seed)
+    chunk = choose_chunk_size(options.chunk_size, samples, release_width(plan))
     # Pilot run (its own keys, not reused) to place the default epsilon grid; it has the
     # shapes of the main run so the jitted step compiles once.
-    grid = epsilon_grid(epsilons, plan.claim.epsilon, kernels, key, plan.accounting, chunk, samples)
+    grid = epsilon_grid(
+        options.epsilons, plan.claim.epsilon, kernels, key, plan.accounting, chunk, samples
+    )
     settings = RunSettings(
         grid=grid,
         claim_index=int(np.nonzero(grid == plan.claim.epsilon)[0][0]),
         claim_epsilon=plan.claim.epsilon,
         samples=samples,
         chunk=chunk,
-        keep_samples=keep_samples,
-        alpha=1.0 - confidence,
-        bound_method=bound_method,
+        keep_samples=options.keep_samples,
+        alpha=1.0 - options.confidence,
+        bound_method=options.bound_method,
         name=mechanism.name,
     )
     total_chunks = 2 * -(-samples // chunk)  # both directions
-    show = should_show(progress, total_chunks, _PROGRESS_THRESHOLD)
+    show = should_show(options.progress, total_chunks, _PROGRESS_THRESHOLD)
     with progress_bar(
         "auditing", total=total_chunks, unit="chunks", label=mechanism.name, show=show
     ) as bar:
@@ -258,10 +263,10 @@ def audit(
     if certificate is not None and isinstance(plan.dist_d, JointRelease):
         sites = plan.dist_d.unflatten(np.asarray(certificate.release))
         certificate = dataclasses.replace(
-            certificate, sites={k: np.asarray(v) for k, v in sites.items()}
+            certificate, sites=MappingProxyType({k: np.asarray(v) for k, v in sites.items()})
         )
     evidence = _Evidence(runs, certificate, verified)
-    result = _conclude(mechanism.name, plan, settings, evidence, seed, confidence, started)
+    result = _conclude(mechanism.name, plan, settings, evidence, options, started)
     result = result if notion is None else notion_result(result, notion)
     return with_pair_scope(result, mechanism, data, data_prime)
 
@@ -295,8 +300,9 @@ def _conditional(shared, outcome, reported, certificate, notes, diagnostics):
     return "inconclusive", reported._replace(value=0.0), None, notes
 
 
-def _conclude(name, plan, settings, evidence, seed, confidence, started) -> AuditResult:
+def _conclude(name, plan, settings, evidence, options: AuditOptions, started) -> AuditResult:
     """Summaries, verdict and the result record of a finished run."""
+    seed, confidence = options.seed, options.confidence
     certificate = evidence.certificate
     results = tuple(r.result for r in evidence.runs)
     claim, grid = plan.claim, settings.grid

@@ -28,6 +28,7 @@ from dpaudit.densities import check_has_density
 from dpaudit.exact import exact_sup_loss
 from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.sites import JointRelease
+from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.shift import NoiseShift, joint_noise_shift, noise_shift
 
 __all__ = [
@@ -150,28 +151,17 @@ def site_accounting(dist_d, dist_dp, *, discretization: float = 1e-4):
     return BoundedComposition(upper, lower, method, composed)
 
 
-def plan_audit(
-    mechanism: Mechanism,
-    data,
-    data_prime,
-    *,
-    route: str,
-    exact: bool,
-    compatibility: bool,
-    check_adjacency: bool,
-    discretization: float,
-) -> AuditPlan:
+def plan_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> AuditPlan:
     """Release laws, noise structure, route, accounting and compatibility of one audit.
 
     Args:
         mechanism: the mechanism audited.
         data: the dataset ``D``.
         data_prime: its neighbour ``D'``.
-        route: ``"auto"`` or one of :data:`dpaudit.loss.ROUTES`.
-        exact: compute exact/numerical accounting when the structure allows.
-        compatibility: run the compatibility analysis for functional noises.
-        check_adjacency: check that the datasets are neighbours under the claim's adjacency.
-        discretization: grid spacing of the numerical Laplace accounting.
+        options: the audit's :class:`~dpaudit.AuditOptions`; read here: ``route``,
+            ``exact`` (exact/numerical accounting when the structure allows),
+            ``compatibility`` (the analysis for functional noises), ``check_adjacency``
+            and ``discretization`` (grid spacing of the numerical Laplace accounting).
 
     Returns:
         An :class:`AuditPlan`.
@@ -181,7 +171,8 @@ def plan_audit(
         TypeError: a release distribution without a density.
     """
     claim = mechanism.claim
-    if check_adjacency:
+    route, exact, discretization = options.route, options.exact, options.discretization
+    if options.check_adjacency:
         check_adjacent(data, data_prime, claim.adjacency)
     dist_d = mechanism.release_distribution(data)
     dist_dp = mechanism.release_distribution(data_prime)
@@ -212,7 +203,7 @@ def plan_audit(
     # vector ("coefficients") is analysed but not extrapolated: the user declared those K
     # coefficients, so the verdict rests on the audited law; only a grid release on a
     # basis truncates a functional release (dpaudit.compatibility's module docstring).
-    if compatibility and shift is not None and shift.source in ("grid", "coefficients"):
+    if options.compatibility and shift is not None and shift.source in ("grid", "coefficients"):
         compat = compatibility_of(
             shift.shift, shift.eigenvalues, extrapolated=is_functional_truncation(shift.source)
         )

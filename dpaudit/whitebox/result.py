@@ -20,7 +20,12 @@ from dpaudit.notions.claims import is_notion_claim, notion_summary_lines
 from dpaudit.pld import DeltaCurve
 from dpaudit.serialize import json_float, jsonable
 from dpaudit.whitebox.scope import scope_text
-from dpaudit.whitebox.summaries import DeltaSummary, EpsilonSummary
+from dpaudit.whitebox.summaries import (
+    AuditCurves,
+    DeltaSummary,
+    DirectionAtClaim,
+    EpsilonSummary,
+)
 
 __all__ = [
     "DIRECTIONS",
@@ -45,8 +50,9 @@ class Certificate:
         kind: ``"density-ratio"`` or ``"singular"``.
         source: ``"monte-carlo"`` or ``"constructed"`` (analytic worst case).
         explanation: one sentence for reports.
-        sites: for a release of several sites, ``{site: value}`` of ``release``
-            (the flat vector split into its sites); ``None`` for one site.
+        sites: for a release of several sites, the read-only ``{site name: array}`` of
+            ``release`` (the flat vector split into its sites, keyed by the model's site
+            names); ``None`` for one site.
     """
 
     release: np.ndarray
@@ -58,7 +64,7 @@ class Certificate:
     kind: str
     source: str
     explanation: str
-    sites: Mapping[str, Any] | None = None
+    sites: Mapping[str, np.ndarray] | None = None
 
     def to_dict(self) -> dict:
         """A JSON-able dict (non-finite floats as ``"inf"``/``"-inf"``).
@@ -90,8 +96,9 @@ class DirectionResult:
     Attributes:
         direction: ``"D->D'"`` or ``"D'->D"``.
         n: number of losses.
-        at_claim: ``{estimate, lower, upper, std_error}`` of ``delta(epsilon_claim)``,
-            bounds at ``alpha / 2`` each.
+        at_claim: the :class:`~dpaudit.whitebox.summaries.DirectionAtClaim`
+            ``{estimate, lower, upper, std_error}`` of ``delta(epsilon_claim)``, bounds at
+            ``alpha / 2`` each.
         curve: the :class:`~dpaudit.pld.DeltaCurve` (simultaneous bounds).
         max_loss: largest loss drawn.
         n_infinite: number of ``+inf`` losses.
@@ -102,7 +109,7 @@ class DirectionResult:
 
     direction: str
     n: int
-    at_claim: Mapping[str, float]
+    at_claim: DirectionAtClaim
     curve: DeltaCurve
     max_loss: float
     n_infinite: int
@@ -131,7 +138,9 @@ class AuditResult(AuditRecord):
             epsilon at the claimed delta (how much budget the claim wastes, or
             by how much it is exceeded).
         certificate: a :class:`Certificate` when one certifies the violation.
-        curves: ``{epsilons, "D->D'": {...}, "D'->D": {...}, exact_upper, exact_lower}``.
+        curves: the :class:`~dpaudit.whitebox.summaries.AuditCurves`, read as
+            ``{epsilons, claim_index, confidence, "D->D'": {...}, "D'->D": {...},
+            exact_upper, exact_lower}``.
         exact: the :class:`~dpaudit.accounting.ExactAccounting`, if any.
         compatibility: the :class:`~dpaudit.compatibility.Compatibility`, if any.
         diagnostics: ArviZ ESS/MCSE per direction, infinite-loss counts, chunking.
@@ -146,7 +155,7 @@ class AuditResult(AuditRecord):
     epsilon_lower: float
     epsilon_at_claimed_delta: EpsilonSummary
     certificate: Certificate | None
-    curves: Mapping[str, Any]
+    curves: AuditCurves
     exact: ExactAccounting | None
     compatibility: Compatibility | None
     diagnostics: Mapping[str, Any]

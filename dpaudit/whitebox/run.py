@@ -35,6 +35,7 @@ from dpaudit.pld import (
 from dpaudit.progress import ProgressBar
 from dpaudit.whitebox.kernels import LossKernel, loss_kernel
 from dpaudit.whitebox.result import DIRECTIONS, DirectionResult, import_arviz
+from dpaudit.whitebox.summaries import DirectionAtClaim
 
 __all__ = [
     "GRID_POINTS",
@@ -456,12 +457,12 @@ def direction_result(d_index: int, state, losses: np.ndarray, settings: RunSetti
     return DirectionResult(
         direction=DIRECTIONS[d_index],
         n=n,
-        at_claim={
-            "estimate": mean,
-            "lower": float(lower),
-            "upper": float(upper),
-            "std_error": float(curve.std_error[s.claim_index]),
-        },
+        at_claim=DirectionAtClaim(
+            estimate=mean,
+            lower=float(lower),
+            upper=float(upper),
+            std_error=float(curve.std_error[s.claim_index]),
+        ),
         curve=curve,
         max_loss=float(state.max_loss),
         n_infinite=int(state.n_infinite),

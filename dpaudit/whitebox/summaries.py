@@ -1,9 +1,9 @@
 r"""Summaries of an audit: the two directions and the exact accounting, combined.
 
-Typed records (:class:`DeltaSummary`, :class:`EpsilonSummary`) that read like
-the documented dicts of :meth:`dpaudit.AuditResult.to_dict`
-(``summary["upper"]``, ``summary.get("exact")``), and the ``curves`` and
-``diagnostics`` dicts. Each direction's bound at the claimed epsilon holds at
+Typed records (:class:`DeltaSummary`, :class:`EpsilonSummary`, :class:`AuditCurves`
+and its :class:`DirectionCurves`, :class:`DirectionAtClaim`) that read like the
+documented dicts of :meth:`dpaudit.AuditResult.to_dict` (``summary["upper"]``,
+``summary.get("exact")``, ``curves["D->D'"]["lower"]``), and the ``diagnostics`` dict. Each direction's bound at the claimed epsilon holds at
 ``alpha / 2``, so the maximum over the two directions holds at ``alpha``.
 """
 
@@ -16,11 +16,15 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 
 from dpaudit.accounting import ExactAccounting
+from dpaudit.audit_record import DIRECTIONS
 from dpaudit.mechanism import Claim
 from dpaudit.pld import epsilon_for_delta, epsilon_lower_for_delta, interpolate_epsilon
 
 __all__ = [
+    "AuditCurves",
     "DeltaSummary",
+    "DirectionAtClaim",
+    "DirectionCurves",
     "EpsilonSummary",
     "audit_curves",
     "audit_diagnostics",
@@ -33,19 +37,23 @@ class _RecordMapping(Mapping):
     """Read-only mapping access to a frozen dataclass's fields, in field order.
 
     Fields whose name is in ``_OPTIONAL`` and whose value is ``None`` are absent
-    (they are absent from the documented dict too).
+    (they are absent from the documented dict too). ``_KEYS`` renames a field whose
+    documented key is no identifier (``"D->D'"``).
     """
 
     _OPTIONAL: tuple[str, ...] = ()
+    _KEYS: Mapping[str, str] = {}
 
     def _keys(self) -> list[str]:
         names = [f.name for f in dataclasses.fields(self)]
-        return [k for k in names if not (k in self._OPTIONAL and getattr(self, k) is None)]
+        present = [k for k in names if not (k in self._OPTIONAL and getattr(self, k) is None)]
+        return [self._KEYS.get(k, k) for k in present]
 
     def __getitem__(self, key: str):
         if key not in self._keys():
             raise KeyError(key)
-        return getattr(self, key)
+        fields = {v: k for k, v in self._KEYS.items()}
+        return getattr(self, fields.get(key, key))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys())
@@ -105,6 +113,64 @@ class EpsilonSummary(_RecordMapping):
     monte_carlo_upper: float | None
     claimed: float
     ratio_to_claim: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class DirectionAtClaim(_RecordMapping):
+    """One direction's ``delta(epsilon_claim)`` (read as a mapping too).
+
+    Attributes:
+        estimate: the Monte Carlo estimate.
+        lower, upper: its confidence bounds, at ``alpha / 2`` each.
+        std_error: the estimate's standard error.
+    """
+
+    estimate: float
+    lower: float
+    upper: float
+    std_error: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class DirectionCurves(_RecordMapping):
+    """One direction's Monte Carlo curve of ``delta(epsilon)`` over the grid (a mapping too).
+
+    Attributes:
+        estimate, lower, upper, std_error: ``(G,)`` arrays; the bounds are simultaneous
+            over the grid and both directions.
+        failure_probability_per_point: the level each point's bound is at.
+    """
+
+    estimate: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    std_error: np.ndarray
+    failure_probability_per_point: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class AuditCurves(_RecordMapping):
+    """The curves of an audit on its epsilon grid (read as a mapping too, with the keys
+    ``"D->D'"`` and ``"D'->D"`` for the two directions).
+
+    Attributes:
+        epsilons: the ``(G,)`` grid.
+        claim_index: the index of the claimed epsilon in it.
+        confidence: ``1 - alpha``.
+        forward: the :class:`DirectionCurves` of ``D->D'`` (key ``"D->D'"``).
+        backward: the same of ``D'->D`` (key ``"D'->D"``).
+        exact_upper, exact_lower: the exact/numerical curves, or ``None``.
+    """
+
+    _KEYS = {"forward": DIRECTIONS[0], "backward": DIRECTIONS[1]}
+
+    epsilons: np.ndarray
+    claim_index: int
+    confidence: float
+    forward: DirectionCurves
+    backward: DirectionCurves
+    exact_upper: np.ndarray | None
+    exact_lower: np.ndarray | None
 
 
 def delta_summary(results: Sequence, accounting: ExactAccounting | None, claim: Claim):
@@ -234,8 +300,8 @@ def epsilon_summary(
     return epsilon_lower, summary
 
 
-def audit_curves(grid, claim_index: int, confidence: float, results, accounting) -> dict:
-    """The ``curves`` dict of an audit result.
+def audit_curves(grid, claim_index: int, confidence: float, results, accounting) -> AuditCurves:
+    """The ``curves`` of an audit result.
 
     Args:
         grid: ``(G,)`` epsilons.
@@ -245,22 +311,30 @@ def audit_curves(grid, claim_index: int, confidence: float, results, accounting)
         accounting: the exact accounting, or ``None``.
 
     Returns:
-        ``{epsilons, claim_index, confidence, "D->D'": {...}, "D'->D": {...},
-        exact_upper, exact_lower}`` (numpy arrays; ``None`` without accounting).
+        The :class:`AuditCurves`, read as ``{epsilons, claim_index, confidence, "D->D'":
+        {...}, "D'->D": {...}, exact_upper, exact_lower}`` (numpy arrays; ``None``
+        without accounting).
     """
-    curves = {"epsilons": grid, "claim_index": claim_index, "confidence": confidence}
-    for r in results:
-        curves[r.direction] = {
-            "estimate": r.curve.estimate,
-            "lower": r.curve.lower,
-            "upper": r.curve.upper,
-            "std_error": r.curve.std_error,
-            "failure_probability_per_point": r.curve.failure_probability,
-        }
+    by_direction = {
+        r.direction: DirectionCurves(
+            estimate=r.curve.estimate,
+            lower=r.curve.lower,
+            upper=r.curve.upper,
+            std_error=r.curve.std_error,
+            failure_probability_per_point=r.curve.failure_probability,
+        )
+        for r in results
+    }
     exact = accounting is not None
-    curves["exact_upper"] = np.asarray(accounting.delta_upper(grid)) if exact else None
-    curves["exact_lower"] = np.asarray(accounting.delta_lower(grid)) if exact else None
-    return curves
+    return AuditCurves(
+        epsilons=grid,
+        claim_index=claim_index,
+        confidence=confidence,
+        forward=by_direction[DIRECTIONS[0]],
+        backward=by_direction[DIRECTIONS[1]],
+        exact_upper=np.asarray(accounting.delta_upper(grid)) if exact else None,
+        exact_lower=np.asarray(accounting.delta_lower(grid)) if exact else None,
+    )
 
 
 def audit_diagnostics(results, chunk: int, route: str) -> dict:

@@ -272,7 +272,7 @@ def rr_bounds(counts, seeds, samples):
             threshold_rr, counts, claim=dpaudit.Claim(1.0), pairs=HIST, samples=samples,
             select_samples=samples, seed=seed, progress=False,
         )  # fmt: skip
-        assert res.event.selection["pairs"] == counts.size * (counts.size - 1)
+        assert res.event.selection.pairs == counts.size * (counts.size - 1)
         out.append(res.epsilon_lower)
     return np.asarray(out)
 

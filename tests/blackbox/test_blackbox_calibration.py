@@ -111,7 +111,7 @@ def test_the_exact_rate_is_below_the_stated_level_and_moves_with_it():
 def test_the_certified_bound_is_the_oracle_at_the_pinned_level():
     (res,) = _audits([0])
     assert res.bound_method == "conditional-ratio"
-    k_p, k_q = res.event.counts["P"], res.event.counts["Q"]
+    k_p, k_q = res.event.counts.P, res.event.counts.Q
     assert res.epsilon_lower == pytest.approx(_oracle_bound(k_p, k_q, 0.95), rel=1e-12)
     assert res.epsilon_lower != pytest.approx(_oracle_bound(k_p, k_q, 0.975), rel=1e-6)
     assert res.epsilon_lower != pytest.approx(_oracle_bound(k_p, k_q, 0.90), rel=1e-6)

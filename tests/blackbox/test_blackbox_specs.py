@@ -26,6 +26,7 @@ from spec_fixtures import USER as WHITE_USER
 from spec_fixtures import WHITE_BOX_SPEC as WHITE_SPEC
 
 import dpaudit
+from dpaudit.blackbox.result import PerLaw
 from dpaudit.cli import main
 from dpaudit.report import AuditOutcome, result_record, score_histogram
 from dpaudit.spec import (
@@ -384,13 +385,13 @@ def testscore_histogram_with_infinite_scores_and_no_warnings(folder):
         seed=0,
         progress=False,
     )
-    scores = {
-        "P": np.append(result.certification_scores["P"], np.inf),
-        "Q": np.append(result.certification_scores["Q"], -np.inf),
-    }
+    scores = PerLaw(
+        np.append(result.certification_scores.P, np.inf),
+        np.append(result.certification_scores.Q, -np.inf),
+    )
     result = dataclasses.replace(result, certification_scores=scores)
     assert score_histogram(result).startswith("data:image/png;base64,")
-    only_infinite = {"P": np.array([np.inf]), "Q": np.array([-np.inf])}
+    only_infinite = PerLaw(np.array([np.inf]), np.array([-np.inf]))
     assert score_histogram(dataclasses.replace(result, certification_scores=only_infinite)) is None
     record = result_record(AuditOutcome(name="x", result=result, expected="inconclusive"))
     assert record["kind"] == "black-box" and record["as_expected"] is (

@@ -138,14 +138,14 @@ def test_a_pure_claim_is_certified_by_the_ratio_bound_at_the_pinned_level():
     res = _audit(0, confidence=0.9)
     assert res.bound_method == CONDITIONAL_RATIO == res.to_dict()["bound_method"]
     assert "conditional-ratio bound" in res.summary()
-    k_p, k_q = res.event.counts["P"], res.event.counts["Q"]
+    k_p, k_q = res.event.counts.P, res.event.counts.Q
     oracle = scipy.stats.beta.ppf(0.1, k_p, k_q + 1)
-    assert res.event.bound["theta_lower"] == pytest.approx(oracle, abs=1e-12)
+    assert res.event.bound.theta_lower == pytest.approx(oracle, abs=1e-12)
     assert res.epsilon_lower == pytest.approx(math.log(oracle / (1 - oracle)), rel=1e-10)
     half = scipy.stats.beta.ppf(0.05, k_p, k_q + 1)  # alpha / 2: a wrong level
     assert res.epsilon_lower != pytest.approx(math.log(half / (1 - half)), rel=1e-6)
     # the delta bound stays the pair on the releases counted
-    n_p, n_q = res.event.releases["P"], res.event.releases["Q"]
+    n_p, n_q = res.event.releases.P, res.event.releases.Q
     p_lo = scipy.stats.beta.ppf(0.05, k_p, n_p - k_p + 1)
     q_hi = scipy.stats.beta.ppf(0.95, k_q + 1, n_q - k_q)
     assert res.event.p_lower == pytest.approx(p_lo, abs=1e-12)
@@ -156,7 +156,7 @@ def test_a_pure_claim_is_certified_by_the_ratio_bound_at_the_pinned_level():
 def test_the_release_counts_are_poisson_around_the_budget():
     """Over 16 seeds, the 32 counts have the Poisson variance (a fixed count has none)."""
     n = 2000
-    counts = np.array([list(_audit(s, samples=n).event.releases.values()) for s in range(16)])
+    counts = np.array([list(_audit(s, samples=n).event.releases) for s in range(16)])
     counts = counts.ravel()
     assert abs(counts.mean() - n) < 4 * math.sqrt(n / counts.size)
     # dispersion statistic sum (x - n)^2 / n ~ chi2(32) under Poisson(n)
@@ -166,14 +166,16 @@ def test_the_release_counts_are_poisson_around_the_budget():
     # an approximate claim keeps the fixed count
     res = blackbox_audit(randomized_response, np.zeros(1), np.ones(1), dpaudit.Claim(EPSILON, 1e-3),
                          samples=n, select_samples=1000, seed=0, progress=False)  # fmt: skip
-    assert res.event.releases == {"P": n, "Q": n} and res.bound_method == PAIR
+    assert res.event.releases == (n, n) and res.bound_method == PAIR
 
 
 def _record(res) -> str:
     d = res.to_dict()
     for key in ("seconds", "timings"):
         d.pop(key)
-    scores = {k: np.asarray(v).tobytes().hex() for k, v in res.certification_scores.items()}
+    scores = {
+        k: np.asarray(v).tobytes().hex() for k, v in res.certification_scores.to_dict().items()
+    }
     return json.dumps([d, scores], sort_keys=True, default=repr)
 
 
@@ -183,7 +185,7 @@ def test_shards_count_the_same_poisson_releases_as_the_serial_run(seed, larger):
     (seed 4: Q's more, seed 5: P's more); the shards cover the larger grid."""
     kw = dict(samples=20_000, select_samples=2000, chunk_size=100, seed=seed)
     serial = _audit(**kw)
-    chunks = {k: -(-n // 100) for k, n in serial.event.releases.items()}
+    chunks = {k: -(-n // 100) for k, n in serial.event.releases.to_dict().items()}
     assert chunks[larger] > chunks["P" if larger == "Q" else "Q"]
     for shards in (1, 2, 4) if larger == "Q" else (4,):
         assert _record(_audit(**kw, executor=LocalExecutor(shards))) == _record(serial), shards

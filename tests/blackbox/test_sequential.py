@@ -141,21 +141,19 @@ def test_a_clear_violation_stops_early_with_the_bound_at_its_looks_level():
     res = blackbox_audit(laplace_count, d, dp, claim, samples=400_000, seed=3, progress=False,
                          stopping="sequential")  # fmt: skip
     stop = res.stopping
-    assert res.verdict == "violation" and stop["stopped_early"]
+    assert res.verdict == "violation" and stop.stopped_early
     plan = look_plan(400_000, look_chunk(400_000, 1 << 17), 0.95)
-    look = stop["look"] - 1
-    assert res.samples == stop["releases"] == plan.releases[look] == res.event.n
-    assert stop["budget_fraction"] == plan.releases[look] / 400_000 <= 0.25
-    assert stop["confidence_at_look"] == plan.confidences[look] and res.confidence == 0.95
-    k_p, k_q = res.event.counts["P"], res.event.counts["Q"]
+    look = stop.look - 1
+    assert res.samples == stop.releases == plan.releases[look] == res.event.n
+    assert stop.budget_fraction == plan.releases[look] / 400_000 <= 0.25
+    assert stop.confidence_at_look == plan.confidences[look] and res.confidence == 0.95
+    k_p, k_q = res.event.counts.P, res.event.counts.Q
     assert res.bound_method == "conditional-ratio"
     assert res.epsilon_lower == pytest.approx(_oracle(k_p, k_q, plan.confidences[look]), 1e-12)
     assert res.epsilon_lower != pytest.approx(_oracle(k_p, k_q, 0.95), 1e-6)
     # the releases counted at the look are Poisson around the look's planned releases
-    assert res.event.releases != {"P": res.samples, "Q": res.samples}
-    assert all(
-        abs(m - res.samples) < 6 * math.sqrt(res.samples) for m in res.event.releases.values()
-    )
+    assert res.event.releases != (res.samples, res.samples)
+    assert all(abs(m - res.samples) < 6 * math.sqrt(res.samples) for m in res.event.releases)
     # every earlier look did not certify: the reported look is the first that did
     assert "stopped at look" in res.to_dict()["stopping"]["reason"]
     assert any(note.startswith("Sequential certification stopped") for note in res.notes)
@@ -166,9 +164,9 @@ def test_a_correct_mechanism_runs_every_look_and_reports_the_last_at_its_level()
                          samples=4096, select_samples=2000, seed=1, progress=False,
                          stopping="sequential")  # fmt: skip
     plan = look_plan(4096, look_chunk(4096, 1 << 17), 0.95)
-    assert res.verdict == "inconclusive" and not res.stopping["stopped_early"]
-    assert res.samples == 4096 and res.stopping["look"] == len(plan.releases)
-    k_p, k_q = res.event.counts["P"], res.event.counts["Q"]
+    assert res.verdict == "inconclusive" and not res.stopping.stopped_early
+    assert res.samples == 4096 and res.stopping.look == len(plan.releases)
+    k_p, k_q = res.event.counts.P, res.event.counts.Q
     assert res.epsilon_lower == pytest.approx(_oracle(k_p, k_q, 0.975), 1e-12)
 
 

@@ -321,6 +321,6 @@ def test_selection_with_a_reference_model_on_ray_gives_the_serial_bits(local_ray
     claim = dpaudit.Claim(epsilon=0.5)
     kwargs = dict(SELECT, claim=claim, pairs=PAIRS, reference=_mechanism())
     serial = blackbox_audit(_sampler, **kwargs)
-    assert serial.event.selection["pairs"] == 4 and serial.statistic in ("model", "logistic")
+    assert serial.event.selection.pairs == 4 and serial.statistic in ("model", "logistic")
     on_ray = blackbox_audit(_sampler, executor=local_ray, **kwargs)
     assert selection_record(on_ray) == selection_record(serial)

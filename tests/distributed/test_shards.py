@@ -57,7 +57,9 @@ def record(result) -> str:
         out["losses"] = [_digest(d.losses) for d in result.directions]
         out["certificate"] = None if result.certificate is None else repr(result.certificate)
     if hasattr(result, "certification_scores"):
-        out["scores"] = {k: _digest(v) for k, v in sorted(result.certification_scores.items())}
+        out["scores"] = {
+            k: _digest(v) for k, v in sorted(result.certification_scores.to_dict().items())
+        }
     return json.dumps(out, sort_keys=True, default=repr)
 
 
@@ -93,7 +95,7 @@ def test_black_box_shards_give_the_serial_bits():
     kwargs = dict(samples=50_000, select_samples=4000, chunk_size=3000, seed=2, progress=False)
     claim = dpaudit.Claim(epsilon=0.5)
     serial = blackbox_audit(_sampler, D, D_PRIME, claim, **kwargs)
-    assert serial.event.counts["P"] > 0
+    assert serial.event.counts.P > 0
     for shards in (1, 2, 4):
         sharded = blackbox_audit(
             _sampler, D, D_PRIME, claim, executor=LocalExecutor(shards), **kwargs
@@ -180,7 +182,7 @@ SELECT = dict(samples=20_000, select_samples=3000, chunk_size=1500, seed=6, prog
 
 def selection_record(result) -> str:
     """:func:`record` plus the selection scores of the certified arm."""
-    scores = {k: _digest(v) for k, v in sorted(result.selection_scores.items())}
+    scores = {k: _digest(v) for k, v in sorted(result.selection_scores.to_dict().items())}
     return record(result) + json.dumps(scores, sort_keys=True)
 
 
@@ -189,7 +191,7 @@ def test_selection_fanned_out_per_pair_gives_the_serial_bits():
     copy of the sources): the same chosen pair, event, counts and scores as the serial run."""
     claim = dpaudit.Claim(epsilon=0.5)
     serial = blackbox_audit(_sampler, claim=claim, pairs=PAIRS, **SELECT)
-    assert serial.event.selection["pairs"] == 4
+    assert serial.event.selection.pairs == 4
     fanned = blackbox_audit(_sampler, claim=claim, pairs=PAIRS, executor=LocalExecutor(2), **SELECT)
     assert selection_record(fanned) == selection_record(serial)
 

@@ -80,7 +80,7 @@ def record(result) -> dict:
         out["losses"] = [_digest(d.losses) for d in result.directions]
     if hasattr(result, "selection_scores"):
         out["scores"] = {
-            name: {k: _digest(v) for k, v in sorted(getattr(result, name).items())}
+            name: {k: _digest(v) for k, v in sorted(getattr(result, name).to_dict().items())}
             for name in ("selection_scores", "certification_scores")
         }
     return json.loads(json.dumps(out))

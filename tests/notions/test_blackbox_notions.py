@@ -39,8 +39,8 @@ def test_gdp_violation_certified_from_samples(seed):
     assert result.claim.notion == "gdp"
     assert "mu >= 0.9" in result.notes[-1]
     bound = result.notion_bound
-    assert bound["parameter"] == "mu" and bound["exceeds_claim"] and 0.9 < bound["lower"] <= 1.0
-    assert f"certified: mu >= {bound['lower']:.4g} at confidence 0.95" in result.summary()
+    assert bound.parameter == "mu" and bound.exceeds_claim and 0.9 < bound.lower <= 1.0
+    assert f"certified: mu >= {bound.lower:.4g} at confidence 0.95" in result.summary()
 
 
 def test_true_gdp_claim_is_never_refuted_and_mu_stays_below_the_truth():
@@ -48,7 +48,7 @@ def test_true_gdp_claim_is_never_refuted_and_mu_stays_below_the_truth():
     assert result.verdict == "inconclusive"
     mu = float(result.notes[-1].split("mu >= ")[1].split(" ")[0])
     assert mu <= 1.0
-    assert result.notion_bound["lower"] == pytest.approx(mu, rel=1e-3)
+    assert result.notion_bound.lower == pytest.approx(mu, rel=1e-3)
 
 
 def test_zcdp_audited_through_its_implied_profile():
@@ -66,9 +66,9 @@ def test_rdp_certified_by_data_processing_and_written_to_reports(tmp_path):
     half = RDPClaim(orders, [0.5, 2.0])
     results = [_audit(c, seed=10, samples=100_000) for c in (true, half)]
     assert [r.verdict for r in results] == ["inconclusive", "violation"]
-    lower = np.asarray(results[0].notion_bound["lower"])
+    lower = np.asarray(results[0].notion_bound.lower)
     assert np.all(lower <= np.asarray(orders) / 2) and lower[0] > 0.5  # D_2 = 1
-    assert results[1].notion_bound["exceeds_claim"] and "D_2 >= " in results[1].notes[-1]
+    assert results[1].notion_bound.exceeds_claim and "D_2 >= " in results[1].notes[-1]
     # JSON: the field in to_dict, the record's "notion" (schema-valid) and the HTML row
     outcomes = [AuditOutcome(f"rdp-{i}", r) for i, r in enumerate(results)]
     folder = tmp_path / "report"
@@ -80,7 +80,7 @@ def test_rdp_certified_by_data_processing_and_written_to_reports(tmp_path):
     assert (
         record["notion"]["parameter"] == "epsilon(alpha)" and record["notion"]["orders"] == orders
     )
-    assert record["details"]["notion_bound"]["lower"] == results[1].notion_bound["lower"]
+    assert record["details"]["notion_bound"]["lower"] == results[1].notion_bound.lower
     page = (folder / "index.html").read_text()
     assert "certified notion parameter" in page
     assert html.escape(half.describe()) in page
@@ -107,13 +107,13 @@ def test_notion_bound_of_a_certified_point():
     x = 0.2
     y = float(gdp_tradeoff(x, 1.0))
     bound = notion_bound(GDPClaim(0.9), 1 - x, y, 0.95)
-    assert bound["lower"] == pytest.approx(1.0, rel=1e-9) and bound["exceeds_claim"]
-    assert not notion_bound(GDPClaim(1.01), 1 - x, y, 0.95)["exceeds_claim"]
+    assert bound.lower == pytest.approx(1.0, rel=1e-9) and bound.exceeds_claim
+    assert not notion_bound(GDPClaim(1.01), 1 - x, y, 0.95).exceeds_claim
     f_claim = TradeoffClaim.from_function(lambda t: gdp_tradeoff(t, 0.8))  # above G_1
     tab = notion_bound(f_claim, 1 - x, y, 0.95)
-    assert tab["parameter"] == "gdp mu" and tab["exceeds_claim"] and tab["claimed"] is None
+    assert tab.parameter == "gdp mu" and tab.exceeds_claim and tab.claimed is None
     z = notion_bound(ZCDPClaim(0.4), 1 - x, y, 0.95)
     # 1-GDP is 0.5-zCDP: what a point on G_1 certifies stays below 0.5 and refutes 0.4 only
     # if it exceeds it
-    assert z["parameter"] == "rho" and z["lower"] <= 0.5
-    assert z["exceeds_claim"] == (z["lower"] > 0.4)
+    assert z.parameter == "rho" and z.lower <= 0.5
+    assert z.exceeds_claim == (z.lower > 0.4)

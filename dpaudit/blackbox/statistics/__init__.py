@@ -15,20 +15,21 @@ All statistics are rounded to :data:`STATISTIC_RESOLUTION` (see
 :mod:`dpaudit.blackbox.statistics.resolution`).
 
 Example:
-    >>> classifier_settings({"l2": 1e-3})["l2"], classifier_settings(None)["steps"]
+    >>> classifier_settings({"l2": 1e-3}).l2, classifier_settings(None).steps
     (0.001, 2000)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.blackbox.samplers import ReleaseSource, check_same_shape
-from dpaudit.blackbox.statistics.classifiers import logistic_fit, mlp_fit
+from dpaudit.blackbox.statistics.classifiers import ClassifierOptions, logistic_fit, mlp_fit
 from dpaudit.blackbox.statistics.features import (
     feature_description,
     fit_standard_features,
@@ -47,9 +48,9 @@ from dpaudit.mechanism import Mechanism
 
 __all__ = [
     "CLASSIFIERS",
-    "CLASSIFIER_DEFAULTS",
     "STATISTICS",
     "STATISTIC_RESOLUTION",
+    "ClassifierOptions",
     "FittedStatistic",
     "classifier_settings",
     "feature_description",
@@ -73,66 +74,35 @@ CLASSIFIERS = ("logistic", "mlp", "bits")
 #: cost would dominate large audits; the whole second half still chooses the threshold.
 MAX_TRAIN = 1 << 15
 
-#: Classifier settings: ridge penalty of the logistic regression (small: only keeps separable
-#: selection sets from diverging); the MLP's hidden widths, Adam steps, minibatch and learning
-#: rate (enough to fit smooth log-odds of low-dimensional features in seconds on a CPU).
-CLASSIFIER_DEFAULTS = {
-    "l2": 1e-4,
-    "hidden": (32, 16),
-    "steps": 2000,
-    "batch": 1024,
-    "learning_rate": 1e-2,
-}
 
-
-def classifier_settings(options: dict | None) -> dict:
-    """:data:`CLASSIFIER_DEFAULTS` updated with ``options``.
+def classifier_settings(options: ClassifierOptions | Mapping | None) -> ClassifierOptions:
+    """The :class:`ClassifierOptions` of ``classifier_options=`` (checked once, here).
 
     Args:
-        options: some of the keys of :data:`CLASSIFIER_DEFAULTS`, or ``None``.
+        options: a :class:`ClassifierOptions`, a mapping of some of its fields (the others
+            keep their defaults), or ``None`` (all defaults).
 
     Returns:
-        The complete settings.
+        The record.
 
     Raises:
-        ValueError: on an unknown key.
+        ValueError: on an unknown option or a bad value (one sentence naming it).
+        TypeError: if ``options`` is neither a record, a mapping nor ``None``.
     """
-    settings = dict(CLASSIFIER_DEFAULTS)
-    unknown = set(options or {}) - set(settings)
+    if isinstance(options, ClassifierOptions):
+        return options
+    if options is None:
+        return ClassifierOptions()
+    if not isinstance(options, Mapping):
+        raise TypeError(
+            "classifier_options must be a dict of classifier settings or a ClassifierOptions, "
+            f"got {type(options).__name__}."
+        )
+    known = [f.name for f in dataclasses.fields(ClassifierOptions)]
+    unknown = set(options) - set(known)
     if unknown:
-        raise ValueError(
-            f"unknown classifier_options {sorted(unknown)}; known: {sorted(settings)}."
-        )
-    settings.update(options or {})
-    _check_settings(settings)
-    return settings
-
-
-def _check_settings(settings: dict) -> None:
-    """One sentence per bad classifier option (the trainers would fail deep inside JAX)."""
-    for key in ("l2", "learning_rate"):
-        value = settings[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-            raise ValueError(
-                f"classifier_options[{key!r}] must be a finite number >= 0, got {value!r}."
-            )
-        if not np.isfinite(value):
-            raise ValueError(f"classifier_options[{key!r}] must be finite, got {value!r}.")
-    if settings["learning_rate"] == 0:
-        raise ValueError("classifier_options['learning_rate'] must be > 0, got 0.")
-    for key in ("steps", "batch"):
-        value = settings[key]
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise ValueError(f"classifier_options[{key!r}] must be an integer >= 1, got {value!r}.")
-    hidden = settings["hidden"]
-    widths = list(hidden) if isinstance(hidden, list | tuple) else None
-    if not widths or not all(
-        isinstance(w, int | np.integer) and not isinstance(w, bool) and w >= 1 for w in widths
-    ):
-        raise ValueError(
-            "classifier_options['hidden'] must be a non-empty list of layer widths >= 1 (e.g. "
-            f"[32, 16]), got {hidden!r}."
-        )
+        raise ValueError(f"unknown classifier_options {sorted(unknown)}; known: {sorted(known)}.")
+    return ClassifierOptions(**options)
 
 
 class FittedStatistic(NamedTuple):
@@ -160,7 +130,7 @@ def fit_statistics(
     select: int,
     reference: Mechanism | None,
     features: Callable | None,
-    settings: dict,
+    settings: ClassifierOptions,
     progress=None,
     optional: tuple[str, ...] = (),
 ) -> list[FittedStatistic | None]:
@@ -320,15 +290,15 @@ def _fit_classifier_statistic(
     )
 
 
-def _fit_classifier(statistic: str, z_d, z_dp, key, settings: dict) -> Callable:
+def _fit_classifier(statistic: str, z_d, z_dp, key, settings: ClassifierOptions) -> Callable:
     if statistic == "logistic":  # "bits" is the MLP on bit features
-        return logistic_fit(z_d, z_dp, float(settings["l2"]))
+        return logistic_fit(z_d, z_dp, float(settings.l2))
     return mlp_fit(
         z_d,
         z_dp,
         key,
-        tuple(settings["hidden"]),
-        int(settings["steps"]),
-        int(settings["batch"]),
-        float(settings["learning_rate"]),
+        tuple(settings.hidden),
+        int(settings.steps),
+        int(settings.batch),
+        float(settings.learning_rate),
     )

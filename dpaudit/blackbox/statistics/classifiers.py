@@ -12,11 +12,15 @@ Example:
     >>> fitted = logistic_fit(z_p, z_q, l2=1e-4)
     >>> bool(fitted(jnp.array([[3.0]]))[0] > 0 > fitted(jnp.array([[-1.0]]))[0])
     True
+    >>> ClassifierOptions(l2=1e-3).l2, ClassifierOptions(hidden=[8]).hidden
+    (0.001, (8,))
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 from collections.abc import Callable, Sequence
 
 import jax
@@ -25,7 +29,72 @@ import numpy as np
 import scipy.optimize
 import threadpoolctl
 
-__all__ = ["logistic_fit", "mlp_fit"]
+__all__ = ["ClassifierOptions", "logistic_fit", "mlp_fit"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierOptions:
+    """How the black-box classifiers are trained (frozen; checked when built).
+
+    The defaults: a small ridge penalty for the logistic regression (it only keeps separable
+    selection sets from diverging); for the MLP, widths, Adam steps, minibatch and learning
+    rate enough to fit smooth log-odds of low-dimensional features in seconds on a CPU.
+
+    Attributes:
+        l2: ridge penalty of the logistic regression, a finite number >= 0.
+        hidden: the MLP's hidden layer widths, a non-empty sequence of integers >= 1
+            (kept as a tuple).
+        steps: Adam steps of the MLP, an integer >= 1.
+        batch: the MLP's minibatch size, an integer >= 1.
+        learning_rate: Adam's learning rate, a finite number > 0.
+
+    Raises:
+        ValueError: one sentence naming the bad option, as ``classifier_options[...]`` (the
+            keyword of :func:`~dpaudit.blackbox.blackbox_audit` that builds this record).
+    """
+
+    l2: float = 1e-4
+    hidden: Sequence[int] = (32, 16)
+    steps: int = 2000
+    batch: int = 1024
+    learning_rate: float = 1e-2
+
+    def __post_init__(self) -> None:
+        """Check every option (the trainers would otherwise fail deep inside JAX)."""
+        # NaN compares False with everything, and an infinite rate or penalty trains nothing
+        # (the audit would read epsilon_lower = 0): both are refused here
+        _check_rate("l2", self.l2, inclusive=True)
+        _check_rate("learning_rate", self.learning_rate, inclusive=False)
+        for key in ("steps", "batch"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(
+                    f"classifier_options[{key!r}] must be an integer >= 1, got {value!r}."
+                )
+        hidden = self.hidden
+        widths = list(hidden) if isinstance(hidden, list | tuple) else None
+        if not widths or not all(
+            isinstance(w, int | np.integer) and not isinstance(w, bool) and w >= 1 for w in widths
+        ):
+            raise ValueError(
+                "classifier_options['hidden'] must be a non-empty list of layer widths >= 1 (e.g. "
+                f"[32, 16]), got {hidden!r}."
+            )
+        object.__setattr__(self, "hidden", tuple(int(w) for w in widths))
+
+
+def _check_rate(key: str, value, *, inclusive: bool) -> None:
+    """A finite number ``>= 0`` (``inclusive``) or ``> 0``, else one sentence naming ``key``."""
+    number = isinstance(value, int | float | np.integer | np.floating)
+    if isinstance(value, bool) or not number or not math.isfinite(value):
+        ok = False
+    else:
+        ok = value >= 0 if inclusive else value > 0
+    if not ok:
+        relation = ">=" if inclusive else ">"
+        raise ValueError(
+            f"classifier_options[{key!r}] must be a finite number {relation} 0, got {value!r}."
+        )
 
 
 def _labelled(z_p, z_q):
