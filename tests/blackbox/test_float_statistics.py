@@ -83,7 +83,7 @@ def test_default_route_picks_reachability_on_naive_laplace():
     )  # fmt: skip
     assert res.verdict == "violation" and res.statistic == "float"
     assert res.epsilon_lower >= 5.0  # ~9: no release of D' is in the event
-    assert res.event.counts["Q"] == 0
+    assert res.event.counts.Q == 0
 
 
 @pytest.mark.slow
