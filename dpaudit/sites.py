@@ -61,6 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
 from numpyro.distributions import Distribution, constraints
+from numpyro.distributions.util import lazy_property
 
 from dpaudit.checks import is_concrete
 from dpaudit.exact import ExactSupLoss, exact_sup_loss, finite_sup_loss, log_density_error
@@ -791,14 +792,29 @@ def _summed(parts, prefix: str) -> ExactSupLoss:
     )
 
 
+def _derived_field(law, field: str) -> bool:
+    """Whether ``field`` is a numpyro ``lazy_property`` of the law's class.
+
+    numpyro caches such a field in the instance (``MultivariateNormal(covariance_matrix=...)``
+    keeps ``covariance_matrix`` and ``precision_matrix`` beside its ``scale_tril`` leaf,
+    ``Wishart`` its ``scale_matrix``) but leaves it out of the pytree: unflattening recomputes
+    it from the leaves, so it is a function of them and any dependence it carries shows in
+    the leaves.
+    """
+    return any(isinstance(vars(cls).get(field), lazy_property) for cls in type(law).__mro__)
+
+
 def _hidden_tracer(fn) -> bool:
     """Whether a law keeps a traced value outside its pytree leaves (a static field, an
     undeclared attribute, also of a nested law), where a dependence analysis of its
-    leaves could not see it."""
+    leaves could not see it. Fields numpyro derives from the leaves (``lazy_property``,
+    :func:`_derived_field`) are not hidden."""
     visible = {id(leaf) for leaf in jax.tree_util.tree_leaves(fn)}
 
     def hidden(law) -> bool:
-        for value in vars(law).values():
+        for field, value in vars(law).items():
+            if _derived_field(law, field):
+                continue
             if isinstance(value, Distribution):
                 if hidden(value):
                     return True
