@@ -673,7 +673,7 @@ class JointRelease(Distribution):
             closed = jax.make_jaxpr(lambda r: jax.tree_util.tree_leaves(laws(r, first)[0]))(release)
             if _depends_on_inputs(closed.jaxpr):
                 return None
-            fns, log_w = jax.vmap(lambda values: laws(release, values))(latent)
+            fns, log_w = jax.jit(jax.vmap(lambda values: laws(release, values)))(latent)
         except Exception:  # any failure to trace: not a mixture dpaudit can read
             return None
         leaves, treedef = jax.tree_util.tree_flatten(fns)
