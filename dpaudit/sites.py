@@ -648,7 +648,8 @@ class JointRelease(Distribution):
         give the same laws (bit-identical parameters) are merged.
 
         Returns:
-            ``((probability, {site: law}), ...)`` over the distinct laws, or ``None`` when
+            ``((probability, {site: law}), ...)`` over the distinct laws of positive
+            probability, or ``None`` when
             there is no discrete latent site, there are shared or continuous latent sites,
             a release site's law depends on another release site's value, or the model
             cannot be traced with the latent values as inputs.
@@ -684,7 +685,8 @@ class JointRelease(Distribution):
         for g, i in enumerate(first_index):
             at = jax.tree_util.tree_unflatten(treedef, [np.asarray(x)[i] for x in leaves])
             weight = float(np.exp(jax.scipy.special.logsumexp(log_w[group == g])))
-            out.append((weight, dict(zip(self.release_sites, at, strict=True))))
+            if weight > 0:  # latent values of probability 0 are not part of the mixture
+                out.append((weight, dict(zip(self.release_sites, at, strict=True))))
         return tuple(out)
 
     def adaptive(self) -> bool:

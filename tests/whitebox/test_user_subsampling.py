@@ -144,3 +144,27 @@ def test_the_command_line_refuses_a_bad_rate_in_one_sentence(tmp_path, capsys):
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
     assert "'keep' has rate 0.0, outside (0, 1]" in err
     assert not out.exists()
+
+
+def test_a_rate_of_one_is_the_base_mechanism():
+    # every record always used (numpyro clamps Bernoulli(1).log_prob(0) to the log of
+    # the float64 epsilon, so the rate reads 1 - 2e-16): the base mechanism's accounting
+    plan = _plan(_mechanism(_bernoulli_model(1.0), 1.0))
+    assert plan.accounting is not None
+    ((component, _),) = plan.accounting.components
+    assert getattr(component, "base", component) == GaussianComponent(CLIP / SIGMA)
+    assert getattr(component, "q", 1.0) == pytest.approx(1.0, abs=1e-12)
+
+
+def _mixture_with_a_laplace_site(data):
+    _mixture_model(data)
+    numpyro.sample("count", dist.Laplace(jnp.sum(data), 2.0))
+
+
+def test_a_mixture_site_is_one_part_of_a_composition():
+    claim = dpaudit.Claim(epsilon=1.0, delta=DELTA, adjacency="add-remove")
+    mech = dpaudit.Mechanism("mixed", _mixture_with_a_laplace_site, claim,
+                             release_site=("release", "count"))  # fmt: skip
+    plan = _plan(mech)
+    kinds = sorted(type(c).__name__ for c, _ in plan.accounting.components)
+    assert kinds == ["LaplaceComponent", "SubsampledComponent"]
