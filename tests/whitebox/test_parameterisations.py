@@ -123,6 +123,7 @@ def test_a_covariance_built_from_an_earlier_release_is_still_adaptive():
     assert plan.accounting is None
 
 
+@pytest.mark.slow
 def test_a_wishart_release_built_from_a_covariance_is_not_hidden_dependence():
     def model(data):
         total = jnp.sum(data)
