@@ -60,8 +60,10 @@ from collections.abc import Mapping
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro import distributions as dist
 from numpyro import handlers
 from numpyro.distributions import Distribution, constraints
+from numpyro.distributions.util import lazy_property
 
 from dpaudit.checks import is_concrete
 from dpaudit.exact import ExactSupLoss, exact_sup_loss, finite_sup_loss, log_density_error
@@ -77,6 +79,7 @@ __all__ = [
     "joint_release",
     "model_trace",
     "supported_log_prob",
+    "undeclared_adaptive_sites",
 ]
 
 #: The values of ``infer["dpaudit"]`` that declare a random site that is not released.
@@ -266,6 +269,29 @@ def _classify(name: str, release_sites, trace) -> tuple[list[str], list[str]]:
             )
         (latent if role == "latent" else shared).append(key)
     return latent, shared
+
+
+def _bernoulli_of(fn):
+    """The Bernoulli law under ``Independent``/``expand`` wrappers, else ``None``."""
+    while isinstance(fn, dist.Independent | dist.ExpandedDistribution):
+        fn = fn.base_dist
+    return fn if isinstance(fn, dist.BernoulliProbs | dist.BernoulliLogits) else None
+
+
+def _check_latent_rates(name: str, latent, trace) -> None:
+    """Refuse a latent Bernoulli site (a subsampling mask) whose rate is outside ``(0, 1]``."""
+    for key in latent:
+        law = _bernoulli_of(trace[key]["fn"])
+        if law is None or not is_concrete(law.probs):
+            continue
+        rates = np.asarray(law.probs, dtype=np.float64)
+        bad = rates[~((rates > 0) & (rates <= 1))]
+        if bad.size:
+            raise ValueError(
+                f"mechanism {name!r}: the latent subsampling site {key!r} has rate "
+                f"{float(bad.ravel()[0])!r}, outside (0, 1]; draw each record's membership "
+                "with dist.Bernoulli(q) for a sampling rate q in (0, 1]."
+            )
 
 
 def _enumeration(name: str, latent, trace):
@@ -691,6 +717,55 @@ class JointRelease(Distribution):
             return None
         return _summed(parts, "sites: ")
 
+    def latent_mixture(self) -> tuple | None:
+        """The release sites' laws at every value of the discrete latent sites, grouped.
+
+        The release law is the mixture, over the enumerated latent values, of the release
+        sites' laws at each value, weighted by the latent sites' probabilities. Values that
+        give the same laws (bit-identical parameters) are merged.
+
+        Returns:
+            ``((probability, {site: law}), ...)`` over the distinct laws of positive
+            probability, or ``None`` when
+            there is no discrete latent site, there are shared or continuous latent sites,
+            a release site's law depends on another release site's value, or the model
+            cannot be traced with the latent values as inputs.
+        """
+        if not self.latent_sites or self.shared_sites or self.continuous_sites:
+            return None
+        trace = model_trace(self._model, self._data)
+        release = {s: jnp.asarray(trace[s]["value"]) for s in self.release_sites}
+
+        def laws(release_values, latent):
+            traced = self._trace_at({**release_values, **latent})
+            if any(_hidden_tracer(traced[s]["fn"]) for s in self.release_sites):
+                raise TypeError("a law keeps a traced value outside its leaves")
+            log_w = sum(
+                jnp.sum(traced[k]["fn"].log_prob(traced[k]["value"])) for k in self.latent_sites
+            )
+            return [traced[s]["fn"] for s in self.release_sites], log_w
+
+        latent = dict(zip(self.latent_sites, self._enumerated, strict=True))
+        first = {k: v[0] for k, v in latent.items()}
+        try:
+            closed = jax.make_jaxpr(lambda r: jax.tree_util.tree_leaves(laws(r, first)[0]))(release)
+            if _depends_on_inputs(closed.jaxpr):
+                return None
+            fns, log_w = jax.jit(jax.vmap(lambda values: laws(release, values)))(latent)
+        except Exception:  # any failure to trace: not a mixture dpaudit can read
+            return None
+        leaves, treedef = jax.tree_util.tree_flatten(fns)
+        rows = np.concatenate([np.asarray(x).reshape(len(log_w), -1) for x in leaves], axis=1)
+        _, first_index, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        log_w, group = np.asarray(log_w, dtype=np.float64), np.reshape(group, -1)
+        out = []
+        for g, i in enumerate(first_index):
+            at = jax.tree_util.tree_unflatten(treedef, [np.asarray(x)[i] for x in leaves])
+            weight = float(np.exp(jax.scipy.special.logsumexp(log_w[group == g])))
+            if weight > 0:  # latent values of probability 0 are not part of the mixture
+                out.append((weight, dict(zip(self.release_sites, at, strict=True))))
+        return tuple(out)
+
     def adaptive(self) -> bool:
         """Whether a release site's law may depend on another site's value.
 
@@ -868,14 +943,29 @@ def _summed(parts, prefix: str) -> ExactSupLoss:
     )
 
 
+def _derived_field(law, field: str) -> bool:
+    """Whether ``field`` is a numpyro ``lazy_property`` of the law's class.
+
+    numpyro caches such a field in the instance (``MultivariateNormal(covariance_matrix=...)``
+    keeps ``covariance_matrix`` and ``precision_matrix`` beside its ``scale_tril`` leaf,
+    ``Wishart`` its ``scale_matrix``) but leaves it out of the pytree: unflattening recomputes
+    it from the leaves, so it is a function of them and any dependence it carries shows in
+    the leaves.
+    """
+    return any(isinstance(vars(cls).get(field), lazy_property) for cls in type(law).__mro__)
+
+
 def _hidden_tracer(fn) -> bool:
     """Whether a law keeps a traced value outside its pytree leaves (a static field, an
     undeclared attribute, also of a nested law), where a dependence analysis of its
-    leaves could not see it."""
+    leaves could not see it. Fields numpyro derives from the leaves (``lazy_property``,
+    :func:`_derived_field`) are not hidden."""
     visible = {id(leaf) for leaf in jax.tree_util.tree_leaves(fn)}
 
     def hidden(law) -> bool:
-        for value in vars(law).values():
+        for field, value in vars(law).items():
+            if _derived_field(law, field):
+                continue
             if isinstance(value, Distribution):
                 if hidden(value):
                     return True
@@ -956,6 +1046,27 @@ def _site_roles(law: JointRelease) -> dict | None:
         )
         start = end
     return roles
+
+
+def undeclared_adaptive_sites(law: JointRelease) -> tuple[str, ...] | None:
+    """The release sites whose law depends on earlier released values in an undeclared way.
+
+    A site whose parameters (other than the fields it names in ``uniform_fields``, with a
+    ``uniform_sup_loss``) are computed from other sites' values, decided on the model's
+    ``jaxpr`` as :func:`adaptive_sup_loss` does. Used to say why an adaptive release gets
+    no exact accounting.
+
+    Args:
+        law: a joint release.
+
+    Returns:
+        The site names (possibly empty), or ``None`` when the model cannot be traced with
+        its released values as inputs.
+    """
+    roles = _site_roles(law)
+    if roles is None:
+        return None
+    return tuple(site for site, role in roles.items() if role is None)
 
 
 def adaptive_sup_loss(p: JointRelease, q: JointRelease) -> ExactSupLoss | None:
@@ -1042,6 +1153,7 @@ def joint_release(model, data, release_sites, name: str, *, rng_seed=0):
     """
     trace = model_trace(model, data, rng_seed)
     latent, shared = _classify(name, release_sites, trace)
+    _check_latent_rates(name, latent, trace)
     for site in release_sites:
         fn = trace[site]["fn"]
         if not isinstance(fn, Distribution):

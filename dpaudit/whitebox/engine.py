@@ -309,6 +309,8 @@ def _conclude(name, plan, settings, evidence, options: AuditOptions, started) ->
     delta = delta_summary(results, plan.accounting, claim)
     family = plan.shift.family if plan.shift is not None else None
     outcome, notes = verdict(claim, delta, plan.accounting, certificate, plan.compatibility, family)
+    if plan.accounting_note is not None:
+        notes = (*notes, plan.accounting_note)
     epsilon_lower, epsilons = epsilon_summary(
         claim, grid, results, plan.accounting, certificate, evidence.verified
     )

@@ -12,6 +12,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+import numpyro.distributions as dist
 from numpyro.distributions import Distribution
 
 from dpaudit.accounting import (
@@ -27,19 +28,26 @@ from dpaudit.composition import BoundedComposition, compose_accounting
 from dpaudit.densities import check_has_density
 from dpaudit.exact import exact_sup_loss
 from dpaudit.mechanism import Claim, Mechanism
-from dpaudit.sites import JointRelease
+from dpaudit.sites import JointRelease, undeclared_adaptive_sites
 from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.shift import NoiseShift, joint_noise_shift, noise_shift
+from dpaudit.whitebox.subsampled_sites import (
+    DECLARE_SUBSAMPLING,
+    latent_subsampling,
+    mixture_subsampling,
+)
 
 __all__ = [
     "DENSITY_WORK_BYTES",
     "AuditPlan",
+    "accounting_gap",
     "choose_chunk_size",
     "density_batch_size",
     "density_work_elements",
     "plan_audit",
     "release_width",
     "site_accounting",
+    "subsampled_site_accounting",
 ]
 
 # fsum of a_j = sqrt(2)|h_j| / (sigma sqrt(lambda_j)): each a_j is within a few ulp, so a
@@ -69,6 +77,8 @@ class AuditPlan(NamedTuple):
         route: ``"closed-form"``, ``"density"`` or ``"model"``.
         accounting: exact/numerical accounting, or ``None``.
         compatibility: the compatibility analysis, or ``None``.
+        accounting_note: why a joint release gets no exact accounting (one sentence), or
+            ``None`` (it has one, it was not asked for, or the release is one site).
     """
 
     claim: Claim
@@ -78,6 +88,7 @@ class AuditPlan(NamedTuple):
     route: str
     accounting: ExactAccounting | None
     compatibility: Compatibility | None
+    accounting_note: str | None = None
 
 
 def _choose_route(route: str, shift: NoiseShift | None, name: str) -> str:
@@ -93,6 +104,9 @@ def _choose_route(route: str, shift: NoiseShift | None, name: str) -> str:
 
 def _site_part(law_p, law_q):
     """One site's part of a composition and its certified supremum bounds ``(lo, hi, how)``."""
+    subsampled = mixture_subsampling(law_p, law_q)
+    if subsampled is not None:  # a Poisson-subsampled step written as a two-component mixture
+        return subsampled, None
     shift = noise_shift(law_p, law_q)
     if shift is not None:
         if shift.family == "gaussian" or shift.singular:
@@ -151,6 +165,116 @@ def site_accounting(dist_d, dist_dp, *, discretization: float = 1e-4):
     return BoundedComposition(upper, lower, method, composed)
 
 
+def subsampled_site_accounting(dist_d, dist_dp, *, discretization: float = 1e-4):
+    """Exact accounting of a Poisson-subsampled release written as users write it.
+
+    A single release site drawn from a two-component mixture against one of its
+    components, or a joint release whose discrete latent sites select the differing
+    record (:mod:`dpaudit.whitebox.subsampled_sites`).
+
+    Args:
+        dist_d: the release law under ``D``.
+        dist_dp: the release law under ``D'``.
+        discretization: grid spacing of the numerical curves.
+
+    Returns:
+        The accounting of one subsampled step, or ``None`` when not recognised.
+
+    Raises:
+        ValueError: for a subsampling rate outside ``(0, 1]`` or mixture weights that are
+            not probabilities.
+    """
+    if isinstance(dist_d, JointRelease) and isinstance(dist_dp, JointRelease):
+        component = latent_subsampling(dist_d, dist_dp)
+    elif not isinstance(dist_d, JointRelease) and not isinstance(dist_dp, JointRelease):
+        component = mixture_subsampling(dist_d, dist_dp)
+    else:
+        component = None
+    if component is None:
+        return None
+    return compose_accounting([component], discretization=discretization)
+
+
+def _names(sites) -> str:
+    return ", ".join(map(repr, sites))
+
+
+def _adaptive_gap(dist_d, dist_dp) -> str:
+    """Why an adaptive joint release (no latent or shared site) has no exact accounting."""
+    undeclared = undeclared_adaptive_sites(dist_d)
+    if undeclared is None:
+        return (
+            "the model cannot be traced with its released values as inputs, so which sites "
+            "depend on earlier releases is unknown and only Monte Carlo bounds are computed."
+        )
+    if not undeclared:
+        return (
+            "a site that declares a history-uniform bound (uniform_sup_loss) gave none for "
+            "this pair, so only Monte Carlo bounds are computed."
+        )
+    laws = dist_d.site_distributions()
+    mixture = any(isinstance(laws[s], dist.MixtureGeneral | dist.MixtureSameFamily)
+                  for s in undeclared)  # fmt: skip
+    fix = (
+        DECLARE_SUBSAMPLING
+        if mixture
+        else "declare one, or give the model a privacy_accounting hook (docs/whole-trace.md)"
+    )
+    return (
+        f"the law of site(s) {_names(undeclared)} depends on earlier released values and "
+        "declares no bound uniform over them (uniform_fields and uniform_sup_loss), so only "
+        f"Monte Carlo bounds are computed; {fix}."
+    )
+
+
+def accounting_gap(dist_d, dist_dp) -> str | None:
+    """One sentence saying why a joint release gets no exact accounting.
+
+    Args:
+        dist_d: the release law under ``D``.
+        dist_dp: the release law under ``D'``.
+
+    Returns:
+        The sentence (it starts "no exact accounting: "), or ``None`` for a single site.
+    """
+    if not (isinstance(dist_d, JointRelease) and isinstance(dist_dp, JointRelease)):
+        return None
+    lead = "no exact accounting: "
+    shared = dist_d.shared_sites or dist_dp.shared_sites
+    latent = dist_d.latent_sites or dist_dp.latent_sites
+    continuous = dist_d.continuous_sites or dist_dp.continuous_sites
+    if shared:
+        return (
+            f"{lead}the release is audited conditionally on the shared site(s) "
+            f"{_names(shared)}, which only the Monte Carlo bounds cover."
+        )
+    if latent:
+        return (
+            f"{lead}the release marginalises the latent site(s) {_names(latent)}, a mixture "
+            "dpaudit accounts exactly only as Poisson subsampling of the differing record (one "
+            "law without it, the same Gaussian or Laplace noise shifted with it, nothing else "
+            f"moved by the latent values); {DECLARE_SUBSAMPLING}."
+        )
+    if continuous:
+        return (
+            f"{lead}the continuous latent site(s) {_names(continuous)} are integrated out, and "
+            "exact accounting needs scalar enumerable release sites whose latent law gives "
+            "certified_marginal_log_prob, so only Monte Carlo bounds are computed."
+        )
+    if dist_d.adaptive() or dist_dp.adaptive():
+        return lead + _adaptive_gap(dist_d, dist_dp)
+    laws_d, laws_dp = dist_d.site_distributions(), dist_dp.site_distributions()
+    for site in dist_d.release_sites:
+        if _site_part(laws_d[site], laws_dp[site])[0] is None:
+            return (
+                f"{lead}site {site!r} ({type(laws_d[site]).__name__}) is neither shifted "
+                "Gaussian, Laplace or ICLP noise, a Poisson-subsampled mixture of them, nor a "
+                "law whose supremum of the privacy loss dpaudit certifies (dpaudit.exact), so "
+                "only Monte Carlo bounds are computed."
+            )
+    return f"{lead}the sites' accountings could not be composed, so only Monte Carlo bounds are computed."
+
+
 def plan_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> AuditPlan:
     """Release laws, noise structure, route, accounting and compatibility of one audit.
 
@@ -197,6 +321,10 @@ def plan_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) ->
         # Sites of different noise families (Laplace with Gaussian, a grid ICLP with a
         # Laplace vector, shifted noise with linear-Laplace): composed exactly, site by site.
         accounting = site_accounting(dist_d, dist_dp, discretization=discretization)
+    if exact and accounting is None:
+        # Poisson subsampling as users write it: a latent batch mask or a mixture site.
+        accounting = subsampled_site_accounting(dist_d, dist_dp, discretization=discretization)
+    note = accounting_gap(dist_d, dist_dp) if exact and accounting is None else None
     compat = None
     # Compatibility is about functional noise (K -> infinity); finite-dimensional
     # ("independent"/"multivariate") noise has no limit to classify. A bare coefficient
@@ -207,7 +335,7 @@ def plan_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) ->
         compat = compatibility_of(
             shift.shift, shift.eigenvalues, extrapolated=is_functional_truncation(shift.source)
         )
-    return AuditPlan(claim, dist_d, dist_dp, shift, route, accounting, compat)
+    return AuditPlan(claim, dist_d, dist_dp, shift, route, accounting, compat, note)
 
 
 def release_width(plan: AuditPlan) -> int:

@@ -107,14 +107,41 @@ class DirectionRun(NamedTuple):
     best_release: np.ndarray | None
 
 
-def _raise_on_nan(state, name: str, d_index: int) -> None:
-    if float(state.n_nan) > 0:
+def _infinite_log_densities(kernel: LossKernel, key, n: int, index: int) -> float | None:
+    """``log p`` when both log densities are the same infinity at a NaN-loss release, else None.
+
+    Regenerates the release from its chunk's key and evaluates both laws' log densities
+    eagerly (once, on the error path only).
+    """
+    try:
+        x = jnp.asarray(kernel.release(key, n, index), dtype=jnp.float64)[None]
+        log_p = float(jnp.sum(kernel.dist_p.log_prob(x)))
+        log_q = float(jnp.sum(kernel.dist_q.log_prob(x)))
+    except Exception:  # the diagnosis is best effort: the NaN error is raised regardless
+        return None
+    return log_p if math.isinf(log_p) and log_p == log_q else None
+
+
+def _raise_on_nan(state, name: str, d_index: int, cause=None) -> None:
+    """Raise for NaN losses; ``cause()`` names both log densities when both are infinite."""
+    if float(state.n_nan) <= 0:
+        return
+    both = cause() if cause is not None else None
+    where = f"mechanism {name!r}: {int(state.n_nan)} privacy loss(es) are NaN in direction "
+    if both is not None:
+        kind = "underflow" if both < 0 else "overflow"
         raise ValueError(
-            f"mechanism {name!r}: {int(state.n_nan)} privacy loss(es) are "
-            f"NaN in direction {DIRECTIONS[d_index]} (a release outside the support "
-            "of both release distributions, or a NaN log density); the audit is "
-            "aborted and no partial result is returned."
+            f"{where}{DIRECTIONS[d_index]} because both log densities are infinite (log p = "
+            f"log p' = {both}) at the same release, a numerical {kind} typical of a density "
+            "computed as log(prod(pdf)) over many coordinates; compute the log density as a "
+            "sum of log densities (jnp.sum of the coordinates' log_prob, or numpyro's "
+            ".to_event(1)) instead (the audit is aborted, no partial result is returned)."
         )
+    raise ValueError(
+        f"{where}{DIRECTIONS[d_index]} (a release outside the support of both release "
+        "distributions, or a NaN log density); the audit is aborted and no partial result "
+        "is returned."
+    )
 
 
 def chunk_count(settings: RunSettings) -> int:
@@ -213,7 +240,13 @@ def chunk_part(kernel: LossKernel, d_index: int, key, settings: RunSettings, c: 
     state, loss, top, where = kernel.step(
         kernel.init(s.grid.size), jax.random.fold_in(dkey, c), jnp.asarray(s.grid), n_valid, s.chunk
     )
-    _raise_on_nan(state, s.name, d_index)
+    chunk_key = jax.random.fold_in(dkey, c)
+
+    def cause():
+        first = int(np.flatnonzero(np.isnan(np.asarray(loss[:n_valid])))[0])
+        return _infinite_log_densities(kernel, chunk_key, s.chunk, first)
+
+    _raise_on_nan(state, s.name, d_index, cause)
     head = max(0, min(n_valid, s.keep_samples - c * s.chunk))
     kept = np.asarray(loss[:head]) if head else np.zeros(0)
     return ChunkPart(_host(state), float(top), int(where), kept)

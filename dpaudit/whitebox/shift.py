@@ -204,9 +204,23 @@ def _coefficient_shift(dist_p: KarhunenLoeveNoise, dist_q: KarhunenLoeveNoise):
     )
 
 
+def _same_covariance(dist_p, dist_q) -> bool:
+    """Whether two multivariate normals of one class have the same covariance parameters.
+
+    ``MultivariateNormal`` is compared on ``scale_tril`` (whichever of ``scale_tril``,
+    ``covariance_matrix`` or ``precision_matrix`` built it, numpyro keeps its Cholesky
+    factor); ``LowRankMultivariateNormal`` on ``cov_factor`` and ``cov_diag``.
+    """
+    if type(dist_p) is dist.LowRankMultivariateNormal:
+        return _same(dist_p.cov_factor, dist_q.cov_factor) and _same(
+            dist_p.cov_diag, dist_q.cov_diag
+        )
+    return _same(dist_p.scale_tril, dist_q.scale_tril)
+
+
 def _multivariate_shift(dist_p, dist_q) -> NoiseShift | None:
-    """Two numpyro ``MultivariateNormal`` with the same ``scale_tril`` (whitened coordinates)."""
-    if dist_p.batch_shape != () or not _same(dist_p.scale_tril, dist_q.scale_tril):
+    """Two numpyro multivariate normals with the same covariance (whitened coordinates)."""
+    if dist_p.batch_shape != () or not _same_covariance(dist_p, dist_q):
         return None
     tril = np.asarray(dist_p.scale_tril, dtype=np.float64)
     loc_p = np.asarray(dist_p.loc, dtype=np.float64)
@@ -259,7 +273,9 @@ def noise_shift(dist_p: Distribution, dist_q: Distribution) -> NoiseShift | None
     same noise; two :class:`~dpaudit.noise.KarhunenLoeveNoise` of the same kind
     with equal eigenvalues and sigma; numpyro ``Normal`` or ``Laplace`` (possibly
     wrapped in ``Independent``/``to_event``) with equal scales; two numpyro
-    ``MultivariateNormal`` with the same ``scale_tril`` (whitened).
+    ``MultivariateNormal`` with the same ``scale_tril`` (however parameterised), or two
+    ``LowRankMultivariateNormal`` with the same ``cov_factor`` and ``cov_diag`` (whitened
+    by the Cholesky factor of the covariance).
 
     For grid releases the shift is ``h = project(f_P - f_Q)``; a part of
     ``f_P - f_Q`` orthogonal to the span larger than the noise's own support
@@ -280,8 +296,9 @@ def noise_shift(dist_p: Distribution, dist_q: Distribution) -> NoiseShift | None
         return _coefficient_shift(dist_p, dist_q)
     if dist_p.event_shape != dist_q.event_shape or dist_p.batch_shape != dist_q.batch_shape:
         return None
-    if type(dist_p) is dist.MultivariateNormal and type(dist_q) is dist.MultivariateNormal:
-        return _multivariate_shift(dist_p, dist_q)
+    for cls in (dist.MultivariateNormal, dist.LowRankMultivariateNormal):
+        if type(dist_p) is cls and type(dist_q) is cls:
+            return _multivariate_shift(dist_p, dist_q)
     base_p, base_q = unwrap_independent(dist_p), unwrap_independent(dist_q)
     for cls, family in ((dist.Normal, "gaussian"), (dist.Laplace, "laplace")):
         if type(base_p) is cls and type(base_q) is cls:
