@@ -14,6 +14,7 @@ import numpyro.distributions as dist
 import pytest
 
 import dpaudit
+from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.plan import plan_audit
 
 D, D_PRIME = jnp.zeros(5), jnp.zeros(5).at[0].set(1.0)
@@ -72,8 +73,7 @@ def _mechanism(model, sites):
 
 
 def _plan(mech, exact=True):
-    return plan_audit(mech, D, D_PRIME, route="auto", exact=exact, compatibility=False,
-                      check_adjacency=True, discretization=1e-4)  # fmt: skip
+    return plan_audit(mech, D, D_PRIME, AuditOptions(exact=exact, compatibility=False))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

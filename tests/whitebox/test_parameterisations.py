@@ -18,6 +18,7 @@ import numpyro.distributions as dist
 import pytest
 
 import dpaudit
+from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.plan import plan_audit, site_accounting
 
 N = 10
@@ -118,8 +119,7 @@ def test_a_covariance_built_from_an_earlier_release_is_still_adaptive():
     )
     p = mech.release_distribution(D)
     assert p.adaptive()
-    plan = plan_audit(mech, D, D_PRIME, route="auto", exact=True, compatibility=False,
-                      check_adjacency=True, discretization=1e-4)  # fmt: skip
+    plan = plan_audit(mech, D, D_PRIME, AuditOptions(exact=True, compatibility=False))
     assert plan.accounting is None
 
 

@@ -17,6 +17,7 @@ import dpaudit
 from dpaudit.cli import EXIT_INVALID, main
 from dpaudit.composition import GaussianComponent
 from dpaudit.subsampling import SubsampledComponent, subsampled_accounting
+from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.plan import plan_audit
 
 Q, SIGMA, CLIP, DELTA = 0.2, 1.0, 1.0, 1e-5
@@ -62,8 +63,7 @@ def _mechanism(model, epsilon):
 
 
 def _plan(mech):
-    return plan_audit(mech, D, D_PRIME, route="auto", exact=True, compatibility=False,
-                      check_adjacency=True, discretization=1e-4)  # fmt: skip
+    return plan_audit(mech, D, D_PRIME, AuditOptions(exact=True, compatibility=False))
 
 
 @pytest.mark.parametrize(
@@ -101,8 +101,12 @@ def test_other_records_that_move_the_noise_are_not_taken_for_subsampling():
     # with a non-zero other record the law without the differing record is itself a
     # mixture: not the subsampled pair, so no exact accounting and a note on how to declare
     mech = _mechanism(_bernoulli_model(), 1.0)
-    plan = plan_audit(mech, D.at[0].set(0.5), D_PRIME.at[0].set(0.5), route="auto", exact=True,
-                      compatibility=False, check_adjacency=True, discretization=1e-4)  # fmt: skip
+    plan = plan_audit(
+        mech,
+        D.at[0].set(0.5),
+        D_PRIME.at[0].set(0.5),
+        AuditOptions(exact=True, compatibility=False),
+    )
     assert plan.accounting is None
     assert plan.accounting_note.startswith("no exact accounting: the release marginalises")
     assert "'keep'" in plan.accounting_note and "privacy_accounting" in plan.accounting_note
