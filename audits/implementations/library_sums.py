@@ -8,6 +8,9 @@ library itself uses to calibrate its noise. Results are recorded in
 
 * diffprivlib ``tools.sum``: ``np.sum(clip_to_bounds(ravel(x), bounds))``, noise calibrated
   to ``upper - lower``.
+* diffprivlib ``tools.mean`` at a fixed size ``n = 4``: ``np.mean(clip_to_bounds(x))``,
+  noise calibrated to ``(upper - lower) / n`` under replace-one; the summary refuses
+  (raises on) datasets of another size, so only same-size neighbours are compared.
 * OpenDP ``make_sum`` on ``f64`` with bounds and unknown size: the transformation itself,
   its claim ``map(1)`` (OpenDP's stability map, which includes a rounding allowance).
 * OpenDP ``make_sum`` on ``i32``: the transformation, its claim ``map(1)``.
@@ -41,6 +44,22 @@ def diffprivlib_sum():
         return float(np.sum(clip_to_bounds(np.ravel(np.asarray(records, float)), FLOAT_BOUNDS)))
 
     return summary, FLOAT_BOUNDS[1] - FLOAT_BOUNDS[0], FLOAT_BOUNDS, False
+
+
+#: The dataset size of the fixed-size mean check.
+MEAN_SIZE = 4
+
+
+def diffprivlib_mean():
+    """``(summary, claimed sensitivity, bounds, integer)`` of diffprivlib's mean at size 4."""
+    from diffprivlib.validation import clip_to_bounds
+
+    def summary(records):
+        if len(records) != MEAN_SIZE:
+            raise ValueError(f"records has {len(records)} values; the check is at n = {MEAN_SIZE}.")
+        return float(np.mean(clip_to_bounds(np.ravel(np.asarray(records, float)), FLOAT_BOUNDS)))
+
+    return summary, (FLOAT_BOUNDS[1] - FLOAT_BOUNDS[0]) / MEAN_SIZE, FLOAT_BOUNDS, False
 
 
 def _opendp():
@@ -115,6 +134,7 @@ def pydp_count():
 
 CHECKS = {
     "diffprivlib tools.sum": ("diffprivlib", diffprivlib_sum),
+    "diffprivlib tools.mean n=4 (replace-one)": ("diffprivlib", diffprivlib_mean),
     "OpenDP make_sum f64": ("opendp", opendp_float_sum),
     "OpenDP make_sum i32": ("opendp", opendp_int32_sum),
     "python-dp BoundedSum float": ("python-dp", lambda: pydp_sum("float")),
@@ -128,8 +148,9 @@ def run(name: str, max_examples: int = 2000):
     """The counterexample (or ``None``) and the library version of one check."""
     package, build = CHECKS[name]
     summary, claimed, bounds, integer = build()
+    adjacency = "replace-one" if "replace-one" in name else "add-remove"
     found = find_sensitivity_violation(
-        summary, claimed, bounds, integer=integer, max_examples=max_examples
+        summary, claimed, bounds, integer=integer, adjacency=adjacency, max_examples=max_examples
     )
     return found, importlib.metadata.version(package)
 

@@ -2,7 +2,7 @@
 
 Skipped without the library. python-dp's ``BoundedSum`` is read noise-free at epsilon
 1e300; its float sum rounds past its claimed sensitivity and its 32-bit integer sum
-wraps, while its ``Count`` holds.
+wraps, while its ``Count`` holds; diffprivlib's mean at a fixed size rounds past its own.
 """
 
 from __future__ import annotations
@@ -44,6 +44,14 @@ def test_pydp_float_sum_exceeds_its_sensitivity():
 def test_pydp_int32_sum_wraps():
     found, _ = SUMS.run("python-dp BoundedSum int", max_examples=500)
     assert found is not None and found.implemented > 2**31
+
+
+def test_diffprivlib_mean_at_fixed_size_exceeds_its_sensitivity():
+    """Replace-one at n = 4: the mean of a large and small records rounds past (upper - lower)/4."""
+    pytest.importorskip("diffprivlib", exc_type=ImportError)
+    found, _ = SUMS.run("diffprivlib tools.mean n=4 (replace-one)")
+    assert found is not None and found.implemented > found.claimed
+    assert len(found.data) == len(found.data_prime) == SUMS.MEAN_SIZE
 
 
 def test_pydp_count_holds():
