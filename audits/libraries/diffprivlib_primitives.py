@@ -535,6 +535,7 @@ def run(
     seed: int = 0,
     select_samples: int | None = None,
     seeded: bool = True,
+    statistic: str = "auto",
 ):
     """Audit one diffprivlib primitive as a per-call sampler.
 
@@ -544,6 +545,7 @@ def run(
         seed: the audit's seed (also diffprivlib's randomness when ``seeded``).
         select_samples: selection releases per dataset (default the audit's).
         seeded: see :func:`sampler_of`.
+        statistic: the engine's statistic (``"auto"``, ``"float"``, ``"bits"``, ...).
 
     Returns:
         The :class:`~dpaudit.BlackBoxResult`.
@@ -556,6 +558,7 @@ def run(
         d,
         d1,
         claim,
+        statistic=statistic,
         samples=audit.samples if samples is None else samples,
         select_samples=audit.select_samples if select_samples is None else select_samples,
         seed=seed,

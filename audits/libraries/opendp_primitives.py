@@ -118,7 +118,13 @@ AUDITS = [
 ]
 
 
-def run(audit: LibraryAudit, samples: int, seed: int = 0, select_samples: int | None = None):
+def run(
+    audit: LibraryAudit,
+    samples: int,
+    seed: int = 0,
+    select_samples: int | None = None,
+    statistic: str = "auto",
+):
     """Audit one primitive as an unseeded per-call sampler.
 
     Args:
@@ -126,6 +132,7 @@ def run(audit: LibraryAudit, samples: int, seed: int = 0, select_samples: int | 
         samples: certification releases per dataset.
         seed: the audit's seed (selection and tie draws; the primitive has its own randomness).
         select_samples: selection releases per dataset (default the audit's).
+        statistic: the engine's statistic (``"auto"``, ``"float"``, ``"bits"``, ...).
 
     Returns:
         The :class:`~dpaudit.BlackBoxResult`.
@@ -142,6 +149,7 @@ def run(audit: LibraryAudit, samples: int, seed: int = 0, select_samples: int | 
         d,
         d1,
         dpaudit.Claim(*audit.claim),
+        statistic=statistic,
         samples=samples,
         select_samples=select_samples,
         seed=seed,
