@@ -1201,6 +1201,9 @@ class BoundedComposition:
         method: how the site suprema were obtained.
         curves: the :class:`~dpaudit.accounting.ExactAccounting` of the composition.
         family: always ``"supremum"``.
+        sup_loss_error: how far beyond the bracket a claim that holds exactly may lie
+            (the rounding of the sites' parameters, :func:`dpaudit.roundoff.sup_loss_tolerance`),
+            or ``None``.
     """
 
     sup_loss: float
@@ -1208,6 +1211,7 @@ class BoundedComposition:
     method: str
     curves: ExactAccounting
     family: str = "supremum"
+    sup_loss_error: float | None = None
 
     def delta_upper(self, epsilon) -> np.ndarray:
         """The smaller of the composed upper curve and ``(1 - e^{epsilon - S})_+``.
