@@ -80,9 +80,9 @@ def test_shift_errors_cover_the_rounding_of_the_laws_centres():
                 dist.Laplace(_float_mean(data), scale), dist.Laplace(_float_mean(other), scale)
             )
             computed = exact_accounting(shift).sup_loss
-            exact = abs(
-                sum(Fraction(x) for x in data) - sum(Fraction(x) for x in other)
-            ) / (n * Fraction(scale))
+            exact = abs(sum(Fraction(x) for x in data) - sum(Fraction(x) for x in other)) / (
+                n * Fraction(scale)
+            )
             error = abs(Fraction(computed) - exact)
             assert error <= Fraction(shift_errors(shift)[0])
             worst = max(worst, float(error) / shift_errors(shift)[0])
