@@ -34,6 +34,7 @@ from dpaudit.blackbox.result import (
     selection_epsilon,
     strength_notes,
     verdict_notes,
+    violation_p_value,
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
 from dpaudit.blackbox.selection import OBJECTIVES, resolve_objective, select_event
@@ -49,6 +50,7 @@ from dpaudit.checks import check_choice, check_count
 from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.notions.claims import is_notion_claim
 from dpaudit.progress import progress_bar, should_show
+from dpaudit.significance import borderline_note, borderline_record
 
 __all__ = ["blackbox_audit"]
 
@@ -349,6 +351,11 @@ def _result(
         notes += (f"Sequential certification {certified.stopping['reason']}",)
     if plan.pair_names is not None:
         notes += (f"pairs='auto': the certified pair is {plan.pair_names[arm.pair]!r}.",)
+    borderline = None
+    if eps_lo > claim.epsilon:
+        p = violation_p_value(counts, claim, confidence, plan.confidence)
+        borderline = borderline_record(p)
+        notes = notes if borderline is None else (borderline_note(p), *notes)
     return BlackBoxResult(
         mechanism=plan.name,
         claim=claim,
@@ -370,6 +377,7 @@ def _result(
         strength=strength,
         reproducible=plan.reproducible,
         stopping=certified.stopping,
+        borderline=borderline,
     )
 
 

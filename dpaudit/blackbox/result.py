@@ -27,6 +27,7 @@ from dpaudit.blackbox.bounds import (
 from dpaudit.mechanism import Claim
 from dpaudit.notions.claims import claim_label, notion_bound_text
 from dpaudit.serialize import json_float, jsonable
+from dpaudit.significance import borderline_note, p_value
 
 __all__ = [
     "DIRECTIONS",
@@ -39,6 +40,7 @@ __all__ = [
     "selection_epsilon",
     "strength_notes",
     "verdict_notes",
+    "violation_p_value",
 ]
 
 # Event sizes tried for the budget's best detectable epsilon: Q-probabilities log-spaced from
@@ -210,6 +212,9 @@ class BlackBoxResult(AuditRecord):
             claim's own parameter (:func:`dpaudit.blackbox.tradeoff.notion_bound`:
             ``notion, stated, parameter, lower, claimed, exceeds_claim, confidence``), at the
             audit's confidence and from the same event; ``None`` for an (epsilon, delta) claim.
+        borderline: ``{"p_value", "threshold"}`` when the violation is borderline (its
+            p-value, :func:`dpaudit.significance.p_value`, exceeds
+            :data:`~dpaudit.significance.BORDERLINE_P`), else ``None``.
     """
 
     samples_select: int
@@ -229,6 +234,7 @@ class BlackBoxResult(AuditRecord):
     reproducible: bool = True
     stopping: dict | None = None
     notion_bound: dict | None = None
+    borderline: dict | None = None
 
     @property
     def method(self) -> str:
@@ -296,6 +302,8 @@ class BlackBoxResult(AuditRecord):
             "notes": list(self.notes),
             # only for notion claims, so (epsilon, delta) records are unchanged
             **({} if self.notion_bound is None else {"notion_bound": jsonable(self.notion_bound)}),
+            # only for borderline violations, so other records are unchanged
+            **({} if self.borderline is None else {"borderline": dict(self.borderline)}),
         }
 
     def __repr__(self) -> str:
@@ -327,6 +335,8 @@ class BlackBoxResult(AuditRecord):
             lines.append(f"  notion: {notion_bound_text(self.notion_bound)}")
         if self.notes:
             lines.append(f"  why: {self.notes[-1]}")
+        if self.borderline is not None:
+            lines.append(f"  {borderline_note(self.borderline['p_value'])}")
         return "\n".join(lines)
 
 
@@ -361,6 +371,37 @@ def certified_bounds(counts: CertifiedCounts, claim: Claim, confidence: float):
     else:
         bound |= {"ratio_lower": p_lo / q_hi if q_hi > 0 else math.inf}
     return eps, delta, (p_lo, q_hi), bound
+
+
+def violation_p_value(counts: CertifiedCounts, claim: Claim, level: float, confidence: float):
+    """The p-value of a certified epsilon violation (:func:`dpaudit.significance.p_value`).
+
+    The smallest failure probability at which the same counts still certify
+    ``epsilon(delta) > epsilon_claim``. A sequential certification stopped at a look
+    spending ``1 - level`` of the audit's ``1 - confidence``: the look's p-value is scaled
+    by ``(1 - confidence) / (1 - level)``, which keeps ``P(p <= x) <= x`` over all looks.
+
+    Args:
+        counts: the certified counts.
+        claim: the claim audited.
+        level: the confidence the counts were certified at (a look's, or the audit's).
+        confidence: the audit's ``1 - alpha``.
+
+    Returns:
+        ``p`` in ``(0, 1]``.
+    """
+
+    def certifies_at(a: float) -> bool:
+        eps = certified_epsilon_by(
+            counts.bound, counts.k_p, counts.n_p, counts.k_q, counts.n_q,
+            delta=claim.delta, confidence=1.0 - a,
+        )  # fmt: skip
+        return float(eps) > claim.epsilon
+
+    look_alpha = 1.0 - level
+    if not certifies_at(look_alpha):
+        return 1.0 - confidence
+    return min(1.0, p_value(certifies_at, look_alpha) * (1.0 - confidence) / look_alpha)
 
 
 def selection_epsilon(selected: SelectedEvent, delta: float) -> float:

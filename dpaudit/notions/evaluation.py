@@ -38,6 +38,7 @@ from dpaudit.composition import LaplaceComponent, SupremumComponent
 from dpaudit.notions.claims import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
 from dpaudit.notions.conversions import gdp_delta, gdp_tradeoff
 from dpaudit.notions.renyi import (
+    LAPLACE_RENYI_RTOL,
     PROFILE_ORDERS,
     composition_renyi,
     monte_carlo_renyi_lower,
@@ -276,7 +277,8 @@ def _renyi_verdict(claim, accounting, directions, confidence) -> NotionAudit:
     if isinstance(claim, ZCDPClaim):
         bracket = zcdp_rho_bracket(accounting)
         rho_tol = float(renyi_tolerance(accounting, 1.0, claim.rho))
-        passed = bracket is not None and bracket[1] <= claim.rho + rho_tol
+        width = 0.0 if bracket is None else 2 * LAPLACE_RENYI_RTOL * bracket[1]
+        passed = bracket is not None and bracket[1] <= claim.rho + rho_tol + width
         # The bracket's lower end is an exact D_alpha / alpha at some order (possibly
         # beyond the profile's orders: a subsampled Gaussian's sup is reached at infinity).
         exact_viol = exact_viol or (bracket is not None and bracket[0] > claim.rho + rho_tol)
@@ -286,7 +288,9 @@ def _renyi_verdict(claim, accounting, directions, confidence) -> NotionAudit:
             certified = max(certified, bracket[0])
         parameter = "rho"
     else:
-        passed = exact is not None and bool(np.all(exact[1] <= claimed + tolerance))
+        # the bracket's round-off width: a claim at exactly the computed value passes
+        width = 0.0 if exact is None else 2 * LAPLACE_RENYI_RTOL * np.abs(exact[1])
+        passed = exact is not None and bool(np.all(exact[1] <= claimed + tolerance + width))
         tightest = {} if exact is None else {"lower": exact[0], "upper": exact[1]}
         certified = certified_d.tolist()
         parameter = "epsilon(alpha)"

@@ -61,6 +61,7 @@ from dpaudit.mechanism import Mechanism
 from dpaudit.notions.claims import is_notion_claim
 from dpaudit.pld import BOUND_METHODS
 from dpaudit.progress import progress_bar, should_show
+from dpaudit.significance import borderline_note, borderline_record
 from dpaudit.sites import JointRelease
 from dpaudit.whitebox.certificate import find_certificate
 from dpaudit.whitebox.kernels import loss_kernel
@@ -79,7 +80,13 @@ from dpaudit.whitebox.summaries import (
     delta_summary,
     epsilon_summary,
 )
-from dpaudit.whitebox.verdict import clamp_pass_lower_bound, notion_result, verdict
+from dpaudit.whitebox.verdict import (
+    clamp_pass_lower_bound,
+    exact_delta_violated,
+    monte_carlo_p_value,
+    notion_result,
+    verdict,
+)
 
 __all__ = ["audit"]
 
@@ -293,6 +300,20 @@ def _conditional(shared, outcome, reported, certificate, notes, diagnostics):
     return "inconclusive", reported._replace(value=0.0), None, notes
 
 
+def _borderline(outcome, claim, delta, accounting, certificate, results, confidence):
+    """The borderline record of a violation resting on Monte Carlo bounds alone, else ``None``.
+
+    A certificate or exact accounting rests on no sampling (``p = 0``): never borderline.
+    """
+    if outcome != "violation" or certificate is not None:
+        return None
+    if exact_delta_violated(claim, delta.exact_lower, accounting):
+        return None
+    if not delta.monte_carlo_lower > claim.delta:
+        return None  # e.g. the exact supremum of a pure claim decided it
+    return borderline_record(monte_carlo_p_value(claim, results, 1.0 - confidence))
+
+
 def _conclude(name, plan, settings, evidence, seed, confidence, started) -> AuditResult:
     """Summaries, verdict and the result record of a finished run."""
     certificate = evidence.certificate
@@ -315,6 +336,12 @@ def _conclude(name, plan, settings, evidence, seed, confidence, started) -> Audi
         outcome, reported, certificate, notes = _conditional(
             shared, outcome, reported, certificate, notes, diagnostics
         )
+    borderline = _borderline(
+        outcome, claim, delta, plan.accounting, certificate, results, confidence
+    )
+    if borderline is not None:
+        diagnostics["borderline"] = borderline
+        notes = (*notes, borderline_note(borderline["p_value"]))
     return AuditResult(
         mechanism=name,
         claim=claim,

@@ -18,6 +18,7 @@ from dpaudit.audit_record import DIRECTIONS, VERDICTS, AuditRecord
 from dpaudit.compatibility import Compatibility
 from dpaudit.pld import DeltaCurve
 from dpaudit.serialize import json_float, jsonable
+from dpaudit.significance import borderline_note
 from dpaudit.whitebox.summaries import DeltaSummary, EpsilonSummary
 
 __all__ = [
@@ -152,6 +153,15 @@ class AuditResult(AuditRecord):
     seconds: float
     notes: tuple[str, ...]
 
+    @property
+    def borderline(self) -> dict | None:
+        """``{"p_value", "threshold"}`` when the violation is borderline, else ``None``.
+
+        A violation resting on Monte Carlo bounds alone whose p-value exceeds
+        :data:`dpaudit.significance.BORDERLINE_P` (in ``diagnostics["borderline"]``).
+        """
+        return self.diagnostics.get("borderline")
+
     def to_dict(self) -> dict:
         """A JSON-able dict (non-finite floats as ``"inf"``/``"-inf"``, NaN as ``None``).
 
@@ -206,6 +216,8 @@ class AuditResult(AuditRecord):
             why = self.notes[0] if self.notes else ""
         if why:
             lines.append(f"  why: {why}")
+        if self.borderline is not None:
+            lines.append(f"  {borderline_note(self.borderline['p_value'])}")
         return "\n".join(lines)
 
     def to_inference_data(self):

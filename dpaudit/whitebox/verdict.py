@@ -56,7 +56,9 @@ from dpaudit.accounting import ExactAccounting
 from dpaudit.compatibility import Compatibility
 from dpaudit.mechanism import Claim
 from dpaudit.notions.evaluation import evaluate_notion
+from dpaudit.pld import delta_bounds
 from dpaudit.roundoff import gamma, gaussian_delta_error, sup_loss_tolerance
+from dpaudit.significance import p_value
 from dpaudit.whitebox.result import Certificate
 from dpaudit.whitebox.summaries import DeltaSummary
 
@@ -65,6 +67,7 @@ __all__ = [
     "clamp_pass_lower_bound",
     "delta_tolerance",
     "exact_delta_violated",
+    "monte_carlo_p_value",
     "notion_result",
     "verdict",
 ]
@@ -204,6 +207,37 @@ def verdict(
         outcome = "inconclusive"  # rule 8
     outcome, compat_notes = _compatibility_verdict(claim, compatibility, noise_family, outcome)
     return outcome, tuple(notes + compat_notes)
+
+
+def monte_carlo_p_value(claim: Claim, directions, alpha: float) -> float:
+    """The p-value of a violation that rests on the Monte Carlo lower bounds alone (rule 2).
+
+    The smallest failure probability ``a`` at which the same draws still certify
+    ``delta(epsilon_claim) > delta`` (``a / 2`` per direction, as the verdict spends
+    ``alpha``; :func:`dpaudit.significance.p_value`).
+
+    Args:
+        claim: the ``(epsilon, delta)`` claim.
+        directions: the two :class:`~dpaudit.whitebox.result.DirectionResult`.
+        alpha: ``1 - confidence`` of the audit.
+
+    Returns:
+        ``p`` in ``(0, alpha]`` (``alpha`` when the bounds cannot be recomputed to agree).
+    """
+
+    def certifies_at(a: float) -> bool:
+        for r in directions:
+            se, n = float(r.at_claim["std_error"]), int(r.n)
+            if n < 2:
+                return False
+            low, _ = delta_bounds(
+                r.at_claim["estimate"], se * se * n, n, a / 2, method=r.curve.method
+            )
+            if float(low) > claim.delta:
+                return True
+        return False
+
+    return p_value(certifies_at, alpha) if certifies_at(alpha) else alpha
 
 
 class PassLowerBound(NamedTuple):
