@@ -34,8 +34,10 @@ def _counts(k_p: int, k_q: int, n: int = 10_000) -> CertifiedCounts:
 def test_p_value_is_the_smallest_certifying_level():
     counts = _counts(3000, 1000)
     p = violation_p_value(counts, CLAIM, 0.95, 0.95)
-    eps_at = lambda a: float(certified_epsilon_by(CONDITIONAL_RATIO, 3000, 1, 1000, 1,
-                                                  confidence=1 - a))  # fmt: skip
+
+    def eps_at(a):
+        return float(certified_epsilon_by(CONDITIONAL_RATIO, 3000, 1, 1000, 1, confidence=1 - a))
+
     assert eps_at(p * 1.001) > EPSILON >= eps_at(p / 1.01)
     assert p_value(lambda a: a > 0.01, 0.05) == pytest.approx(0.01, rel=1e-9)
     with pytest.raises(ValueError, match="alpha must lie strictly between 0 and 1"):
