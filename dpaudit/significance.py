@@ -33,8 +33,10 @@ __all__ = [
     "BORDERLINE_P",
     "borderline_note",
     "borderline_record",
+    "correct_suite",
     "holm",
     "p_value",
+    "suite_p_values",
 ]
 
 #: A violation whose p-value exceeds this is borderline: a correct, exactly tight claim is
@@ -99,7 +101,7 @@ def borderline_note(p: float, suite: bool = False) -> str:
     )
     return (
         f"borderline: a correct, exactly tight mechanism produces an excess this large with "
-        f"probability p = {p:.2g} ({where}); the violation is at the statistical resolution "
+        f"probability p <= {p:.2g} ({where}); the violation is at the statistical resolution "
         "of the audit: rerun with more samples to settle it."
     )
 
@@ -150,3 +152,69 @@ def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
             break
         rejected[i] = True
     return rejected
+
+
+def suite_p_values(results) -> list[float]:
+    """The p-value of each audit of a suite, for :func:`holm` (``1`` for no violation).
+
+    Args:
+        results: audit results (white-box or black-box), each with ``verdict`` and
+            ``p_value`` (a violation without one counts at its audit's level,
+            ``1 - confidence``).
+
+    Returns:
+        One p-value per result, in order.
+    """
+    out = []
+    for r in results:
+        if r.verdict != "violation":
+            out.append(1.0)
+        else:
+            p = getattr(r, "p_value", None)
+            out.append(1.0 - float(r.confidence) if p is None else float(p))
+    return out
+
+
+def correct_suite(results, suite_confidence: float) -> list:
+    """Holm's correction over a suite: violations it does not keep become borderline.
+
+    Every audit of the suite can raise a violation, so all count in ``m``. A violation
+    Holm rejects (its p-value small enough) stands; any other violation is reported as
+    ``"inconclusive"`` with a ``borderline`` record (``{"p_value", "threshold",
+    "suite": True}``) and a note: at the suite's level it is not a finding. The
+    probability that a suite of correct, exactly tight mechanisms shows any violation is
+    then at most ``1 - suite_confidence``.
+
+    Args:
+        results: the suite's audit results, in order.
+        suite_confidence: ``1 - alpha_suite``, in ``(0, 1)``.
+
+    Returns:
+        The results, the demoted ones replaced.
+
+    Raises:
+        ValueError: ``suite_confidence`` outside ``(0, 1)``.
+    """
+    import dataclasses
+
+    if not 0 < suite_confidence < 1:
+        raise ValueError(
+            f"suite_confidence must lie strictly between 0 and 1, got {suite_confidence!r}."
+        )
+    p = suite_p_values(results)
+    kept = holm(p, 1.0 - suite_confidence)
+    out = []
+    for r, pv, keep in zip(results, p, kept, strict=True):
+        if r.verdict != "violation" or keep:
+            out.append(r)
+            continue
+        record = {"p_value": pv, "threshold": (1.0 - suite_confidence), "suite": True}
+        note = borderline_note(pv, suite=True)
+        if hasattr(r, "diagnostics"):  # white-box: the record lives in the diagnostics
+            diagnostics = {**r.diagnostics, "borderline": record}
+            out.append(dataclasses.replace(r, verdict="inconclusive", diagnostics=diagnostics,
+                                           notes=(*r.notes, note)))  # fmt: skip
+        else:
+            out.append(dataclasses.replace(r, verdict="inconclusive", borderline=record,
+                                           notes=(note, *r.notes)))  # fmt: skip
+    return out

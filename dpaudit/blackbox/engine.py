@@ -351,7 +351,7 @@ def _result(
         notes += (f"Sequential certification {certified.stopping['reason']}",)
     if plan.pair_names is not None:
         notes += (f"pairs='auto': the certified pair is {plan.pair_names[arm.pair]!r}.",)
-    borderline = None
+    borderline = p = None
     if eps_lo > claim.epsilon:
         p = violation_p_value(counts, claim, confidence, plan.confidence)
         borderline = borderline_record(p)
@@ -378,6 +378,7 @@ def _result(
         reproducible=plan.reproducible,
         stopping=certified.stopping,
         borderline=borderline,
+        p_value=p,
     )
 
 

@@ -300,18 +300,19 @@ def _conditional(shared, outcome, reported, certificate, notes, diagnostics):
     return "inconclusive", reported._replace(value=0.0), None, notes
 
 
-def _borderline(outcome, claim, delta, accounting, certificate, results, confidence):
-    """The borderline record of a violation resting on Monte Carlo bounds alone, else ``None``.
+def _violation_p_value(outcome, claim, delta, accounting, certificate, results, confidence):
+    """The p-value of a violation (``None`` for other verdicts; ``0`` without sampling).
 
-    A certificate or exact accounting rests on no sampling (``p = 0``): never borderline.
+    A certificate or exact accounting rests on no sampling: ``p = 0``. A violation of the
+    Monte Carlo lower bounds alone: :func:`~dpaudit.whitebox.verdict.monte_carlo_p_value`.
     """
-    if outcome != "violation" or certificate is not None:
+    if outcome != "violation":
         return None
-    if exact_delta_violated(claim, delta.exact_lower, accounting):
-        return None
+    if certificate is not None or exact_delta_violated(claim, delta.exact_lower, accounting):
+        return 0.0
     if not delta.monte_carlo_lower > claim.delta:
-        return None  # e.g. the exact supremum of a pure claim decided it
-    return borderline_record(monte_carlo_p_value(claim, results, 1.0 - confidence))
+        return 0.0  # the exact supremum of a pure claim decided it
+    return monte_carlo_p_value(claim, results, 1.0 - confidence)
 
 
 def _conclude(name, plan, settings, evidence, seed, confidence, started) -> AuditResult:
@@ -336,9 +337,8 @@ def _conclude(name, plan, settings, evidence, seed, confidence, started) -> Audi
         outcome, reported, certificate, notes = _conditional(
             shared, outcome, reported, certificate, notes, diagnostics
         )
-    borderline = _borderline(
-        outcome, claim, delta, plan.accounting, certificate, results, confidence
-    )
+    p = _violation_p_value(outcome, claim, delta, plan.accounting, certificate, results, confidence)
+    borderline = None if p is None else borderline_record(p)
     if borderline is not None:
         diagnostics["borderline"] = borderline
         notes = (*notes, borderline_note(borderline["p_value"]))
@@ -361,4 +361,5 @@ def _conclude(name, plan, settings, evidence, seed, confidence, started) -> Audi
         directions=results,
         seconds=time.perf_counter() - started,
         notes=notes,
+        p_value=p,
     )

@@ -137,6 +137,10 @@ class AuditResult(AuditRecord):
         directions: the two :class:`DirectionResult`.
         seconds: wall time.
         notes: sentences qualifying the verdict.
+        p_value: for a violation, the probability that a correct, exactly tight mechanism
+            gives evidence this strong (:mod:`dpaudit.significance`): ``0`` when no sampling
+            is involved (a verified release, exact accounting); ``None`` for other verdicts.
+            Not in :meth:`to_dict` (a borderline violation's is, under ``diagnostics``).
     """
 
     seed: int
@@ -152,6 +156,7 @@ class AuditResult(AuditRecord):
     directions: tuple[DirectionResult, DirectionResult]
     seconds: float
     notes: tuple[str, ...]
+    p_value: float | None = None
 
     @property
     def borderline(self) -> dict | None:

@@ -58,7 +58,7 @@ from dpaudit.mechanism import Claim
 from dpaudit.notions.evaluation import evaluate_notion
 from dpaudit.pld import delta_bounds
 from dpaudit.roundoff import gamma, gaussian_delta_error, sup_loss_tolerance
-from dpaudit.significance import p_value
+from dpaudit.significance import BORDERLINE_P, borderline_note, borderline_record, p_value
 from dpaudit.whitebox.result import Certificate
 from dpaudit.whitebox.summaries import DeltaSummary
 
@@ -329,10 +329,32 @@ def notion_result(result, claim):
         f"({result.claim.epsilon:.6g}, {result.claim.delta:g}) by {judged.conversion}."
     )
     diagnostics = {**result.diagnostics, "notion": judged.to_dict()}
+    p = _notion_p_value(result, outcome)
+    kept = result.notes
+    if diagnostics.get("borderline") is not None and (p is None or p <= BORDERLINE_P):
+        del diagnostics["borderline"]  # the anchor's borderline violation is not the verdict
+        kept = tuple(n for n in kept if not n.startswith("borderline:"))
+    elif p is not None and p > BORDERLINE_P and "borderline" not in diagnostics:
+        diagnostics["borderline"] = borderline_record(p)
+        notes.append(borderline_note(p))
     return dataclasses.replace(
         result,
         claim=claim,
         verdict=outcome,
         diagnostics=diagnostics,
-        notes=(*result.notes, *notes),
+        notes=(*kept, *notes),
+        p_value=p,
     )
+
+
+def _notion_p_value(result, outcome: str) -> float | None:
+    """The p-value of a notion claim's violation: the anchor's when it is a violation too,
+    ``0`` when deterministic, else the audit's level (a notion's Monte Carlo bound is
+    certified at ``1 - confidence``; its p-value is not recomputed, so at most that)."""
+    if outcome != "violation":
+        return None
+    if _deterministic_violation(result):
+        return 0.0
+    if result.verdict == "violation" and result.p_value is not None:
+        return result.p_value
+    return 1.0 - result.confidence
