@@ -89,7 +89,7 @@ def test_two_hundred_seeds_of_a_tight_pure_claim_through_the_black_box_engine():
 
     e = math.exp(EPSILON)
 
-    def sampler(data, key, n):  # randomized response of a bit: truthful with e / (1 + e)
+    def sampler(data, n, key):  # randomized response of a bit: truthful with e / (1 + e)
         truth = jnp.asarray(data)[0, 0]
         keep = jax.random.uniform(key, (n,)) < e / (1 + e)
         return jnp.where(keep, truth, 1.0 - truth)[:, None]
