@@ -388,7 +388,8 @@ def violation_p_value(counts: CertifiedCounts, claim: Claim, level: float, confi
     """The p-value of a certified epsilon violation (:func:`dpaudit.significance.p_value`).
 
     The smallest failure probability at which the same counts still certify
-    ``epsilon(delta) > epsilon_claim``. A sequential certification stopped at a look
+    ``epsilon(delta) > epsilon_claim`` (for the conditional-ratio bound in closed form,
+    the binomial tail ``I_theta0(k_P, k_Q + 1)``; otherwise by bisection). A sequential certification stopped at a look
     spending ``1 - level`` of the audit's ``1 - confidence``: the look's p-value is scaled
     by ``(1 - confidence) / (1 - level)``, which keeps ``P(p <= x) <= x`` over all looks.
 
@@ -412,7 +413,14 @@ def violation_p_value(counts: CertifiedCounts, claim: Claim, level: float, confi
     look_alpha = 1.0 - level
     if not certifies_at(look_alpha):
         return 1.0 - confidence
-    return min(1.0, p_value(certifies_at, look_alpha) * (1.0 - confidence) / look_alpha)
+    if counts.bound == CONDITIONAL_RATIO and counts.k_p > 0:
+        # Closed form: the Clopper-Pearson lower bound Beta(a; k_P, k_Q + 1) of theta exceeds
+        # theta_0 = e^eps / (1 + e^eps) exactly when a > I_theta0(k_P, k_Q + 1).
+        theta0 = 1.0 / (1.0 + math.exp(-claim.epsilon))
+        at_look = float(scipy.special.betainc(counts.k_p, counts.k_q + 1, theta0))
+    else:
+        at_look = p_value(certifies_at, look_alpha)
+    return min(1.0, at_look * (1.0 - confidence) / look_alpha)
 
 
 def selection_epsilon(selected: SelectedEvent, delta: float) -> float:

@@ -125,3 +125,48 @@ def test_holm_controls_the_family_wise_error():
 def test_borderline_record_only_above_the_threshold():
     assert borderline_record(BORDERLINE_P) is None
     assert borderline_record(0.01) == {"p_value": 0.01, "threshold": BORDERLINE_P}
+
+
+def test_the_closed_form_p_value_is_the_bisection_one():
+    for k_p, k_q in ((3000, 1000), (40, 5), (700, 230)):
+        counts = _counts(k_p, k_q)
+        closed = violation_p_value(counts, CLAIM, 0.95, 0.95)
+
+        def certifies_at(a, k_p=k_p, k_q=k_q):
+            eps = certified_epsilon_by(CONDITIONAL_RATIO, k_p, 1, k_q, 1, confidence=1 - a)
+            return float(eps) > EPSILON
+
+        if closed < 0.05:
+            assert closed == pytest.approx(p_value(certifies_at, 0.05), rel=1e-6)
+
+
+def test_a_suite_of_tight_audits_raises_a_false_alarm_at_most_at_its_level():
+    """300 suites of 40 exactly tight correct audits at 0.95 each: without correction most
+    suites go red (1 - 0.97^40 ~ 70 %); with Holm at suite confidence 0.95, at most 5 %."""
+    import dataclasses
+
+    from dpaudit.significance import correct_suite
+
+    @dataclasses.dataclass(frozen=True)
+    class Result:
+        verdict: str
+        confidence: float
+        p_value: float | None
+        notes: tuple = ()
+        borderline: dict | None = None
+
+    rng = np.random.default_rng(3)
+    suites, m = 300, 40
+    p = _tight_p_values(suites * m, rng).reshape(suites, m)
+    raw_red = corrected_red = 0
+    for row in p:
+        results = [Result("violation" if x < 1 else "inconclusive", 0.95, x if x < 1 else None)
+                   for x in row]  # fmt: skip
+        raw_red += any(r.verdict == "violation" for r in results)
+        corrected = correct_suite(results, 0.95)
+        corrected_red += any(r.verdict == "violation" for r in corrected)
+        for before, after in zip(results, corrected, strict=True):
+            if before.verdict == "violation" and after.verdict != "violation":
+                assert after.borderline["suite"] is True and "borderline" in after.notes[0]
+    assert raw_red / suites > 0.3
+    assert corrected_red / suites <= 0.05 + 3 * math.sqrt(0.05 / suites)
