@@ -26,9 +26,10 @@ Stability of Numerical Algorithms*, 2nd ed., 2002):
   its summaries. The scales ``b_j``, ``sigma`` carry
   :data:`SCALE_OPS` operations of their calibration.
 * **The Gaussian curve** ``delta = Phi(a) - e^epsilon Phi(b)`` (computed in log
-  space): :data:`NDTR_ULPS` rounding errors per term, plus the effect of the
-  error in ``mu`` through ``d delta / d mu = phi(a)``
-  (:func:`gaussian_delta_error`).
+  space): :data:`NDTR_ULPS` rounding errors of each ``log_ndtr`` term's magnitude,
+  carried through the cancellation of the difference
+  (:func:`gaussian_curve_error`), plus the effect of the error in ``mu`` through
+  ``d delta / d mu = phi(a)`` (:func:`gaussian_delta_error`).
 
 Nothing here covers statistical error (Monte Carlo bounds carry their own
 confidence) or discretisation (the numerical curves are upper/lower bounds by
@@ -49,6 +50,7 @@ __all__ = [
     "SUMMARY_ULPS",
     "UNIT_ROUNDOFF",
     "gamma",
+    "gaussian_curve_error",
     "gaussian_delta_error",
     "laplace_evaluation_error",
     "shift_errors",
@@ -216,14 +218,12 @@ def supremum_rounding(sup: float) -> float:
 
 
 def gaussian_delta_error(epsilon, mu: float, mu_error: float = 0.0):
-    """Bound on the error of the Gaussian curve ``delta(epsilon)`` computed at ``mu``.
+    """Bound on the error of the Gaussian curve ``delta(epsilon)`` computed at a computed ``mu``.
 
-    ``delta = Phi(a) - e^epsilon Phi(b)``, ``a = mu/2 - epsilon/mu``, ``b = -mu/2 - epsilon/mu``,
-    evaluated in log space (:func:`dpaudit.noise.gaussian_delta`): each term errs by at most
-    :data:`NDTR_ULPS` rounding errors of its own size, and an error ``e`` in ``mu`` moves
-    ``delta`` by at most ``phi(a') e`` for some ``a'`` between the two values of ``a``
-    (``d delta / d mu = phi(a)``); ``phi(a') <= 2 phi(a)`` while ``e |d a / d mu| <= 1/2``,
-    so the bound takes ``2 phi(a) e``.
+    The float64 evaluation error at ``mu`` (:func:`gaussian_curve_error`), plus the effect of
+    an error ``e`` in ``mu``: ``d delta / d mu = phi(a)`` with ``a = mu/2 - epsilon/mu``, so
+    ``delta`` moves by at most ``phi(a') e`` for some ``a'`` between the two values of ``a``;
+    ``phi(a') <= 2 phi(a)`` while ``e |d a / d mu| <= 1/2``, so the bound takes ``2 phi(a) e``.
 
     Args:
         epsilon: epsilon(s) ``>= 0``.
@@ -235,7 +235,41 @@ def gaussian_delta_error(epsilon, mu: float, mu_error: float = 0.0):
     """
     eps = np.asarray(epsilon, dtype=np.float64)
     a = mu / 2.0 - eps / mu
-    b = -mu / 2.0 - eps / mu
-    terms = scipy.special.ndtr(a) + np.exp(eps + scipy.special.log_ndtr(b))
     moved = 2.0 * np.exp(-0.5 * a * a) / math.sqrt(2.0 * math.pi) * mu_error
-    return gamma(NDTR_ULPS) * terms + moved
+    return gaussian_curve_error(eps, mu) + moved
+
+
+def gaussian_curve_error(epsilon, mu: float):
+    """Bound on the float64 error of the Gaussian curve as :func:`dpaudit.noise.gaussian_delta`
+    computes it, at every real ``epsilon``.
+
+    ``delta = e^la (-expm1(d))`` with ``la = log_ndtr(a)``, ``lb = log_ndtr(b)`` and
+    ``d = epsilon + lb - la``. ``log_ndtr`` errs by :data:`NDTR_ULPS` rounding errors of its
+    magnitude (its logarithm grows like ``a^2 / 2`` in the tail, so the absolute error does
+    too), ``d`` by those of ``|epsilon| + |la| + |lb|``; an absolute error ``e_d`` of ``d``
+    moves ``-expm1(d)`` by ``e^d e_d`` (the cancellation when ``e^epsilon Phi(b)`` is close to
+    ``Phi(a)``), and ``e^la`` carries the relative error ``e_la`` of ``la``'s absolute one:
+
+    ``|error| <= e^la (e^d e_d) + delta (e_la + gamma_4)`` (first order; doubled).
+    Below 0 the curve is ``1 - e^epsilon (1 - delta(-epsilon))``: ``e^epsilon`` times the
+    error at ``-epsilon`` plus the rounding of the two operations.
+
+    Args:
+        epsilon: epsilon(s), any real.
+        mu: ``mu > 0``.
+
+    Returns:
+        The bound, shaped like ``epsilon``.
+    """
+    eps = np.asarray(epsilon, dtype=np.float64)
+    pos = np.abs(eps)
+    a = mu / 2.0 - pos / mu
+    b = -mu / 2.0 - pos / mu
+    la, lb = scipy.special.log_ndtr(a), scipy.special.log_ndtr(b)
+    g = gamma(NDTR_ULPS)
+    e_d = g * (1.0 + pos + np.abs(la) + np.abs(lb))
+    e_la = g * (1.0 + np.abs(la))
+    d = pos + lb - la
+    delta = -np.exp(la) * np.expm1(d)
+    err = 2.0 * (np.exp(la + d) * e_d + np.abs(delta) * (e_la + gamma(4)))
+    return np.where(eps >= 0, err, np.exp(eps) * err + gamma(4))
