@@ -632,10 +632,12 @@ def _gaussian_sentence(strength: dict, claim) -> str:
     """The Gaussian family's strength, in the claim's notion."""
     if "gaussian_mu" not in strength:
         return ""
+    figure = strength_in_notion(strength, claim)
+    mu = f"mu >= {strength['gaussian_mu']:.3g}"
     return (
-        f"A Gaussian mechanism is detected only from {strength_in_notion(strength, claim)} "
-        f"(mu >= {strength['gaussian_mu']:.3g}): its loss ratio on any countable event is far "
-        "below e^epsilon(delta)."
+        f"A Gaussian mechanism is detected only from {figure}"
+        + ("" if figure == mu else f" ({mu})")
+        + ": its loss ratio on any countable event is far below e^epsilon(delta)."
     )
 
 
