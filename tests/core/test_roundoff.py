@@ -160,3 +160,22 @@ def test_gaussian_a_hair_above_its_zcdp_claim_is_a_violation():
     assert tight.verdict == "violation"
     exact = dpaudit.audit(_gaussian_mean(0.5, 0.5), data, data_prime, samples=256)
     assert exact.verdict == "pass"
+
+
+def test_the_evaluation_error_of_the_supremum_covers_the_audit_computation():
+    """a = sqrt(2) |h| / sqrt(2 b^2) as the audit computes it, vs |h| / b exactly (Fractions):
+    the error is within laplace_evaluation_error, and that bound is not loose by orders
+    (``LAPLACE_TERM_OPS = 0`` fails the first assertion, ``60`` the last)."""
+    from dpaudit.accounting import laplace_parameters
+    from dpaudit.roundoff import laplace_evaluation_error
+
+    rng = np.random.default_rng(2)
+    ratios = []
+    for _ in range(2000):
+        h, b = rng.uniform(0.01, 3.0), rng.uniform(0.01, 3.0)
+        a = float(laplace_parameters(np.array([h]), np.array([2 * b * b]), 1.0)[0])
+        error = abs(Fraction(a) - Fraction(h) / Fraction(b))
+        bound = laplace_evaluation_error(np.array([a]))
+        assert error <= Fraction(bound)
+        ratios.append(float(error) / bound)
+    assert max(ratios) > 0.05
