@@ -54,6 +54,7 @@ import scipy.fft
 import scipy.optimize
 
 from dpaudit.noise.calibration import gaussian_delta
+from dpaudit.roundoff import shift_errors
 from dpaudit.serialize import json_float
 
 __all__ = [
@@ -496,6 +497,10 @@ class ExactAccounting:
         reverse_upper_pld, reverse_lower_pld: the curves of the reverse direction
             (``None`` when both directions share ``upper_pld``/``lower_pld``).
         components: the ``(component, count)`` pairs of a composition, else ``None``.
+        sup_loss_error: bound on the error of ``sup_loss`` from rounding (the laws'
+            parameters and the sum; :func:`dpaudit.roundoff.shift_errors`), or ``None``
+            when the parameters behind it are not known.
+        mu_error: the same for ``mu``, or ``None``.
     """
 
     family: str
@@ -507,6 +512,8 @@ class ExactAccounting:
     reverse_upper_pld: DiscretePLD | None = None
     reverse_lower_pld: DiscretePLD | None = None
     components: tuple | None = None
+    sup_loss_error: float | None = None
+    mu_error: float | None = None
 
     def delta_upper(self, epsilon) -> np.ndarray:
         """An upper bound on ``delta(epsilon)`` (exact for Gaussian).
@@ -617,12 +624,20 @@ def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
     if isinstance(shift, list | tuple):
         from dpaudit.composition import compose_accounting  # composition imports this module
 
-        return compose_accounting(shift, discretization=discretization)
+        composed = compose_accounting(shift, discretization=discretization)
+        errors = [shift_errors(s) for s in shift if not s.singular]
+        return dataclasses.replace(
+            composed,
+            sup_loss_error=math.fsum(e[0] for e in errors),
+            mu_error=math.sqrt(math.fsum(e[1] ** 2 for e in errors)),
+        )
     if shift.singular:
         return ExactAccounting(family="singular", sup_loss=math.inf)
+    sup_error, mu_error = shift_errors(shift)
     if shift.family == "gaussian":
         mu = gaussian_mu(shift.shift, shift.eigenvalues, shift.sigma)
-        return ExactAccounting(family="gaussian", sup_loss=math.inf if mu > 0 else 0.0, mu=mu)
+        sup = math.inf if mu > 0 else 0.0
+        return ExactAccounting(family="gaussian", sup_loss=sup, mu=mu, mu_error=mu_error)
     a = laplace_parameters(shift.shift, shift.eigenvalues, shift.sigma)
     return ExactAccounting(
         family="laplace",
@@ -630,6 +645,7 @@ def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
         laplace_parameters=a,
         upper_pld=laplace_pld(a, discretization, estimate="pessimistic"),
         lower_pld=laplace_pld(a, discretization, estimate="optimistic"),
+        sup_loss_error=sup_error,
     )
 
 

@@ -3,8 +3,11 @@
 Commands:
 
 * ``dpaudit audit TARGET... [-k EXPR] [-q] [-v] [--json FILE|-] [--report DIR]
-  [--junitxml FILE] [--seed N] [--samples N] [--strict]`` validates every
-  target first, then audits each. A target is a ``.toml`` spec, a folder of
+  [--junitxml FILE] [--seed N] [--samples N] [--confidence C]
+  [--suite-confidence C] [--strict]`` validates every target first, then
+  audits each. The run's false-alarm level is ``1 - --suite-confidence``
+  (default 0.05): Holm's correction over its audits reports a violation it does
+  not keep as borderline (inconclusive), and a line says so. A target is a ``.toml`` spec, a folder of
   specs (searched recursively), or ``FILE.py:CALLABLE``: a user's mechanism
   (a :class:`~dpaudit.Mechanism` or a builder returning one) audited against
   its own claim unless ``--epsilon``/``--delta``/``--adjacency`` replace part of
@@ -93,6 +96,9 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_FOUND, EXIT_INVALID, EXIT_ERROR = 0, 1, 2, 3
+#: Default ``--suite-confidence``: a run of correct, exactly tight mechanisms shows a
+#: violation with probability at most 5 % (Holm's correction, :mod:`dpaudit.significance`).
+SUITE_CONFIDENCE = 0.95
 #: Verdicts that fail a run unless the spec expects them.
 BAD_VERDICTS = ("violation", "incompatible")
 #: Releases per direction of a ``FILE.py:CALLABLE`` audit without ``--samples``
@@ -860,23 +866,42 @@ def _certified_cell(r) -> str:
     return f"{notion}; ε ≥ {_number(r.epsilon_lower)}"
 
 
+def _strength_cell(r) -> str:
+    """For an inconclusive black-box audit: the smallest violations its budget detects, for a
+    one-event violation and for a Gaussian mechanism (in the claim's notion); else empty."""
+    strength = getattr(r, "strength", None)
+    if r.verdict != "inconclusive" or strength is None:
+        return ""
+    from dpaudit.blackbox.result import strength_in_notion
+
+    event = f"ε ≥ {_number(strength.epsilon_any_event)} (event)"
+    gaussian = strength_in_notion(strength, r.claim).replace("epsilon", "ε")
+    return f"{event}, {gaussian.replace('rho', 'ρ').replace('mu', 'μ')} (Gaussian)"
+
+
 def _row(o) -> list[str]:
     r = o.result
     expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
     estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
     return [o.name, o.kind, _claim_cell(r.claim), _verdict_cell(r), expected,
-            _certified_cell(r), _number(estimate), f"{r.seconds:.1f}"]  # fmt: skip
+            _certified_cell(r), _number(estimate), _strength_cell(r),
+            f"{r.seconds:.1f}"]  # fmt: skip
 
 
 def _verdict_cell(r) -> str:
-    """The verdict; a pass on a pair that uses under half the declared sensitivity says so."""
+    """The verdict, marked ``(borderline p <= x)`` at the statistical resolution; a pass on a
+    pair that uses under half the declared sensitivity says so."""
+    borderline = getattr(r, "borderline", None)
+    if borderline is not None:
+        return f"{r.verdict} (borderline p <= {borderline['p_value']:.2g})"
     scope = (getattr(r, "diagnostics", None) or {}).get("pair") or {}
     if scope.get("weak"):
         return f"{r.verdict} (weak pair: {100 * scope['fraction']:.3g}% of Δ)"
     return r.verdict
 
 
-_COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "certified lower", "ε at δ", "s")
+_COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "certified lower", "ε at δ",
+            "would detect", "s")  # fmt: skip
 
 
 def _verdict_colour(o) -> str:
@@ -1103,8 +1128,9 @@ def audit_targets(args, legacy: bool = False) -> int:
     clock, started = time.perf_counter(), now()
     out = sys.stderr if legacy or args.json == "-" else sys.stdout
     _check_outputs(args)
+    _check_error_options(args)
     parallel = _start_workers(args)
-    prepared = _prepare_targets(args)
+    prepared = _with_confidence(_prepare_targets(args), getattr(args, "confidence", None))
     kinds = [p.spec.kind for p in prepared]
     _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} "
                f"white-box, {kinds.count('black-box')} black-box); running.")  # fmt: skip
@@ -1112,6 +1138,7 @@ def audit_targets(args, legacy: bool = False) -> int:
         outcomes = _audit_parallel(prepared, args, out)
     else:
         outcomes = _audit_all(prepared, out, args.quiet)
+    outcomes = _correct_suite(outcomes, args, out)
     if not args.quiet:
         _print_table(outcomes, out)
     for item, o in zip(prepared, outcomes, strict=True):
@@ -1419,6 +1446,60 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="selection releases per dataset (default: the engine's)")  # fmt: skip
 
 
+def _add_error_options(p: argparse.ArgumentParser) -> None:
+    """``--confidence`` (each audit) and ``--suite-confidence`` (the whole run)."""
+    e = p.add_argument_group("statistical error (docs/cli.md, 'False alarms in a suite')")
+    e.add_argument("--confidence", type=float, metavar="C",
+                   help="confidence of every audit's certified bounds, in (0, 1), instead of "
+                   "each spec's own (default: the spec's, 0.95 for FILE.py:CALLABLE)")  # fmt: skip
+    e.add_argument("--suite-confidence", type=float, metavar="C", default=SUITE_CONFIDENCE,
+                   help="1 - the run's false-alarm level: the probability that correct, exactly "
+                   "tight mechanisms show any violation in the run is at most 1 - C (Holm's "
+                   f"correction over the run's audits; default {SUITE_CONFIDENCE})")  # fmt: skip
+
+
+def _check_error_options(args) -> None:
+    """``--confidence`` and ``--suite-confidence`` in ``(0, 1)``, checked before any audit."""
+    for option, value in (("--confidence", getattr(args, "confidence", None)),
+                          ("--suite-confidence", getattr(args, "suite_confidence", None))):  # fmt: skip
+        if value is not None and not 0 < value < 1:
+            raise _spec_error(
+                f"{option} must lie strictly between 0 and 1, got {value!r}: it is 1 - the "
+                "false-alarm probability (for example 0.95)."
+            )
+
+
+def _with_confidence(prepared: list[PreparedAudit], confidence: float | None) -> list:
+    """Every prepared audit at ``--confidence`` (unchanged when it is not given)."""
+    if confidence is None:
+        return prepared
+    return [
+        dataclasses.replace(p, spec=dataclasses.replace(p.spec, confidence=float(confidence)))
+        for p in prepared
+    ]
+
+
+def _correct_suite(outcomes, args, out) -> list:
+    """Holm's correction over the run (:func:`dpaudit.significance.correct_suite`), stated."""
+    from dpaudit.significance import correct_suite
+
+    level = getattr(args, "suite_confidence", None) or SUITE_CONFIDENCE
+    corrected = correct_suite([o.result for o in outcomes], level)
+    demoted = sum(a.result is not b for a, b in zip(outcomes, corrected, strict=True))
+    if len(outcomes) > 1 and not args.quiet:
+        print(
+            f"suite: false-alarm level {1 - level:.3g} over {len(outcomes)} audits (Holm's "
+            f"correction); {demoted} violation(s) at the statistical resolution reported as "
+            "borderline (inconclusive).",
+            file=out,
+            flush=True,
+        )
+    return [
+        o if r is o.result else dataclasses.replace(o, result=r)
+        for o, r in zip(outcomes, corrected, strict=True)
+    ]
+
+
 def _add_output_options(p: argparse.ArgumentParser) -> None:
     """Output files, verbosity, strictness and the compilation cache (audit, run, check)."""
     p.add_argument("-q", "--quiet", action="store_true",
@@ -1479,6 +1560,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, help=text, description=text, parents=parents, epilog=_EPILOG)
         _add_target_options(p)
+        _add_error_options(p)
         _add_output_options(p)
     p = sub.add_parser("validate", help="build every target's mechanism, sampler and datasets "
                        "and run each once, without auditing", parents=parents)  # fmt: skip

@@ -81,6 +81,7 @@ from dpaudit.accounting import (
     laplace_parameters,
     laplace_pmfs,
 )
+from dpaudit.roundoff import gaussian_curve_error
 from dpaudit.serialize import json_float
 
 __all__ = [
@@ -99,8 +100,9 @@ __all__ = [
 
 _EPS = float(np.finfo(np.float64).eps)
 
-# The exact curves are evaluated in float64 from log_ndtr/expm1 (relative error a few ulp):
-# inflating them by 1e-12 relative plus 1e-300 makes the evaluated values upper bounds.
+# Curves without a derived error bound (the subsampled mixtures of dpaudit.subsampling) are
+# inflated by 1e-12 relative plus 1e-300; a Gaussian component's curve adds the error bound
+# of its evaluation (dpaudit.roundoff.gaussian_curve_error) instead.
 _CURVE_RTOL = 1e-12
 
 # Chernoff orders for the power-path window, relative to the order that is best for a
@@ -144,16 +146,22 @@ def _check_tail(tail_mass) -> float:
     return float(tail_mass)
 
 
-def upper_curve_values(deltas) -> np.ndarray:
+def upper_curve_values(deltas, errors=None) -> np.ndarray:
     """Curve values evaluated in float64, inflated to upper bounds of the exact values.
 
     Args:
-        deltas: evaluated ``delta`` values (relative error a few ulp).
+        deltas: evaluated ``delta`` values.
+        errors: bounds on their absolute evaluation errors (for a Gaussian curve,
+            :func:`dpaudit.roundoff.gaussian_curve_error`), or ``None`` for a relative
+            ``1e-12`` (curves whose evaluation has no derived bound).
 
     Returns:
-        ``min(1, delta (1 + 1e-12) + 1e-300)``.
+        ``min(1, delta + error + 1e-300)``.
     """
-    return np.minimum(np.asarray(deltas, dtype=np.float64) * (1 + _CURVE_RTOL) + 1e-300, 1.0)
+    deltas = np.asarray(deltas, dtype=np.float64)
+    if errors is None:
+        return np.minimum(deltas * (1 + _CURVE_RTOL) + 1e-300, 1.0)
+    return np.minimum(deltas + np.asarray(errors, dtype=np.float64) + 1e-300, 1.0)
 
 
 def connect_dots_pmf(deltas, lo: int, discretization: float) -> tuple[int, np.ndarray, float]:
@@ -297,7 +305,8 @@ class GaussianComponent:
         lo, hi = self.loss_range(tail)
         k_lo, k_hi = math.floor(lo / discretization), math.ceil(hi / discretization)
         grid = discretization * np.arange(k_lo, k_hi + 1)
-        return connect_dots_pmf(upper_curve_values(self.curve(grid)), k_lo, discretization)
+        deltas = upper_curve_values(self.curve(grid), gaussian_curve_error(grid, self.mu))
+        return connect_dots_pmf(deltas, k_lo, discretization)
 
     def lower_pmf(self, discretization: float, tail: float, forward: bool = True):
         """Losses rounded down on ``[lo, hi]`` of :meth:`loss_range`.
@@ -1201,6 +1210,9 @@ class BoundedComposition:
         method: how the site suprema were obtained.
         curves: the :class:`~dpaudit.accounting.ExactAccounting` of the composition.
         family: always ``"supremum"``.
+        sup_loss_error: how far beyond the bracket a claim that holds exactly may lie
+            (the rounding of the sites' parameters, :func:`dpaudit.roundoff.sup_loss_tolerance`),
+            or ``None``.
     """
 
     sup_loss: float
@@ -1208,6 +1220,7 @@ class BoundedComposition:
     method: str
     curves: ExactAccounting
     family: str = "supremum"
+    sup_loss_error: float | None = None
 
     def delta_upper(self, epsilon) -> np.ndarray:
         """The smaller of the composed upper curve and ``(1 - e^{epsilon - S})_+``.

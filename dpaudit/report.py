@@ -193,6 +193,10 @@ def _common_record(outcome, kind: str) -> dict:
         "epsilon_lower": json_float(r.epsilon_lower),
         "confidence": r.confidence,
         **notion_record(r),  # only for zCDP / RDP / GDP / f-DP claims
+        # only for a violation at the statistical resolution (dpaudit.significance)
+        **({} if getattr(r, "borderline", None) is None else {"borderline": dict(r.borderline)}),
+        # a violation's p-value (0 without sampling), for a CI's own error control
+        **({"p_value": r.p_value} if getattr(r, "p_value", None) is not None else {}),
     }
 
 

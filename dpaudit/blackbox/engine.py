@@ -37,6 +37,7 @@ from dpaudit.blackbox.result import (
     selection_epsilon,
     strength_notes,
     verdict_notes,
+    violation_p_value,
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
 from dpaudit.blackbox.selection import resolve_objective, select_event
@@ -46,6 +47,7 @@ from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
 from dpaudit.mechanism import Claim, Mechanism
 from dpaudit.notions.claims import is_notion_claim
 from dpaudit.progress import progress_bar, should_show
+from dpaudit.significance import borderline_note, borderline_record
 
 __all__ = ["blackbox_audit", "run_blackbox_audit"]
 
@@ -376,6 +378,11 @@ def _result(
         notes += (f"Sequential certification {certified.stopping.reason}",)
     if plan.pair_names is not None:
         notes += (f"pairs='auto': the certified pair is {plan.pair_names[arm.pair]!r}.",)
+    borderline = p = None
+    if eps_lo > claim.epsilon:
+        p = violation_p_value(counts, claim, confidence, plan.options.confidence)
+        borderline = borderline_record(p)
+        notes = notes if borderline is None else (borderline_note(p), *notes)
     return BlackBoxResult(
         mechanism=plan.name,
         claim=claim,
@@ -397,6 +404,8 @@ def _result(
         strength=strength,
         reproducible=plan.reproducible,
         stopping=certified.stopping,
+        borderline=borderline,
+        p_value=p,
     )
 
 

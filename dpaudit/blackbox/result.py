@@ -13,11 +13,14 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
+import scipy.special
 
+from dpaudit.accounting import gaussian_epsilon
 from dpaudit.audit_record import DIRECTIONS, AuditRecord
 from dpaudit.blackbox.bounds import (
     CONDITIONAL_RATIO,
     PAIR,
+    bound_method,
     certified_delta,
     certified_epsilon_by,
     conditional_ratio_lower,
@@ -29,6 +32,7 @@ from dpaudit.blackbox.tradeoff import NotionBound
 from dpaudit.mechanism import Claim
 from dpaudit.notions.claims import claim_label, notion_summary_lines
 from dpaudit.serialize import json_float, jsonable
+from dpaudit.significance import borderline_note, p_value
 
 __all__ = [
     "DIRECTIONS",
@@ -43,15 +47,21 @@ __all__ = [
     "Timings",
     "audit_strength",
     "certified_bounds",
+    "gaussian_strength",
     "selection_epsilon",
+    "strength_in_notion",
     "strength_notes",
     "verdict_notes",
+    "violation_p_value",
 ]
 
 # Event sizes tried for the budget's best detectable epsilon: Q-probabilities log-spaced from
 # 1/n to e^-epsilon (above it P = e^epsilon q would exceed 1); 24 points resolve the minimum
 # to a few per cent of epsilon, enough for a statement of strength.
 _STRENGTH_GRID = 24
+# Largest Gaussian mu searched by gaussian_strength (a pair this far apart is singular in
+# practice: P(S) = 1, Q(S) = Phi(-20) at the best threshold).
+_MAX_GAUSSIAN_MU = 40.0
 
 
 class SelectedEvent(NamedTuple):
@@ -216,12 +226,19 @@ class AuditStrength(NamedTuple):
         delta: the smallest delta (at the claimed epsilon) on such an event.
         q: that ``Q``-frequency, ``k_Q / n``.
         epsilon_any_event: the smallest epsilon over all event sizes at this budget.
+        gaussian_mu: the smallest ``mu`` of a Gaussian mechanism certified as violating
+            (:func:`gaussian_strength`).
+        gaussian_epsilon: that Gaussian's epsilon at the claim's delta (``inf`` for a pure claim).
+        gaussian_rho: that Gaussian's zCDP ``rho = mu^2 / 2``.
     """
 
     epsilon: float
     delta: float
     q: float
     epsilon_any_event: float
+    gaussian_mu: float = math.inf
+    gaussian_epsilon: float = math.inf
+    gaussian_rho: float = math.inf
 
     def to_dict(self) -> dict:
         """The fields, floats through :func:`~dpaudit.serialize.json_float`.
@@ -339,6 +356,11 @@ class BlackBoxResult(AuditRecord):
             claim's own parameter (:func:`dpaudit.blackbox.tradeoff.notion_bound`:
             ``notion, stated, parameter, lower, claimed, exceeds_claim, confidence``), at the
             audit's confidence and from the same event; ``None`` for an (epsilon, delta) claim.
+        borderline: ``{"p_value", "threshold"}`` when the violation is borderline (its
+            p-value, :func:`dpaudit.significance.p_value`, exceeds
+            :data:`~dpaudit.significance.BORDERLINE_P`), else ``None``.
+        p_value: for a violation, its p-value (not in :meth:`to_dict` unless borderline);
+            ``None`` for an inconclusive verdict.
     """
 
     samples_select: int
@@ -358,6 +380,8 @@ class BlackBoxResult(AuditRecord):
     reproducible: bool = True
     stopping: SequentialStop | None = None
     notion_bound: NotionBound | None = None
+    borderline: dict | None = None
+    p_value: float | None = None
 
     @property
     def method(self) -> str:
@@ -429,6 +453,8 @@ class BlackBoxResult(AuditRecord):
                 if self.notion_bound is None
                 else {"notion_bound": jsonable(self.notion_bound.to_dict())}
             ),
+            # only for borderline violations, so other records are unchanged
+            **({} if self.borderline is None else {"borderline": dict(self.borderline)}),
         }
 
     def __repr__(self) -> str:
@@ -465,6 +491,8 @@ class BlackBoxResult(AuditRecord):
             lines.append(f"  sequential: {self.stopping.reason}")
         if self.notes:
             lines.append(f"  why: {self.notes[-1]}")
+        if self.borderline is not None:
+            lines.append(f"  {borderline_note(self.borderline['p_value'])}")
         return "\n".join(lines)
 
 
@@ -498,6 +526,45 @@ def certified_bounds(counts: CertifiedCounts, claim: Claim, confidence: float):
     else:
         bound = EventBound(counts.bound, confidence, p_lo / q_hi if q_hi > 0 else math.inf)
     return eps, delta, (p_lo, q_hi), bound
+
+
+def violation_p_value(counts: CertifiedCounts, claim: Claim, level: float, confidence: float):
+    """The p-value of a certified epsilon violation (:func:`dpaudit.significance.p_value`).
+
+    The smallest failure probability at which the same counts still certify
+    ``epsilon(delta) > epsilon_claim`` (for the conditional-ratio bound in closed form,
+    the binomial tail ``I_theta0(k_P, k_Q + 1)``; otherwise by bisection). A sequential certification stopped at a look
+    spending ``1 - level`` of the audit's ``1 - confidence``: the look's p-value is scaled
+    by ``(1 - confidence) / (1 - level)``, which keeps ``P(p <= x) <= x`` over all looks.
+
+    Args:
+        counts: the certified counts.
+        claim: the claim audited.
+        level: the confidence the counts were certified at (a look's, or the audit's).
+        confidence: the audit's ``1 - alpha``.
+
+    Returns:
+        ``p`` in ``(0, 1]``.
+    """
+
+    def certifies_at(a: float) -> bool:
+        eps = certified_epsilon_by(
+            counts.bound, counts.k_p, counts.n_p, counts.k_q, counts.n_q,
+            delta=claim.delta, confidence=1.0 - a,
+        )  # fmt: skip
+        return float(eps) > claim.epsilon
+
+    look_alpha = 1.0 - level
+    if not certifies_at(look_alpha):
+        return 1.0 - confidence
+    if counts.bound == CONDITIONAL_RATIO and counts.k_p > 0:
+        # Closed form: the Clopper-Pearson lower bound Beta(a; k_P, k_Q + 1) of theta exceeds
+        # theta_0 = e^eps / (1 + e^eps) exactly when a > I_theta0(k_P, k_Q + 1).
+        theta0 = 1.0 / (1.0 + math.exp(-claim.epsilon))
+        at_look = float(scipy.special.betainc(counts.k_p, counts.k_q + 1, theta0))
+    else:
+        at_look = p_value(certifies_at, look_alpha)
+    return min(1.0, at_look * (1.0 - confidence) / look_alpha)
 
 
 def selection_epsilon(selected: SelectedEvent, delta: float) -> float:
@@ -561,25 +628,101 @@ def verdict_notes(
     return tuple(notes)
 
 
-def audit_strength(k_q: int, n: int, claim: Claim, confidence: float) -> AuditStrength:
-    """The smallest violations this audit and this budget would have certified.
+def audit_strength(k_q: int, n: int, claim, confidence: float) -> AuditStrength:
+    """The smallest violations this audit and this budget would have certified, per family.
+
+    Two families of mechanisms, because a budget detects them differently:
+
+    * **event** (``epsilon``, ``delta``, ``q``, ``epsilon_any_event``): the violation sits on
+      one event, ``P(S) = e^eps_true Q(S) + delta`` (randomized response, a Laplace
+      mechanism's tail): :func:`~dpaudit.blackbox.bounds.detectable_violation` at the
+      certified event's ``Q``-frequency ``q = k_q / n``, and over all event sizes.
+    * **gaussian** (``gaussian_mu``, ``gaussian_epsilon``, ``gaussian_rho``): a Gaussian
+      mechanism, privacy loss ``N(mu^2 / 2, mu^2)``, whose ratio ``P(S) / Q(S)`` is far
+      below ``e^epsilon(delta)`` on every event a budget can count:
+      :func:`gaussian_strength` (the best threshold event at expected counts). Its
+      ``epsilon`` at the claim's delta (``inf`` for a pure claim), its zCDP ``rho`` and
+      ``mu`` (GDP) are the figures for a Gaussian mechanism.
 
     Args:
         k_q: the certified event's count under ``Q``.
         n: certification releases per dataset.
-        claim: the claim audited.
+        claim: the claim audited (its ``(epsilon, delta)`` anchor for a notion claim).
         confidence: ``1 - alpha``.
 
     Returns:
-        The :class:`AuditStrength` (see
-        :func:`~dpaudit.blackbox.bounds.detectable_violation`): at the certified event's
-        ``Q``-frequency ``q = k_q / n``, and the smallest epsilon over all event sizes.
+        The :class:`AuditStrength`: the event family's ``epsilon``, ``delta``, ``q``,
+        ``epsilon_any_event`` and the Gaussian family's ``gaussian_mu``,
+        ``gaussian_epsilon``, ``gaussian_rho``.
     """
     q = k_q / n
     eps, delta = detectable_violation(q, n, claim.epsilon, claim.delta, confidence)
     grid = np.geomspace(1.0 / n, math.exp(-claim.epsilon), _STRENGTH_GRID)
     best = float(np.min(detectable_violation(grid, n, claim.epsilon, claim.delta, confidence)[0]))
-    return AuditStrength(eps, delta, q, best)
+    mu = gaussian_strength(n, claim, confidence)
+    gauss_eps = (
+        gaussian_epsilon(claim.delta, mu) if claim.delta > 0 and math.isfinite(mu) else math.inf
+    )
+    return AuditStrength(eps, delta, q, best, mu, gauss_eps, mu * mu / 2.0)
+
+
+def gaussian_strength(n: int, claim, confidence: float) -> float:
+    """The smallest ``mu`` of a Gaussian mechanism this budget would certify as violating.
+
+    A Gaussian pair ``N(mu, 1)`` / ``N(0, 1)`` and the threshold events ``{x > t}``:
+    ``P(S) = Phi(mu - t)``, ``Q(S) = Phi(-t)``; at the expected counts ``n P(S)``,
+    ``n Q(S)`` the audit's bound (:func:`~dpaudit.blackbox.bounds.certified_epsilon_by`, the
+    method the claim fixes) certifies ``epsilon(delta) > epsilon_claim`` on the best
+    threshold exactly when ``mu`` is at least the returned value (bisection; the best event
+    only improves with ``mu``). Expected counts: the median outcome, not a power guarantee.
+
+    Args:
+        n: certification releases per dataset.
+        claim: the claim (its ``epsilon``, ``delta``).
+        confidence: ``1 - alpha``.
+
+    Returns:
+        ``mu`` (``inf`` when even ``mu = 40`` would not be certified).
+    """
+    method = bound_method(claim.delta)
+
+    def certifies(mu: float) -> bool:
+        t = mu / 2.0 + np.linspace(-4.0, 12.0, 161)
+        k_p = n * scipy.special.ndtr(mu - t)
+        k_q = n * scipy.special.ndtr(-t)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eps = certified_epsilon_by(
+                method, k_p, float(n), k_q, float(n), delta=claim.delta, confidence=confidence
+            )
+        return bool(np.nanmax(eps) > claim.epsilon)
+
+    lo, hi = 0.0, _MAX_GAUSSIAN_MU
+    if not certifies(hi):
+        return math.inf
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if certifies(mid) else (mid, hi)
+    return hi
+
+
+def strength_in_notion(strength: AuditStrength, claim) -> str:
+    """The Gaussian-family strength in the claim's own notion, in words.
+
+    Args:
+        strength: :func:`audit_strength`.
+        claim: the claim audited.
+
+    Returns:
+        ``"rho >= 0.31"`` (zCDP), ``"mu >= 0.79"`` (GDP), else ``"epsilon >= 1.9"`` at the
+        claim's delta (``"mu >= ..."`` for a pure claim: a Gaussian is never pure-DP).
+    """
+    mu = strength.gaussian_mu
+    notion = getattr(claim, "notion", None)
+    if notion == "zcdp":
+        return f"rho >= {strength.gaussian_rho:.3g}"
+    if notion == "gdp" or claim.delta == 0:
+        return f"mu >= {mu:.3g}"
+    return f"epsilon >= {strength.gaussian_epsilon:.3g}"
 
 
 def strength_notes(
@@ -606,17 +749,31 @@ def strength_notes(
             f"Audit strength: on an event with the certified one's frequency under Q (q = "
             f"{strength.q:.3g}) no epsilon violation could have been certified at {level}"
             f"{also}; with the best event of any size, epsilon >= "
-            f"{strength.epsilon_any_event:.3g}. A smaller violation can go unseen.",
+            f"{strength.epsilon_any_event:.3g}. {_gaussian_sentence(strength, claim)} A "
+            "smaller violation can go unseen.",
             *_choice_notes(kinds, kind, reproducible),
         )
     notes = [
-        f"Audit strength: an epsilon >= {strength.epsilon:.3g} (at delta {claim.delta:g}) "
-        f"or a delta >= {strength.delta:.3g} (at epsilon {claim.epsilon:g}) on an event as "
-        f"frequent as the certified one would have been certified at {level} (expected "
-        f"counts); with the best event of any size, epsilon >= "
-        f"{strength.epsilon_any_event:.3g}. A smaller violation can go unseen."
+        f"Audit strength: for a mechanism whose violation sits on one event (randomized "
+        f"response, a Laplace tail), an epsilon >= {strength.epsilon:.3g} (at delta "
+        f"{claim.delta:g}) or a delta >= {strength.delta:.3g} (at epsilon "
+        f"{claim.epsilon:g}) on an event as frequent as the certified one would have been "
+        f"certified at {level} (expected counts); with the best event of any size, epsilon >= "
+        f"{strength.epsilon_any_event:.3g}. {_gaussian_sentence(strength, claim)} A smaller "
+        "violation can go unseen."
     ]
     return (*notes, *_choice_notes(kinds, kind, reproducible))
+
+
+def _gaussian_sentence(strength: AuditStrength, claim) -> str:
+    """The Gaussian family's strength, in the claim's notion."""
+    figure = strength_in_notion(strength, claim)
+    mu = f"mu >= {strength.gaussian_mu:.3g}"
+    return (
+        f"A Gaussian mechanism is detected only from {figure}"
+        + ("" if figure == mu else f" ({mu})")
+        + ": its loss ratio on any countable event is far below e^epsilon(delta)."
+    )
 
 
 def _choice_notes(kinds, kind: str, reproducible: bool) -> list[str]:

@@ -39,12 +39,14 @@ from dpaudit.composition import LaplaceComponent, SupremumComponent
 from dpaudit.notions.claims import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
 from dpaudit.notions.conversions import gdp_delta, gdp_tradeoff
 from dpaudit.notions.renyi import (
+    LAPLACE_RENYI_RTOL,
     PROFILE_ORDERS,
     composition_renyi,
     monte_carlo_renyi_lower,
     renyi_bounds,
 )
 from dpaudit.notions.tradeoff import pair_profile, pair_tradeoff, profile_grid
+from dpaudit.roundoff import gamma, gaussian_delta_error
 from dpaudit.serialize import jsonable
 
 __all__ = [
@@ -55,12 +57,10 @@ __all__ = [
     "composed_rho_bracket",
     "evaluate_notion",
     "gdp_mu_for_delta",
+    "renyi_tolerance",
     "zcdp_rho_bracket",
 ]
 
-#: Relative margin on exact comparisons (as the (epsilon, delta) verdict's 1e-9): a claim
-#: calibrated at exactly the pair's parameter is not read as violated by round-off.
-RTOL = 1e-9
 #: Whether the kept Monte Carlo losses feed certified Renyi lower bounds into the verdict.
 #: On: the kept losses are the audit's own i.i.d. draws under P, bit-identical whatever ran
 #: before in the process (tests/whitebox/test_process_history.py), and the bound is
@@ -291,6 +291,37 @@ def _renyi_claimed(claim, orders) -> np.ndarray:
     return claim.renyi_bound(orders)
 
 
+def renyi_tolerance(accounting, orders, claimed) -> np.ndarray:
+    """How far an exact ``D_alpha`` (or ``D_alpha / alpha``) may exceed a claim that holds.
+
+    The error bound of the computation behind it (:mod:`dpaudit.roundoff`): for Gaussian
+    noise ``D_alpha = alpha mu^2 / 2`` moves by at most ``alpha (mu e + e^2 / 2)`` for an
+    error ``e`` of ``mu``; for Laplace noise ``D_alpha`` is 1-Lipschitz in each ``a_j`` (the
+    loss ``|u + a| - |u|`` is), so it moves by at most the supremum's error; the profile's
+    own evaluation is bracketed already (:func:`~dpaudit.notions.renyi.renyi_bounds`), and
+    the comparison adds the rounding of the claimed value.
+
+    Args:
+        accounting: the pair's exact accounting, or ``None``.
+        orders: the orders ``alpha`` (``1`` for a tolerance on ``rho``, which is divided
+            by ``alpha`` already).
+        claimed: the claimed values at those orders.
+
+    Returns:
+        The tolerance per order.
+    """
+    orders = np.asarray(orders, dtype=np.float64)
+    out = gamma(4) * np.abs(np.asarray(claimed, dtype=np.float64))
+    if accounting is None:
+        return out
+    if accounting.family == "gaussian" and accounting.mu:
+        e = float(getattr(accounting, "mu_error", None) or 0.0)
+        return out + orders * (float(accounting.mu) * e + e * e / 2.0)
+    if accounting.family == "laplace":
+        return out + float(getattr(accounting, "sup_loss_error", None) or 0.0)
+    return out
+
+
 def _renyi_evidence(claim, accounting, directions, confidence):
     """Orders, exact bounds, Monte Carlo lower bounds and the claimed bound of the profile."""
     if isinstance(claim, RDPClaim):
@@ -311,22 +342,27 @@ def _renyi_verdict(claim, accounting, directions, confidence) -> NotionAudit:
     orders, exact, mc, claimed = _renyi_evidence(claim, accounting, directions, confidence)
     notes = []
     exact_low = exact[0] if exact is not None else np.zeros(orders.shape)
-    exact_viol = bool(np.any(exact_low > claimed * (1 + RTOL) + 1e-15))
+    tolerance = renyi_tolerance(accounting, orders, claimed)
+    exact_viol = bool(np.any(exact_low > claimed + tolerance))
     mc_viol = bool(np.any(mc > claimed))
     certified_d = np.maximum(exact_low, mc)
     if isinstance(claim, ZCDPClaim):
         bracket = zcdp_rho_bracket(accounting)
-        passed = bracket is not None and bracket[1] <= claim.rho * (1 + RTOL)
+        rho_tol = float(renyi_tolerance(accounting, 1.0, claim.rho))
+        width = 0.0 if bracket is None else 2 * LAPLACE_RENYI_RTOL * bracket[1]
+        passed = bracket is not None and bracket[1] <= claim.rho + rho_tol + width
         # The bracket's lower end is an exact D_alpha / alpha at some order (possibly
         # beyond the profile's orders: a subsampled Gaussian's sup is reached at infinity).
-        exact_viol = exact_viol or (bracket is not None and bracket[0] > claim.rho * (1 + RTOL))
+        exact_viol = exact_viol or (bracket is not None and bracket[0] > claim.rho + rho_tol)
         tightest = None if bracket is None else ParameterBracket(bracket[0], bracket[1])
         certified = float(np.max(certified_d / orders))
         if bracket is not None:
             certified = max(certified, bracket[0])
         parameter = "rho"
     else:
-        passed = exact is not None and bool(np.all(exact[1] <= claimed * (1 + RTOL)))
+        # the bracket's round-off width: a claim at exactly the computed value passes
+        width = 0.0 if exact is None else 2 * LAPLACE_RENYI_RTOL * np.abs(exact[1])
+        passed = exact is not None and bool(np.all(exact[1] <= claimed + tolerance + width))
         tightest = None if exact is None else ParameterBracket(exact[0], exact[1])
         certified = certified_d.tolist()
         parameter = "epsilon(alpha)"
@@ -385,7 +421,7 @@ def _tradeoff_pass(claim, accounting) -> bool:
     if accounting.family == "gaussian":
         mu = float(accounting.mu)
         if isinstance(claim, GDPClaim):
-            return mu <= claim.mu * (1 + RTOL)
+            return mu <= claim.mu + gamma(2) * claim.mu + float(accounting.mu_error or 0.0)
         # G_mu is convex: its tangent at x_(i+1) lies below it on [x_i, x_(i+1)], and the
         # claimed f lies below its chord there; both are lines, so comparing them at the
         # two ends shows G_mu >= f on the interval.
@@ -399,7 +435,22 @@ def _tradeoff_pass(claim, accounting) -> bool:
     claim_low, _ = claim.delta_bracket(grid)
     # delta is non-increasing: on [e_i, e_(i+1)] the pair is below upper(e_i) and the
     # claim above claim_low(e_(i+1)); beyond the grid the pair's delta is 0 (its supremum).
-    return bool(np.all(upper[:-1] <= claim_low[1:] * (1 + RTOL) + 1e-15))
+    return bool(np.all(upper[:-1] <= claim_low[1:] + gamma(4) * claim_low[1:]))
+
+
+def _profile_tolerance(accounting, grid, claimed) -> np.ndarray:
+    """How far the exact lower profile may exceed a claim that holds (its error bound).
+
+    Gaussian: the closed form's error at the computed ``mu``
+    (:func:`dpaudit.roundoff.gaussian_delta_error`); a numerical lower curve is a lower
+    bound after its round-off margin already, so only the comparison's rounding is left.
+    """
+    out = gamma(4) * np.asarray(claimed, dtype=np.float64)
+    if accounting.family == "gaussian" and accounting.mu:
+        mu_error = float(accounting.mu_error or 0.0)
+        eps = np.abs(np.asarray(grid, dtype=np.float64))
+        out = out + gaussian_delta_error(eps, float(accounting.mu), mu_error)
+    return out
 
 
 def _mu_bracket(accounting) -> tuple[float, float] | None:
@@ -428,7 +479,9 @@ def _tradeoff_verdict(claim, accounting, curves, confidence) -> NotionAudit:
     if accounting is not None:
         grid = profile_grid(accounting)
         low, _ = pair_profile(accounting, grid)
-        exact_viol = bool(np.any(low > claim.delta_bracket(grid)[1] * (1 + RTOL) + slack))
+        claim_up = claim.delta_bracket(grid)[1]
+        tolerance = _profile_tolerance(accounting, grid, claim_up)
+        exact_viol = bool(np.any(low > claim_up + tolerance + slack))
     mc = _curves_lower(curves)
     mc_viol = mc is not None and bool(np.any(mc[1] > claim.delta_bracket(mc[0])[1] + slack))
     passed = _tradeoff_pass(claim, accounting)

@@ -42,6 +42,11 @@ __all__ = [
     "supremum_renyi_upper",
 ]
 
+#: Relative half-width of the bracket of a Laplace ``D_alpha`` (an fsum of float64 terms):
+#: covers the per-term log1p/expm1 round-off; a claim at exactly the computed value passes
+#: (:func:`dpaudit.notions.evaluation.renyi_tolerance` adds the bracket's width).
+LAPLACE_RENYI_RTOL = 1e-12
+
 #: Orders of the Rényi profile reported and checked by default.
 PROFILE_ORDERS = (1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
 
@@ -127,8 +132,7 @@ def renyi_bounds(orders, accounting) -> tuple[np.ndarray, np.ndarray] | None:
         return d, d
     if family == "laplace" and getattr(accounting, "laplace_parameters", None) is not None:
         d = laplace_renyi(alpha, accounting.laplace_parameters)
-        # fsum of float64 terms: 1e-12 relative covers the per-term log1p/expm1 round-off.
-        return d * (1 - 1e-12), d * (1 + 1e-12)
+        return d * (1 - LAPLACE_RENYI_RTOL), d * (1 + LAPLACE_RENYI_RTOL)
     if family == "supremum":
         return np.zeros(alpha.shape), supremum_renyi_upper(alpha, accounting.sup_loss)
     components = getattr(accounting, "components", None)
@@ -157,7 +161,7 @@ def component_renyi(orders, component) -> tuple[np.ndarray, np.ndarray] | None:
         return d, d
     if isinstance(component, LaplaceComponent):
         d = laplace_renyi(alpha, [component.a])
-        return d * (1 - 1e-12), d * (1 + 1e-12)
+        return d * (1 - LAPLACE_RENYI_RTOL), d * (1 + LAPLACE_RENYI_RTOL)
     if isinstance(component, SupremumComponent):
         return np.zeros(alpha.shape), supremum_renyi_upper(alpha, component.epsilon)
     if (

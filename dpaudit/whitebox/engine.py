@@ -59,6 +59,7 @@ import numpy as np
 from dpaudit.mechanism import Mechanism
 from dpaudit.notions.claims import is_notion_claim
 from dpaudit.progress import progress_bar, should_show
+from dpaudit.significance import borderline_note, borderline_record
 from dpaudit.sites import JointRelease
 from dpaudit.whitebox.certificate import find_certificate
 from dpaudit.whitebox.kernels import loss_kernel
@@ -79,7 +80,13 @@ from dpaudit.whitebox.summaries import (
     delta_summary,
     epsilon_summary,
 )
-from dpaudit.whitebox.verdict import clamp_pass_lower_bound, notion_result, verdict
+from dpaudit.whitebox.verdict import (
+    clamp_pass_lower_bound,
+    exact_delta_violated,
+    monte_carlo_p_value,
+    notion_result,
+    verdict,
+)
 
 __all__ = ["audit", "run_audit"]
 
@@ -300,6 +307,21 @@ def _conditional(shared, outcome, reported, certificate, notes, diagnostics):
     return "inconclusive", reported._replace(value=0.0), None, notes
 
 
+def _violation_p_value(outcome, claim, delta, accounting, certificate, results, confidence):
+    """The p-value of a violation (``None`` for other verdicts; ``0`` without sampling).
+
+    A certificate or exact accounting rests on no sampling: ``p = 0``. A violation of the
+    Monte Carlo lower bounds alone: :func:`~dpaudit.whitebox.verdict.monte_carlo_p_value`.
+    """
+    if outcome != "violation":
+        return None
+    if certificate is not None or exact_delta_violated(claim, delta.exact_lower, accounting):
+        return 0.0
+    if not delta.monte_carlo_lower > claim.delta:
+        return 0.0  # the exact supremum of a pure claim decided it
+    return monte_carlo_p_value(claim, results, 1.0 - confidence)
+
+
 def _conclude(name, plan, settings, evidence, options: AuditOptions, started) -> AuditResult:
     """Summaries, verdict and the result record of a finished run."""
     seed, confidence = options.seed, options.confidence
@@ -325,6 +347,11 @@ def _conclude(name, plan, settings, evidence, options: AuditOptions, started) ->
         outcome, reported, certificate, notes = _conditional(
             shared, outcome, reported, certificate, notes, diagnostics
         )
+    p = _violation_p_value(outcome, claim, delta, plan.accounting, certificate, results, confidence)
+    borderline = None if p is None else borderline_record(p)
+    if borderline is not None:
+        diagnostics["borderline"] = borderline
+        notes = (*notes, borderline_note(borderline["p_value"]))
     return AuditResult(
         mechanism=name,
         claim=claim,
@@ -344,4 +371,5 @@ def _conclude(name, plan, settings, evidence, options: AuditOptions, started) ->
         directions=results,
         seconds=time.perf_counter() - started,
         notes=notes,
+        p_value=p,
     )

@@ -8,6 +8,7 @@ the loss-evaluation route, the exact accounting and the compatibility analysis.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import NamedTuple
 
@@ -28,6 +29,7 @@ from dpaudit.composition import BoundedComposition, compose_accounting
 from dpaudit.densities import check_has_density
 from dpaudit.exact import exact_sup_loss
 from dpaudit.mechanism import Claim, Mechanism
+from dpaudit.roundoff import laplace_evaluation_error, shift_errors, supremum_rounding
 from dpaudit.sites import JointRelease, undeclared_adaptive_sites
 from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.shift import NoiseShift, joint_noise_shift, noise_shift
@@ -49,10 +51,6 @@ __all__ = [
     "site_accounting",
     "subsampled_site_accounting",
 ]
-
-# fsum of a_j = sqrt(2)|h_j| / (sigma sqrt(lambda_j)): each a_j is within a few ulp, so a
-# relative 1e-12 brackets the exact supremum of a Laplace/ICLP site with a wide margin.
-_SUP_RTOL = 1e-12
 
 # Default chunk: 2^22 release coordinates (32 MiB of float64) bound the memory of a chunk;
 # at most 2^16 and at least 256 releases keep the per-chunk overhead small.
@@ -103,21 +101,33 @@ def _choose_route(route: str, shift: NoiseShift | None, name: str) -> str:
 
 
 def _site_part(law_p, law_q):
-    """One site's part of a composition and its certified supremum bounds ``(lo, hi, how)``."""
+    """One site's part, its certified supremum bounds ``(lo, hi, how)`` and their rounding.
+
+    A Laplace/ICLP site's bracket is the evaluation error of ``sum_j a_j``
+    (:func:`dpaudit.roundoff.laplace_evaluation_error`) and its rounding that of the laws'
+    centres (the rest of :func:`dpaudit.roundoff.shift_errors`). A site known through
+    :func:`~dpaudit.exact.exact_sup_loss` brings its own certified bracket, and the
+    rounding of :func:`dpaudit.roundoff.supremum_rounding`.
+    """
     subsampled = mixture_subsampling(law_p, law_q)
     if subsampled is not None:  # a Poisson-subsampled step written as a two-component mixture
-        return subsampled, None
+        return subsampled, None, 0.0
     shift = noise_shift(law_p, law_q)
     if shift is not None:
-        if shift.family == "gaussian" or shift.singular:
-            return shift, None
-        total = math.fsum(laplace_parameters(shift.shift, shift.eigenvalues, shift.sigma))
-        return shift, (total * (1 - _SUP_RTOL), total * (1 + _SUP_RTOL), "laplace")
+        if shift.singular:
+            return shift, None, 0.0
+        errors = shift_errors(shift)
+        if shift.family == "gaussian":
+            return shift, None, errors[0]
+        a = laplace_parameters(shift.shift, shift.eigenvalues, shift.sigma)
+        total, evaluation = math.fsum(a), laplace_evaluation_error(a)
+        bounds = (total - evaluation, total + evaluation, "laplace")
+        return shift, bounds, max(errors[0] - evaluation, 0.0)
     supremum = exact_sup_loss(law_p, law_q)
     if supremum is None or not math.isfinite(supremum.sup_loss):
-        return None, None
+        return None, None, 0.0
     bounds = (supremum.sup_loss_lower, supremum.sup_loss, supremum.method)
-    return supremum.accounting(), bounds
+    return supremum.accounting(), bounds, supremum_rounding(supremum.sup_loss)
 
 
 def site_accounting(dist_d, dist_dp, *, discretization: float = 1e-4):
@@ -147,14 +157,27 @@ def site_accounting(dist_d, dist_dp, *, discretization: float = 1e-4):
     if dist_d.release_sites != dist_dp.release_sites or dist_d.adaptive() or dist_dp.adaptive():
         return None
     laws_d, laws_dp = dist_d.site_distributions(), dist_dp.site_distributions()
-    parts, bounds = [], []
+    parts, bounds, roundings = [], [], []
     for site in dist_d.release_sites:
-        part, bound = _site_part(laws_d[site], laws_dp[site])
+        part, bound, rounding = _site_part(laws_d[site], laws_dp[site])
         if part is None:
             return None
         parts.append(part)
         bounds.append(bound)
+        roundings.append(rounding)
     composed = compose_accounting(parts, discretization=discretization)
+    # Unbracketed, the composed supremum errs by its evaluation too (the bracket's width).
+    evaluation = math.fsum((b[1] - b[0]) / 2 for b in bounds if b is not None)
+    mu_errors = [
+        shift_errors(p)[1]
+        for p in parts
+        if isinstance(p, NoiseShift) and p.family == "gaussian" and not p.singular
+    ]
+    composed = dataclasses.replace(
+        composed,
+        sup_loss_error=math.fsum(roundings) + evaluation,
+        mu_error=math.sqrt(math.fsum(e * e for e in mu_errors)),
+    )
     if composed.family in ("singular", "gaussian") or any(b is None for b in bounds):
         return composed
     if composed.family == "laplace":
@@ -162,7 +185,8 @@ def site_accounting(dist_d, dist_dp, *, discretization: float = 1e-4):
     lower = math.nextafter(math.fsum(b[0] for b in bounds), -math.inf)
     upper = math.nextafter(math.fsum(b[1] for b in bounds), math.inf)
     method = "sites: " + "+".join(sorted({b[2] for b in bounds}))
-    return BoundedComposition(upper, lower, method, composed)
+    rounding = math.fsum(roundings)
+    return BoundedComposition(upper, lower, method, composed, sup_loss_error=rounding)
 
 
 def subsampled_site_accounting(dist_d, dist_dp, *, discretization: float = 1e-4):

@@ -19,6 +19,7 @@ from dpaudit.compatibility import Compatibility
 from dpaudit.notions.claims import is_notion_claim, notion_summary_lines
 from dpaudit.pld import DeltaCurve
 from dpaudit.serialize import json_float, jsonable
+from dpaudit.significance import borderline_note
 from dpaudit.whitebox.scope import scope_text
 from dpaudit.whitebox.summaries import (
     AuditCurves,
@@ -147,6 +148,10 @@ class AuditResult(AuditRecord):
         directions: the two :class:`DirectionResult`.
         seconds: wall time.
         notes: sentences qualifying the verdict.
+        p_value: for a violation, the probability that a correct, exactly tight mechanism
+            gives evidence this strong (:mod:`dpaudit.significance`): ``0`` when no sampling
+            is involved (a verified release, exact accounting); ``None`` for other verdicts.
+            Not in :meth:`to_dict` (a borderline violation's is, under ``diagnostics``).
     """
 
     seed: int
@@ -162,6 +167,16 @@ class AuditResult(AuditRecord):
     directions: tuple[DirectionResult, DirectionResult]
     seconds: float
     notes: tuple[str, ...]
+    p_value: float | None = None
+
+    @property
+    def borderline(self) -> dict | None:
+        """``{"p_value", "threshold"}`` when the violation is borderline, else ``None``.
+
+        A violation resting on Monte Carlo bounds alone whose p-value exceeds
+        :data:`dpaudit.significance.BORDERLINE_P` (in ``diagnostics["borderline"]``).
+        """
+        return self.diagnostics.get("borderline")
 
     def to_dict(self) -> dict:
         """A JSON-able dict (non-finite floats as ``"inf"``/``"-inf"``, NaN as ``None``).
@@ -224,6 +239,8 @@ class AuditResult(AuditRecord):
             why = next((n for n in self.notes if not n.startswith("weak pair:")), "")
         if why:
             lines.append(f"  why: {why}")
+        if self.borderline is not None:
+            lines.append(f"  {borderline_note(self.borderline['p_value'])}")
         return "\n".join(lines + self._pair_lines())
 
     def _pair_lines(self) -> list[str]:

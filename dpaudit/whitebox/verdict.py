@@ -11,12 +11,15 @@ has one row per rule):
 2. **violation — Monte Carlo.** The Monte Carlo lower bound of
    ``delta(epsilon)`` (``alpha/2`` per direction) exceeds ``delta``.
 3. **violation — exact lower curve.** The exact/numerical lower bound of
-   ``delta(epsilon)`` exceeds ``delta`` (beyond a relative 1e-9 margin).
+   ``delta(epsilon)`` exceeds ``delta`` by more than the error bound of its
+   computation (:func:`delta_tolerance`).
 4. **violation — exact supremum.** A pure claim with Laplace noise whose exact
-   ``sup L`` exceeds ``epsilon`` (beyond a relative 1e-9 margin); noted when no
-   single release was verified.
+   ``sup L`` (its certified lower bound) exceeds ``epsilon`` by more than the error
+   bound of its computation (:func:`dpaudit.roundoff.sup_loss_tolerance`); noted
+   when no single release was verified.
 5. **pass — exact supremum.** A pure claim passes with Laplace accounting when
-   ``sup L <= epsilon`` (within the margin), or with any accounting when
+   ``sup L <= epsilon`` up to that error bound (rules 4 and 5 share one threshold:
+   an excess is either a violation or within rounding), or with any accounting when
    ``sup L = 0`` (identical laws).
 6. **inconclusive — pure claim on sampling.** Otherwise a pure claim is
    inconclusive: sampling never certifies a supremum.
@@ -53,21 +56,21 @@ from dpaudit.accounting import ExactAccounting
 from dpaudit.compatibility import Compatibility
 from dpaudit.mechanism import Claim
 from dpaudit.notions.evaluation import evaluate_notion
+from dpaudit.pld import delta_bounds
+from dpaudit.roundoff import gamma, gaussian_delta_error, sup_loss_tolerance
+from dpaudit.significance import BORDERLINE_P, borderline_note, borderline_record, p_value
 from dpaudit.whitebox.result import Certificate
 from dpaudit.whitebox.summaries import DeltaSummary
 
 __all__ = [
-    "SUP_LOSS_RTOL",
     "PassLowerBound",
     "clamp_pass_lower_bound",
+    "delta_tolerance",
+    "exact_delta_violated",
+    "monte_carlo_p_value",
     "notion_result",
     "verdict",
 ]
-
-#: Relative margin on an exact supremum of the loss: ``sum_j a_j`` is an fsum of K
-#: float64 terms, accurate far below 1e-9 relative, so a claim at exactly the
-#: supremum (a correct calibration) is never read as a violation.
-SUP_LOSS_RTOL = 1e-9
 
 _PURE_ON_SAMPLING = (
     "a pure-epsilon claim cannot pass on Monte Carlo evidence alone (a supremum "
@@ -79,29 +82,61 @@ _MONTE_CARLO_PASS = (
 )
 
 
-def _laplace_sup_tolerance(accounting: ExactAccounting) -> float:
-    return SUP_LOSS_RTOL * (1.0 + accounting.sup_loss)
+def delta_tolerance(claim: Claim, accounting) -> float:
+    """How far the exact lower bound of ``delta(epsilon_claim)`` may exceed a claim that holds.
+
+    For Gaussian accounting the curve is a closed form at a computed ``mu``: its error bound
+    (:func:`dpaudit.roundoff.gaussian_delta_error`, with ``mu``'s own error), so a claim
+    calibrated at exactly the curve (an analytic-Gaussian or a GDP claim) is not read as
+    violated. A numerical lower curve is already a lower bound after its round-off margin
+    (:class:`~dpaudit.accounting.DiscretePLD`); only the comparison's rounding is left.
+
+    Args:
+        claim: the ``(epsilon, delta)`` claim.
+        accounting: the exact accounting, or ``None``.
+
+    Returns:
+        The tolerance (``>= 0``).
+    """
+    rounding = gamma(2) * claim.delta
+    if accounting is None or accounting.family != "gaussian" or not accounting.mu:
+        return rounding
+    mu_error = accounting.mu_error or 0.0
+    return rounding + float(gaussian_delta_error(claim.epsilon, float(accounting.mu), mu_error))
+
+
+def exact_delta_violated(claim: Claim, lower: float | None, accounting) -> bool:
+    """Rule 3: the exact lower bound of ``delta(epsilon)`` exceeds the claim beyond rounding.
+
+    Args:
+        claim: the ``(epsilon, delta)`` claim.
+        lower: the exact/numerical lower bound of ``delta(claim.epsilon)``, or ``None``.
+        accounting: the exact accounting behind it, or ``None``.
+
+    Returns:
+        Whether it is a violation.
+    """
+    return lower is not None and lower > claim.delta + delta_tolerance(claim, accounting)
+
+
+def _sup_over_claim(claim: Claim, accounting) -> bool:
+    """Rules 4/5: the certified supremum exceeds ``epsilon`` beyond the computation's error."""
+    sup_lower = getattr(accounting, "sup_loss_lower", accounting.sup_loss)
+    return sup_lower > claim.epsilon + sup_loss_tolerance(accounting)
 
 
 def _exact_violation(claim: Claim, delta: DeltaSummary, accounting) -> bool:
     """Rules 3 and 4: the exact accounting alone shows a violation."""
-    # The numerical lower curve is a bound up to FFT round-off (already subtracted);
-    # the relative 1e-9 and absolute 1e-15 margins keep a claim calibrated at exactly
-    # the curve (delta(epsilon) = delta) from reading as violated.
-    lower = delta.exact_lower
-    violated = lower is not None and lower > claim.delta * (1 + 1e-9) + 1e-15
+    violated = exact_delta_violated(claim, delta.exact_lower, accounting)
     if accounting is not None and accounting.family in ("laplace", "supremum") and claim.pure:
-        tol_sup = _laplace_sup_tolerance(accounting)
-        sup_lower = getattr(accounting, "sup_loss_lower", accounting.sup_loss)
-        violated = violated or sup_lower > claim.epsilon + tol_sup
+        violated = violated or _sup_over_claim(claim, accounting)
     return violated
 
 
 def _pure_verdict(claim: Claim, accounting) -> tuple[str, list[str]]:
     """Rules 5 and 6: a pure claim without violation."""
     if accounting is not None and accounting.family in ("laplace", "supremum"):
-        ok = accounting.sup_loss <= claim.epsilon + _laplace_sup_tolerance(accounting)
-        return ("pass" if ok else "inconclusive"), []
+        return ("inconclusive" if _sup_over_claim(claim, accounting) else "pass"), []
     if accounting is not None and accounting.sup_loss == 0.0:
         return "pass", []  # identical laws: L = 0 everywhere
     return "inconclusive", [_PURE_ON_SAMPLING]
@@ -174,6 +209,37 @@ def verdict(
     return outcome, tuple(notes + compat_notes)
 
 
+def monte_carlo_p_value(claim: Claim, directions, alpha: float) -> float:
+    """The p-value of a violation that rests on the Monte Carlo lower bounds alone (rule 2).
+
+    The smallest failure probability ``a`` at which the same draws still certify
+    ``delta(epsilon_claim) > delta`` (``a / 2`` per direction, as the verdict spends
+    ``alpha``; :func:`dpaudit.significance.p_value`).
+
+    Args:
+        claim: the ``(epsilon, delta)`` claim.
+        directions: the two :class:`~dpaudit.whitebox.result.DirectionResult`.
+        alpha: ``1 - confidence`` of the audit.
+
+    Returns:
+        ``p`` in ``(0, alpha]`` (``alpha`` when the bounds cannot be recomputed to agree).
+    """
+
+    def certifies_at(a: float) -> bool:
+        for r in directions:
+            se, n = float(r.at_claim["std_error"]), int(r.n)
+            if n < 2:
+                return False
+            low, _ = delta_bounds(
+                r.at_claim["estimate"], se * se * n, n, a / 2, method=r.curve.method
+            )
+            if float(low) > claim.delta:
+                return True
+        return False
+
+    return p_value(certifies_at, alpha) if certifies_at(alpha) else alpha
+
+
 class PassLowerBound(NamedTuple):
     """The certified lower bound on epsilon reported with a verdict.
 
@@ -193,8 +259,8 @@ def clamp_pass_lower_bound(outcome: str, claim: Claim, epsilon_lower: float) -> 
 
     A pass can only be reached with a bound above the claim through round-off: the exact
     supremum ``sum_j a_j`` of a claim calibrated at exactly its tight epsilon is within
-    :data:`SUP_LOSS_RTOL` of the claim (e.g. ``1.0000000000000009`` for a claim of 1), and
-    the pass rules accept it. Reporting it as a *certified* bound above the claim would
+    the error bound of its computation (:func:`dpaudit.roundoff.sup_loss_tolerance`) of the
+    claim (e.g. ``1.0000000000000009`` for a claim of 1), and the pass rules accept it. Reporting it as a *certified* bound above the claim would
     contradict the verdict, so the value shown is ``min(epsilon_lower, epsilon)`` and the
     raw value is kept (``diagnostics["epsilon_lower_raw"]`` of the audit result).
 
@@ -229,7 +295,7 @@ def _deterministic_violation(result) -> bool:
     if result.certificate is not None:
         return True
     lower = result.delta_at_claimed_epsilon.exact_lower
-    return lower is not None and lower > result.claim.delta * (1 + 1e-9) + 1e-15
+    return exact_delta_violated(result.claim, lower, result.exact)
 
 
 def notion_result(result, claim):
@@ -263,10 +329,32 @@ def notion_result(result, claim):
         f"({result.claim.epsilon:.6g}, {result.claim.delta:g}) by {judged.conversion}."
     )
     diagnostics = {**result.diagnostics, "notion": judged.to_dict()}
+    p = _notion_p_value(result, outcome)
+    kept = result.notes
+    if diagnostics.get("borderline") is not None and (p is None or p <= BORDERLINE_P):
+        del diagnostics["borderline"]  # the anchor's borderline violation is not the verdict
+        kept = tuple(n for n in kept if not n.startswith("borderline:"))
+    elif p is not None and p > BORDERLINE_P and "borderline" not in diagnostics:
+        diagnostics["borderline"] = borderline_record(p)
+        notes.append(borderline_note(p))
     return dataclasses.replace(
         result,
         claim=claim,
         verdict=outcome,
         diagnostics=diagnostics,
-        notes=(*result.notes, *notes),
+        notes=(*kept, *notes),
+        p_value=p,
     )
+
+
+def _notion_p_value(result, outcome: str) -> float | None:
+    """The p-value of a notion claim's violation: the anchor's when it is a violation too,
+    ``0`` when deterministic, else the audit's level (a notion's Monte Carlo bound is
+    certified at ``1 - confidence``; its p-value is not recomputed, so at most that)."""
+    if outcome != "violation":
+        return None
+    if _deterministic_violation(result):
+        return 0.0
+    if result.verdict == "violation" and result.p_value is not None:
+        return result.p_value
+    return 1.0 - result.confidence

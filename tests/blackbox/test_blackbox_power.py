@@ -207,6 +207,11 @@ def test_every_result_states_its_strength():
         gaussian(3.0), D, D1, dpaudit.Claim(1.0), samples=20_000, seed=0, progress=False
     )
     strength = res.to_dict()["strength"]
-    assert set(strength) == {"epsilon", "delta", "q", "epsilon_any_event"}
+    assert set(strength) == {
+        "epsilon", "delta", "q", "epsilon_any_event", "gaussian_mu", "gaussian_epsilon",
+        "gaussian_rho",
+    }  # fmt: skip
     assert 1.0 < res.detectable_epsilon < 2.0
-    assert any(n.startswith("Audit strength: an epsilon >= ") for n in res.notes)
+    assert any(n.startswith("Audit strength: for a mechanism whose violation sits on one event")
+               and "A Gaussian mechanism is detected only from mu >= " in n
+               for n in res.notes)  # fmt: skip

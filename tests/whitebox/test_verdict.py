@@ -2,12 +2,15 @@
 
 Each row calls the pure ``verdict`` function with small hand-built records: no audit runs.
 
-The accounting round-off margins are pinned by rows of a correct, exactly tight claim
-that only the margin keeps from reading as a violation. Mutations checked:
-``SUP_LOSS_RTOL = 0`` fails "5 Laplace supremum at the claim" and the catalogue
-``laplace-mean`` audit below (its exact supremum is 1.0000000000000002 for a claim of 1);
-dropping the exact-lower-curve margin (``lower > claim.delta``) fails "3 exact lower curve
-within its margin".
+The round-off tolerances (:mod:`dpaudit.roundoff`) are pinned from both sides: rows at
+half the computation's error bound above the claim pass (a tolerance removed reads them as
+violations) and rows at three times the bound are violations (a tolerance loosened tenfold
+passes them). Mutations checked: ``sup_loss_tolerance`` returning 0 fails "5 Laplace
+supremum within its error bound", "5 Laplace supremum at the claim" and the catalogue
+``laplace-mean`` audit below (exact supremum 1.0000000000000002 for a claim of 1); times 10
+fails "4 Laplace supremum beyond its error bound"; ``delta_tolerance`` returning 0 fails
+"3 exact lower curve within its error bound", times 10 fails "3 exact lower curve beyond
+its error bound".
 """
 
 import math
@@ -19,7 +22,7 @@ from dpaudit import Certificate, Claim, Compatibility
 from dpaudit.accounting import ExactAccounting
 from dpaudit.compatibility import SeriesEvidence
 from dpaudit.whitebox.summaries import DeltaSummary
-from dpaudit.whitebox.verdict import clamp_pass_lower_bound, verdict
+from dpaudit.whitebox.verdict import clamp_pass_lower_bound, delta_tolerance, verdict
 
 PURE = Claim(epsilon=1.0)
 APPROX = Claim(epsilon=1.0, delta=1e-5)
@@ -38,8 +41,15 @@ def _delta(mc_lower=0.0, upper=1.0, exact_lower=None, exact_upper=None) -> Delta
     )
 
 
-def _laplace(sup_loss: float) -> ExactAccounting:
-    return ExactAccounting(family="laplace", sup_loss=sup_loss)
+def _laplace(sup_loss: float, error: float | None = None) -> ExactAccounting:
+    return ExactAccounting(family="laplace", sup_loss=sup_loss, sup_loss_error=error)
+
+
+# A Gaussian pair with mu = 1 known to 1e-12, and the error bound of delta(1) computed at it.
+GAUSS = ExactAccounting(family="gaussian", sup_loss=math.inf, mu=1.0, mu_error=1e-12)
+DELTA_TOL = delta_tolerance(APPROX, GAUSS)
+# A Laplace pair whose supremum is known to 1e-13 (the laws' parameters rounded).
+SUP_TOL = 1e-13
 
 
 def _series(name: str, ratio: float) -> SeriesEvidence:
@@ -83,19 +93,34 @@ RULES = [
         None,
     ),
     (
-        "3 exact lower curve within its margin",
+        "3 exact lower curve within its error bound",
         APPROX,
-        _delta(exact_lower=1e-5 * (1 + 1e-10), exact_upper=1e-5, upper=1e-5),
-        ExactAccounting(family="gaussian", sup_loss=math.inf, mu=1.0),
+        _delta(exact_lower=1e-5 + 0.5 * DELTA_TOL, exact_upper=1e-5, upper=1e-5),
+        GAUSS,
         None,
         None,
         "gaussian",
         "pass",
         None,
     ),
+    (
+        "3 exact lower curve beyond its error bound",
+        APPROX,
+        _delta(exact_lower=1e-5 + 3 * DELTA_TOL, exact_upper=1e-5, upper=1e-5),
+        GAUSS,
+        None,
+        None,
+        "gaussian",
+        "violation",
+        None,
+    ),
     ("4 exact supremum", PURE, _delta(), _laplace(1.5), None, None, "laplace", "violation",
      "exact accounting"),
-    ("5 Laplace supremum at the claim", PURE, _delta(), _laplace(1.0 + 1e-12), None, None,
+    ("4 Laplace supremum beyond its error bound", PURE, _delta(), _laplace(1 + 3 * SUP_TOL, SUP_TOL),
+     None, None, "laplace", "violation", "exact accounting"),
+    ("5 Laplace supremum within its error bound", PURE, _delta(),
+     _laplace(1 + 0.5 * SUP_TOL, SUP_TOL), None, None, "laplace", "pass", None),
+    ("5 Laplace supremum at the claim", PURE, _delta(), _laplace(1.0000000000000002), None, None,
      "laplace", "pass", None),
     ("5 identical laws", PURE, _delta(), ExactAccounting(family="gaussian", sup_loss=0.0, mu=0.0),
      None, None, "gaussian", "pass", None),
