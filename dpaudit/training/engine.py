@@ -182,10 +182,18 @@ def _scores(train, canary, dataset, keys, present: bool, vectorize: bool) -> np.
     return np.array([canary.score(s) for s in states], dtype=np.float64)
 
 
-# fmt: off
 def training_audit(
-    train: Callable, dataset, claim, canary, *, runs: int = 1000, confidence: float = 0.95,
-    select_fraction: float = 0.25, seed: int = 0, vectorize: bool = False, name: str = "training",
+    train: Callable,
+    dataset,
+    claim,
+    canary,
+    *,
+    runs: int = 1000,
+    confidence: float = 0.95,
+    select_fraction: float = 0.25,
+    seed: int = 0,
+    vectorize: bool = False,
+    name: str = "training",
 ) -> TrainingAuditResult:
     """Audit a training pipeline with a canary over many runs.
 
@@ -212,7 +220,6 @@ def training_audit(
             claim delta ``>= 1``, states of different shapes, or non-finite scores.
         TypeError: for a claim of another kind.
     """
-    # fmt: on
     described, delta, target, profile = _check_claim(claim)
     if not (isinstance(confidence, float | int) and 0 < confidence < 1):
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
@@ -227,30 +234,52 @@ def training_audit(
     seconds = time.perf_counter() - start
     if not (np.all(np.isfinite(s_in)) and np.all(np.isfinite(s_out))):
         raise ValueError("the canary scores are not all finite; make train and the score finite.")
-    bound = many_run_bound(s_in, s_out, delta=delta, confidence=confidence,
-                           select_fraction=select_fraction, target=target, seed=int(seed),
-                           profile=profile)
+    bound = many_run_bound(
+        s_in,
+        s_out,
+        delta=delta,
+        confidence=confidence,
+        select_fraction=select_fraction,
+        target=target,
+        seed=int(seed),
+        profile=profile,
+    )
     violated = _violated(claim, bound)
     _, fpr_hi = clopper_pearson(0, bound.counts[3], (1 - confidence) / 2)
     strength = math.log((1 - delta) / float(fpr_hi))
     return TrainingAuditResult(
-        name=name, claim=described, verdict="violation" if violated else "inconclusive",
-        bound=bound, canary=canary.kind, runs=(half, half), strength=strength, seed=int(seed),
-        seconds=seconds, notes=_notes(violated, bound),
+        name=name,
+        claim=described,
+        verdict="violation" if violated else "inconclusive",
+        bound=bound,
+        canary=canary.kind,
+        runs=(half, half),
+        strength=strength,
+        seed=int(seed),
+        seconds=seconds,
+        notes=_notes(violated, bound),
     )
 
 
 def _notes(violated: bool, bound: ManyRunBound) -> tuple[str, ...]:
     if violated:
-        return ("The certified lower bound exceeds the claim: the pipeline does not keep it "
-                f"(with probability >= {bound.confidence:g} over the audit's randomness).",)
+        return (
+            "The certified lower bound exceeds the claim: the pipeline does not keep it "
+            f"(with probability >= {bound.confidence:g} over the audit's randomness).",
+        )
     return ("No violation certified; a lower bound below the claim does not prove the claim.",)
 
 
-# fmt: off
 def one_run_audit(
-    train: Callable, dataset, claim, canaries, *, k_plus: int, k_minus: int = 0,
-    confidence: float = 0.95, seed: int = 0,
+    train: Callable,
+    dataset,
+    claim,
+    canaries,
+    *,
+    k_plus: int,
+    k_minus: int = 0,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> tuple[str, OneRunBound]:
     """The one-run audit: canaries included by fair coins, one training, guesses certified.
 
@@ -274,7 +303,6 @@ def one_run_audit(
             counts outside ``[1, m]``, or non-finite scores.
         TypeError: for a claim of another kind.
     """
-    # fmt: on
     if isinstance(claim, ProfileClaim):
         delta = claim.delta
         epsilon = float(_profile_epsilon(claim))
@@ -288,8 +316,14 @@ def one_run_audit(
     coins, train_key = jax.random.split(jax.random.PRNGKey(int(seed)))
     included = np.asarray(jax.random.bernoulli(coins, 0.5, (canaries.m,)))
     updates = train(dataset, train_key, canaries.gradients(included))
-    bound = one_run_bound(canaries.scores(updates), included, k_plus=k_plus, k_minus=k_minus,
-                          delta=delta, confidence=confidence)
+    bound = one_run_bound(
+        canaries.scores(updates),
+        included,
+        k_plus=k_plus,
+        k_minus=k_minus,
+        delta=delta,
+        confidence=confidence,
+    )
     return ("violation" if bound.epsilon > epsilon else "inconclusive"), bound
 
 
