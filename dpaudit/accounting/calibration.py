@@ -24,7 +24,7 @@ import numpy as np
 import scipy.optimize
 import scipy.special
 
-from dpaudit.checks import check_delta, check_epsilon, check_positive
+from dpaudit.core.checks import check_delta, check_epsilon, check_positive
 
 __all__ = [
     "analytic_gaussian_sigma",

@@ -4,10 +4,10 @@ A release made of several independent, non-adaptive parts (sites, queries, steps
 has a privacy loss that is the *sum* of independent per-part losses, so its
 privacy-loss distribution (PLD) is the convolution of the per-part PLDs.
 :func:`compose_accounting` takes the parts (one
-:class:`~dpaudit.whitebox.shift.NoiseShift` per site, an
-:class:`~dpaudit.accounting.ExactAccounting`, or a *component* of this module or of
-:mod:`dpaudit.subsampling`) and returns one
-:class:`~dpaudit.accounting.ExactAccounting` with upper and lower bounds on the
+:class:`~dpaudit.model.shift.NoiseShift` per site, an
+:class:`~dpaudit.accounting.profiles.ExactAccounting`, or a *component* of this module or of
+:mod:`dpaudit.accounting.subsampling`) and returns one
+:class:`~dpaudit.accounting.profiles.ExactAccounting` with upper and lower bounds on the
 hockey-stick curve ``delta(epsilon)`` and on ``epsilon(delta)``:
 
 * **Gaussian parts only**: exact. The losses ``N(mu_i^2/2, mu_i^2)`` sum to
@@ -39,7 +39,7 @@ of the spectrum, one inverse FFT (:func:`self_compose_pmf`). Mass outside the
 window wraps around (aliasing); the Chernoff bound of the upper tail is added to
 the ``+inf`` mass (upper curve) and that of the lower tail to the round-off margin
 (lower curve). Distinct components are then convolved all at once
-(:func:`~dpaudit.accounting.compose_pmfs`) and the composed pmf's negligible tails
+(:func:`~dpaudit.accounting.profiles.compose_pmfs`) and the composed pmf's negligible tails
 are folded (upper: lower tail moved up to the first kept point, upper tail to
 ``+inf``; lower: upper tail moved down to the last kept point, lower tail dropped).
 
@@ -54,7 +54,7 @@ is bounded, and it is moved the safe way (upper curve: the part from above also 
 :func:`_windowed_tree` and ``docs/composition.md``.
 
 Round-off. A convolution of output length ``N`` adds ``N * 2^-52`` to the margin
-(as :func:`~dpaudit.accounting.laplace_pld` does); the power path adds
+(as :func:`~dpaudit.accounting.profiles.laplace_pld` does); the power path adds
 ``4 * 2^-52 * count * log2(n) * sqrt(n) * ||p||_2`` for an FFT of length ``n``, the
 normwise FFT error bound (``||err|| <= c eps log2 n ||x||``) carried through the
 power (``|a^k - b^k| <= k |a - b|`` for ``|a|, |b| <= 1``) and back to the sum of
@@ -71,7 +71,7 @@ import numpy as np
 import scipy.fft
 import scipy.special
 
-from dpaudit.accounting import (
+from dpaudit.accounting.profiles import (
     DiscretePLD,
     ExactAccounting,
     compose_pmfs,
@@ -79,9 +79,10 @@ from dpaudit.accounting import (
     gaussian_mu,
     laplace_delta,
     laplace_parameters,
+    laplace_pld,
     laplace_pmfs,
 )
-from dpaudit.serialize import json_float
+from dpaudit.core.serialize import json_float
 
 __all__ = [
     "BoundedComposition",
@@ -91,6 +92,7 @@ __all__ = [
     "components_of",
     "compose_accounting",
     "connect_dots_pmf",
+    "exact_accounting",
     "fold_tails",
     "rounded_down_pmf",
     "self_compose_pmf",
@@ -224,7 +226,7 @@ class GaussianComponent:
     """The loss ``N(mu^2/2, mu^2)`` of a Gaussian mechanism with ``mu = Delta / sigma``.
 
     Attributes:
-        mu: the Gaussian loss parameter (:func:`~dpaudit.accounting.gaussian_mu`).
+        mu: the Gaussian loss parameter (:func:`~dpaudit.accounting.profiles.gaussian_mu`).
     """
 
     mu: float
@@ -243,7 +245,7 @@ class GaussianComponent:
         return math.inf if self.mu > 0 else 0.0
 
     def curve(self, epsilon, forward: bool = True) -> np.ndarray:
-        """The exact curve (:func:`~dpaudit.accounting.gaussian_curve`).
+        """The exact curve (:func:`~dpaudit.accounting.profiles.gaussian_curve`).
 
         Args:
             epsilon: epsilon(s).
@@ -322,7 +324,7 @@ class LaplaceComponent:
     """The loss ``|u + a| - |u|``, ``u ~ Lap(0, 1)``, of a Laplace mechanism with ``a = Delta / b``.
 
     Attributes:
-        a: the loss parameter (:func:`~dpaudit.accounting.laplace_parameters`).
+        a: the loss parameter (:func:`~dpaudit.accounting.profiles.laplace_parameters`).
     """
 
     a: float
@@ -341,7 +343,7 @@ class LaplaceComponent:
         return float(self.a)
 
     def curve(self, epsilon, forward: bool = True) -> np.ndarray:
-        """The exact curve (:func:`~dpaudit.accounting.laplace_delta`).
+        """The exact curve (:func:`~dpaudit.accounting.profiles.laplace_delta`).
 
         Args:
             epsilon: epsilon(s).
@@ -383,7 +385,7 @@ class LaplaceComponent:
         return -float(self.a), float(self.a)
 
     def upper_pmf(self, discretization: float, tail: float, forward: bool = True):
-        """Connect-the-dots pmf (:func:`~dpaudit.accounting.laplace_pmfs`).
+        """Connect-the-dots pmf (:func:`~dpaudit.accounting.profiles.laplace_pmfs`).
 
         Args:
             discretization: grid spacing.
@@ -399,7 +401,7 @@ class LaplaceComponent:
         return offset, probs, 0.0
 
     def lower_pmf(self, discretization: float, tail: float, forward: bool = True):
-        """Losses rounded down (:func:`~dpaudit.accounting.laplace_pmfs`).
+        """Losses rounded down (:func:`~dpaudit.accounting.profiles.laplace_pmfs`).
 
         Args:
             discretization: grid spacing.
@@ -500,14 +502,14 @@ def components_of(part) -> list:
     """The ``(component, count)`` pairs of one part of a composition.
 
     Args:
-        part: a :class:`~dpaudit.whitebox.shift.NoiseShift` (one release site of
+        part: a :class:`~dpaudit.model.shift.NoiseShift` (one release site of
             shifted Gaussian/ICLP/Laplace noise: Gaussian coordinates merge into one
             ``mu``, Laplace coordinates give one component per distinct ``a_j``), an
-            :class:`~dpaudit.accounting.ExactAccounting`, a
-            :class:`~dpaudit.exact.SupremumAccounting` (pure: randomized response
+            :class:`~dpaudit.accounting.profiles.ExactAccounting`, a
+            :class:`~dpaudit.accounting.suprema.SupremumAccounting` (pure: randomized response
             dominates it), or a component (:class:`GaussianComponent`,
             :class:`LaplaceComponent`, :class:`SupremumComponent`,
-            :class:`~dpaudit.subsampling.SubsampledComponent`).
+            :class:`~dpaudit.accounting.subsampling.SubsampledComponent`).
 
     Returns:
         A list of ``(component, count)``; ``[("singular", 1)]`` for mutually singular laws.
@@ -699,7 +701,7 @@ def _laplace_grid(a: np.ndarray, d: float, *, upper: bool):
 
     Upper (connect-the-dots): ``lo d <= -a < (lo + 1) d`` and ``(hi - 1) d < a <= hi d``
     exactly. Lower (rounded down): ``floor(-+a / d)`` in floating point, as
-    :func:`~dpaudit.accounting.laplace_pmfs`: when ``a / d`` rounds to an integer ``k``
+    :func:`~dpaudit.accounting.profiles.laplace_pmfs`: when ``a / d`` rounds to an integer ``k``
     the atom at ``-+a`` may sit up to ``2^-52 a`` below ``k d`` and moves up by that much,
     which moves the curve by less than ``2^-52 a`` (inside :data:`_CLOSED_FORM_MARGIN`);
     the exact test would instead move it down by a whole grid step.
@@ -717,7 +719,7 @@ def _laplace_upper_pmfs(a: np.ndarray, d: float) -> list:
     r"""Doroshenko et al.'s connect-the-dots pmfs of Laplace losses, in closed form.
 
     Needs ``a >= 2 d`` (at least four grid points). With ``g_k = e^{(k d - a)/2}`` the
-    masses of :func:`~dpaudit.accounting.laplace_pmfs` simplify to ``g_k tanh(d/4)``
+    masses of :func:`~dpaudit.accounting.profiles.laplace_pmfs` simplify to ``g_k tanh(d/4)``
     inside, and at the two ends (``s = ((lo+1) d + a)/2 in (0, d/2]``,
     ``t = ((hi-1) d - a)/2 in [-d/2, 0)``, ``h = e^{d/2} - 1``) to
     ``e^{(lo+1) d} (1 - e^{-s}) / (e^d - 1)``, ``g_{lo+1} (e^{d/2} h - (e^s - 1)) / (e^d - 1)``,
@@ -745,7 +747,7 @@ def _laplace_upper_pmfs(a: np.ndarray, d: float) -> list:
 
 
 def _laplace_lower_pmfs(a: np.ndarray, d: float) -> list:
-    """Laplace losses rounded down to the grid (as :func:`~dpaudit.accounting.laplace_pmfs`).
+    """Laplace losses rounded down to the grid (as :func:`~dpaudit.accounting.profiles.laplace_pmfs`).
 
     The continuous mass of ``[max(k d, -a), min((k+1) d, a))`` is written
     ``e^{(left - a)/2} expm1((right - left)/2) / 2`` (a relative error of a few ulp);
@@ -1055,7 +1057,7 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
 
 
 def _compose_direction(items, discretization: float, tail: float, *, forward: bool, upper: bool):
-    """One direction's :class:`~dpaudit.accounting.DiscretePLD` (upper or lower curve)."""
+    """One direction's :class:`~dpaudit.accounting.profiles.DiscretePLD` (upper or lower curve)."""
     pmfs, infinity, margin = _component_pmfs(
         items, discretization, tail, forward=forward, upper=upper
     )
@@ -1108,7 +1110,7 @@ def compose_accounting(
 
     Args:
         parts: the parts (see :func:`components_of`): typically one
-            :class:`~dpaudit.whitebox.shift.NoiseShift` per release site, all for the
+            :class:`~dpaudit.model.shift.NoiseShift` per release site, all for the
             same ordered pair of datasets ``(D, D')``.
         counts: how many times each part is repeated (default: once each). Equal
             components (also across parts, and equal Laplace coordinates within a
@@ -1121,7 +1123,7 @@ def compose_accounting(
             False the lower curve is that of identical laws, ``(1 - e^epsilon)_+``.
 
     Returns:
-        An :class:`~dpaudit.accounting.ExactAccounting`: family ``"gaussian"`` (exact,
+        An :class:`~dpaudit.accounting.profiles.ExactAccounting`: family ``"gaussian"`` (exact,
         ``mu = sqrt(sum mu_i^2)``), ``"laplace"`` (every part has an exactly known
         finite supremum: Laplace, possibly subsampled), ``"composed"`` (anything else)
         or ``"singular"``; ``components`` holds the merged ``(component, count)`` pairs,
@@ -1188,7 +1190,7 @@ class BoundedComposition:
 
     A release of independent sites, each with a finite, certified supremum of its loss
     (Laplace/ICLP shifts: ``sum_j a_j``; linear-Laplace, enumerable or declared laws:
-    :func:`dpaudit.exact.exact_sup_loss`), has ``sup L = sum_i sup L_i`` (the ess sup of a
+    :func:`dpaudit.accounting.suprema.exact_sup_loss`), has ``sup L = sum_i sup L_i`` (the ess sup of a
     sum of independent variables is the sum of their ess sups). This record carries those
     bounds under the family ``"supremum"``, so a pure claim is judged on the supremum exactly
     as a single linear-Laplace site is, and the composed curves of
@@ -1199,7 +1201,7 @@ class BoundedComposition:
         sup_loss: certified upper bound ``S`` on ``sup L`` (both directions).
         sup_loss_lower: certified lower bound on ``sup L``.
         method: how the site suprema were obtained.
-        curves: the :class:`~dpaudit.accounting.ExactAccounting` of the composition.
+        curves: the :class:`~dpaudit.accounting.profiles.ExactAccounting` of the composition.
         family: always ``"supremum"``.
     """
 
@@ -1273,3 +1275,39 @@ class BoundedComposition:
             "method": self.method,
             "composed": self.curves.summary(),
         }
+
+
+def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
+    """Exact/numerical accounting for a :class:`~dpaudit.model.loss.NoiseShift` (or several).
+
+    Args:
+        shift: from :func:`dpaudit.model.loss.noise_shift`; a list or tuple of them (one per
+            independent release site) is composed by
+            :func:`dpaudit.accounting.composition.compose_accounting`.
+        discretization: Laplace grid spacing (ignored for Gaussian noise).
+
+    Returns:
+        An :class:`ExactAccounting`.
+
+    Example:
+        >>> from dpaudit.model.loss import NoiseShift
+        >>> s = NoiseShift("gaussian", np.array([1.0]), np.array([1.0]), 1.0, False, 0.0,
+        ...                np.zeros(1), np.zeros(1), None, "independent")
+        >>> round(float(exact_accounting(s).delta_upper(1.0)), 6)
+        0.126937
+    """
+    if isinstance(shift, list | tuple):
+        return compose_accounting(shift, discretization=discretization)
+    if shift.singular:
+        return ExactAccounting(family="singular", sup_loss=math.inf)
+    if shift.family == "gaussian":
+        mu = gaussian_mu(shift.shift, shift.eigenvalues, shift.sigma)
+        return ExactAccounting(family="gaussian", sup_loss=math.inf if mu > 0 else 0.0, mu=mu)
+    a = laplace_parameters(shift.shift, shift.eigenvalues, shift.sigma)
+    return ExactAccounting(
+        family="laplace",
+        sup_loss=float(math.fsum(a)),
+        laplace_parameters=a,
+        upper_pld=laplace_pld(a, discretization, estimate="pessimistic"),
+        lower_pld=laplace_pld(a, discretization, estimate="optimistic"),
+    )

@@ -32,7 +32,7 @@ import scipy.optimize
 import scipy.special
 import scipy.stats
 
-from dpaudit.noise.calibration import gaussian_delta
+from dpaudit.accounting.calibration import gaussian_delta
 
 __all__ = [
     "gdp_delta",

@@ -1,7 +1,7 @@
 r"""Empirical privacy-loss distributions: hockey-stick curves with confidence bounds.
 
 For releases ``x_1..x_n ~ P_D`` with privacy losses ``L_i = L(x_i)`` (see
-:mod:`dpaudit.loss`) the hockey-stick divergence
+:mod:`dpaudit.model.loss`) the hockey-stick divergence
 ``delta(epsilon) = sup_A P_D(A) - e^epsilon P_D'(A)`` has the form
 
 ``delta(epsilon) = E_{x ~ P_D}[ Y_epsilon ]``,  ``Y_epsilon = (1 - e^(epsilon - L(x)))_+ in [0, 1]``

@@ -1,7 +1,7 @@
 r"""Exact and numerical privacy accounting for shifted Gaussian and Laplace noise.
 
 When the two release laws are the same independent-coordinate noise shifted by
-``h = f_D - f_D'`` (:func:`dpaudit.loss.noise_shift`), the privacy-loss
+``h = f_D - f_D'`` (:func:`dpaudit.model.loss.noise_shift`), the privacy-loss
 distribution is known and the hockey-stick curve ``delta(epsilon)`` can be
 computed without Monte Carlo:
 
@@ -9,7 +9,7 @@ computed without Monte Carlo:
   under ``P_D`` the loss is exactly ``N(mu^2/2, mu^2)`` with
   ``mu = ||h||_C / sigma = (sum_j h_j^2 / (sigma^2 lambda_j))^(1/2)``, so
   ``delta(epsilon) = Phi(mu/2 - epsilon/mu) - e^epsilon Phi(-mu/2 - epsilon/mu)``
-  (:func:`dpaudit.noise.gaussian_delta`), the same in both directions.
+  (:func:`dpaudit.model.noise.gaussian_delta`), the same in both directions.
 * **ICLP / independent Laplace noise** (LR Lemma 1): the loss is a sum of
   independent Laplace privacy losses with parameters
   ``a_j = |h_j| / b_j = sqrt(2) |h_j| / (sigma sqrt(lambda_j))``. One such
@@ -53,15 +53,14 @@ import numpy as np
 import scipy.fft
 import scipy.optimize
 
-from dpaudit.noise.calibration import gaussian_delta
-from dpaudit.serialize import json_float
+from dpaudit.accounting.calibration import gaussian_delta
+from dpaudit.core.serialize import json_float
 
 __all__ = [
     "DiscretePLD",
     "ExactAccounting",
     "compose_pmfs",
     "declared_accounting",
-    "exact_accounting",
     "gaussian_curve",
     "gaussian_epsilon",
     "gaussian_mu",
@@ -477,7 +476,7 @@ class ExactAccounting:
     """The exact (Gaussian) or numerical (Laplace, composed) privacy curve of a pair of laws.
 
     Single shifted-noise pairs have the same curve in both directions (their loss
-    laws are symmetric). Compositions built by :func:`dpaudit.composition.compose_accounting`
+    laws are symmetric). Compositions built by :func:`dpaudit.accounting.composition.compose_accounting`
     may include asymmetric components (subsampling); they then carry the curves of
     the reverse direction too, and every bound is the maximum over the two directions.
 
@@ -595,51 +594,13 @@ class ExactAccounting:
         return out
 
 
-def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
-    """Exact/numerical accounting for a :class:`~dpaudit.loss.NoiseShift` (or several).
-
-    Args:
-        shift: from :func:`dpaudit.loss.noise_shift`; a list or tuple of them (one per
-            independent release site) is composed by
-            :func:`dpaudit.composition.compose_accounting`.
-        discretization: Laplace grid spacing (ignored for Gaussian noise).
-
-    Returns:
-        An :class:`ExactAccounting`.
-
-    Example:
-        >>> from dpaudit.loss import NoiseShift
-        >>> s = NoiseShift("gaussian", np.array([1.0]), np.array([1.0]), 1.0, False, 0.0,
-        ...                np.zeros(1), np.zeros(1), None, "independent")
-        >>> round(float(exact_accounting(s).delta_upper(1.0)), 6)
-        0.126937
-    """
-    if isinstance(shift, list | tuple):
-        from dpaudit.composition import compose_accounting  # composition imports this module
-
-        return compose_accounting(shift, discretization=discretization)
-    if shift.singular:
-        return ExactAccounting(family="singular", sup_loss=math.inf)
-    if shift.family == "gaussian":
-        mu = gaussian_mu(shift.shift, shift.eigenvalues, shift.sigma)
-        return ExactAccounting(family="gaussian", sup_loss=math.inf if mu > 0 else 0.0, mu=mu)
-    a = laplace_parameters(shift.shift, shift.eigenvalues, shift.sigma)
-    return ExactAccounting(
-        family="laplace",
-        sup_loss=float(math.fsum(a)),
-        laplace_parameters=a,
-        upper_pld=laplace_pld(a, discretization, estimate="pessimistic"),
-        lower_pld=laplace_pld(a, discretization, estimate="optimistic"),
-    )
-
-
 def declared_accounting(dist_p, dist_q, *, discretization: float = 1e-4):
     """The accounting a release law declares for itself and a neighbouring law, if any.
 
     A distribution may define ``privacy_accounting(other, *, discretization)`` returning
     an :class:`ExactAccounting` of the pair (both orders), or ``None`` when it does not
     recognise ``other`` (the DP-SGD trajectory of the catalogue does: its pair is
-    ``T`` Poisson-subsampled Gaussian steps, :mod:`dpaudit.subsampling`).
+    ``T`` Poisson-subsampled Gaussian steps, :mod:`dpaudit.accounting.subsampling`).
 
     Args:
         dist_p: the release law under ``D``.

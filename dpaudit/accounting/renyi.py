@@ -5,16 +5,16 @@ r"""Rényi divergences of a pair of release laws: exact profiles and certified M
 * **Shifted Gaussian noise** (loss ``N(mu^2/2, mu^2)``): ``D_alpha = alpha mu^2 / 2``
   exactly, in both directions.
 * **Independent Laplace / ICLP coefficients** (loss parameters ``a_j``, see
-  :mod:`dpaudit.accounting`): Rényi divergences add over independent coordinates and
+  :mod:`dpaudit.accounting.profiles`): Rényi divergences add over independent coordinates and
   one Laplace pair has (Mironov 2017, Prop. 6)
   ``D_alpha(a) = a + log(1 + (alpha - 1) expm1((1 - 2 alpha) a) / (2 alpha - 1)) / (alpha - 1)``.
 * **A certified supremum** ``|L| <= s`` (the ``"supremum"`` accounting of
-  :mod:`dpaudit.exact`): an upper bound only, ``D_alpha <= min(s, alpha s^2 / 2)``
+  :mod:`dpaudit.accounting.suprema`): an upper bound only, ``D_alpha <= min(s, alpha s^2 / 2)``
   (Bun & Steinke 2016, Prop. 3.3: pure ``s``-DP implies ``s^2/2``-zCDP).
 * **Monte Carlo** (any pair): a lower confidence bound from losses drawn under ``P``.
   ``E_P[e^{(alpha-1)L}] >= e^{(alpha-1)t} E_P[min(e^{(alpha-1)(L-t)}, 1)]`` for any
   threshold ``t``; the truncated variable lies in ``[0, 1]``, so the empirical-Bernstein
-  lower bound of :func:`dpaudit.pld.delta_bounds` applies. ``t`` is the largest loss
+  lower bound of :func:`dpaudit.accounting.pld.delta_bounds` applies. ``t`` is the largest loss
   of the first quarter of the losses, and the bound is computed on the other three
   quarters, so ``t`` does not depend on the draws the bound uses.
 """
@@ -26,9 +26,9 @@ import math
 import numpy as np
 import scipy.special
 
-from dpaudit.composition import GaussianComponent, LaplaceComponent, SupremumComponent
-from dpaudit.pld import delta_bounds
-from dpaudit.subsampling import SubsampledComponent
+from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, SupremumComponent
+from dpaudit.accounting.pld import delta_bounds
+from dpaudit.accounting.subsampling import SubsampledComponent
 
 __all__ = [
     "PROFILE_ORDERS",
@@ -51,7 +51,7 @@ def gaussian_renyi(orders, mu: float) -> np.ndarray:
 
     Args:
         orders: orders ``alpha > 1``.
-        mu: ``||h||_C / sigma`` (:func:`dpaudit.accounting.gaussian_mu`).
+        mu: ``||h||_C / sigma`` (:func:`dpaudit.accounting.profiles.gaussian_mu`).
 
     Returns:
         ``D_alpha`` at each order.
@@ -109,8 +109,8 @@ def renyi_bounds(orders, accounting) -> tuple[np.ndarray, np.ndarray] | None:
 
     Args:
         orders: orders ``alpha > 1``.
-        accounting: an :class:`~dpaudit.accounting.ExactAccounting`, a supremum
-            accounting (:mod:`dpaudit.exact`) or ``None``.
+        accounting: an :class:`~dpaudit.accounting.profiles.ExactAccounting`, a supremum
+            accounting (:mod:`dpaudit.accounting.suprema`) or ``None``.
 
     Returns:
         The bounds (equal when exact), or ``None`` when nothing is known.
@@ -139,13 +139,13 @@ def component_renyi(orders, component) -> tuple[np.ndarray, np.ndarray] | None:
     """``(lower, upper)`` of ``D_alpha`` of one composition component (max over directions).
 
     Gaussian and Laplace components are symmetric; a Poisson-subsampled Gaussian
-    (:class:`~dpaudit.subsampling.SubsampledComponent`) is bounded by its *remove*
+    (:class:`~dpaudit.accounting.subsampling.SubsampledComponent`) is bounded by its *remove*
     direction, which dominates *add* at every order (Mironov, Talwar & Zhang 2019);
     a supremum-only component has ``[0, min(s, alpha s^2/2)]``.
 
     Args:
         orders: orders ``alpha > 1``.
-        component: a component of :mod:`dpaudit.composition` or :mod:`dpaudit.subsampling`.
+        component: a component of :mod:`dpaudit.accounting.composition` or :mod:`dpaudit.accounting.subsampling`.
 
     Returns:
         The bounds, or ``None`` for a component without a known Rényi profile

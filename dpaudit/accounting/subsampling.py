@@ -34,7 +34,7 @@ symmetric upper curve is all that is used: its connect-the-dots pmf dominates bo
 orders at every epsilon. Only an upper curve is produced; the lower curve of such
 a component is that of identical laws.
 
-A :class:`SubsampledComponent` plugs into :func:`dpaudit.composition.compose_accounting`
+A :class:`SubsampledComponent` plugs into :func:`dpaudit.accounting.composition.compose_accounting`
 (``T`` steps: ``compose_accounting([component], [T])``); :func:`subsampled_accounting`
 does exactly that.
 """
@@ -46,8 +46,7 @@ import math
 
 import numpy as np
 
-from dpaudit.accounting import ExactAccounting
-from dpaudit.composition import (
+from dpaudit.accounting.composition import (
     GaussianComponent,
     LaplaceComponent,
     components_of,
@@ -56,6 +55,7 @@ from dpaudit.composition import (
     rounded_down_pmf,
     upper_curve_values,
 )
+from dpaudit.accounting.profiles import ExactAccounting
 
 __all__ = ["SCHEMES", "SubsampledComponent", "subsampled_accounting", "subsampled_component"]
 
@@ -81,8 +81,8 @@ class SubsampledComponent:
     """A Gaussian or Laplace mechanism run on a subsample (one step).
 
     Attributes:
-        base: the base mechanism's loss (:class:`~dpaudit.composition.GaussianComponent`
-            or :class:`~dpaudit.composition.LaplaceComponent`; for ``"without-replacement"``
+        base: the base mechanism's loss (:class:`~dpaudit.accounting.composition.GaussianComponent`
+            or :class:`~dpaudit.accounting.composition.LaplaceComponent`; for ``"without-replacement"``
             its replace-one shift).
         q: the sampling probability (Poisson) or the batch fraction ``m/n``.
         scheme: ``"poisson"`` (add/remove: forward = remove, backward = add) or
@@ -221,10 +221,10 @@ def subsampled_component(base, q: float, scheme: str = "poisson"):
     """A subsampled step, checked; the base itself when ``q = 1``.
 
     Args:
-        base: a :class:`~dpaudit.composition.GaussianComponent`,
-            :class:`~dpaudit.composition.LaplaceComponent`, or anything
-            :func:`~dpaudit.composition.components_of` turns into exactly one of them
-            (a one-coordinate Laplace or any Gaussian :class:`~dpaudit.whitebox.shift.NoiseShift`).
+        base: a :class:`~dpaudit.accounting.composition.GaussianComponent`,
+            :class:`~dpaudit.accounting.composition.LaplaceComponent`, or anything
+            :func:`~dpaudit.accounting.composition.components_of` turns into exactly one of them
+            (a one-coordinate Laplace or any Gaussian :class:`~dpaudit.model.shift.NoiseShift`).
         q: sampling probability in ``(0, 1]``.
         scheme: one of :data:`SCHEMES`.
 
@@ -236,7 +236,7 @@ def subsampled_component(base, q: float, scheme: str = "poisson"):
             one Gaussian or Laplace loss.
 
     Example:
-        >>> from dpaudit.composition import GaussianComponent
+        >>> from dpaudit.accounting.composition import GaussianComponent
         >>> subsampled_component(GaussianComponent(1.0), 0.01).sup_loss(forward=False) > 0
         True
     """
@@ -281,17 +281,17 @@ def subsampled_accounting(
         steps: the number of steps ``T >= 1``.
         scheme: one of :data:`SCHEMES`.
         discretization: grid spacing of the numerical PLDs.
-        tail_mass: as in :func:`~dpaudit.composition.compose_accounting`.
+        tail_mass: as in :func:`~dpaudit.accounting.composition.compose_accounting`.
         lower: also compute the lower curve.
 
     Returns:
-        An :class:`~dpaudit.accounting.ExactAccounting` (both directions for Poisson).
+        An :class:`~dpaudit.accounting.profiles.ExactAccounting` (both directions for Poisson).
 
     Raises:
         ValueError: for bad arguments (see :func:`subsampled_component`) or ``steps < 1``.
 
     Example:
-        >>> from dpaudit.composition import GaussianComponent
+        >>> from dpaudit.accounting.composition import GaussianComponent
         >>> acc = subsampled_accounting(GaussianComponent(1.0), 0.01, 10, discretization=1e-3)
         >>> 0 < acc.epsilon_upper(1e-5) < 1
         True

@@ -6,8 +6,8 @@ certifies a supremum; this module computes it, with a certified error bound,
 for three structures (:func:`exact_sup_loss`):
 
 * **Linear-Laplace releases** ``y = f + A eta / n``, ``eta`` i.i.d. ``Lap(0, b)``
-  (:class:`~dpaudit.noise.linear_laplace.LinearLaplace`,
-  :class:`~dpaudit.noise.linear_laplace.AncestorLaplace`, the BMR ECDF and ROC
+  (:class:`~dpaudit.model.noise.linear_laplace.LinearLaplace`,
+  :class:`~dpaudit.model.noise.linear_laplace.AncestorLaplace`, the BMR ECDF and ROC
   releases and the textbook binary mechanism) with the same ``A``, ``b``, ``n``.
   With ``s = n (f_P - f_Q)``, ``sup L = min{||d||_1 : A d = s} / b`` in both
   directions. *Upper bound*: for any ``d`` with ``A d = s`` the map ``eta -> eta + d``
@@ -20,8 +20,8 @@ for three structures (:func:`exact_sup_loss`):
   to ``g(s)/b`` as ``t -> inf`` (for square invertible ``A`` the loss is exactly
   ``(||A^{-1}(x + s)||_1 - ||A^{-1} x||_1)/b`` and the supremum is attained). The LP is
   solved by HiGHS with certified bounds
-  (:func:`~dpaudit.noise.linear_laplace.linear_laplace_sensitivity_bounds`); the BMR tree
-  (:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`) declares the same value from its
+  (:func:`~dpaudit.model.noise.linear_laplace.linear_laplace_sensitivity_bounds`); the BMR tree
+  (:class:`~dpaudit.model.noise.linear_laplace.AncestorLaplace`) declares the same value from its
   tree dynamic programme, without forming the dense matrix. Independent
   batch components (``to_event``) add up: the supremum of a sum of functions of
   independent coordinates is the sum of the suprema.
@@ -45,7 +45,7 @@ computed *exactly* up to floating-point round-off, which is bounded term by term
 (:func:`piecewise_exponential_integral`): no quadrature error at all.
 
 The result, :class:`ExactSupLoss`, converts to a :class:`SupremumAccounting` that
-has the interface of :class:`~dpaudit.accounting.ExactAccounting` (family
+has the interface of :class:`~dpaudit.accounting.profiles.ExactAccounting` (family
 ``"supremum"``): a pure claim passes when ``sup_loss <= epsilon`` (the upper bound)
 and is violated when ``sup_loss_lower > epsilon``.
 """
@@ -60,8 +60,7 @@ import numpy as np
 import numpyro.distributions as dist
 from numpyro.distributions import Distribution
 
-from dpaudit.noise.linear_laplace import LinearLaplace, linear_laplace_sensitivity_bounds
-from dpaudit.serialize import json_float
+from dpaudit.core.serialize import json_float
 
 __all__ = [
     "ExactSupLoss",
@@ -541,36 +540,6 @@ def _unwrap(d: Distribution) -> Distribution:
     return d
 
 
-def _same_linear_laplace(p, q) -> bool:
-    if type(p) is not type(q) or not isinstance(p, LinearLaplace):
-        return False
-    same = np.array_equal(np.asarray(p.matrix), np.asarray(q.matrix))
-    same = same and np.shape(p.loc) == np.shape(q.loc)
-    same = same and np.array_equal(np.asarray(p.count_scale), np.asarray(q.count_scale))
-    return same and np.array_equal(np.asarray(p.scale), np.asarray(q.scale))
-
-
-def _linear_laplace_sup_loss(p: LinearLaplace, q: LinearLaplace) -> ExactSupLoss:
-    """Sum over the batch of ``min{||d||_1 : A d = n (loc_p - loc_q)} / b``."""
-    n = float(np.asarray(p.count_scale))
-    loc_p, loc_q = np.asarray(p.loc, dtype=float), np.asarray(q.loc, dtype=float)
-    difference = loc_p - loc_q
-    shifts = (n * difference).reshape(-1, loc_p.shape[-1])
-    # the difference and the product are each rounded once: 2 eps relative, 4 for safety
-    errors = 4.0 * _EPS * np.abs(shifts)
-    scales = np.broadcast_to(np.asarray(p.scale, dtype=float), loc_p.shape[:-1]).reshape(-1)
-    matrix = np.asarray(p.matrix, dtype=float)
-    lower = upper = 0.0
-    for shift, error, scale in zip(shifts, errors, scales, strict=True):
-        bounds = linear_laplace_sensitivity_bounds(matrix, shift, error)
-        # one division each: step one float outwards (an infinite bound stays infinite)
-        lower += bounds.lower / scale if math.isinf(bounds.lower) else _down(bounds.lower / scale)
-        upper += float(np.nextafter(bounds.upper / scale, np.inf))
-    # the running sums are rounded once per term (<= batch eps relative)
-    count = shifts.shape[0]
-    return _symmetric(lower * (1 - count * _EPS), upper * (1 + count * _EPS), "linear-laplace")
-
-
 def _enumerated_sup_loss(p: Distribution, q: Distribution) -> ExactSupLoss | None:
     """Max over the enumerated support of ``log p - log q``, summed over the batch."""
     try:
@@ -616,7 +585,7 @@ def exact_sup_loss(dist_p: Distribution, dist_q: Distribution) -> ExactSupLoss |
 
     Example:
         >>> import jax.numpy as jnp
-        >>> from dpaudit.noise.linear_laplace import LinearLaplace
+        >>> from dpaudit.model.noise.linear_laplace import LinearLaplace
         >>> p = LinearLaplace(jnp.array([1.0, 0.0]), jnp.eye(2), scale=2.0)
         >>> q = LinearLaplace(jnp.array([0.0, 1.0]), jnp.eye(2), scale=2.0)
         >>> round(exact_sup_loss(p, q).sup_loss, 9)
@@ -628,8 +597,6 @@ def exact_sup_loss(dist_p: Distribution, dist_q: Distribution) -> ExactSupLoss |
     declared = getattr(p, "exact_sup_loss", None)
     if callable(declared) and type(p) is type(q):
         return declared(q)
-    if _same_linear_laplace(p, q):
-        return _linear_laplace_sup_loss(p, q)
     if type(p) is type(q) and isinstance(p, _ENUMERABLE):
         return _enumerated_sup_loss(p, q)
     return None

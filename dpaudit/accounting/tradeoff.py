@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from dpaudit.notions.conversions import gdp_tradeoff
+from dpaudit.accounting.conversions import gdp_tradeoff
 
 __all__ = [
     "pair_profile",

@@ -5,7 +5,7 @@
 (:mod:`~dpaudit.blackbox.statistics`, :mod:`~dpaudit.blackbox.selection`), fresh
 certification releases count it (:mod:`~dpaudit.blackbox.certification`), and
 exact binomial bounds turn the counts into certified lower bounds
-(:mod:`~dpaudit.blackbox.bounds`).
+(:mod:`~dpaudit.estimation.bounds`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from dpaudit.adjacency import check_adjacent
 from dpaudit.blackbox.autopairs import AutoPairs, auto_pairs
-from dpaudit.blackbox.bounds import bound_method, certified_epsilon_by
 from dpaudit.blackbox.certification import KEPT_SCORES, count_event, count_event_sequential
 from dpaudit.blackbox.percall import per_call, per_call_kind
 from dpaudit.blackbox.result import (
@@ -37,7 +35,6 @@ from dpaudit.blackbox.result import (
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
 from dpaudit.blackbox.selection import OBJECTIVES, resolve_objective, select_event
-from dpaudit.blackbox.sequential import look_chunk, stopping_record
 from dpaudit.blackbox.statistics import (
     STATISTICS,
     FittedStatistic,
@@ -45,10 +42,14 @@ from dpaudit.blackbox.statistics import (
     fit_statistics,
 )
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
-from dpaudit.checks import check_choice, check_count
-from dpaudit.mechanism import Claim, Mechanism
-from dpaudit.notions.claims import is_notion_claim
-from dpaudit.progress import progress_bar, should_show
+from dpaudit.core.checks import check_choice, check_count
+from dpaudit.core.executors import resolve_executor
+from dpaudit.core.progress import progress_bar, should_show
+from dpaudit.estimation.bounds import bound_method, certified_epsilon_by
+from dpaudit.estimation.sequential import look_chunk, stopping_record
+from dpaudit.model.adjacency import check_adjacent
+from dpaudit.model.claims import Claim, is_notion_claim
+from dpaudit.model.mechanism import Mechanism
 
 __all__ = ["blackbox_audit"]
 
@@ -68,7 +69,7 @@ _MIN_SELECT = 10_000
 _SELECT_FRACTION = 10
 #: How certification decides its budget: count all ``samples`` (``"fixed"``), or stop at the
 #: first pre-registered look that certifies a violation (``"sequential"``, level spent over the
-#: looks; :mod:`dpaudit.blackbox.sequential`).
+#: looks; :mod:`dpaudit.estimation.sequential`).
 STOPPING_RULES = ("fixed", "sequential")
 
 
@@ -175,7 +176,7 @@ def blackbox_audit(
         name: the implementation's name in reports (default the sampler's name).
         progress: show a progress bar (default: on a terminal, for long runs).
         method: deprecated alias of ``statistic`` (``DeprecationWarning``).
-        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
+        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.runtime`
             executor: the candidate pairs' selection (one task per pair) and the
             certification chunks (shards) run on workers, with the same numbers.
         stopping: ``"fixed"`` (count all ``samples``) or ``"sequential"``: count in
@@ -213,8 +214,6 @@ def blackbox_audit(
             "stopping='fixed'."
         )
     if executor is not None:
-        from dpaudit.distributed import resolve_executor
-
         executor = resolve_executor(executor)
     root = jax.random.key(seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.chunk_size, root)
@@ -258,7 +257,7 @@ def _fit_statistics(plan: _Plan, sources, root, bar, executor=None) -> list[_Arm
     shared = (plan, sources, root)
     if executor is None:
         per_pair = [_fit_pair(shared, i, bar) for i in range(len(plan.pairs))]
-    else:  # one task per pair (dpaudit.distributed): the same fits, in pair order
+    else:  # one task per pair (dpaudit.runtime): the same fits, in pair order
         per_pair = executor.run_selection(_fit_pair, shared, sources, plan.select, bar)
     arms = []
     for i, fitted in enumerate(per_pair):

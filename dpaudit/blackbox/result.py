@@ -3,7 +3,7 @@
 :class:`SelectedEvent` is what selection hands to certification,
 :class:`CertifiedCounts` what certification counted; :class:`CertifiedEvent`
 and :class:`BlackBoxResult` are the public, frozen, JSON-able outcome (JSON
-through :func:`dpaudit.serialize.json_float`).
+through :func:`dpaudit.core.serialize.json_float`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpaudit.audit_record import DIRECTIONS, AuditRecord
-from dpaudit.blackbox.bounds import (
+from dpaudit.core.serialize import json_float, jsonable
+from dpaudit.estimation.bounds import (
     CONDITIONAL_RATIO,
     PAIR,
     certified_delta,
@@ -24,9 +24,8 @@ from dpaudit.blackbox.bounds import (
     detectable_violation,
     one_sided_pair,
 )
-from dpaudit.mechanism import Claim
-from dpaudit.notions.claims import claim_label, notion_bound_text
-from dpaudit.serialize import json_float, jsonable
+from dpaudit.model.audit_record import DIRECTIONS, AuditRecord
+from dpaudit.model.claims import Claim, claim_label, notion_bound_text
 
 __all__ = [
     "DIRECTIONS",
@@ -87,7 +86,7 @@ class CertifiedCounts(NamedTuple):
         n_p: releases of ``P`` counted (Poisson for the conditional-ratio bound).
         n_q: the same for ``Q``.
         bound: the epsilon bound the counts are for
-            (:func:`~dpaudit.blackbox.bounds.bound_method`).
+            (:func:`~dpaudit.estimation.bounds.bound_method`).
     """
 
     k_p: int
@@ -196,14 +195,14 @@ class BlackBoxResult(AuditRecord):
         objective: what the certified event was chosen for, ``"epsilon"`` (the epsilon
             bound at the claimed delta) or ``"delta"`` (the delta bound at the claimed
             epsilon). Both bounds are certified on that one event.
-        strength: the audit strength (:func:`~dpaudit.blackbox.bounds.detectable_violation`):
+        strength: the audit strength (:func:`~dpaudit.estimation.bounds.detectable_violation`):
             ``epsilon`` / ``delta``, the smallest violations that would have been certified
             on an event as frequent under ``Q`` as the certified one (``q``), and
             ``epsilon_any_event``, the smallest over all event sizes at this budget.
         reproducible: ``False`` when the sampler ignores the audit's seed (its own
             randomness): the verdict is valid, but a rerun draws other releases.
         stopping: ``None`` for a fixed budget; with ``stopping="sequential"``, when and
-            why certification stopped (:func:`~dpaudit.blackbox.sequential.stopping_record`:
+            why certification stopped (:func:`~dpaudit.estimation.sequential.stopping_record`:
             the look, the releases counted of the planned budget, the look's confidence,
             the reason). ``samples`` is then the releases counted.
         notion_bound: for a zCDP / RDP / GDP / f-DP claim, the certified lower bound on the
@@ -243,7 +242,7 @@ class BlackBoxResult(AuditRecord):
     @property
     def bound_method(self) -> str:
         """How the epsilon bound was certified: ``"conditional-ratio"`` (pure-epsilon claims)
-        or ``"clopper-pearson-pair"`` (see :func:`~dpaudit.blackbox.bounds.bound_method`)."""
+        or ``"clopper-pearson-pair"`` (see :func:`~dpaudit.estimation.bounds.bound_method`)."""
         return str(self.event.bound.get("method", PAIR))
 
     @property
@@ -435,7 +434,7 @@ def audit_strength(k_q: int, n: int, claim: Claim, confidence: float) -> dict:
 
     Returns:
         ``{"epsilon", "delta", "q", "epsilon_any_event"}`` (see
-        :func:`~dpaudit.blackbox.bounds.detectable_violation`): at the certified event's
+        :func:`~dpaudit.estimation.bounds.detectable_violation`): at the certified event's
         ``Q``-frequency ``q = k_q / n``, and the smallest epsilon over all event sizes.
     """
     q = k_q / n

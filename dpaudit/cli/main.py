@@ -115,17 +115,17 @@ def _first_line(err: BaseException) -> str:
 
 
 def _spec_error(message: str):
-    from dpaudit.spec import SpecError
+    from dpaudit.io.spec import SpecError
 
     return SpecError(message)
 
 
 def _with_claim(mechanism, claim):
     """The mechanism with the spec's claim: its notion, parameters and adjacency (sensitivity kept)."""
-    from dpaudit.notions.claims import is_notion_claim
+    from dpaudit.model.claims import is_notion_claim
 
     base = mechanism.claim
-    if is_notion_claim(claim) or is_notion_claim(base):  # dpaudit.notions: rebuild the claim
+    if is_notion_claim(claim) or is_notion_claim(base):  # dpaudit.model.claims: rebuild the claim
         merged = dataclasses.replace(
             claim, sensitivity_norm=base.sensitivity_norm, sensitivity=base.sensitivity
         )
@@ -154,7 +154,7 @@ class PreparedAudit:
         spec: the validated spec (``--seed`` / ``--samples`` applied).
         mechanism: white-box: the :class:`~dpaudit.Mechanism` with the spec's
             claim applied; black-box: ``None``.
-        target: black-box: the :class:`~dpaudit.spec.BlackBoxTarget`; white-box: ``None``.
+        target: black-box: the :class:`~dpaudit.io.spec.BlackBoxTarget`; white-box: ``None``.
         features: black-box: the classifier features, or ``None`` for the release values.
         pair: the neighbouring datasets ``(D, D')``.
         claim_note: for a ``FILE.py:CALLABLE`` target, which claim is audited
@@ -171,7 +171,7 @@ class PreparedAudit:
 
 def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
     """One spec prepared; a builder, sampler or generator that crashes is an :class:`AuditCrash`."""
-    from dpaudit.spec import load_spec, with_overrides
+    from dpaudit.io.spec import load_spec, with_overrides
 
     return _guarded(path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples)))
 
@@ -191,8 +191,7 @@ def _build_spec(spec, mechanism=None, claim_note: str = "") -> PreparedAudit:
 
     ``mechanism``: the white-box mechanism when the caller built it already.
     """
-    from dpaudit.adjacency import check_adjacent
-    from dpaudit.spec import (
+    from dpaudit.io.spec import (
         blackbox_features,
         check_model_runs,
         check_sampler_runs,
@@ -200,6 +199,7 @@ def _build_spec(spec, mechanism=None, claim_note: str = "") -> PreparedAudit:
         resolve_blackbox,
         resolve_mechanism,
     )
+    from dpaudit.model.adjacency import check_adjacent
 
     if spec.blackbox is None:
         built = mechanism if mechanism is not None else resolve_mechanism(spec)
@@ -224,7 +224,7 @@ def prepare(paths, seed: int | None = None, samples: int | None = None) -> list[
     """Validate every spec, build every mechanism, sampler and dataset pair before auditing.
 
     Args:
-        paths: spec files (see :func:`dpaudit.spec.find_specs`).
+        paths: spec files (see :func:`dpaudit.io.spec.find_specs`).
         seed: overrides every spec's seed, or ``None``.
         samples: overrides every spec's sample budget, or ``None``.
 
@@ -305,7 +305,7 @@ def _run_checked(item: PreparedAudit):
 
 
 def _outcome(item: PreparedAudit, result):
-    from dpaudit.report import AuditOutcome
+    from dpaudit.io.report import AuditOutcome
 
     spec = item.spec
     description = " ".join(t for t in (spec.description, item.claim_note) if t)
@@ -477,7 +477,7 @@ def _pairs_option(args):
 def _load_command_line_spec(args, ref: str):
     """Write the command line's spec to a temporary file and load it (the spec loader validates
     every field); errors name the option, not the temporary file."""
-    from dpaudit.spec import SpecError, load_spec
+    from dpaudit.io.spec import SpecError, load_spec
 
     text = _toml_document(_command_line_tables(args, ref))
     with tempfile.TemporaryDirectory(prefix="dpaudit-") as folder:
@@ -522,7 +522,7 @@ def _claim_note(ref: str, args, declared, audited) -> str:
 
 def _merged_claim(args, declared):
     """The command line's epsilon / delta / adjacency over the declared claim (if any)."""
-    from dpaudit.mechanism import Claim
+    from dpaudit.model.claims import Claim
 
     pick = {o: getattr(args, o) for o in ("epsilon", "delta", "adjacency")}
     if declared is not None:
@@ -552,7 +552,7 @@ def _prepare_callable(ref: str, args) -> PreparedAudit:
 
     Errors name the command-line option where the spec loader names a spec field.
     """
-    from dpaudit.spec import SpecError
+    from dpaudit.io.spec import SpecError
 
     try:
         return _prepare_callable_spec(ref, args)
@@ -564,7 +564,7 @@ def _prepare_callable(ref: str, args) -> PreparedAudit:
 
 
 def _prepare_callable_spec(ref: str, args) -> PreparedAudit:
-    from dpaudit.spec import resolve_blackbox, resolve_mechanism
+    from dpaudit.io.spec import resolve_blackbox, resolve_mechanism
 
     _check_callable_options(args)
     spec = _load_command_line_spec(args, ref)
@@ -625,7 +625,7 @@ def _select_paths(paths, expression: str | None):
     """The spec paths whose spec name or path ``-k`` selects (specs are loaded, not built)."""
     if expression is None:
         return paths
-    from dpaudit.spec import load_spec
+    from dpaudit.io.spec import load_spec
 
     matches(expression, [])  # a malformed expression is reported before any spec is read
     return [p for p in paths if matches(expression, [load_spec(p).name, p])]
@@ -640,10 +640,10 @@ def _plain(stream) -> bool:
 
 
 def closing_line(outcomes, seconds: float, strict: bool = False) -> str:
-    """The run's closing counts line, in the manner of pytest (:func:`dpaudit.report.counts_line`).
+    """The run's closing counts line, in the manner of pytest (:func:`dpaudit.io.report.counts_line`).
 
     Args:
-        outcomes: the run's :class:`~dpaudit.report.AuditOutcome` list.
+        outcomes: the run's :class:`~dpaudit.io.report.AuditOutcome` list.
         seconds: the run's wall time.
         strict: whether an inconclusive verdict without expectation fails.
 
@@ -651,7 +651,7 @@ def closing_line(outcomes, seconds: float, strict: bool = False) -> str:
         For example ``"47 as expected, 2 unexpected (1 missed violation, 1 false
         alarm) in 3m12s"``.
     """
-    from dpaudit.report import counts_line
+    from dpaudit.io.report import counts_line
 
     return counts_line(outcomes, seconds, strict)
 
@@ -665,7 +665,7 @@ def _number(value) -> str:
 
 def _claim_cell(claim) -> str:
     """``(epsilon, delta)``, or a notion claim as stated (``1-GDP``, ``0.5-zCDP``)."""
-    from dpaudit.notions.claims import claim_label, is_notion_claim
+    from dpaudit.model.claims import claim_label, is_notion_claim
 
     if is_notion_claim(claim):
         return claim_label(claim)
@@ -732,7 +732,7 @@ def _audit_line(o, seconds: float) -> str:
 def _audit_all(prepared: list[PreparedAudit], out, quiet: bool = False) -> list:
     """Audit every prepared target in turn, one result line per verdict on ``out``.
 
-    A suite-level bar (rich's own, not :mod:`dpaudit.progress`: it changes its
+    A suite-level bar (rich's own, not :mod:`dpaudit.core.progress`: it changes its
     label per audit) is drawn on stderr when stderr is a terminal; on a terminal
     the result lines are printed above it.
     """
@@ -778,7 +778,7 @@ def _start_workers(args) -> bool:
     """
     if getattr(args, "workers", None) is None and not getattr(args, "ray", None):
         return False
-    from dpaudit.distributed import start_suite
+    from dpaudit.runtime import start_suite
 
     try:
         start_suite(args.workers, args.ray)
@@ -792,7 +792,7 @@ def _start_workers(args) -> bool:
 
 def _suite_target(item: PreparedAudit, args, seconds: dict):
     """What a worker needs to rebuild ``item``: its spec path, or a callable and its options."""
-    from dpaudit.distributed import SuiteTarget
+    from dpaudit.runtime import SuiteTarget
 
     path = str(item.spec.path)
     cost = float(seconds.get(path, 0.0))
@@ -813,7 +813,7 @@ def _seconds_file() -> Path | None:
 
 def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
     """Every audit as a Ray task (``--workers``/``--ray``), longest first (last run's times)."""
-    from dpaudit.distributed import run_suite_parallel
+    from dpaudit.runtime import SuiteRunner, run_suite_parallel
 
     record = _seconds_file()
     try:
@@ -822,8 +822,9 @@ def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
         known = {}
     targets = [_suite_target(item, args, known) for item in prepared]
     seconds: list = []
-    results = run_suite_parallel(targets, args.seed, args.samples, workers=args.workers,
-                                 address=args.ray, seconds=seconds)  # fmt: skip
+    runner = SuiteRunner(prepare, prepare_callable, run_audit)
+    results = run_suite_parallel(targets, args.seed, args.samples, runner=runner,
+                                 workers=args.workers, address=args.ray, seconds=seconds)  # fmt: skip
     outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
     for item, o, s in zip(prepared, outcomes, seconds, strict=True):
         if item.claim_note:  # as the serial run prints it, before the audit's line
@@ -848,7 +849,7 @@ def _log(args, message: str) -> None:
 
 def _prepare_targets(args) -> list[PreparedAudit]:
     """Every target validated and built (specs first, then callables), ``-k`` applied."""
-    from dpaudit.spec import find_specs
+    from dpaudit.io.spec import find_specs
 
     for target in args.targets:
         _check_target(target)
@@ -875,7 +876,7 @@ def _prepare_targets(args) -> list[PreparedAudit]:
 
 def _check_outputs(args) -> None:
     """The output paths, checked first: a run is never spent on output it cannot keep."""
-    from dpaudit.report import check_json_path, check_output_file, check_report_folder
+    from dpaudit.io.report import check_json_path, check_output_file, check_report_folder
 
     if args.report:
         check_report_folder(args.report)
@@ -901,7 +902,7 @@ def audit_targets(args, legacy: bool = False) -> int:
         SpecError: for an invalid target or an audit that failed (nothing is written then).
         AuditCrash: for a builder, audit or report that crashed.
     """
-    from dpaudit.report import now
+    from dpaudit.io.report import now
 
     clock, started = time.perf_counter(), now()
     out = sys.stderr if legacy or args.json == "-" else sys.stdout
@@ -933,7 +934,13 @@ def audit_targets(args, legacy: bool = False) -> int:
 def _write_outputs(outcomes, args, started: str, seconds: float) -> None:
     """Write the report, the JSON and the JUnit XML; a failure other than the file system's is
     an AuditCrash."""
-    from dpaudit.report import ReportPathError, json_document, write_json, write_junit, write_report
+    from dpaudit.io.report import (
+        ReportPathError,
+        json_document,
+        write_json,
+        write_junit,
+        write_report,
+    )
 
     try:
         if args.report:
@@ -1058,7 +1065,7 @@ def list_catalogue(args) -> int:
     Returns:
         :data:`EXIT_OK`.
     """
-    from dpaudit.registry import entry
+    from dpaudit.model.registry import entry
 
     faulty = True if args.faulty else (None if args.all else False)
     title = "dpaudit catalogue" + (" (faulty)" if faulty else "")
@@ -1101,8 +1108,8 @@ def info(args) -> int:
     """
     import jax
 
-    from dpaudit.datasets import generators
-    from dpaudit.spec import find_specs, load_spec
+    from dpaudit.io.datasets import generators
+    from dpaudit.io.spec import find_specs, load_spec
 
     print(f"dpaudit {dpaudit.__version__}")
     print(

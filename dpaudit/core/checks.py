@@ -207,3 +207,28 @@ def _show(value: Any) -> str:
         v = float(arr)
         return repr(v) if math.isfinite(v) else str(v)
     return f"an array with min {np.nanmin(arr):.4g} and max {np.nanmax(arr):.4g}"
+
+
+def check_probability(name: str, value: float, *, allow_zero: bool) -> float:
+    """A probability below one (a delta), as a float.
+
+    Args:
+        name: how the error message names the value.
+        value: a real number.
+        allow_zero: whether 0 is allowed.
+
+    Returns:
+        ``float(value)``.
+
+    Raises:
+        TypeError: ``value`` is not a real number.
+        ValueError: ``value`` is outside ``[0, 1)`` (``(0, 1)`` without ``allow_zero``).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
+    value = float(value)
+    low_ok = value >= 0 if allow_zero else value > 0
+    if not (math.isfinite(value) and low_ok and value < 1):
+        bound = "0 <= delta < 1" if allow_zero else "0 < delta < 1"
+        raise ValueError(f"{name} must satisfy {bound}, got {value!r}.")
+    return value

@@ -1,7 +1,7 @@
 """One progress bar for long runs (rich), shown on a terminal only.
 
 Example:
-    >>> from dpaudit.progress import progress_bar
+    >>> from dpaudit.core.progress import progress_bar
     >>> with progress_bar("auditing", total=3, unit="chunks", show=False) as bar:
     ...     for _ in range(3):
     ...         bar.advance()

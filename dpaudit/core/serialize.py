@@ -5,7 +5,7 @@ JSON has no infinity and no NaN. Every ``to_dict()`` in dpaudit writes
 loss is a finding, not a missing value) and NaN as ``null`` (no value).
 
 Example:
-    >>> from dpaudit.serialize import json_float, jsonable
+    >>> from dpaudit.core.serialize import json_float, jsonable
     >>> json_float(float("inf")), json_float(float("nan")), json_float(0.5)
     ('inf', None, 0.5)
     >>> import numpy as np

@@ -34,9 +34,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpaudit.checks import check_count
-from dpaudit.mechanism import Mechanism
-from dpaudit.registry import lookup
+from dpaudit.core.checks import check_count
+from dpaudit.model.mechanism import Mechanism
+from dpaudit.model.registry import lookup
 
 __all__ = ["generate", "generators"]
 
@@ -311,7 +311,7 @@ def generate(name: str, mechanism: Mechanism, *, seed: int = 0, **params):
         name: a generator (see :func:`generators`).
         mechanism: what the generator reads public parameters from (``name``
             and ``params``): a :class:`~dpaudit.Mechanism`, or
-            :class:`dpaudit.spec.PublicParameters` for a plain sampler.
+            :class:`dpaudit.io.spec.PublicParameters` for a plain sampler.
         seed: the generator's seed.
         **params: the generator's parameters (``[data.params]`` of a spec).
 

@@ -39,15 +39,15 @@ from pathlib import Path
 from typing import Any
 
 import dpaudit
-from dpaudit.notions.claims import (
+from dpaudit.core.serialize import json_float
+from dpaudit.io.plot.tradeoff import notion_figures
+from dpaudit.model.claims import (
     claim_label,
     is_notion_claim,
     notion_bound_text,
     notion_fields,
     notion_record,
 )
-from dpaudit.notions.figures import notion_figures
-from dpaudit.serialize import json_float
 
 __all__ = [
     "REPORT_MARKER",
@@ -241,7 +241,7 @@ def result_record(outcome: AuditOutcome) -> dict:
     (:func:`dpaudit.blackbox_audit`: the same fields, ``None`` where a
     sample-only audit has no value, plus ``method``, ``event`` and
     ``samples_select``). Non-finite numbers are written by
-    :func:`dpaudit.serialize.json_float` (``"inf"``, ``"-inf"``, ``None`` for NaN).
+    :func:`dpaudit.core.serialize.json_float` (``"inf"``, ``"-inf"``, ``None`` for NaN).
 
     Args:
         outcome: one audit of a run.
@@ -564,7 +564,7 @@ def _png(ax) -> str | None:
 def score_histogram(result) -> str | None:
     """Histograms of the certification statistic under P and Q, the threshold marked, as a PNG.
 
-    The figure is :func:`dpaudit.plot.certification_scores`.
+    The figure is :func:`dpaudit.io.plot.certification_scores`.
 
     Args:
         result: a :class:`dpaudit.BlackBoxResult`.
@@ -572,13 +572,13 @@ def score_histogram(result) -> str | None:
     Returns:
         The plot as a PNG data URI, or ``None`` when no score is finite.
     """
-    from dpaudit.plot import certification_scores
+    from dpaudit.io.plot import certification_scores
 
     return _png(certification_scores(result))
 
 
 def _whitebox_plots(o: AuditOutcome) -> list[str]:
-    from dpaudit import plot
+    from dpaudit.io import plot
 
     r = o.result
     data = None if o.data is None else o.data[0]
@@ -587,7 +587,7 @@ def _whitebox_plots(o: AuditOutcome) -> list[str]:
         plot.privacy_profile(r),
         plot.compatibility_sums(r),
         plot.releases(o.mechanism, data),
-        *(fig.axes[0] for fig in notion_figures(r)),  # trade-off / Renyi (dpaudit.notions)
+        *(fig.axes[0] for fig in notion_figures(r)),  # trade-off / Renyi (dpaudit.model.claims)
     ]
     return [p for p in (_png(ax) for ax in axes) if p]
 
@@ -808,7 +808,7 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
 
 def _blackbox_section(o: AuditOutcome) -> list[str]:
     """The HTML of one black-box audit: bound vs claim, the certified event, the histogram."""
-    from dpaudit.plot.blackbox import datasets_of
+    from dpaudit.io.plot.blackbox import datasets_of
 
     esc = html.escape
     r = o.result

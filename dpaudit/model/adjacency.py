@@ -18,19 +18,19 @@ traced index, so a search can ``jit`` and ``vmap`` them over candidate pairs.
 
 Example:
     >>> import numpy as np
-    >>> from dpaudit.adjacency import REPLACE_ONE, adjacency_of
+    >>> from dpaudit.model.adjacency import ADD_REMOVE, REPLACE_ONE
     >>> data = np.array([0.1, 0.5, 0.9])
     >>> prime = REPLACE_ONE.neighbour(data, 1, 0.0)
     >>> np.asarray(prime).tolist()
     [0.1, 0.0, 0.9]
-    >>> REPLACE_ONE.is_adjacent(data, prime), adjacency_of("add-remove").is_adjacent(data, prime)
+    >>> REPLACE_ONE.is_adjacent(data, prime), ADD_REMOVE.is_adjacent(data, prime)
     (True, False)
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -43,7 +43,6 @@ __all__ = [
     "AddRemove",
     "Adjacency",
     "ReplaceOne",
-    "adjacency_of",
     "check_adjacent",
     "get_record",
     "insert_record",
@@ -394,37 +393,8 @@ REPLACE_ONE = ReplaceOne()
 #: Add/remove adjacency.
 ADD_REMOVE = AddRemove()
 
-_BY_NAME = {REPLACE_ONE.name: REPLACE_ONE, ADD_REMOVE.name: ADD_REMOVE}
-if set(_BY_NAME) != set(ADJACENCIES):  # pragma: no cover - guards against drift from mechanism.py
+RELATIONS = {REPLACE_ONE.name: REPLACE_ONE, ADD_REMOVE.name: ADD_REMOVE}
+if set(RELATIONS) != set(ADJACENCIES):  # pragma: no cover - guards against drift from mechanism.py
     raise RuntimeError(
-        f"dpaudit.adjacency knows {sorted(_BY_NAME)} but Claim allows {ADJACENCIES}."
-    )
-
-
-def adjacency_of(value: Any) -> Adjacency:
-    """The :class:`Adjacency` named by a string, a :class:`~dpaudit.Claim` or a :class:`~dpaudit.Mechanism`.
-
-    Args:
-        value: ``"replace-one"``, ``"add-remove"``, an :class:`Adjacency`, a
-            claim, or a mechanism (its claim's adjacency).
-
-    Raises:
-        ValueError: for an unknown name.
-        TypeError: for anything else.
-    """
-    from dpaudit.mechanism import Claim, Mechanism  # mechanism.py imports this module
-
-    if isinstance(value, Adjacency):
-        return value
-    if isinstance(value, Mechanism):
-        value = value.claim
-    if isinstance(value, Claim):
-        value = value.adjacency
-    if isinstance(value, str):
-        if value not in _BY_NAME:
-            raise ValueError(f"adjacency must be one of {ADJACENCIES}, got {value!r}.")
-        return _BY_NAME[value]
-    raise TypeError(
-        "adjacency must be a name ('replace-one' or 'add-remove'), an Adjacency, a Claim or a "
-        f"Mechanism, got {type(value).__name__}."
+        f"dpaudit.model.adjacency knows {sorted(RELATIONS)} but Claim allows {ADJACENCIES}."
     )

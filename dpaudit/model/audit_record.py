@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from dpaudit.mechanism import Claim
+from dpaudit.model.claims import Claim
 
 __all__ = ["DIRECTIONS", "VERDICTS", "AuditRecord"]
 

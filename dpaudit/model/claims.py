@@ -12,7 +12,7 @@ Each is a claim about *every* neighbouring pair, in both directions, under its
 ``adjacency``; each carries the sensitivity fields and reference of
 :class:`~dpaudit.Claim`, converts to the ``(epsilon, delta)`` profile it implies
 (:meth:`delta_implied`, :meth:`epsilon_implied`, and :attr:`conversion` says which
-conversion, exact or not; :mod:`dpaudit.notions.conversions`), and reads as the
+conversion, exact or not; :mod:`dpaudit.accounting.conversions`), and reads as the
 ``(epsilon, delta)`` point it implies at ``anchor_delta`` (``claim.epsilon``,
 ``claim.delta``, :meth:`as_dp`), which is how the ``(epsilon, delta)`` parts of the
 pipelines see it. :func:`make_claim` builds the right record from the fields of a
@@ -27,8 +27,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from dpaudit.mechanism import Claim
-from dpaudit.notions.conversions import (
+from dpaudit.accounting.conversions import (
     gdp_delta,
     gdp_epsilon,
     gdp_tradeoff,
@@ -38,11 +37,15 @@ from dpaudit.notions.conversions import (
     zcdp_delta,
     zcdp_epsilon,
 )
-from dpaudit.serialize import jsonable
+from dpaudit.core.checks import check_probability
+from dpaudit.core.serialize import jsonable
+from dpaudit.model.adjacency import ADJACENCIES
 
 __all__ = [
     "CLAIM_FIELDS",
     "NOTIONS",
+    "SENSITIVITY_NORMS",
+    "Claim",
     "GDPClaim",
     "RDPClaim",
     "TradeoffClaim",
@@ -55,6 +58,93 @@ __all__ = [
     "notion_of",
     "notion_record",
 ]
+
+#: Norms in which a claim's sensitivity may be stated.
+#: ``rkhs`` is the RKHS norm of the noise kernel (HRW); ``cameron-martin`` is
+#: ``||h||_C`` of the noise covariance (MRS); ``one-c`` is ``||h||_{1,C}`` (LR);
+#: ``l1``/``l2``/``linf`` are the usual vector norms of the release coordinates.
+SENSITIVITY_NORMS = ("rkhs", "cameron-martin", "one-c", "l1", "l2", "linf")
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """What a mechanism claims: ``(epsilon, delta)``-DP under an adjacency relation.
+
+    Fields never change meaning (compare dp_accounting's ``DpEvent``).
+
+    Args:
+        epsilon: claimed epsilon (finite, ``>= 0``; ``0`` only with ``delta > 0``: a
+            pure-delta claim ``P_D(A) <= P_D'(A) + delta``, audited black-box only).
+        delta: claimed delta (``0`` for a pure-epsilon claim, else in ``(0, 1)``).
+        adjacency: ``"replace-one"`` or ``"add-remove"``.
+        sensitivity_norm: the norm of :data:`SENSITIVITY_NORMS` in which the
+            sensitivity was bounded, or ``None`` when the guarantee does not
+            rest on a sensitivity (e.g. the sparse vector technique).
+        sensitivity: the bound on ``||f_D - f_D'||`` used to calibrate the
+            noise (``None`` exactly when ``sensitivity_norm`` is ``None``).
+        reference: the paper and theorem the guarantee rests on.
+
+    Raises:
+        ValueError / TypeError: with one sentence naming the bad field.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    adjacency: str = "replace-one"
+    sensitivity_norm: str | None = None
+    sensitivity: float | None = None
+    reference: str = ""
+
+    def __post_init__(self):
+        if isinstance(self.epsilon, bool) or not isinstance(
+            self.epsilon, (int, float, np.floating, np.integer)
+        ):
+            raise TypeError(f"Claim epsilon must be a number, got {type(self.epsilon).__name__}.")
+        epsilon = float(self.epsilon)
+        if not (math.isfinite(epsilon) and epsilon >= 0):
+            raise ValueError(f"Claim epsilon must be a finite number >= 0, got {epsilon!r}.")
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(
+            self, "delta", check_probability("Claim delta", self.delta, allow_zero=True)
+        )
+        if epsilon == 0 and self.delta == 0:  # (0, 0)-DP: the release ignores the data
+            raise ValueError(
+                "Claim epsilon = 0 needs a delta > 0 (a pure-delta claim); epsilon = delta = 0 "
+                "would claim the release does not depend on the data."
+            )
+        if self.adjacency not in ADJACENCIES:
+            raise ValueError(
+                f"Claim adjacency must be one of {ADJACENCIES}, got {self.adjacency!r}."
+            )
+        if (self.sensitivity_norm is None) != (self.sensitivity is None):
+            raise ValueError(
+                "Claim sensitivity and sensitivity_norm go together: give both (the bound and "
+                "the norm it is measured in) or neither."
+            )
+        if self.sensitivity_norm is not None:
+            if self.sensitivity_norm not in SENSITIVITY_NORMS:
+                raise ValueError(
+                    f"Claim sensitivity_norm must be one of {SENSITIVITY_NORMS}, got "
+                    f"{self.sensitivity_norm!r}."
+                )
+            sensitivity = float(self.sensitivity)
+            if not (math.isfinite(sensitivity) and sensitivity > 0):
+                raise ValueError(
+                    f"Claim sensitivity must be a finite number > 0, got {sensitivity!r}."
+                )
+            object.__setattr__(self, "sensitivity", sensitivity)
+        if not isinstance(self.reference, str):
+            raise TypeError("Claim reference must be a string naming the paper and theorem.")
+
+    @property
+    def pure(self) -> bool:
+        """Whether the claim is pure epsilon-DP.
+
+        Returns:
+            True when ``delta == 0``.
+        """
+        return self.delta == 0.0
+
 
 #: The notions a claim may be stated in; ``"dp"`` is :class:`~dpaudit.Claim`.
 NOTIONS = ("dp", "zcdp", "rdp", "gdp", "f-dp")
@@ -401,7 +491,7 @@ class TradeoffClaim(_NotionMixin):
         return self.delta_bracket(epsilon)[1]
 
     def delta_bracket(self, epsilon) -> tuple[np.ndarray, np.ndarray]:
-        """``(low, high)`` of ``delta_f(epsilon)`` (:func:`~dpaudit.notions.conversions.tradeoff_delta_bounds`).
+        """``(low, high)`` of ``delta_f(epsilon)`` (:func:`~dpaudit.accounting.conversions.tradeoff_delta_bounds`).
 
         Args:
             epsilon: epsilon(s), any real.

@@ -40,9 +40,9 @@ Fewer than ``min_blocks`` blocks (``K_r < 2^min_blocks``) give ``"undetermined"`
 
 **Where the analysis means something.** Extrapolating ``K -> infinity`` is only
 meaningful when the ``K`` coefficients are a truncation of a functional release:
-a :class:`~dpaudit.noise.GridNoise` (curves on a grid, expanded in a
+a :class:`~dpaudit.model.noise.GridNoise` (curves on a grid, expanded in a
 Karhunen–Loève basis whose later eigenfunctions exist but were not kept). A
-bare :class:`~dpaudit.noise.KarhunenLoeveNoise` release (a coefficient vector of
+bare :class:`~dpaudit.model.noise.KarhunenLoeveNoise` release (a coefficient vector of
 length ``K`` declared by the user, e.g. ``ICLPNoise(eigenvalues, sigma, loc=h)``)
 *is* the mechanism: there is no ``K + 1``-th coefficient, and the verdict rests
 on the audited law. :func:`compatibility` is then called with
@@ -67,8 +67,8 @@ import math
 
 import numpy as np
 
-from dpaudit.serialize import json_float
-from dpaudit.whitebox.shift import noise_shift
+from dpaudit.core.serialize import json_float
+from dpaudit.model.shift import noise_shift
 
 __all__ = [
     "CLASSES",
@@ -409,7 +409,7 @@ def classify_pair(mechanism, data, data_prime, **kwargs) -> Compatibility | None
     """Compatibility of ``f_D - f_D'`` with the mechanism's noise, or ``None`` when not applicable.
 
     Applicable when the two release laws are shifted Gaussian-process/ICLP
-    noise (:func:`dpaudit.loss.noise_shift`); the coefficients are
+    noise (:func:`dpaudit.model.loss.noise_shift`); the coefficients are
     ``basis.project(f_D - f_D')`` for grid releases.
 
     Args:
@@ -433,13 +433,13 @@ def classify_pair(mechanism, data, data_prime, **kwargs) -> Compatibility | None
 def is_functional_truncation(source: str) -> bool:
     """Whether a release of this noise source truncates a functional release.
 
-    Only a grid release (:class:`~dpaudit.noise.GridNoise`: curves expanded in a basis
+    Only a grid release (:class:`~dpaudit.model.noise.GridNoise`: curves expanded in a basis
     whose later eigenfunctions exist but were not kept) is extrapolated as ``K`` grows; a
     bare Karhunen–Loève coefficient vector (``source == "coefficients"``) is a finite
     vector declared by the user and is the mechanism itself.
 
     Args:
-        source: :attr:`dpaudit.whitebox.shift.NoiseShift.source`.
+        source: :attr:`dpaudit.model.shift.NoiseShift.source`.
 
     Returns:
         True for ``"grid"``, False otherwise.

@@ -19,8 +19,8 @@ import jax.numpy as jnp
 from numpyro.distributions import Distribution
 from numpyro.infer.util import log_density
 
-from dpaudit.mechanism import Mechanism
-from dpaudit.sites import JointRelease
+from dpaudit.model.mechanism import Mechanism
+from dpaudit.model.sites import JointRelease
 
 __all__ = [
     "check_has_density",
@@ -202,7 +202,7 @@ def model_log_prob(mechanism: Mechanism, data, releases, *, chunk_size: int = 40
     the model's trace (other, observed, sites do not belong to the release's
     marginal density). Not jitted, so models that use numpy on their data work.
     A release of several sites (or with latent/shared sites) is evaluated by its
-    :class:`~dpaudit.sites.JointRelease`, which substitutes every site the same way.
+    :class:`~dpaudit.model.sites.JointRelease`, which substitutes every site the same way.
 
     Args:
         mechanism: the mechanism.

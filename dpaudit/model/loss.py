@@ -9,7 +9,7 @@ neighbour ``D'`` is
 
 and the mechanism's hockey-stick divergence is
 ``delta(epsilon) = E_{x ~ P_D}[(1 - e^(epsilon - L(x)))_+]`` (see
-:mod:`dpaudit.pld`). DP needs both directions, ``(D, D')`` and ``(D', D)``.
+:mod:`dpaudit.accounting.pld`). DP needs both directions, ``(D, D')`` and ``(D', D)``.
 
 Three routes evaluate ``L``, and they agree (``tests/whitebox/test_loss.py``):
 
@@ -36,7 +36,7 @@ Three routes evaluate ``L``, and they agree (``tests/whitebox/test_loss.py``):
   Both are summed termwise, never as differences of norms (a difference of two
   large norms loses the loss to round-off, see docs/paper-errors.md#lr-termwise-density).
   The noise structure itself is detected by :func:`noise_shift`
-  (:mod:`dpaudit.whitebox.shift`, re-exported here).
+  (:mod:`dpaudit.model.shift`, re-exported here).
 
 **Infinite losses.** A release outside the support of ``P_D'`` (a grid release
 whose summaries differ off the Karhunen–Loève span: mutually singular laws)
@@ -58,7 +58,7 @@ import numpy as np
 import numpyro.distributions as dist
 from numpyro.distributions import Distribution
 
-from dpaudit.densities import (
+from dpaudit.model.densities import (
     check_has_density,
     combine_log_probs,
     jit_safe,
@@ -68,10 +68,10 @@ from dpaudit.densities import (
     site_log_prob,
     traced_or_closed,
 )
-from dpaudit.mechanism import Mechanism
-from dpaudit.noise.processes import GaussianProcessNoise, GridNoise, ICLPNoise
-from dpaudit.noise.radon_nikodym import cameron_martin_log_rn_terms, one_c_log_rn_terms
-from dpaudit.whitebox.shift import NoiseShift, noise_shift, unwrap_independent
+from dpaudit.model.mechanism import Mechanism
+from dpaudit.model.noise.processes import GaussianProcessNoise, GridNoise, ICLPNoise
+from dpaudit.model.noise.radon_nikodym import cameron_martin_log_rn_terms, one_c_log_rn_terms
+from dpaudit.model.shift import NoiseShift, noise_shift, unwrap_independent
 
 __all__ = [
     "CERTIFICATE_RTOL",

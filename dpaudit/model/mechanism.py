@@ -9,7 +9,7 @@ engine, the CLI and users all read it the same way:
   release. A release of several sites names them all (``release_site=("a",
   "b")``, read back as ``release_sites``); every other random site must be
   declared ``infer={"dpaudit": "latent"}`` or ``"shared"`` (or observed), and
-  the release law is then the joint law of the sites (:mod:`dpaudit.sites`,
+  the release law is then the joint law of the sites (:mod:`dpaudit.model.sites`,
   docs/whole-trace.md). So ``log p_D(x)`` can be
   evaluated at every release ``x`` and the privacy loss
   ``L(x) = log p_D(x) - log p_D'(x)`` follows from the model alone.
@@ -28,7 +28,7 @@ engine, the CLI and users all read it the same way:
 Catalogue entries are *builders*: functions of public parameters (epsilon,
 the dataset size ``n``, the data bound ...) that return a :class:`Mechanism`.
 :func:`dpaudit.register` files a builder under a name; :func:`dpaudit.build`
-and :func:`dpaudit.catalogue` read the registry (:mod:`dpaudit.registry`, the
+and :func:`dpaudit.catalogue` read the registry (:mod:`dpaudit.model.registry`, the
 one module that imports the shipped catalogue :mod:`mechanisms`).
 
 Example — a user's own mechanism, in ten lines::
@@ -52,7 +52,6 @@ Example — a user's own mechanism, in ten lines::
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 import warnings
 from collections.abc import Callable, Mapping
@@ -60,115 +59,18 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from numpyro.distributions import Distribution
 
-from dpaudit.adjacency import ADJACENCIES
-from dpaudit.sites import check_release_sites, joint_release
+from dpaudit.core.checks import check_probability
+from dpaudit.model.adjacency import ADJACENCIES, RELATIONS, Adjacency
+from dpaudit.model.claims import Claim, is_notion_claim
+from dpaudit.model.sites import check_release_sites, joint_release
 
 __all__ = [
-    "SENSITIVITY_NORMS",
-    "Claim",
     "KnownFlaw",
     "Mechanism",
+    "adjacency_of",
 ]
-
-#: Norms in which a claim's sensitivity may be stated.
-#: ``rkhs`` is the RKHS norm of the noise kernel (HRW); ``cameron-martin`` is
-#: ``||h||_C`` of the noise covariance (MRS); ``one-c`` is ``||h||_{1,C}`` (LR);
-#: ``l1``/``l2``/``linf`` are the usual vector norms of the release coordinates.
-SENSITIVITY_NORMS = ("rkhs", "cameron-martin", "one-c", "l1", "l2", "linf")
-
-
-def _check_probability(name: str, value: float, *, allow_zero: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}.")
-    value = float(value)
-    low_ok = value >= 0 if allow_zero else value > 0
-    if not (math.isfinite(value) and low_ok and value < 1):
-        bound = "0 <= delta < 1" if allow_zero else "0 < delta < 1"
-        raise ValueError(f"{name} must satisfy {bound}, got {value!r}.")
-    return value
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """What a mechanism claims: ``(epsilon, delta)``-DP under an adjacency relation.
-
-    Fields never change meaning (compare dp_accounting's ``DpEvent``).
-
-    Args:
-        epsilon: claimed epsilon (finite, ``>= 0``; ``0`` only with ``delta > 0``: a
-            pure-delta claim ``P_D(A) <= P_D'(A) + delta``, audited black-box only).
-        delta: claimed delta (``0`` for a pure-epsilon claim, else in ``(0, 1)``).
-        adjacency: ``"replace-one"`` or ``"add-remove"``.
-        sensitivity_norm: the norm of :data:`SENSITIVITY_NORMS` in which the
-            sensitivity was bounded, or ``None`` when the guarantee does not
-            rest on a sensitivity (e.g. the sparse vector technique).
-        sensitivity: the bound on ``||f_D - f_D'||`` used to calibrate the
-            noise (``None`` exactly when ``sensitivity_norm`` is ``None``).
-        reference: the paper and theorem the guarantee rests on.
-
-    Raises:
-        ValueError / TypeError: with one sentence naming the bad field.
-    """
-
-    epsilon: float
-    delta: float = 0.0
-    adjacency: str = "replace-one"
-    sensitivity_norm: str | None = None
-    sensitivity: float | None = None
-    reference: str = ""
-
-    def __post_init__(self):
-        if isinstance(self.epsilon, bool) or not isinstance(
-            self.epsilon, (int, float, np.floating, np.integer)
-        ):
-            raise TypeError(f"Claim epsilon must be a number, got {type(self.epsilon).__name__}.")
-        epsilon = float(self.epsilon)
-        if not (math.isfinite(epsilon) and epsilon >= 0):
-            raise ValueError(f"Claim epsilon must be a finite number >= 0, got {epsilon!r}.")
-        object.__setattr__(self, "epsilon", epsilon)
-        object.__setattr__(
-            self, "delta", _check_probability("Claim delta", self.delta, allow_zero=True)
-        )
-        if epsilon == 0 and self.delta == 0:  # (0, 0)-DP: the release ignores the data
-            raise ValueError(
-                "Claim epsilon = 0 needs a delta > 0 (a pure-delta claim); epsilon = delta = 0 "
-                "would claim the release does not depend on the data."
-            )
-        if self.adjacency not in ADJACENCIES:
-            raise ValueError(
-                f"Claim adjacency must be one of {ADJACENCIES}, got {self.adjacency!r}."
-            )
-        if (self.sensitivity_norm is None) != (self.sensitivity is None):
-            raise ValueError(
-                "Claim sensitivity and sensitivity_norm go together: give both (the bound and "
-                "the norm it is measured in) or neither."
-            )
-        if self.sensitivity_norm is not None:
-            if self.sensitivity_norm not in SENSITIVITY_NORMS:
-                raise ValueError(
-                    f"Claim sensitivity_norm must be one of {SENSITIVITY_NORMS}, got "
-                    f"{self.sensitivity_norm!r}."
-                )
-            sensitivity = float(self.sensitivity)
-            if not (math.isfinite(sensitivity) and sensitivity > 0):
-                raise ValueError(
-                    f"Claim sensitivity must be a finite number > 0, got {sensitivity!r}."
-                )
-            object.__setattr__(self, "sensitivity", sensitivity)
-        if not isinstance(self.reference, str):
-            raise TypeError("Claim reference must be a string naming the paper and theorem.")
-
-    @property
-    def pure(self) -> bool:
-        """Whether the claim is pure epsilon-DP.
-
-        Returns:
-            True when ``delta == 0``.
-        """
-        return self.delta == 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +104,7 @@ class KnownFlaw:
         object.__setattr__(
             self,
             "true_delta",
-            _check_probability("KnownFlaw true_delta", self.true_delta, allow_zero=True),
+            check_probability("KnownFlaw true_delta", self.true_delta, allow_zero=True),
         )
 
 
@@ -304,12 +206,10 @@ class Mechanism:
             raise TypeError("Mechanism name must be a non-empty string.")
         if not callable(self.model):
             raise TypeError(f"Mechanism {self.name!r}: model must be callable (a numpyro model).")
-        from dpaudit.notions.claims import is_notion_claim  # notions import this module
-
         if not (isinstance(self.claim, Claim) or is_notion_claim(self.claim)):
             raise TypeError(
                 f"Mechanism {self.name!r}: claim must be a dpaudit.Claim or a claim of "
-                f"dpaudit.notions (zCDP, RDP, GDP, f-DP), got {type(self.claim).__name__}."
+                f"dpaudit.model.claims (zCDP, RDP, GDP, f-DP), got {type(self.claim).__name__}."
             )
         for field in ("summary", "difference_norm"):
             value = getattr(self, field)
@@ -358,13 +258,13 @@ class Mechanism:
         Returns:
             The numpyro distribution at the release site when the model releases one
             site and declares no latent or shared site; otherwise a
-            :class:`dpaudit.sites.JointRelease`, the joint law of all release (and
+            :class:`dpaudit.model.sites.JointRelease`, the joint law of all release (and
             shared) sites over the flat vector of their concatenated values.
 
         Raises:
             ValueError: if a release site is missing, or the model samples a random
                 site that is neither released nor declared (below), or a latent site
-                cannot be marginalised (:mod:`dpaudit.sites`).
+                cannot be marginalised (:mod:`dpaudit.model.sites`).
             TypeError: if a release site is drawn from something without a ``log_prob``.
 
         A random site the audit did not account for would be ignored by it: two
@@ -430,3 +330,30 @@ class Mechanism:
                 "sensitivity cannot be measured."
             )
         return self.difference_norm(self.summary(data) - self.summary(data_prime))
+
+
+def adjacency_of(value: Any) -> Adjacency:
+    """The :class:`Adjacency` named by a string, a :class:`~dpaudit.Claim` or a :class:`~dpaudit.Mechanism`.
+
+    Args:
+        value: ``"replace-one"``, ``"add-remove"``, an :class:`Adjacency`, a
+            claim, or a mechanism (its claim's adjacency).
+
+    Raises:
+        ValueError: for an unknown name.
+        TypeError: for anything else.
+    """
+    if isinstance(value, Adjacency):
+        return value
+    if isinstance(value, Mechanism):
+        value = value.claim
+    if isinstance(value, Claim):
+        value = value.adjacency
+    if isinstance(value, str):
+        if value not in RELATIONS:
+            raise ValueError(f"adjacency must be one of {ADJACENCIES}, got {value!r}.")
+        return RELATIONS[value]
+    raise TypeError(
+        "adjacency must be a name ('replace-one' or 'add-remove'), an Adjacency, a Claim or a "
+        f"Mechanism, got {type(value).__name__}."
+    )

@@ -1,12 +1,14 @@
-"""The catalogue registry: builders filed by name, and the one import of :mod:`mechanisms`.
+"""The catalogue registry: builders filed by name; catalogues found through entry points.
 
 A catalogue entry is a *builder*, a function of public parameters (epsilon,
 the dataset size ``n``, a data bound ...) returning a
 :class:`~dpaudit.Mechanism`. :func:`register` files it under a name;
-:func:`build`, :func:`catalogue` and :func:`entry` read the registry. The
-shipped catalogue lives in the separate package :mod:`mechanisms`; this module
-is the only place in :mod:`dpaudit` that imports it, lazily (on the first read),
-so the engine itself never depends on its catalogue.
+:func:`build`, :func:`catalogue` and :func:`entry` read the registry. Nothing in
+:mod:`dpaudit` imports a catalogue: a catalogue is a package whose modules call
+:func:`register` on import, declared as an entry point of the group
+``dpaudit.catalogues`` (the shipped one, :mod:`mechanisms`, in ``pyproject.toml``).
+The registry loads every declared catalogue on its first read, so the engine never
+depends on its catalogue.
 
 Example:
     >>> import dpaudit
@@ -20,17 +22,32 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dpaudit.mechanism import Mechanism
+    from dpaudit.model.mechanism import Mechanism
 
-__all__ = ["Entry", "build", "catalogue", "entry", "lookup", "register", "unregister"]
+__all__ = [
+    "CATALOGUE_GROUP",
+    "Entry",
+    "build",
+    "catalogue",
+    "entry",
+    "lookup",
+    "register",
+    "unregister",
+]
+
+
+#: The entry-point group naming catalogue packages (``mechanisms = "mechanisms"``).
+CATALOGUE_GROUP = "dpaudit.catalogues"
 
 
 def _load_catalogue() -> None:
-    """Import the shipped catalogue (its modules call :func:`register` on import)."""
-    import mechanisms  # noqa: F401
+    """Import every declared catalogue (their modules call :func:`register` on import)."""
+    for point in entry_points(group=CATALOGUE_GROUP):
+        point.load()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,7 @@ r"""Noise structure of two release laws: the same independent-coordinate noise, 
 
 When ``P_D`` and ``P_D'`` are the same noise around two centres, the privacy
 loss has a closed form in noise coordinates and the privacy curve can be
-computed exactly (:mod:`dpaudit.accounting`). :func:`noise_shift` recognises
+computed exactly (:mod:`dpaudit.accounting.profiles`). :func:`noise_shift` recognises
 the pairs of this kind; :class:`NoiseShift` describes one.
 """
 
@@ -16,13 +16,13 @@ import numpyro.distributions as dist
 import scipy.linalg
 from numpyro.distributions import Distribution
 
-from dpaudit.noise.processes import (
+from dpaudit.model.noise.processes import (
     GaussianProcessNoise,
     GridNoise,
     ICLPNoise,
     KarhunenLoeveNoise,
 )
-from dpaudit.spaces.bases import KarhunenLoeveBasis
+from dpaudit.model.spaces.bases import KarhunenLoeveBasis
 
 __all__ = ["NoiseShift", "joint_noise_shift", "noise_shift", "unwrap_independent"]
 
@@ -255,8 +255,8 @@ def _independent_shift(dist_p, dist_q, base_p, base_q, family: str) -> NoiseShif
 def noise_shift(dist_p: Distribution, dist_q: Distribution) -> NoiseShift | None:
     """Detect two laws that differ only by a shift of the same independent-coordinate noise.
 
-    Recognised: two :class:`~dpaudit.noise.GridNoise` on the same basis with the
-    same noise; two :class:`~dpaudit.noise.KarhunenLoeveNoise` of the same kind
+    Recognised: two :class:`~dpaudit.model.noise.GridNoise` on the same basis with the
+    same noise; two :class:`~dpaudit.model.noise.KarhunenLoeveNoise` of the same kind
     with equal eigenvalues and sigma; numpyro ``Normal`` or ``Laplace`` (possibly
     wrapped in ``Independent``/``to_event``) with equal scales; two numpyro
     ``MultivariateNormal`` with the same ``scale_tril`` (whitened).
@@ -300,14 +300,14 @@ def joint_noise_shift(joint_p, joint_q) -> NoiseShift | None:
     When every release site's law is the same independent-coordinate noise shifted
     (:func:`noise_shift`), of one family (all Gaussian or all Laplace), in the release's
     own coordinates, and no site's law depends on another site's value
-    (:meth:`dpaudit.sites.JointRelease.adaptive`), the joint release is one shifted
+    (:meth:`dpaudit.model.sites.JointRelease.adaptive`), the joint release is one shifted
     noise over the concatenated coordinates: Gaussian sites compose into one Gaussian
     with ``mu = sqrt(sum_i mu_i^2)`` and Laplace/ICLP sites into the Laplace PLD of the
     concatenated ``a`` vectors. Each site's ``sigma`` is folded into its eigenvalues.
 
     Args:
-        joint_p: the :class:`~dpaudit.sites.JointRelease` under ``D``.
-        joint_q: the :class:`~dpaudit.sites.JointRelease` under ``D'``.
+        joint_p: the :class:`~dpaudit.model.sites.JointRelease` under ``D``.
+        joint_q: the :class:`~dpaudit.model.sites.JointRelease` under ``D'``.
 
     Returns:
         The joint :class:`NoiseShift` (source ``"independent"``), or ``None`` (mixed

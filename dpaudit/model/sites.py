@@ -10,7 +10,7 @@ numpyro's ``infer`` dict:
   :data:`MAX_ENUMERATION` joint values). A continuous latent site is
   marginalised when its distribution provides the marginal density of the
   release sites that depend on it (the ``marginal_log_prob`` protocol below,
-  e.g. :class:`dpaudit.noise.ThresholdNoise`); otherwise it is refused.
+  e.g. :class:`dpaudit.model.noise.ThresholdNoise`); otherwise it is refused.
 * ``infer={"dpaudit": "shared"}`` — data-independent randomness the audit
   conditions on: it is audited as if released alongside the release sites.
   Dropping it from the release is post-processing, so a pass of the augmented
@@ -62,8 +62,13 @@ import numpy as np
 from numpyro import handlers
 from numpyro.distributions import Distribution, constraints
 
-from dpaudit.checks import is_concrete
-from dpaudit.exact import ExactSupLoss, exact_sup_loss, finite_sup_loss, log_density_error
+from dpaudit.accounting.suprema import (
+    ExactSupLoss,
+    exact_sup_loss,
+    finite_sup_loss,
+    log_density_error,
+)
+from dpaudit.core.checks import is_concrete
 
 __all__ = [
     "DECLARATIONS",
@@ -241,7 +246,7 @@ def _split_latent(name: str, latent, trace) -> tuple[list[str], list[str]]:
             raise ValueError(
                 f"mechanism {name!r}: the latent site {key!r} ({type(fn).__name__}) is "
                 "continuous and its distribution provides no marginal density; sample it from "
-                "a distribution with marginal_log_prob (such as dpaudit.noise.ThresholdNoise for "
+                "a distribution with marginal_log_prob (such as dpaudit.model.noise.ThresholdNoise for "
                 "SVT threshold noise), release it, or declare it 'shared' if it is "
                 "data-independent."
             )
@@ -350,9 +355,9 @@ class JointRelease(Distribution):
     def privacy_accounting(self, other, *, discretization: float = 1e-4):
         """The accounting the model declares for this pair, if any (adaptive releases).
 
-        The hook read by :func:`dpaudit.accounting.declared_accounting`. A model may carry
+        The hook read by :func:`dpaudit.accounting.profiles.declared_accounting`. A model may carry
         an attribute ``privacy_accounting(data, data_prime, *, discretization)`` returning
-        an :class:`~dpaudit.accounting.ExactAccounting` of the joint release under the two
+        an :class:`~dpaudit.accounting.profiles.ExactAccounting` of the joint release under the two
         datasets (or ``None``): an adaptive release whose per-site conditional pairs are
         dominated by known worst pairs declares their non-adaptive composition
         (docs/whole-trace.md, "Adaptive sites with bounded conditional pairs"). It is
@@ -523,7 +528,7 @@ class JointRelease(Distribution):
     def log_prob_error(self, value) -> float:
         """A certified bound on the numerical error of :meth:`log_prob` at one release.
 
-        The sum of the sites' declared errors (:func:`dpaudit.exact.log_density_error`)
+        The sum of the sites' declared errors (:func:`dpaudit.accounting.suprema.log_density_error`)
         and of the marginalised latent sites' ``marginal_log_prob_error`` (absent: closed
         form, 0); with discrete latent sites the largest over the enumeration (a
         log-sum-exp of terms each off by at most ``e`` is off by at most ``e``). ``0``
@@ -585,7 +590,7 @@ class JointRelease(Distribution):
         product of the sites' laws, so ``L(x) = sum_i L_i(x_i)`` with each ``L_i`` a
         function of its own coordinates, and ``sup L = sum_i sup L_i`` (attained, or
         approached, site by site). Each site's bounds come from
-        :func:`dpaudit.exact.exact_sup_loss`; sums are rounded outward.
+        :func:`dpaudit.accounting.suprema.exact_sup_loss`; sums are rounded outward.
 
         An adaptive release (a site's law depends on earlier released values) goes by
         :func:`adaptive_sup_loss`: each adaptive site's law declares bounds that hold
@@ -598,7 +603,7 @@ class JointRelease(Distribution):
             other: the joint release under the other dataset.
 
         Returns:
-            An :class:`~dpaudit.exact.ExactSupLoss` (method ``"sites: ..."``,
+            An :class:`~dpaudit.accounting.suprema.ExactSupLoss` (method ``"sites: ..."``,
             ``"adaptive sites: ..."`` or ``"latent marginal"``), or ``None`` when a site's
             supremum is not known, or an adaptive site declares no history-uniform bound.
         """
@@ -885,7 +890,7 @@ def adaptive_sup_loss(p: JointRelease, q: JointRelease) -> ExactSupLoss | None:
     """Certified suprema of an adaptive release whose sites declare history-uniform bounds.
 
     The loss is the chain rule ``L(x) = sum_i L_i(x_i | x_<i)``. A site whose law does
-    not depend on the earlier values contributes :func:`dpaudit.exact.exact_sup_loss` of
+    not depend on the earlier values contributes :func:`dpaudit.accounting.suprema.exact_sup_loss` of
     its pair; an adaptive site's law must name the fields computed from the history in
     ``uniform_fields`` and declare ``uniform_sup_loss(other) -> ExactSupLoss | None``,
     bounds that hold for *every* value of those fields: the upper bounds at least

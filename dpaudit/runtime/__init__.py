@@ -25,23 +25,22 @@ ascent); both are joined in order into the serial run's result.
 
 from __future__ import annotations
 
-from dpaudit.distributed.executors import (
+from dpaudit.runtime.executors import (
     LocalExecutor,
     RayExecutor,
     ShardExecutor,
     connect_ray,
-    resolve_executor,
     shard_ranges,
 )
-from dpaudit.distributed.suite import SuiteTarget, run_suite_parallel, start_suite
+from dpaudit.runtime.suite import SuiteRunner, SuiteTarget, run_suite_parallel, start_suite
 
 __all__ = [
     "LocalExecutor",
     "RayExecutor",
     "ShardExecutor",
+    "SuiteRunner",
     "SuiteTarget",
     "connect_ray",
-    "resolve_executor",
     "run_suite_parallel",
     "shard_ranges",
     "start_suite",

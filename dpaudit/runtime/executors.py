@@ -22,7 +22,7 @@ import numpy as np
 
 from dpaudit.blackbox.certification import TallyJob, merge_tally, tally_job_shard, tally_shard
 from dpaudit.blackbox.samplers import chunks_of
-from dpaudit.distributed.shards import (
+from dpaudit.runtime.shards import (
     SearchJob,
     SelectionJob,
     WhiteboxJob,
@@ -39,7 +39,6 @@ __all__ = [
     "RayExecutor",
     "ShardExecutor",
     "connect_ray",
-    "resolve_executor",
     "shard_ranges",
 ]
 
@@ -103,7 +102,7 @@ class ShardExecutor:
             shared: what every task needs (shipped once), or what :meth:`put` returned.
             tasks: the tasks.
             sizes: chunks per task (to advance ``progress``).
-            progress: a :class:`dpaudit.progress.ProgressBar`, or ``None``.
+            progress: a :class:`dpaudit.core.progress.ProgressBar`, or ``None``.
             ordered: when tasks fail, raise the error of the first failing task in task
                 order (the one a serial run meets first); else the first failure to arrive.
 
@@ -542,25 +541,3 @@ class RayExecutor(ShardExecutor):
         if isinstance(shared, self._ray.ObjectRef):
             return shared
         return ship(self._ray, shared, what)
-
-
-def resolve_executor(executor) -> ShardExecutor | None:
-    """The executor named or given by ``executor=`` of the audit functions.
-
-    Args:
-        executor: ``None`` (serial), ``"ray"`` (a :class:`RayExecutor` on a local instance,
-            or the instance already connected), or a :class:`ShardExecutor`.
-
-    Returns:
-        ``None`` or the executor.
-
-    Raises:
-        ValueError: an unknown name, or Ray missing.
-    """
-    if executor is None or isinstance(executor, ShardExecutor):
-        return executor
-    if executor == "ray":
-        return RayExecutor()
-    raise ValueError(
-        f"executor must be None, 'ray' or a dpaudit.distributed executor, got {executor!r}."
-    )

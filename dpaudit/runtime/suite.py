@@ -9,16 +9,19 @@ validated every spec, so a spec that fails on a worker is an error of that audit
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from argparse import Namespace
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from dpaudit.distributed.executors import connect_ray, gather, ship
+from dpaudit.io.spec import SpecError
+from dpaudit.runtime.executors import connect_ray, gather, ship
 
 # Programs that took at least this long to compile are kept in the cache (as the CLI does).
 _MIN_COMPILE_SECONDS = 0.05
 
-__all__ = ["SuiteTarget", "run_spec", "run_suite_parallel", "start_suite"]
+__all__ = ["SuiteRunner", "SuiteTarget", "run_spec", "run_suite_parallel", "start_suite"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,24 @@ class SuiteTarget:
     cost: float = 0.0
 
 
+class SuiteRunner(NamedTuple):
+    """How a worker prepares and runs one audit: the CLI's functions, given by the CLI.
+
+    The suite runner never imports the CLI; the CLI hands it these (module-level functions,
+    shipped to the workers by reference).
+
+    Args:
+        prepare: ``prepare(paths, seed, samples) -> [prepared]`` for spec files.
+        prepare_callable: ``prepare_callable(ref, options) -> prepared`` for a
+            ``FILE.py:CALLABLE`` target and its command-line options (a ``Namespace``).
+        run_audit: ``run_audit(prepared) -> result``.
+    """
+
+    prepare: Callable
+    prepare_callable: Callable
+    run_audit: Callable
+
+
 def _configure_worker(cache_dir: str | None) -> None:
     """The driver's compilation cache on this worker (a worker is a fresh JAX process)."""
     if not cache_dir:
@@ -50,23 +71,20 @@ def _configure_worker(cache_dir: str | None) -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", _MIN_COMPILE_SECONDS)
 
 
-def _prepare(target: SuiteTarget, seed, samples):
-    from argparse import Namespace
-
-    from dpaudit.cli import prepare, prepare_callable
-
+def _prepare(target: SuiteTarget, seed, samples, runner: SuiteRunner):
     if target.options is None:
-        (item,) = prepare([Path(target.path)], seed, samples)
+        (item,) = runner.prepare([Path(target.path)], seed, samples)
         return item
-    return prepare_callable(target.path, Namespace(**target.options))
+    return runner.prepare_callable(target.path, Namespace(**target.options))
 
 
 def run_spec(overrides: tuple, target):
     """Prepare and run one audit of the suite (on a worker).
 
     Args:
-        overrides: ``(seed, samples, cache_dir)`` of the command line (``None`` each when
-            absent; ``cache_dir`` is the driver's JAX compilation cache).
+        overrides: ``(seed, samples, cache_dir, runner)``: the command line's seed and
+            samples (``None`` each when absent), the driver's JAX compilation cache, and
+            the :class:`SuiteRunner`.
         target: a :class:`SuiteTarget`, or a spec's path.
 
     Returns:
@@ -76,15 +94,12 @@ def run_spec(overrides: tuple, target):
         SpecError: the audit failed on bad input (one sentence naming the spec).
         RuntimeError: the audit crashed.
     """
-    from dpaudit.cli import run_audit
-    from dpaudit.spec import SpecError
-
-    seed, samples, cache_dir = (*overrides, None)[:3]
+    seed, samples, cache_dir, runner = overrides
     target = target if isinstance(target, SuiteTarget) else SuiteTarget(str(target))
     _configure_worker(cache_dir)
     path, started = target.path, time.perf_counter()
     try:
-        result = run_audit(_prepare(target, seed, samples))
+        result = runner.run_audit(_prepare(target, seed, samples, runner))
     except SpecError:
         raise
     except (TypeError, ValueError) as err:
@@ -121,6 +136,7 @@ def run_suite_parallel(
     seed: int | None = None,
     samples: int | None = None,
     *,
+    runner: SuiteRunner,
     workers: int | None = None,
     address: str | None = None,
     progress=None,
@@ -136,6 +152,7 @@ def run_suite_parallel(
         paths: spec files or :class:`SuiteTarget` (already validated by the caller).
         seed: overrides every spec's seed, or ``None``.
         samples: overrides every spec's budget, or ``None``.
+        runner: how a worker prepares and runs an audit (the CLI's :class:`SuiteRunner`).
         workers: CPUs of a local Ray instance started on demand (``None``: all cores).
         address: a running Ray cluster (``host:port`` or ``"auto"``) instead.
         progress: a progress bar advanced once per finished audit, or ``None``.
@@ -153,7 +170,7 @@ def run_suite_parallel(
     start_suite(workers, address)
     ray = connect_ray(address, workers)
     targets = [t if isinstance(t, SuiteTarget) else SuiteTarget(str(t)) for t in paths]
-    ref = ship(ray, (seed, samples, _driver_cache()), "the command-line overrides")
+    ref = ship(ray, (seed, samples, _driver_cache(), runner), "the command-line overrides")
     remote = ray.remote(num_cpus=1, max_retries=3)(run_spec)
     order = sorted(range(len(targets)), key=lambda i: -targets[i].cost)
     refs = {i: remote.remote(ref, targets[i]) for i in order}

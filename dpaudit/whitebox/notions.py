@@ -5,14 +5,14 @@ of the pair (when the noise structure allows), the kept Monte Carlo losses of bo
 directions and the simultaneous confidence bounds of their hockey-stick curves — and
 decides the claim in its own notion:
 
-* **rho-zCDP / RDP** on the Rényi profile (:mod:`dpaudit.notions.renyi`): *pass* when
+* **rho-zCDP / RDP** on the Rényi profile (:mod:`dpaudit.accounting.renyi`): *pass* when
   the exact (or certified upper) ``D_alpha`` is within the claim at every order the
   claim constrains (for zCDP all ``alpha > 1``: ``sup_alpha D_alpha / alpha <= rho``,
   bounded between grid orders by monotonicity of ``D_alpha``); *violation* when the
   exact ``D_alpha`` or its certified Monte Carlo lower bound (truncated moment,
   Bernstein, Bonferroni over orders and directions) exceeds the claim at some order.
 * **mu-GDP / f-DP** on the trade-off curve, through its dual hockey-stick profile
-  (:mod:`dpaudit.notions.tradeoff`): *pass* when the exact/numerical upper profile is
+  (:mod:`dpaudit.accounting.tradeoff`): *pass* when the exact/numerical upper profile is
   below the claim's lower profile between every two grid points (so everywhere);
   *violation* when the exact lower profile or a Monte Carlo lower bound (simultaneous
   over the grid and both directions) exceeds the claim's upper profile somewhere.
@@ -33,18 +33,18 @@ import numpy as np
 import scipy.optimize
 import scipy.special
 
-from dpaudit.accounting import ExactAccounting
-from dpaudit.composition import LaplaceComponent, SupremumComponent
-from dpaudit.notions.claims import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
-from dpaudit.notions.conversions import gdp_delta, gdp_tradeoff
-from dpaudit.notions.renyi import (
+from dpaudit.accounting.composition import LaplaceComponent, SupremumComponent
+from dpaudit.accounting.conversions import gdp_delta, gdp_tradeoff
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.accounting.renyi import (
     PROFILE_ORDERS,
     composition_renyi,
     monte_carlo_renyi_lower,
     renyi_bounds,
 )
-from dpaudit.notions.tradeoff import pair_profile, pair_tradeoff, profile_grid
-from dpaudit.serialize import jsonable
+from dpaudit.accounting.tradeoff import pair_profile, pair_tradeoff, profile_grid
+from dpaudit.core.serialize import jsonable
+from dpaudit.model.claims import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
 
 __all__ = [
     "NotionAudit",

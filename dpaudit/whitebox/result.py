@@ -1,7 +1,7 @@
 r"""Records of a white-box audit: :class:`AuditResult`, :class:`Certificate`, :class:`DirectionResult`.
 
 Frozen records with typed fields; they become the documented JSON dicts only
-in ``to_dict()`` (through :mod:`dpaudit.serialize`).
+in ``to_dict()`` (through :mod:`dpaudit.core.serialize`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.accounting import ExactAccounting
-from dpaudit.audit_record import DIRECTIONS, VERDICTS, AuditRecord
-from dpaudit.compatibility import Compatibility
-from dpaudit.pld import DeltaCurve
-from dpaudit.serialize import json_float, jsonable
+from dpaudit.accounting.pld import DeltaCurve
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.core.serialize import json_float, jsonable
+from dpaudit.model.audit_record import DIRECTIONS, VERDICTS, AuditRecord
+from dpaudit.model.compatibility import Compatibility
 from dpaudit.whitebox.summaries import DeltaSummary, EpsilonSummary
 
 __all__ = [
@@ -90,7 +90,7 @@ class DirectionResult:
         n: number of losses.
         at_claim: ``{estimate, lower, upper, std_error}`` of ``delta(epsilon_claim)``,
             bounds at ``alpha / 2`` each.
-        curve: the :class:`~dpaudit.pld.DeltaCurve` (simultaneous bounds).
+        curve: the :class:`~dpaudit.accounting.pld.DeltaCurve` (simultaneous bounds).
         max_loss: largest loss drawn.
         n_infinite: number of ``+inf`` losses.
         losses: the first ``keep_samples`` losses (numpy).
@@ -130,8 +130,8 @@ class AuditResult(AuditRecord):
             by how much it is exceeded).
         certificate: a :class:`Certificate` when one certifies the violation.
         curves: ``{epsilons, "D->D'": {...}, "D'->D": {...}, exact_upper, exact_lower}``.
-        exact: the :class:`~dpaudit.accounting.ExactAccounting`, if any.
-        compatibility: the :class:`~dpaudit.compatibility.Compatibility`, if any.
+        exact: the :class:`~dpaudit.accounting.profiles.ExactAccounting`, if any.
+        compatibility: the :class:`~dpaudit.model.compatibility.Compatibility`, if any.
         diagnostics: ArviZ ESS/MCSE per direction, infinite-loss counts, chunking.
         directions: the two :class:`DirectionResult`.
         seconds: wall time.

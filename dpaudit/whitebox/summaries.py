@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from dpaudit.accounting import ExactAccounting
-from dpaudit.mechanism import Claim
-from dpaudit.pld import epsilon_for_delta, epsilon_lower_for_delta, interpolate_epsilon
+from dpaudit.accounting.pld import epsilon_for_delta, epsilon_lower_for_delta, interpolate_epsilon
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.model.claims import Claim
 
 __all__ = [
     "DeltaSummary",

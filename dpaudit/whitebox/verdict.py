@@ -30,16 +30,16 @@ has one row per rule):
    singular laws in the limit, or a pure claim with ICLP noise on a
    Gaussian-only pair: equivalent laws that are not pure-DP). The note cites
    the theorem for the noise at hand
-   (:meth:`~dpaudit.compatibility.Compatibility.limit_explanation`). Only for a
+   (:meth:`~dpaudit.model.compatibility.Compatibility.limit_explanation`). Only for a
    truncated functional release (``compatibility.extrapolated``): a finite
    coefficient vector declared by the user is the mechanism, its verdict
    rests on the audited law, and the limit is only noted.
 10. **undetermined compatibility** adds the analysis's reason as a note.
 
-A claim in another notion (zCDP, RDP, GDP, f-DP; :mod:`dpaudit.notions`) is audited
+A claim in another notion (zCDP, RDP, GDP, f-DP; :mod:`dpaudit.model.claims`) is audited
 through the ``(epsilon, delta)`` point it implies at its ``anchor_delta`` by the rules
 above, then judged in its own notion by :func:`notion_result`
-(:func:`dpaudit.notions.evaluate_notion`): its verdict is the notion's, except that a
+(:func:`dpaudit.whitebox.notions.evaluate_notion`): its verdict is the notion's, except that a
 deterministic violation of the anchor (certificate, exact accounting) stands, and an
 "incompatible" anchor stays incompatible unless the notion finds a violation.
 """
@@ -49,10 +49,10 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
-from dpaudit.accounting import ExactAccounting
-from dpaudit.compatibility import Compatibility
-from dpaudit.mechanism import Claim
-from dpaudit.notions.evaluation import evaluate_notion
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.model.claims import Claim
+from dpaudit.model.compatibility import Compatibility
+from dpaudit.whitebox.notions import evaluate_notion
 from dpaudit.whitebox.result import Certificate
 from dpaudit.whitebox.summaries import DeltaSummary
 
@@ -237,12 +237,12 @@ def notion_result(result, claim):
 
     Args:
         result: the :class:`~dpaudit.AuditResult` of the claim's ``(epsilon, delta)``
-            anchor (:meth:`~dpaudit.notions.ZCDPClaim.as_dp`).
+            anchor (:meth:`~dpaudit.model.claims.ZCDPClaim.as_dp`).
         claim: the notion claim.
 
     Returns:
         The result with ``claim`` set to the notion claim, the notion's verdict, its notes
-        appended and the :class:`~dpaudit.notions.NotionAudit` record in
+        appended and the :class:`~dpaudit.whitebox.notions.NotionAudit` record in
         ``diagnostics["notion"]``.
     """
     judged = evaluate_notion(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld
 
-from dpaudit.noise import (
+from dpaudit.model.noise import (
     analytic_gaussian_sigma,
     classical_gaussian_multiplier,
     classical_gaussian_sigma,

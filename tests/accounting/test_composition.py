@@ -1,4 +1,4 @@
-"""Composed accounting (dpaudit.composition) against exact oracles and dp_accounting."""
+"""Composed accounting (dpaudit.accounting.composition) against exact oracles and dp_accounting."""
 
 import math
 
@@ -7,26 +7,26 @@ import pytest
 import scipy.integrate
 from dp_accounting.pld import privacy_loss_distribution as dp_pld
 
-from dpaudit.accounting import (
-    DiscretePLD,
-    compose_pmfs,
-    exact_accounting,
-    gaussian_curve,
-    laplace_delta,
-    laplace_pld,
-    laplace_pmfs,
-)
-from dpaudit.composition import (
+from dpaudit.accounting.composition import (
     GaussianComponent,
     LaplaceComponent,
     SupremumComponent,
     compose_accounting,
     connect_dots_pmf,
+    exact_accounting,
     fold_tails,
     self_compose_pmf,
 )
-from dpaudit.exact import SupremumAccounting
-from dpaudit.loss import NoiseShift
+from dpaudit.accounting.profiles import (
+    DiscretePLD,
+    compose_pmfs,
+    gaussian_curve,
+    laplace_delta,
+    laplace_pld,
+    laplace_pmfs,
+)
+from dpaudit.accounting.suprema import SupremumAccounting
+from dpaudit.model.loss import NoiseShift
 
 
 def _shift(family, h, lam=None, sigma=1.0):

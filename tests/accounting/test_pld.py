@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from dpaudit.noise import gaussian_delta
-from dpaudit.pld import (
+from dpaudit.accounting.pld import (
     delta_bounds,
     empirical_delta,
     epsilon_for_delta,
@@ -24,6 +23,7 @@ from dpaudit.pld import (
     interpolate_epsilon,
     update_hockey_stick,
 )
+from dpaudit.model.noise import gaussian_delta
 
 
 def test_hockey_stick_terms_handle_infinite_losses():

@@ -11,17 +11,17 @@ from dp_accounting.pld import privacy_loss_mechanism as dp_mech
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpaudit.accounting import (
+from dpaudit.accounting.composition import exact_accounting
+from dpaudit.accounting.profiles import (
     compose_pmfs,
-    exact_accounting,
     gaussian_epsilon,
     gaussian_mu,
     laplace_delta,
     laplace_parameters,
     laplace_pld,
 )
-from dpaudit.loss import NoiseShift
-from dpaudit.noise import gaussian_delta
+from dpaudit.model.loss import NoiseShift
+from dpaudit.model.noise import gaussian_delta
 
 
 def _dp_accounting_composed(scales, shifts, discretization):

@@ -6,16 +6,17 @@ import pytest
 from dp_accounting.rdp import RdpAccountant
 
 import dpaudit
-from dpaudit.accounting import exact_accounting
-from dpaudit.datasets import generate
-from dpaudit.notions.evaluation import zcdp_rho_bracket
-from dpaudit.notions.renyi import (
+from dpaudit.accounting.composition import exact_accounting
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.accounting.renyi import (
     gaussian_renyi,
     laplace_renyi,
     monte_carlo_renyi_lower,
     renyi_bounds,
 )
-from dpaudit.whitebox.shift import noise_shift
+from dpaudit.io.datasets import generate
+from dpaudit.model.shift import noise_shift
+from dpaudit.whitebox.notions import zcdp_rho_bracket
 
 ORDERS = [1.5, 2.0, 4.0, 8.0, 32.0]
 
@@ -57,9 +58,7 @@ def test_gaussian_renyi_equals_dp_accounting():
 
 def test_zcdp_rho_of_laplace_is_its_kl_divergence():
     # sup_alpha D_alpha / alpha of one Laplace pair is reached as alpha -> 1: KL = a + e^-a - 1.
-    acc = dpaudit.accounting.ExactAccounting(
-        family="laplace", sup_loss=1.0, laplace_parameters=np.array([1.0])
-    )
+    acc = ExactAccounting(family="laplace", sup_loss=1.0, laplace_parameters=np.array([1.0]))
     low, up = zcdp_rho_bracket(acc)
     kl = 1.0 + np.exp(-1.0) - 1.0
     assert low <= kl <= up and up - low < 1e-5

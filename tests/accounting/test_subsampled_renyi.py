@@ -9,17 +9,17 @@ import pytest
 from dp_accounting.rdp import RdpAccountant
 
 import dpaudit
-from dpaudit.composition import GaussianComponent, LaplaceComponent, compose_accounting
-from dpaudit.datasets import generate
-from dpaudit.notions import RDPClaim, ZCDPClaim, evaluate_notion
-from dpaudit.notions.evaluation import zcdp_rho_bracket
-from dpaudit.notions.renyi import (
+from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, compose_accounting
+from dpaudit.accounting.renyi import (
     composition_renyi,
     laplace_renyi,
     renyi_bounds,
     subsampled_gaussian_renyi,
 )
-from dpaudit.subsampling import subsampled_accounting, subsampled_component
+from dpaudit.accounting.subsampling import subsampled_accounting, subsampled_component
+from dpaudit.io.datasets import generate
+from dpaudit.model.claims import RDPClaim, ZCDPClaim
+from dpaudit.whitebox.notions import evaluate_notion, zcdp_rho_bracket
 
 INTEGER_ORDERS = [2.0, 3.0, 4.0, 8.0, 16.0, 32.0, 64.0, 256.0]
 CASES = [(0.5, 0.01), (1.0, 0.001), (1.0, 0.1), (2.0, 0.5), (5.0, 0.9), (0.8, 0.25)]

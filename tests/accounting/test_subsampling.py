@@ -9,9 +9,13 @@ import scipy.stats
 from dp_accounting.pld import privacy_loss_distribution as dp_pld
 from dp_accounting.pld import privacy_loss_mechanism as dp_mech
 
-from dpaudit.composition import GaussianComponent, LaplaceComponent, compose_accounting
-from dpaudit.loss import NoiseShift
-from dpaudit.subsampling import SubsampledComponent, subsampled_accounting, subsampled_component
+from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, compose_accounting
+from dpaudit.accounting.subsampling import (
+    SubsampledComponent,
+    subsampled_accounting,
+    subsampled_component,
+)
+from dpaudit.model.loss import NoiseShift
 
 REMOVE, ADD = dp_mech.AdjacencyType.REMOVE, dp_mech.AdjacencyType.ADD
 

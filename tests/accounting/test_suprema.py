@@ -1,7 +1,7 @@
 """Exact suprema for selection releases: report-noisy-max (three noises) and SVT patterns.
 
 The masses are integrals of products of piecewise exponentials evaluated in closed form
-(:func:`dpaudit.exact.piecewise_exponential_integral`); the oracles here are
+(:func:`dpaudit.accounting.suprema.piecewise_exponential_integral`); the oracles here are
 independent: mpmath quadrature at 30 digits between the kinks, closed forms for two
 candidates (the difference of two Laplace or exponential variables), softmax for Gumbel
 noise, the interval form of SVT without query noise, and Monte Carlo frequencies.
@@ -17,7 +17,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpaudit.exact import ExpFactor, finite_sup_loss, piecewise_exponential_integral
+from dpaudit.accounting.suprema import ExpFactor, finite_sup_loss, piecewise_exponential_integral
 from mechanisms.classic import NoisyArgmax, SparseVector
 
 mpmath.mp.dps = 30
@@ -270,7 +270,7 @@ def test_certificate_margin_includes_the_quadrature_error(monkeypatch):
     violated; with the numerical error left out of the margin (a mutation) it would be."""
     from types import SimpleNamespace
 
-    from dpaudit.mechanism import Claim
+    from dpaudit.model.claims import Claim
     from dpaudit.whitebox.certificate import find_certificate
 
     p, q, x, quad, truth_hi = _margin_case()
@@ -287,8 +287,8 @@ def test_certificate_margin_includes_the_quadrature_error(monkeypatch):
 
 def test_tree_quadrature_refuses_certificates():
     """AncestorLaplace beyond depth 1 has no certified quadrature bound: inf (closed forms 0)."""
-    from dpaudit.exact import log_density_error
-    from dpaudit.noise.linear_laplace import AncestorLaplace
+    from dpaudit.accounting.suprema import log_density_error
+    from dpaudit.model.noise.linear_laplace import AncestorLaplace
 
     x = jnp.zeros(4)
     assert log_density_error(AncestorLaplace(jnp.zeros(4), 2, 1.0), x) == math.inf

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import dpaudit
+from dpaudit.accounting.conversions import gdp_tradeoff
 from dpaudit.blackbox.tradeoff import binary_renyi, notion_bound
-from dpaudit.notions import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
-from dpaudit.notions.conversions import gdp_tradeoff
-from dpaudit.report import AuditOutcome, write_report
-from dpaudit.schemas import schema
+from dpaudit.io.report import AuditOutcome, write_report
+from dpaudit.io.schemas import schema
+from dpaudit.model.claims import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
 
 D, D_PRIME = jnp.zeros(5), jnp.zeros(5).at[0].set(1.0)
 

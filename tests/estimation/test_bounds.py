@@ -1,4 +1,4 @@
-"""The confidence levels of dpaudit.blackbox.bounds, pinned exactly against scipy.
+"""The confidence levels of dpaudit.estimation.bounds, pinned exactly against scipy.
 
 A certified bound uses a lower bound on ``P(S)`` and an upper bound on ``Q(S)`` at once,
 so each one-sided Clopper–Pearson bound is taken at ``alpha / 2`` (union bound). Both
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, one_sided_pair
+from dpaudit.estimation.bounds import certified_delta, certified_epsilon, one_sided_pair
 
 CASES = [  # (k_p, n_p, k_q, n_q, confidence)
     (5_000, 10_000, 1_000, 10_000, 0.95),

@@ -37,11 +37,11 @@ import scipy.stats
 
 import dpaudit
 from dpaudit.blackbox import blackbox_audit
-from dpaudit.blackbox.bounds import CONDITIONAL_RATIO, clopper_pearson, conditional_ratio_lower
 from dpaudit.blackbox.certification import count_event_sequential, poisson_releases
 from dpaudit.blackbox.result import SelectedEvent
 from dpaudit.blackbox.samplers import ReleaseSource
-from dpaudit.blackbox.sequential import LOOKS, look_chunk, look_plan
+from dpaudit.estimation.bounds import CONDITIONAL_RATIO, clopper_pearson, conditional_ratio_lower
+from dpaudit.estimation.sequential import LOOKS, look_chunk, look_plan
 
 EPSILON = 1.0
 P1 = math.exp(EPSILON) / (1 + math.exp(EPSILON))

@@ -1,4 +1,4 @@
-"""Exact suprema of adaptive releases from history-uniform site bounds (dpaudit.sites).
+"""Exact suprema of adaptive releases from history-uniform site bounds (dpaudit.model.sites).
 
 The toy program releases ``first ~ Lap(sum D, 1)`` and then one of two queries,
 ``sum D`` or ``3 sum D``, with ``Lap(1)`` noise: the second when ``first > 50``.
@@ -20,9 +20,9 @@ import pytest
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
-from dpaudit.exact import ExactSupLoss
-from dpaudit.noise.linear_laplace import AncestorLaplace
-from dpaudit.sites import JointRelease, adaptive_sup_loss
+from dpaudit.accounting.suprema import ExactSupLoss
+from dpaudit.model.noise.linear_laplace import AncestorLaplace
+from dpaudit.model.sites import JointRelease, adaptive_sup_loss
 
 N = 10
 D, D_PRIME = jnp.zeros(N), jnp.zeros(N).at[0].set(1.0)

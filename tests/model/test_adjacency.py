@@ -11,20 +11,20 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dpaudit import Claim, Mechanism
-from dpaudit.adjacency import (
+from dpaudit.model.adjacency import (
     ADD_REMOVE,
     ADJACENCIES,
     REPLACE_ONE,
     AddRemove,
     Adjacency,
     ReplaceOne,
-    adjacency_of,
     get_record,
     insert_record,
     n_records,
     remove_record,
     replace_record,
 )
+from dpaudit.model.mechanism import adjacency_of
 
 
 def test_names_are_the_claim_names():

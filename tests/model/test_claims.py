@@ -8,9 +8,7 @@ import scipy.stats
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
 import dpaudit
-from dpaudit.notions import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim, make_claim
-from dpaudit.notions.claims import notion_fields
-from dpaudit.notions.conversions import (
+from dpaudit.accounting.conversions import (
     gdp_delta,
     gdp_mu_for_point,
     gdp_tradeoff,
@@ -18,6 +16,14 @@ from dpaudit.notions.conversions import (
     rdp_epsilon,
     zcdp_delta,
     zcdp_epsilon,
+)
+from dpaudit.model.claims import (
+    GDPClaim,
+    RDPClaim,
+    TradeoffClaim,
+    ZCDPClaim,
+    make_claim,
+    notion_fields,
 )
 
 # dp_accounting's RDP accountant works on a finite grid of orders: a fine one, so its
@@ -98,7 +104,7 @@ def test_bad_claims_built_directly_get_one_sentence(build, error, message):
     ],
 )
 def test_bad_notion_claims_in_a_spec_exit_2_with_one_line(tmp_path, capsys, claim_table):
-    from dpaudit.cli import main
+    from dpaudit.cli.main import main
 
     spec = tmp_path / "bad.toml"
     spec.write_text(

@@ -8,9 +8,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dpaudit import Claim, Mechanism
-from dpaudit.compatibility import classify_pair, compatibility, series_evidence
-from dpaudit.noise import GaussianProcessNoise, GridNoise
-from dpaudit.spaces import Gaussian, brownian_motion_basis, kl_basis, uniform_grid
+from dpaudit.model.compatibility import classify_pair, compatibility, series_evidence
+from dpaudit.model.noise import GaussianProcessNoise, GridNoise
+from dpaudit.model.spaces import Gaussian, brownian_motion_basis, kl_basis, uniform_grid
 
 J = np.arange(1, 2049.0)
 

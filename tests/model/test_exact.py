@@ -10,15 +10,15 @@ import numpyro.distributions as dist
 import pytest
 
 import dpaudit
-from dpaudit.accounting import laplace_delta
-from dpaudit.datasets import generate
-from dpaudit.exact import (
+from dpaudit.accounting.profiles import laplace_delta
+from dpaudit.accounting.suprema import (
     ExactSupLoss,
     SupremumAccounting,
     exact_sup_loss,
     two_sided_geometric_sup_loss,
 )
-from dpaudit.noise.linear_laplace import (
+from dpaudit.io.datasets import generate
+from dpaudit.model.noise.linear_laplace import (
     AncestorLaplace,
     LinearLaplace,
     ancestor_matrix,

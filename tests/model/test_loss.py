@@ -14,15 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpaudit import Claim, Mechanism
-from dpaudit.loss import (
+from dpaudit.model.loss import (
     combine_log_probs,
     evaluate_release,
     noise_shift,
     privacy_loss,
     sample_losses,
 )
-from dpaudit.noise import GaussianProcessNoise, GridNoise, ICLPNoise
-from dpaudit.spaces import cameron_martin_norm, one_c_norm, spectral_basis, uniform_grid
+from dpaudit.model.noise import GaussianProcessNoise, GridNoise, ICLPNoise
+from dpaudit.model.spaces import cameron_martin_norm, one_c_norm, spectral_basis, uniform_grid
 
 GRID = uniform_grid(32)
 K = 8
@@ -104,7 +104,7 @@ def test_density_model_and_closed_form_routes_agree(kind):
     scale = 1 + np.abs(density)
     np.testing.assert_array_less(np.abs(model - density) / scale, 1e-10)
     np.testing.assert_array_less(np.abs(closed - density) / scale, 1e-9)
-    # and the closed form is the Cameron–Martin / 1,C form of dpaudit.noise on the shift
+    # and the closed form is the Cameron–Martin / 1,C form of dpaudit.model.noise on the shift
     shift = noise_shift(mech.release_distribution(data), mech.release_distribution(data_prime))
     assert shift is not None and not shift.singular
 

@@ -13,7 +13,7 @@ import scipy.stats
 
 import dpaudit
 from dpaudit import Claim, KnownFlaw, Mechanism, check_adjacent
-from dpaudit.registry import register, unregister
+from dpaudit.model.registry import register, unregister
 
 
 def laplace_mean(n=50, epsilon=1.0, bound=1.0):

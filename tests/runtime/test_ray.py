@@ -23,8 +23,8 @@ import pytest
 
 import dpaudit
 from dpaudit.blackbox import blackbox_audit
-from dpaudit.cli import main
-from dpaudit.distributed import RayExecutor, connect_ray
+from dpaudit.cli.main import main
+from dpaudit.runtime import RayExecutor, connect_ray
 
 ray = pytest.importorskip("ray")
 

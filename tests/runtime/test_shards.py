@@ -1,6 +1,6 @@
 """Sharded runs: any split of the chunk keys, merged in any order, gives the serial run's bits.
 
-No Ray here: :class:`~dpaudit.distributed.LocalExecutor` runs the shards in this process,
+No Ray here: :class:`~dpaudit.runtime.LocalExecutor` runs the shards in this process,
 last shard first, through the same shard functions and merges as the Ray executor.
 """
 
@@ -15,11 +15,12 @@ import numpyro.distributions as dist
 import pytest
 
 import dpaudit
+from dpaudit.accounting.pld import init_hockey_stick, merge_hockey_stick, update_hockey_stick
 from dpaudit.blackbox import blackbox_audit, neighbour_candidates
 from dpaudit.blackbox.certification import TallyJob, finish_tally, merge_tally, tally_shard
 from dpaudit.blackbox.samplers import ReleaseSource
-from dpaudit.distributed import LocalExecutor, resolve_executor, shard_ranges
-from dpaudit.pld import init_hockey_stick, merge_hockey_stick, update_hockey_stick
+from dpaudit.core.executors import resolve_executor
+from dpaudit.runtime import LocalExecutor, shard_ranges
 from dpaudit.testing import Box, SearchBudget, worst_neighbours
 from dpaudit.whitebox.run import DirectionState, finish_direction, init_direction, merge_direction
 

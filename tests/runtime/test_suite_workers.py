@@ -2,8 +2,8 @@
 
 import json
 
-import dpaudit.distributed
-from dpaudit.cli import main
+import dpaudit.runtime
+from dpaudit.cli.main import main
 
 
 def test_a_local_ray_that_does_not_start_runs_the_suite_serially(tmp_path, monkeypatch, capsys):
@@ -13,7 +13,7 @@ def test_a_local_ray_that_does_not_start_runs_the_suite_serially(tmp_path, monke
     def no_ray(workers=None, address=None):
         raise RuntimeError("a local Ray instance did not start (2 tries).")
 
-    monkeypatch.setattr(dpaudit.distributed, "start_suite", no_ray)
+    monkeypatch.setattr(dpaudit.runtime, "start_suite", no_ray)
     (tmp_path / "user.py").write_text(USER)
     (tmp_path / "faulty.toml").write_text(SPEC.format(expected='expected = "violation"', scale=0.5))
     out = tmp_path / "out.json"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dpaudit
-from dpaudit.notions import GDPClaim, RDPClaim, ZCDPClaim
+from dpaudit.model.claims import GDPClaim, RDPClaim, ZCDPClaim
 
 N, K = 20, 3
 

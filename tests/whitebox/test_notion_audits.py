@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import dpaudit
-from dpaudit.cli import main
-from dpaudit.notions import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
-from dpaudit.notions.conversions import gdp_tradeoff
-from dpaudit.schemas import schema
-from dpaudit.spec import SpecError, load_spec
+from dpaudit.accounting.conversions import gdp_tradeoff
+from dpaudit.cli.main import main
+from dpaudit.io.schemas import schema
+from dpaudit.io.spec import SpecError, load_spec
+from dpaudit.model.claims import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
 
 ROOT = Path(__file__).resolve().parents[2]
 

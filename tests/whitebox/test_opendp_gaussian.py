@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import dpaudit
-from dpaudit.notions import ZCDPClaim
+from dpaudit.model.claims import ZCDPClaim
 
 dp = pytest.importorskip("opendp.prelude")
 

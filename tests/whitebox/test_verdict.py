@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from dpaudit import Certificate, Claim, Compatibility
-from dpaudit.accounting import ExactAccounting
-from dpaudit.compatibility import SeriesEvidence
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.model.compatibility import SeriesEvidence
 from dpaudit.whitebox.summaries import DeltaSummary
 from dpaudit.whitebox.verdict import clamp_pass_lower_bound, verdict
 

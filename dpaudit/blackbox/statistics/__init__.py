@@ -37,7 +37,7 @@ from dpaudit.blackbox.statistics.features import (
 )
 from dpaudit.blackbox.statistics.reference import model_statistic
 from dpaudit.blackbox.statistics.resolution import STATISTIC_RESOLUTION, snap
-from dpaudit.mechanism import Mechanism
+from dpaudit.model.mechanism import Mechanism
 
 __all__ = [
     "CLASSIFIER_DEFAULTS",
@@ -165,7 +165,7 @@ def fit_statistics(
             :func:`~dpaudit.blackbox.statistics.features.fit_standard_features` (fitted on
             the training half).
         settings: :func:`classifier_settings`.
-        progress: a :class:`dpaudit.progress.ProgressBar`.
+        progress: a :class:`dpaudit.core.progress.ProgressBar`.
 
     Returns:
         One :class:`FittedStatistic` per kind, in order.

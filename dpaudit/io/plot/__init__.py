@@ -16,15 +16,20 @@ Each function draws on a matplotlib ``ax`` (a new figure when ``ax`` is
   both datasets, the certified event's threshold marked.
 
 Trade-off and Rényi figures of the other privacy notions live in
-``dpaudit.notions.figures`` and are re-exported here when present.
+``dpaudit.io.plot.tradeoff`` and are re-exported here when present.
 
 Readable defaults: small legends of at most four entries, linear axes where
 the numbers are few (a handful of components), log axes only where values
 span decades, and a sentence on the axes when there is no finite value to draw.
 """
 
-from dpaudit.plot.blackbox import certification_scores
-from dpaudit.plot.whitebox import compatibility_sums, loss_distribution, privacy_profile, releases
+from dpaudit.io.plot.blackbox import certification_scores
+from dpaudit.io.plot.whitebox import (
+    compatibility_sums,
+    loss_distribution,
+    privacy_profile,
+    releases,
+)
 
 __all__ = [
     "certification_scores",

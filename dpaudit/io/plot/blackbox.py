@@ -1,4 +1,4 @@
-"""Figures of a black-box :class:`dpaudit.BlackBoxResult` (see :mod:`dpaudit.plot`)."""
+"""Figures of a black-box :class:`dpaudit.BlackBoxResult` (see :mod:`dpaudit.io.plot`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from dpaudit.plot.style import axes, finish
+from dpaudit.io.plot.style import axes, finish
 
 __all__ = ["certification_scores", "datasets_of"]
 

@@ -3,7 +3,7 @@ r"""Figures of a notion audit: the pair's trade-off curve and Rényi profile aga
 :func:`tradeoff_figure` draws, for a GDP or f-DP claim, the claimed trade-off curve, the
 exact (or numerical bracket of the) trade-off curve of the audited pair, and the Monte
 Carlo band of the ``D -> D'`` direction (from the simultaneous bounds of its hockey-stick
-curve, :func:`dpaudit.notions.tradeoff.tradeoff_lower` / ``tradeoff_upper``).
+curve, :func:`dpaudit.accounting.tradeoff.tradeoff_lower` / ``tradeoff_upper``).
 :func:`renyi_figure` draws, for a zCDP or RDP claim, the claimed bound on ``D_alpha``,
 the exact profile and the certified Monte Carlo lower bounds. Both return a matplotlib
 figure (the caller saves and closes it), or ``None`` when the result is not a notion
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpaudit.notions.tradeoff import tradeoff_lower, tradeoff_upper, two_sided_profile
+from dpaudit.accounting.tradeoff import tradeoff_lower, tradeoff_upper, two_sided_profile
 
 __all__ = ["notion_figures", "renyi_figure", "tradeoff_figure"]
 

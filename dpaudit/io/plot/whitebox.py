@@ -1,4 +1,4 @@
-"""Figures of a white-box :class:`dpaudit.AuditResult` (see :mod:`dpaudit.plot`)."""
+"""Figures of a white-box :class:`dpaudit.AuditResult` (see :mod:`dpaudit.io.plot`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from dpaudit.plot.style import CLAIM_COLOUR, axes, finish, finite, say
+from dpaudit.io.plot.style import CLAIM_COLOUR, axes, finish, finite, say
 
 __all__ = ["compatibility_sums", "loss_distribution", "privacy_profile", "releases"]
 

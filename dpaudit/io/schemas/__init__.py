@@ -1,14 +1,14 @@
 """JSON Schemas of dpaudit's files, shipped with the package.
 
 * ``spec.schema.json`` — an audit spec (a TOML file, read as JSON: tables are
-  objects). dpaudit's own loader (:func:`dpaudit.spec.load_spec`) checks more
+  objects). dpaudit's own loader (:func:`dpaudit.io.spec.load_spec`) checks more
   (that files exist, that a builder accepts its parameters); the schema lets an
   editor or a CI step check the shape before that.
 * ``results.schema.json`` — ``results.json`` of a run (schema name
   ``dpaudit.results/1``), white-box and black-box records alike.
 
 Example:
-    >>> from dpaudit.schemas import schema
+    >>> from dpaudit.io.schemas import schema
     >>> schema("results")["properties"]["schema"]["const"]
     'dpaudit.results/1'
 """

@@ -16,7 +16,7 @@ A spec file (documented in ``audits/README.md``)::
     adjacency = "replace-one"
 
     [data]                           # exactly one of: generator, files
-    generator = "example"            # a named generator (see dpaudit.datasets)
+    generator = "example"            # a named generator (see dpaudit.io.datasets)
     # files = ["D.npy", "D_prime.npy"]
     params = {}
 
@@ -56,20 +56,20 @@ mechanism, the sampler and the reference.
 
 The package's modules:
 
-* :mod:`dpaudit.spec.schema` — the records (:class:`AuditSpec`,
+* :mod:`dpaudit.io.spec.schema` — the records (:class:`AuditSpec`,
   :class:`BlackBoxSpec`), :class:`SpecError` and the allowed keys and values;
-* :mod:`dpaudit.spec.load` — TOML parsed and validated into the records
+* :mod:`dpaudit.io.spec.load` — TOML parsed and validated into the records
   (:func:`load_spec`, :func:`find_specs`); no user code runs;
-* :mod:`dpaudit.spec.resolve` — user code executed: callables and array files
+* :mod:`dpaudit.io.spec.resolve` — user code executed: callables and array files
   loaded, mechanisms and black-box targets built (:func:`resolve_mechanism`,
   :func:`resolve_blackbox`, :func:`load_pair`);
-* :mod:`dpaudit.spec.features` — classifier features of black-box specs
+* :mod:`dpaudit.io.spec.features` — classifier features of black-box specs
   (:func:`blackbox_features`).
 """
 
-from dpaudit.spec import schema
-from dpaudit.spec.features import blackbox_features
-from dpaudit.spec.load import (
+from dpaudit.io.spec import schema
+from dpaudit.io.spec.features import blackbox_features
+from dpaudit.io.spec.load import (
     check_callable_path,
     check_samples,
     check_seed,
@@ -78,7 +78,7 @@ from dpaudit.spec.load import (
     split_callable_path,
     with_overrides,
 )
-from dpaudit.spec.resolve import (
+from dpaudit.io.spec.resolve import (
     BlackBoxTarget,
     PublicParameters,
     check_dataset,
@@ -90,7 +90,7 @@ from dpaudit.spec.resolve import (
     resolve_blackbox,
     resolve_mechanism,
 )
-from dpaudit.spec.schema import *  # noqa: F403  (the records, constants and error of a spec)
+from dpaudit.io.spec.schema import *  # noqa: F403  (the records, constants and error of a spec)
 
 __all__ = [
     *schema.__all__,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dpaudit.blackbox import kl_features
-from dpaudit.spec.resolve import BlackBoxTarget
-from dpaudit.spec.schema import AuditSpec, field_error
+from dpaudit.io.spec.resolve import BlackBoxTarget
+from dpaudit.io.spec.schema import AuditSpec, field_error
 
 __all__ = ["blackbox_features"]
 
@@ -43,13 +43,13 @@ def blackbox_features(spec: AuditSpec, target: BlackBoxTarget, data) -> Callable
 
     ``features = "kl"`` reads the Karhunen–Loève basis of the release from the
     reference (else the sampled catalogue mechanism) at ``data``: releases on a
-    grid (:class:`~dpaudit.noise.GridNoise`) get :func:`dpaudit.blackbox.kl_features`,
+    grid (:class:`~dpaudit.model.noise.GridNoise`) get :func:`dpaudit.blackbox.kl_features`,
     releases of KL coefficients (Gaussian-process / ICLP noise) are divided by
     ``sqrt(lambda_k)``; ``components`` keeps the first ``K``.
 
     Args:
         spec: a validated spec (a white-box spec gives ``None``).
-        target: the spec's :class:`BlackBoxTarget` (from :func:`dpaudit.spec.resolve_blackbox`).
+        target: the spec's :class:`BlackBoxTarget` (from :func:`dpaudit.io.spec.resolve_blackbox`).
         data: the dataset ``D`` at which the release's basis is read.
 
     Returns:

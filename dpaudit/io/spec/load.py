@@ -2,7 +2,7 @@
 
 Everything is checked before anything runs: :func:`load_spec` raises
 :class:`SpecError` with one line naming the file, the field and the allowed
-values. User code is not executed here (see :mod:`dpaudit.spec.resolve`);
+values. User code is not executed here (see :mod:`dpaudit.io.spec.resolve`);
 a ``file.py:callable`` is only checked to name an existing file and a Python name.
 """
 
@@ -15,14 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from dpaudit.adjacency import ADJACENCIES
 from dpaudit.blackbox import METHODS, OBJECTIVES, AutoPairs
 from dpaudit.blackbox.engine import STOPPING_RULES
-from dpaudit.datasets import generators
-from dpaudit.mechanism import Claim
-from dpaudit.notions.claims import make_claim
-from dpaudit.registry import entry
-from dpaudit.spec.schema import (
+from dpaudit.io.datasets import generators
+from dpaudit.io.spec.schema import (
     BLACKBOX_VERDICTS,
     CLASSIFIER_OPTIONS,
     DEFAULT_CONFIDENCE,
@@ -37,6 +33,9 @@ from dpaudit.spec.schema import (
     SpecError,
     field_error,
 )
+from dpaudit.model.adjacency import ADJACENCIES
+from dpaudit.model.claims import Claim, make_claim
+from dpaudit.model.registry import entry
 
 __all__ = [
     "SEED_LIMIT",
@@ -126,7 +125,7 @@ def split_callable_path(spec_path: Path, ref: str, field: str) -> tuple[Path, st
 def check_callable_path(spec_path: Path, ref: str, field: str = "mechanism.path") -> str:
     """Check that ``"file.py:callable"`` names an existing ``.py`` file and a Python name.
 
-    The file is not imported (that happens in :func:`dpaudit.spec.load_callable`).
+    The file is not imported (that happens in :func:`dpaudit.io.spec.load_callable`).
 
     Args:
         spec_path: the spec file; a relative file is read from its folder.
@@ -196,7 +195,7 @@ _NOTION_NUMBERS = ("zcdp_rho", "gdp_mu", "anchor_delta")
 
 
 def _load_notion_claim(path: Path, table: Mapping):
-    """A zCDP / RDP / GDP claim (``dpaudit.notions``), one field error per bad value."""
+    """A zCDP / RDP / GDP claim (``dpaudit.model.claims``), one field error per bad value."""
     for key in _NOTION_NUMBERS:
         if key in table:
             _number(path, f"claim.{key}", table[key])

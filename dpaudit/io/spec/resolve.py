@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from dpaudit.blackbox import as_sampler
-from dpaudit.datasets import generate
-from dpaudit.mechanism import Mechanism
-from dpaudit.registry import entry
-from dpaudit.spec.load import split_callable_path
-from dpaudit.spec.schema import AuditSpec, field_error
+from dpaudit.io.datasets import generate
+from dpaudit.io.spec.load import split_callable_path
+from dpaudit.io.spec.schema import AuditSpec, field_error
+from dpaudit.model.mechanism import Mechanism
+from dpaudit.model.registry import entry
 
 __all__ = [
     "BlackBoxTarget",

@@ -1,6 +1,6 @@
 """The records of a validated audit spec, the error it raises, and what a spec may contain.
 
-:func:`dpaudit.spec.load_spec` fills these records from a TOML file; nothing
+:func:`dpaudit.io.spec.load_spec` fills these records from a TOML file; nothing
 here reads files or runs user code.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpaudit.audit_record import VERDICTS  # the verdicts a white-box spec may expect
-from dpaudit.mechanism import Claim
+from dpaudit.model.audit_record import VERDICTS  # the verdicts a white-box spec may expect
+from dpaudit.model.claims import Claim
 
 __all__ = [
     "BLACKBOX_VERDICTS",
@@ -72,7 +72,7 @@ SECTIONS: Mapping[str, frozenset[str]] = {
     "data": frozenset({"generator", "files", "params"}),
     "budget": frozenset({"samples", "select_samples", "confidence", "seed"}),
 }
-#: The ``[claim]`` fields of the notions beyond (epsilon, delta) (``dpaudit.notions``).
+#: The ``[claim]`` fields of the notions beyond (epsilon, delta) (``dpaudit.model.claims``).
 NOTION_FIELDS = ("zcdp_rho", "gdp_mu", "rdp_orders", "rdp_epsilons")
 #: The options a black-box spec may pass to the classifier (``[blackbox.classifier_options]``).
 CLASSIFIER_OPTIONS = ("batch", "hidden", "l2", "learning_rate", "steps")
@@ -163,7 +163,7 @@ class AuditSpec:
         params: parameters for the mechanism's builder (black-box without
             ``[mechanism]``: ``blackbox.params``).
         claim: the claim audited: a :class:`~dpaudit.Claim`, or a claim of
-            :mod:`dpaudit.notions` (zCDP, RDP, GDP).
+            :mod:`dpaudit.model.claims` (zCDP, RDP, GDP).
         generator: a named dataset generator, or ``None`` when ``files`` is given.
         files: two ``.npy``/``.npz`` files holding ``D`` and ``D'``, or ``None``.
         data_params: parameters of the generator.

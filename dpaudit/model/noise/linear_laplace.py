@@ -39,10 +39,10 @@ release through :func:`linear_laplace_sensitivity`.
 
 **Certified value.** :func:`linear_laplace_sensitivity_bounds` brackets the LP value
 between a dual objective (weak duality) and a repaired primal point, with every
-rounding bounded; :func:`dpaudit.exact.exact_sup_loss` turns it into the exact
+rounding bounded; :func:`dpaudit.accounting.suprema.exact_sup_loss` turns it into the exact
 supremum of the loss that lets a pure claim pass.
 
-Public names (import from ``dpaudit.noise.linear_laplace``):
+Public names (import from ``dpaudit.model.noise.linear_laplace``):
 :class:`LinearLaplace`, :class:`AncestorLaplace`, :func:`ancestor_matrix`,
 :func:`ancestor_sensitivity`, :func:`linear_laplace_sensitivity`,
 :func:`linear_laplace_sensitivity_bounds` (certified two-sided bounds on the LP value,
@@ -63,7 +63,8 @@ import scipy.optimize
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
-from dpaudit.checks import check_finite, check_last_axis, check_positive, is_concrete
+from dpaudit.accounting.suprema import ExactSupLoss
+from dpaudit.core.checks import check_finite, check_last_axis, check_positive, is_concrete
 
 __all__ = [
     "AncestorLaplace",
@@ -419,6 +420,41 @@ def ancestor_sensitivity(depth: int, shift) -> np.ndarray:
 # ---------------------------------------------------------------- distributions
 
 
+def _same_linear_laplace(p, q) -> bool:
+    if type(p) is not type(q) or not isinstance(p, LinearLaplace):
+        return False
+    same = np.array_equal(np.asarray(p.matrix), np.asarray(q.matrix))
+    same = same and np.shape(p.loc) == np.shape(q.loc)
+    same = same and np.array_equal(np.asarray(p.count_scale), np.asarray(q.count_scale))
+    return same and np.array_equal(np.asarray(p.scale), np.asarray(q.scale))
+
+
+def _linear_laplace_sup_loss(p: LinearLaplace, q: LinearLaplace) -> ExactSupLoss:
+    """Sum over the batch of ``min{||d||_1 : A d = n (loc_p - loc_q)} / b``."""
+    n = float(np.asarray(p.count_scale))
+    loc_p, loc_q = np.asarray(p.loc, dtype=float), np.asarray(q.loc, dtype=float)
+    difference = loc_p - loc_q
+    shifts = (n * difference).reshape(-1, loc_p.shape[-1])
+    # the difference and the product are each rounded once: 2 eps relative, 4 for safety
+    errors = 4.0 * _EPS * np.abs(shifts)
+    scales = np.broadcast_to(np.asarray(p.scale, dtype=float), loc_p.shape[:-1]).reshape(-1)
+    matrix = np.asarray(p.matrix, dtype=float)
+    lower = upper = 0.0
+    for shift, error, scale in zip(shifts, errors, scales, strict=True):
+        bounds = linear_laplace_sensitivity_bounds(matrix, shift, error)
+        # one division each: step one float outwards (an infinite bound stays infinite)
+        lower += (
+            bounds.lower / scale
+            if math.isinf(bounds.lower)
+            else float(np.nextafter(bounds.lower / scale, -np.inf))
+        )
+        upper += float(np.nextafter(bounds.upper / scale, np.inf))
+    # the running sums are rounded once per term (<= batch eps relative)
+    count = shifts.shape[0]
+    low, up = lower * (1 - count * _EPS), upper * (1 + count * _EPS)
+    return ExactSupLoss(low, up, low, up, "linear-laplace")
+
+
 class LinearLaplace(Distribution):
     r"""The release ``y = loc + A eta / n`` with ``eta_j ~ Lap(0, b)`` i.i.d.
 
@@ -503,7 +539,7 @@ class LinearLaplace(Distribution):
         """Draw ``loc + A eta / n``.
 
         Args:
-            key, sample_shape: as in :meth:`dpaudit.noise.KarhunenLoeveNoise.sample`.
+            key, sample_shape: as in :meth:`dpaudit.model.noise.KarhunenLoeveNoise.sample`.
 
         Returns:
             Draws of shape ``sample_shape + batch_shape + event_shape``.
@@ -556,6 +592,24 @@ class LinearLaplace(Distribution):
         if shift.ndim != 1:
             raise ValueError("epsilon compares two single releases; give 1-D locations.")
         return linear_laplace_epsilon(self.matrix, shift, self.scale, self.count_scale)
+
+    def exact_sup_loss(self, other):
+        """Certified bounds on ``sup L`` against another linear-Laplace release with the same noise.
+
+        ``sup L = sum over the batch of min{||d||_1 : A d = n (loc_p - loc_q)} / b`` in both
+        directions (:func:`linear_laplace_sensitivity_bounds`), rounded outward.
+
+        Args:
+            other: the release law of the neighbouring dataset.
+
+        Returns:
+            A :class:`dpaudit.accounting.suprema.ExactSupLoss` (method ``"linear-laplace"``),
+            or ``None`` when ``other`` is not a ``LinearLaplace`` with the same matrix,
+            shape and scales.
+        """
+        if not _same_linear_laplace(self, other):
+            return None
+        return _linear_laplace_sup_loss(self, other)
 
 
 class AncestorLaplace(Distribution):
@@ -780,7 +834,7 @@ class AncestorLaplace(Distribution):
         """Certified bounds on ``sup L`` against another tree release with the same noise.
 
         ``sup L = min{||nu||_1 : A nu = s} / b`` with ``s = n (loc - other.loc)`` in both
-        directions (:mod:`dpaudit.exact`), the minimum computed by the exact tree dynamic
+        directions (:mod:`dpaudit.accounting.suprema`), the minimum computed by the exact tree dynamic
         programme :func:`ancestor_sensitivity` without forming ``A``. Its float64
         arithmetic adds nonnegative terms (at most ``2^(L+2)`` roundings of relative
         ``eps`` each, doubled), and the rounding of ``s`` itself (``4 eps |s|``) moves the
@@ -791,12 +845,10 @@ class AncestorLaplace(Distribution):
             other: the release law of the neighbouring dataset.
 
         Returns:
-            A :class:`dpaudit.exact.ExactSupLoss` (method ``"linear-laplace"``), or
+            A :class:`dpaudit.accounting.suprema.ExactSupLoss` (method ``"linear-laplace"``), or
             ``None`` when ``other`` is not an ``AncestorLaplace`` with the same depth,
             shape and scales.
         """
-        from dpaudit.exact import ExactSupLoss
-
         if not _same_tree(self, other):
             return None
         n = float(np.asarray(self.count_scale))

@@ -29,8 +29,8 @@ import numpy as np
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
-from dpaudit.checks import check_finite, check_last_axis, check_positive, is_concrete
-from dpaudit.spaces.bases import KarhunenLoeveBasis
+from dpaudit.core.checks import check_finite, check_last_axis, check_positive, is_concrete
+from dpaudit.model.spaces.bases import KarhunenLoeveBasis
 
 __all__ = ["GaussianProcessNoise", "GridNoise", "ICLPNoise", "KarhunenLoeveNoise"]
 
@@ -164,7 +164,7 @@ class ICLPNoise(KarhunenLoeveNoise):
     ``log p(x) = sum_j [ -log(2 b_j) - |x_j - loc_j| / b_j ]``.
 
     For epsilon-DP with 1,C-sensitivity ``Delta`` use ``sigma = sqrt(2) Delta / epsilon``
-    (:func:`dpaudit.noise.iclp_sigma`), i.e. ``b_j = Delta sqrt(lambda_j) / epsilon``.
+    (:func:`dpaudit.model.noise.iclp_sigma`), i.e. ``b_j = Delta sqrt(lambda_j) / epsilon``.
 
     Example:
         >>> d = ICLPNoise(jnp.array([1.0, 0.5]), sigma=1.0)
@@ -206,7 +206,7 @@ class GridNoise(Distribution):
         coefficient_noise: a centred :class:`GaussianProcessNoise` or
             :class:`ICLPNoise` (its ``loc`` must be zero) whose eigenvalues are
             those of ``basis``.
-        basis: the :class:`~dpaudit.spaces.KarhunenLoeveBasis` of the grid.
+        basis: the :class:`~dpaudit.model.spaces.KarhunenLoeveBasis` of the grid.
         loc: ``(..., m)`` values of the summary at the grid points; zeros if omitted.
         support_rtol: relative tolerance of the support test.
 

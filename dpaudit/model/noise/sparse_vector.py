@@ -3,14 +3,14 @@ r"""The sparse vector technique's laws: the whole run, and its threshold noise m
 * :class:`SparseVector` — the output of an SVT run on fixed queries as *one*
   distribution (Lyu, Su & Li 2017, Alg. 1-6 as options); its ``log_prob``
   integrates the threshold noise out by quadrature, its ``certified_log_prob``
-  brackets the same integral in closed form (:mod:`dpaudit.exact`).
+  brackets the same integral in closed form (:mod:`dpaudit.accounting.suprema`).
 * :class:`ThresholdNoise` and :class:`NoisyComparison` — the same run written as a
   *program*: the threshold noise ``rho`` is a latent sample site
   (``infer={"dpaudit": "latent"}``) and each answer is its own release site,
   ``NoisyComparison(q_i - T_i, rho, query_scale, active)``, whose arguments may
   depend on earlier answers (adaptive queries, the cutoff). ``ThresholdNoise``
   provides the *marginal density* of the answers that depend on it,
-  ``marginal_log_prob`` — the protocol by which :mod:`dpaudit.sites`
+  ``marginal_log_prob`` — the protocol by which :mod:`dpaudit.model.sites`
   marginalises a continuous latent site (docs/whole-trace.md) — together with a
   certified bound on its quadrature error and a closed-form bracket for exact
   accounting.
@@ -32,10 +32,13 @@ import numpyro.distributions as dist
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
-# a module import: dpaudit.exact imports dpaudit.noise (linear_laplace), so its names are read
-# at call time, once both modules are initialised
-from dpaudit import exact
-from dpaudit.checks import check_positive
+from dpaudit.accounting.suprema import (
+    ExpFactor,
+    finite_sup_loss,
+    log_bracket,
+    piecewise_exponential_integral,
+)
+from dpaudit.core.checks import check_positive
 
 __all__ = [
     "NoisyComparison",
@@ -281,7 +284,7 @@ class SparseVector(Distribution):
         prod_neg F_nu(r - c_i) prod_pos (1 - F_nu(r - c_i)) dr`` (``c_i = q_i - T_i``;
         without query noise the factors are the indicators of ``r > c_i`` and ``r <=
         c_i``), a product of piecewise exponentials integrated in closed form with
-        certified round-off (:func:`dpaudit.exact.piecewise_exponential_integral`). With
+        certified round-off (:func:`dpaudit.accounting.suprema.piecewise_exponential_integral`). With
         released values a positive contributes the indicator of ``r <= v_i - T_i`` and the
         density ``f_nu(v_i - q_i)``.
 
@@ -298,22 +301,22 @@ class SparseVector(Distribution):
         segment = np.cumsum(codes == 1.0) - (codes == 1.0) if self.resample else 0 * codes
         lower = upper = 0.0
         for s in np.unique(segment[codes >= 0]):
-            factors = [exact.ExpFactor.laplace_density(0.0, self.threshold_scale)]
+            factors = [ExpFactor.laplace_density(0.0, self.threshold_scale)]
             for i in np.flatnonzero((segment == s) & (codes >= 0)):
                 positive = codes[i] == 1.0
                 if self.release_values and positive:  # rho <= v_i - T_i, nu_i = v_i - q_i
                     edge = float(value[1, i] - self.thresholds[i])
-                    factors.append(exact.ExpFactor.indicator(edge, below=True))
+                    factors.append(ExpFactor.indicator(edge, below=True))
                 elif self.query_scale == 0.0:
-                    factors.append(exact.ExpFactor.indicator(c[i], below=bool(positive)))
+                    factors.append(ExpFactor.indicator(c[i], below=bool(positive)))
                 elif positive:
-                    factors.append(exact.ExpFactor.laplace_survival(c[i], self.query_scale))
+                    factors.append(ExpFactor.laplace_survival(c[i], self.query_scale))
                 else:
-                    factors.append(exact.ExpFactor.laplace_cdf(c[i], self.query_scale))
-            bracket = exact.piecewise_exponential_integral(factors)
+                    factors.append(ExpFactor.laplace_cdf(c[i], self.query_scale))
+            bracket = piecewise_exponential_integral(factors)
             if bracket is None:
                 raise OverflowError
-            lo, hi = exact.log_bracket(bracket[0], min(bracket[1], 1.0))
+            lo, hi = log_bracket(bracket[0], min(bracket[1], 1.0))
             lower, upper = lower + lo, upper + hi
         eps = np.finfo(float).eps
         if self.release_values:  # the released values' densities f_nu(v_i - q_i), closed form
@@ -365,7 +368,7 @@ class SparseVector(Distribution):
             other: the release law of the neighbouring dataset.
 
         Returns:
-            A :class:`dpaudit.exact.ExactSupLoss` (method ``"declared"``), or ``None``.
+            A :class:`dpaudit.accounting.suprema.ExactSupLoss` (method ``"declared"``), or ``None``.
         """
         same = type(other) is type(self) and other.queries.shape == self.queries.shape
         same = same and all(
@@ -382,7 +385,7 @@ class SparseVector(Distribution):
             log_q = [other.certified_log_prob(row) for row in patterns]
         except OverflowError:
             return None
-        return exact.finite_sup_loss(np.array(log_p), np.array(log_q))
+        return finite_sup_loss(np.array(log_p), np.array(log_q))
 
 
 # 2^12 patterns of up to 12 two-term factors each (4096 terms per interval): a few
@@ -500,7 +503,7 @@ class ThresholdNoise(dist.Laplace):
 
     Drawn at a latent site (``infer={"dpaudit": "latent"}``), it is an ordinary
     Laplace law; in addition it provides the **marginal density** of the release
-    sites whose law depends on it (:mod:`dpaudit.sites` finds them and passes their
+    sites whose law depends on it (:mod:`dpaudit.model.sites` finds them and passes their
     conditional laws and values, in the model's order):
 
     * :meth:`marginal_log_prob` — ``log int p_rho(r) prod_i P(a_i | r) dr`` for
@@ -508,7 +511,7 @@ class ThresholdNoise(dist.Laplace):
       extrapolation (jit-able; the same rule as :class:`SparseVector`);
     * :meth:`marginal_log_prob_error` — a certified bound on that rule's error;
     * :meth:`certified_marginal_log_prob` — a closed-form ``[lower, upper]`` bracket
-      (:func:`dpaudit.exact.piecewise_exponential_integral`), for exact accounting.
+      (:func:`dpaudit.accounting.suprema.piecewise_exponential_integral`), for exact accounting.
 
     Args:
         scale: the Laplace scale (> 0).
@@ -608,18 +611,18 @@ class ThresholdNoise(dist.Laplace):
         gaps, codes, active, b_nu = self._answers(conditionals, np)
         if not np.all(np.where(active, (codes == 0.0) | (codes == 1.0), codes == -1.0)):
             return -math.inf, -math.inf
-        factors = [exact.ExpFactor.laplace_density(0.0, float(self.scale))]
+        factors = [ExpFactor.laplace_density(0.0, float(self.scale))]
         for gap, code in zip(gaps[active], codes[active], strict=True):
             if b_nu == 0.0:
-                factors.append(exact.ExpFactor.indicator(float(gap), below=bool(code == 1.0)))
+                factors.append(ExpFactor.indicator(float(gap), below=bool(code == 1.0)))
             elif code == 1.0:
-                factors.append(exact.ExpFactor.laplace_survival(float(gap), b_nu))
+                factors.append(ExpFactor.laplace_survival(float(gap), b_nu))
             else:
-                factors.append(exact.ExpFactor.laplace_cdf(float(gap), b_nu))
-        bracket = exact.piecewise_exponential_integral(factors)
+                factors.append(ExpFactor.laplace_cdf(float(gap), b_nu))
+        bracket = piecewise_exponential_integral(factors)
         if bracket is None:
             raise OverflowError("too many answers for the closed-form marginal")
-        lower, upper = exact.log_bracket(bracket[0], min(bracket[1], 1.0))
+        lower, upper = log_bracket(bracket[0], min(bracket[1], 1.0))
         eps = np.finfo(float).eps  # the log of the bracket, rounded outwards once more
         lower = lower - 2 * eps * abs(lower) if math.isfinite(lower) else lower
         upper = upper + 2 * eps * abs(upper) if math.isfinite(upper) else upper

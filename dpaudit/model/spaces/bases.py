@@ -2,7 +2,7 @@ r"""Karhunen–Loève bases: eigenpairs of a covariance operator on a grid.
 
 A :class:`KarhunenLoeveBasis` holds ``K`` eigenvalues ``lambda_1 >= ... >=
 lambda_K > 0`` of a covariance operator ``C`` on L2 of the domain and its
-eigenfunctions ``phi_k`` evaluated on a :class:`~dpaudit.spaces.grids.Grid`,
+eigenfunctions ``phi_k`` evaluated on a :class:`~dpaudit.model.spaces.grids.Grid`,
 orthonormal in the grid's quadrature inner product. Functions on the grid map
 to coefficients ``h_k = <h, phi_k>`` (:meth:`~KarhunenLoeveBasis.project`) and
 back (:meth:`~KarhunenLoeveBasis.reconstruct`).
@@ -33,9 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
-from dpaudit.checks import check_finite, check_last_axis, check_positive
-from dpaudit.spaces.grids import Grid
-from dpaudit.spaces.kernels import Kernel
+from dpaudit.core.checks import check_finite, check_last_axis, check_positive
+from dpaudit.model.spaces.grids import Grid
+from dpaudit.model.spaces.kernels import Kernel
 
 __all__ = [
     "KarhunenLoeveBasis",
@@ -229,7 +229,7 @@ def kl_basis(
             a matrix that does not match the grid, or an invalid truncation.
 
     Example:
-        >>> from dpaudit.spaces import BrownianMotion, uniform_grid
+        >>> from dpaudit.model.spaces import BrownianMotion, uniform_grid
         >>> basis = kl_basis(BrownianMotion(), uniform_grid(500), n_components=3)
         >>> [round(float(l * np.pi**2 * (j - 0.5) ** 2), 3) for j, l in enumerate(basis.eigenvalues, 1)]
         [1.0, 1.0, 1.0]
@@ -317,7 +317,7 @@ def spectral_basis(
             mismatches, or eigenfunctions that are not orthonormal on the grid.
 
     Example:
-        >>> from dpaudit.spaces import uniform_grid
+        >>> from dpaudit.model.spaces import uniform_grid
         >>> g = uniform_grid(64)
         >>> fourier = lambda t: np.sqrt(2) * np.cos(np.pi * np.arange(1, 4) * t)
         >>> b = spectral_basis([1.0, 0.25, 0.1], fourier, g)
@@ -360,7 +360,7 @@ def brownian_motion_basis(
     basis) for ``n_components <= m``; on other grids loosen ``orthonormality_tol``.
 
     Args:
-        grid: a one-dimensional :class:`~dpaudit.spaces.Grid` on [0, 1].
+        grid: a one-dimensional :class:`~dpaudit.model.spaces.Grid` on [0, 1].
         n_components: the number ``K`` of components (``1..m``).
         orthonormality_tol: the largest deviation of the grid Gram matrix of
             the eigenfunctions from the identity that is accepted.

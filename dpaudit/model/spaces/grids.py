@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.checks import check_finite, check_positive
+from dpaudit.core.checks import check_finite, check_positive
 
 
 @jax.tree_util.register_dataclass

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.special
 
-from dpaudit.checks import check_positive
+from dpaudit.core.checks import check_positive
 
 __all__ = [
     "BrownianMotion",
@@ -248,7 +248,7 @@ class BrownianMotion(Kernel):
 
     Its L2[0,1] eigenpairs are known: ``lambda_j = 1/((j - 1/2)^2 pi^2)``,
     ``phi_j(t) = sqrt(2) sin((j - 1/2) pi t)`` (see
-    :func:`dpaudit.spaces.bases.brownian_motion_basis`).
+    :func:`dpaudit.model.spaces.bases.brownian_motion_basis`).
     """
 
     variance: float = 1.0

@@ -1,4 +1,4 @@
-"""dpaudit.plot draws every figure of a result, says in words what it cannot draw, and the
+"""dpaudit.io.plot draws every figure of a result, says in words what it cannot draw, and the
 results print short: __repr__, summary(), _repr_html_."""
 
 import dataclasses
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import dpaudit
-from dpaudit import plot
-from dpaudit.datasets import generate
+from dpaudit.io import plot
+from dpaudit.io.datasets import generate
 
 matplotlib.use("Agg")
 

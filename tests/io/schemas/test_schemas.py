@@ -9,13 +9,13 @@ import jsonschema
 import pytest
 from spec_fixtures import BLACK_BOX_SPEC, SAMPLER, USER, WHITE_BOX_SPEC
 
-from dpaudit.adjacency import ADJACENCIES
-from dpaudit.audit_record import VERDICTS
 from dpaudit.blackbox import METHODS, OBJECTIVES
-from dpaudit.cli import main
-from dpaudit.datasets import generators
-from dpaudit.schemas import schema
-from dpaudit.spec import CLASSIFIER_OPTIONS, FEATURES, SECTIONS, TOP_LEVEL, find_specs
+from dpaudit.cli.main import main
+from dpaudit.io.datasets import generators
+from dpaudit.io.schemas import schema
+from dpaudit.io.spec import CLASSIFIER_OPTIONS, FEATURES, SECTIONS, TOP_LEVEL, find_specs
+from dpaudit.model.adjacency import ADJACENCIES
+from dpaudit.model.audit_record import VERDICTS
 
 AUDITS = pathlib.Path(__file__).resolve().parents[2] / "audits"
 SPEC = schema("spec")

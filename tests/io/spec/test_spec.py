@@ -6,8 +6,8 @@ import pytest
 from spec_fixtures import write_spec
 
 import dpaudit
-from dpaudit.datasets import generate, generators
-from dpaudit.spec import (
+from dpaudit.io.datasets import generate, generators
+from dpaudit.io.spec import (
     SpecError,
     find_specs,
     load_array_file,

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpyro.distributions.gof import auto_goodness_of_fit
 
-from dpaudit.noise.linear_laplace import (
+from dpaudit.model.noise.linear_laplace import (
     AncestorLaplace,
     LinearLaplace,
     ancestor_matrix,

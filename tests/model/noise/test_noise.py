@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from numpyro.distributions.gof import auto_goodness_of_fit
 
-from dpaudit.noise import (
+from dpaudit.model.noise import (
     GaussianProcessNoise,
     GridNoise,
     ICLPNoise,
@@ -21,7 +21,7 @@ from dpaudit.noise import (
     iclp_sigma,
     one_c_log_rn,
 )
-from dpaudit.spaces import Exponential, Matern, kl_basis, one_c_norm, uniform_grid
+from dpaudit.model.spaces import Exponential, Matern, kl_basis, one_c_norm, uniform_grid
 
 EIGENVALUES = jnp.array([1.0, 0.4, 0.1, 0.02, 0.003])
 N_MOMENT_SAMPLES = 200_000

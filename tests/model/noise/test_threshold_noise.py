@@ -1,4 +1,4 @@
-"""SVT answers and the threshold noise that marginalises itself (dpaudit.noise.sparse_vector).
+"""SVT answers and the threshold noise that marginalises itself (dpaudit.model.noise.sparse_vector).
 
 Oracles: mpmath quadrature at 30 digits of ``int p_rho(r) prod_i P(a_i | r) dr`` written
 from the law (split at the kinks), the catalogue's ``SparseVector`` (the same run as one
@@ -16,7 +16,7 @@ import numpyro.distributions as dist
 import pytest
 
 import mechanisms.classic
-from dpaudit.noise import NoisyComparison, SparseVector, ThresholdNoise
+from dpaudit.model.noise import NoisyComparison, SparseVector, ThresholdNoise
 
 mpmath.mp.dps = 30
 

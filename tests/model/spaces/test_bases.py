@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dpaudit.spaces import (
+from dpaudit.model.spaces import (
     BrownianMotion,
     CallableKernel,
     Exponential,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.special
 
-from dpaudit.spaces import BrownianMotion, CallableKernel, Exponential, Gaussian, Matern
+from dpaudit.model.spaces import BrownianMotion, CallableKernel, Exponential, Gaussian, Matern
 
 R = np.array([0.0, 1e-4, 0.03, 0.1, 0.37, 1.0])
 

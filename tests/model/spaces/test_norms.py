@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from dpaudit.spaces import (
+from dpaudit.model.spaces import (
     cameron_martin_norm,
     cameron_martin_partial_norms,
     l2_norm,
