@@ -33,7 +33,7 @@ import math
 import numpy as np
 import scipy.optimize
 
-from dpaudit.accounting.conversions import gdp_mu_for_point
+from dpaudit.accounting.conversions import gdp_mu_for_point, zcdp_delta
 from dpaudit.model.claims import (
     DEFAULT_ANCHOR_DELTA,
     GDPClaim,
@@ -92,8 +92,6 @@ def _profile_excess(claim, p_lo: float, q_hi: float) -> tuple[float, np.ndarray]
 
 def _certified_rho(p_lo: float, q_hi: float, grid: np.ndarray) -> float:
     """The largest rho whose implied profile lies below a certified point (0 when none)."""
-    from dpaudit.accounting.conversions import zcdp_delta
-
     best = 0.0
     for e in grid:
         d = p_lo - math.exp(e) * q_hi
