@@ -4,6 +4,8 @@ Every module here computes ``delta(epsilon)`` / ``epsilon(delta)`` bounds (upper
 lower) of a privacy-loss distribution given by parameters, composes and subsamples
 them, and converts between notions:
 
+* :mod:`~dpaudit.accounting.protocol` — :class:`~dpaudit.accounting.protocol.PrivacyProfile`,
+  the one interface every accounting below implements;
 * :mod:`~dpaudit.accounting.profiles` — exact Gaussian and numerical Laplace accounting
   (:class:`~dpaudit.accounting.profiles.ExactAccounting`);
 * :mod:`~dpaudit.accounting.pld` — the empirical (Monte Carlo) hockey-stick estimates and

@@ -8,8 +8,8 @@ for three structures (:func:`exact_sup_loss`):
 * **Linear-Laplace releases** ``y = f + A eta / n``, ``eta`` i.i.d. ``Lap(0, b)``
   (:class:`~dpaudit.model.noise.linear_laplace.LinearLaplace`,
   :class:`~dpaudit.model.noise.linear_laplace.AncestorLaplace`, the BMR ECDF and ROC
-  releases and the textbook binary mechanism) with the same ``A``, ``b``, ``n``.
-  With ``s = n (f_P - f_Q)``, ``sup L = min{||d||_1 : A d = s} / b`` in both
+  releases and the textbook binary mechanism) with the same ``A``, ``b``, ``n``; both
+  classes declare the value (``exact_sup_loss``, the third structure below). With ``s = n (f_P - f_Q)``, ``sup L = min{||d||_1 : A d = s} / b`` in both
   directions. *Upper bound*: for any ``d`` with ``A d = s`` the map ``eta -> eta + d``
   carries the fibre ``{A eta = x}`` onto ``{A eta = x + s}`` preserving its Lebesgue
   measure, and ``|eta + d|_1 <= |eta|_1 + |d|_1`` bounds the density ratio of the
@@ -571,9 +571,10 @@ def _enumerated_sup_loss(p: Distribution, q: Distribution) -> ExactSupLoss | Non
 def exact_sup_loss(dist_p: Distribution, dist_q: Distribution) -> ExactSupLoss | None:
     """Certified bounds on ``sup log dP/dQ`` and ``sup log dQ/dP`` when the structure is known.
 
-    Recognised pairs (module docstring): two linear-Laplace releases with
-    the same matrix and scales, two laws of one enumerable numpyro family, and laws that
-    declare ``exact_sup_loss(other)``. ``Independent`` wrappers are looked through.
+    Recognised pairs (module docstring): laws that declare ``exact_sup_loss(other)``
+    (the linear-Laplace, sparse-vector and report-noisy-max laws of
+    :mod:`dpaudit.model.noise` and the catalogue do), and two laws of one enumerable
+    numpyro family. ``Independent`` wrappers are looked through.
 
     Args:
         dist_p: the release law under ``D``.

@@ -190,3 +190,17 @@ def test_singular_pairs_and_bad_input():
         laplace_pld(np.array([1.0]), estimate="exact")
     assert float(laplace_pld(np.zeros(3)).delta(0.0)) <= 1e-15  # identical laws
     assert gaussian_epsilon(0.1, 0.0) == 0.0
+
+
+def test_every_accounting_is_a_privacy_profile():
+    from dpaudit.accounting.composition import BoundedComposition
+    from dpaudit.accounting.profiles import ExactAccounting
+    from dpaudit.accounting.protocol import PrivacyProfile
+    from dpaudit.accounting.suprema import ExactSupLoss
+
+    gaussian = ExactAccounting(family="gaussian", sup_loss=float("inf"), mu=1.0)
+    supremum = ExactSupLoss(0.5, 0.6, 0.5, 0.6, "declared").accounting()
+    bounded = BoundedComposition(0.6, 0.5, "sites: declared", gaussian)
+    for profile in (gaussian, supremum, bounded):
+        assert isinstance(profile, PrivacyProfile), type(profile).__name__
+    assert not isinstance(object(), PrivacyProfile)
