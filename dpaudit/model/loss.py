@@ -11,7 +11,7 @@ and the mechanism's hockey-stick divergence is
 ``delta(epsilon) = E_{x ~ P_D}[(1 - e^(epsilon - L(x)))_+]`` (see
 :mod:`dpaudit.accounting.pld`). DP needs both directions, ``(D, D')`` and ``(D', D)``.
 
-Three routes evaluate ``L``, and they agree (``tests/whitebox/test_loss.py``):
+Three routes evaluate ``L``, and they agree (``tests/model/test_loss.py``):
 
 * ``"density"`` — the two release distributions' ``log_prob``
   (:meth:`dpaudit.Mechanism.release_distribution`). Jitted and vmapped.

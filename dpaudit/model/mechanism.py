@@ -28,8 +28,8 @@ engine, the CLI and users all read it the same way:
 Catalogue entries are *builders*: functions of public parameters (epsilon,
 the dataset size ``n``, the data bound ...) that return a :class:`Mechanism`.
 :func:`dpaudit.register` files a builder under a name; :func:`dpaudit.build`
-and :func:`dpaudit.catalogue` read the registry (:mod:`dpaudit.model.registry`, the
-one module that imports the shipped catalogue :mod:`mechanisms`).
+and :func:`dpaudit.catalogue` read the registry (:mod:`dpaudit.model.registry`, which
+finds the shipped catalogue :mod:`mechanisms` through an entry point).
 
 Example — a user's own mechanism, in ten lines::
 

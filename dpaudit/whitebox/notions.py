@@ -60,7 +60,7 @@ RTOL = 1e-9
 #: Whether the kept Monte Carlo losses feed certified Renyi lower bounds into the verdict.
 #: On: the kept losses are the audit's own i.i.d. draws under P, bit-identical whatever ran
 #: before in the process (tests/whitebox/test_process_history.py), and the bound is
-#: calibrated at every order (tests/notions/test_renyi_profiles.py). The bounds once seen
+#: calibrated at every order (tests/accounting/test_renyi_profiles.py). The bounds once seen
 #: above the exact D_alpha in a golden run (0.74 > 0.513, 2.93 > 0.625) were those of a
 #: mutant without the 1 / (alpha - 1), on the same losses; False turns the route off.
 MONTE_CARLO_RENYI = True

@@ -42,7 +42,7 @@ def local_ray():
 
 
 # The default run: 2 shards of 2 chunks each way (the split and the in-order merge are what
-# is tested; tests/distributed/test_shards.py covers 1, 2, 4 shards without Ray). The slow
+# is tested; tests/runtime/test_shards.py covers 1, 2, 4 shards without Ray). The slow
 # run: 4 shards of 2 chunks.
 DEFAULT_SIZES = pytest.param(2, 10_000, id="2-shards")
 FULL_SIZES = pytest.param(4, 20_000, id="4-shards", marks=pytest.mark.slow)
