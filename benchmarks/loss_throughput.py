@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 import dpaudit  # noqa: F401  (64-bit floats)
-from dpaudit.accounting.pld import init_hockey_stick
+from dpaudit.estimation.pld import init_hockey_stick
 from dpaudit.model.loss import loss_chunk, noise_shift
 from dpaudit.model.noise import GaussianProcessNoise, ICLPNoise
 from dpaudit.whitebox.kernels import loss_kernel

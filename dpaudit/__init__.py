@@ -54,7 +54,7 @@ _LAZY = {
     "compatibility": ("dpaudit.model.compatibility", None),
     "loss": ("dpaudit.model.loss", None),
     "noise": ("dpaudit.model.noise", None),
-    "pld": ("dpaudit.accounting.pld", None),
+    "pld": ("dpaudit.estimation.pld", None),
     "spaces": ("dpaudit.model.spaces", None),
     "check_adjacent": ("dpaudit.model.adjacency", "check_adjacent"),
     "BlackBoxResult": ("dpaudit.blackbox", "BlackBoxResult"),

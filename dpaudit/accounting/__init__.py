@@ -8,8 +8,6 @@ them, and converts between notions:
   the one interface every accounting below implements;
 * :mod:`~dpaudit.accounting.profiles` — exact Gaussian and numerical Laplace accounting
   (:class:`~dpaudit.accounting.profiles.ExactAccounting`);
-* :mod:`~dpaudit.accounting.pld` — the empirical (Monte Carlo) hockey-stick estimates and
-  their confidence bounds;
 * :mod:`~dpaudit.accounting.composition` — composed releases, and the accounting of a
   noise shift (:func:`~dpaudit.accounting.composition.exact_accounting`);
 * :mod:`~dpaudit.accounting.subsampling` — Poisson-subsampled Gaussian steps;

@@ -1,4 +1,4 @@
-r"""Rényi divergences of a pair of release laws: exact profiles and certified Monte Carlo bounds.
+r"""Rényi divergences of a pair of release laws: exact profiles and certified upper bounds.
 
 ``D_alpha(P || Q) = log E_P[e^{(alpha - 1) L}] / (alpha - 1)`` with ``L = log dP/dQ``.
 
@@ -11,12 +11,7 @@ r"""Rényi divergences of a pair of release laws: exact profiles and certified M
 * **A certified supremum** ``|L| <= s`` (the ``"supremum"`` accounting of
   :mod:`dpaudit.accounting.suprema`): an upper bound only, ``D_alpha <= min(s, alpha s^2 / 2)``
   (Bun & Steinke 2016, Prop. 3.3: pure ``s``-DP implies ``s^2/2``-zCDP).
-* **Monte Carlo** (any pair): a lower confidence bound from losses drawn under ``P``.
-  ``E_P[e^{(alpha-1)L}] >= e^{(alpha-1)t} E_P[min(e^{(alpha-1)(L-t)}, 1)]`` for any
-  threshold ``t``; the truncated variable lies in ``[0, 1]``, so the empirical-Bernstein
-  lower bound of :func:`dpaudit.accounting.pld.delta_bounds` applies. ``t`` is the largest loss
-  of the first quarter of the losses, and the bound is computed on the other three
-  quarters, so ``t`` does not depend on the draws the bound uses.
+Certified Monte Carlo lower bounds for any pair: :mod:`dpaudit.estimation.renyi`.
 """
 
 from __future__ import annotations
@@ -27,7 +22,6 @@ import numpy as np
 import scipy.special
 
 from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, SupremumComponent
-from dpaudit.accounting.pld import delta_bounds
 from dpaudit.accounting.subsampling import SubsampledComponent
 
 __all__ = [
@@ -36,7 +30,6 @@ __all__ = [
     "composition_renyi",
     "gaussian_renyi",
     "laplace_renyi",
-    "monte_carlo_renyi_lower",
     "renyi_bounds",
     "subsampled_gaussian_renyi",
     "supremum_renyi_upper",
@@ -191,38 +184,6 @@ def composition_renyi(orders, components) -> tuple[np.ndarray, np.ndarray] | Non
             return None
         low, high = low + count * bounds[0], high + count * bounds[1]
     return low, high
-
-
-def monte_carlo_renyi_lower(losses, orders, failure_probability: float) -> np.ndarray:
-    """Certified lower bounds on ``D_alpha(P || Q)`` from losses ``L ~ P`` (truncated moment).
-
-    Each order's bound fails with probability at most ``failure_probability`` (apply
-    Bonferroni over orders and directions yourself).
-
-    Args:
-        losses: i.i.d. privacy losses drawn under ``P`` (``+inf`` allowed).
-        orders: orders ``alpha > 1``.
-        failure_probability: per-order failure probability in ``(0, 1)``.
-
-    Returns:
-        The lower bounds (``0`` when fewer than 8 losses are given).
-    """
-    loss = np.asarray(losses, dtype=np.float64).reshape(-1)
-    alpha = np.asarray(orders, dtype=np.float64)
-    if loss.size < 8:
-        return np.zeros(alpha.shape)
-    split = loss.size // 4
-    pilot, rest = loss[:split], loss[split:]
-    top = float(np.max(pilot))
-    t = top if math.isfinite(top) else float(np.max(pilot[np.isfinite(pilot)], initial=0.0))
-    out = np.zeros(alpha.shape)
-    for i, al in enumerate(alpha):
-        y = np.exp(np.minimum((al - 1.0) * (rest - t), 0.0))
-        mean, var = float(np.mean(y)), float(np.var(y, ddof=1))
-        low, _ = delta_bounds(mean, var, y.size, failure_probability, method="bernstein")
-        low = float(low)
-        out[i] = max(0.0, t + math.log(low) / (al - 1.0)) if low > 0 else 0.0
-    return out
 
 
 # ------------------------------------------------- Poisson-subsampled Gaussian

@@ -9,7 +9,7 @@ neighbour ``D'`` is
 
 and the mechanism's hockey-stick divergence is
 ``delta(epsilon) = E_{x ~ P_D}[(1 - e^(epsilon - L(x)))_+]`` (see
-:mod:`dpaudit.accounting.pld`). DP needs both directions, ``(D, D')`` and ``(D', D)``.
+:mod:`dpaudit.estimation.pld`). DP needs both directions, ``(D, D')`` and ``(D', D)``.
 
 Three routes evaluate ``L``, and they agree (``tests/model/test_loss.py``):
 

@@ -6,7 +6,7 @@ r"""The white-box audit engine, one module per stage.
   exact accounting and compatibility of one audit;
 * :mod:`~dpaudit.whitebox.kernels` — per route, a loss kernel
   ``(init, step, release)`` streaming losses into the hockey-stick state of
-  :mod:`dpaudit.accounting.pld`;
+  :mod:`dpaudit.estimation.pld`;
 * :mod:`~dpaudit.whitebox.run` — one direction over its chunks, and the pilot
   run that places the epsilon grid;
 * :mod:`~dpaudit.whitebox.certificate` — releases that certify a violation;

@@ -19,7 +19,7 @@ What :func:`audit` does, for a claim ``(epsilon, delta)`` and datasets ``D ~ D'`
 1. **Monte Carlo, both directions.** Draws ``samples`` releases from ``P_D``
    and from ``P_D'`` (chunked, jitted, reproducible from ``seed``) and
    evaluates the privacy losses ``L`` (:mod:`dpaudit.model.loss`), folding them into
-   streaming hockey-stick estimates with confidence bounds (:mod:`dpaudit.accounting.pld`).
+   streaming hockey-stick estimates with confidence bounds (:mod:`dpaudit.estimation.pld`).
 2. **Exact accounting** when the release is shifted Gaussian-process / ICLP /
    Laplace noise (:mod:`dpaudit.accounting.profiles`): the exact Gaussian curve, or the
    numerical Laplace upper and lower curves, and the supremum of the loss.
@@ -56,9 +56,9 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from dpaudit.accounting.pld import BOUND_METHODS
 from dpaudit.core.executors import resolve_executor
 from dpaudit.core.progress import progress_bar, should_show
+from dpaudit.estimation.pld import BOUND_METHODS
 from dpaudit.model.claims import is_notion_claim
 from dpaudit.model.loss import ROUTES
 from dpaudit.model.mechanism import Mechanism
@@ -188,7 +188,7 @@ def audit(
         exact: use exact/numerical accounting when the structure allows.
         compatibility: run the compatibility analysis for functional noises.
         check_adjacency: check that the datasets are neighbours under the claim's adjacency.
-        bound_method: confidence-bound method of :data:`dpaudit.accounting.pld.BOUND_METHODS`.
+        bound_method: confidence-bound method of :data:`dpaudit.estimation.pld.BOUND_METHODS`.
         chunk_size: releases per chunk (default: 2^22 release coordinates, at most 2^16).
         keep_samples: losses kept per direction for diagnostics and export.
         discretization: grid spacing of the numerical Laplace accounting.

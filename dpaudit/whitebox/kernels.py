@@ -1,7 +1,7 @@
 r"""Loss kernels: stream a chunk of privacy losses into the hockey-stick state, per route.
 
 A :class:`LossKernel` is ``(init, step, release)`` for one direction:
-``init(G)`` is an empty :class:`~dpaudit.accounting.pld.HockeyStickState`;
+``init(G)`` is an empty :class:`~dpaudit.estimation.pld.HockeyStickState`;
 ``step(state, key, epsilons, n_valid, n)`` draws ``n`` releases with ``key``,
 evaluates their losses and folds the first ``n_valid`` into the state (jitted:
 one compilation per shape); ``release(key, n, index)`` regenerates release
@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions import Distribution
 
-from dpaudit.accounting.pld import HockeyStickState, init_hockey_stick, update_hockey_stick
+from dpaudit.estimation.pld import HockeyStickState, init_hockey_stick, update_hockey_stick
 from dpaudit.model.densities import (
     combine_log_probs,
     model_log_prob,

@@ -36,14 +36,10 @@ import scipy.special
 from dpaudit.accounting.composition import LaplaceComponent, SupremumComponent
 from dpaudit.accounting.conversions import gdp_delta, gdp_tradeoff
 from dpaudit.accounting.profiles import ExactAccounting
-from dpaudit.accounting.renyi import (
-    PROFILE_ORDERS,
-    composition_renyi,
-    monte_carlo_renyi_lower,
-    renyi_bounds,
-)
+from dpaudit.accounting.renyi import PROFILE_ORDERS, composition_renyi, renyi_bounds
 from dpaudit.accounting.tradeoff import pair_profile, pair_tradeoff, profile_grid
 from dpaudit.core.serialize import jsonable
+from dpaudit.estimation.renyi import monte_carlo_renyi_lower
 from dpaudit.model.claims import GDPClaim, RDPClaim, TradeoffClaim, ZCDPClaim
 
 __all__ = [

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.accounting.pld import DeltaCurve
 from dpaudit.accounting.profiles import ExactAccounting
 from dpaudit.core.serialize import json_float, jsonable
+from dpaudit.estimation.pld import DeltaCurve
 from dpaudit.model.audit_record import DIRECTIONS, VERDICTS, AuditRecord
 from dpaudit.model.compatibility import Compatibility
 from dpaudit.whitebox.summaries import DeltaSummary, EpsilonSummary
@@ -90,7 +90,7 @@ class DirectionResult:
         n: number of losses.
         at_claim: ``{estimate, lower, upper, std_error}`` of ``delta(epsilon_claim)``,
             bounds at ``alpha / 2`` each.
-        curve: the :class:`~dpaudit.accounting.pld.DeltaCurve` (simultaneous bounds).
+        curve: the :class:`~dpaudit.estimation.pld.DeltaCurve` (simultaneous bounds).
         max_loss: largest loss drawn.
         n_infinite: number of ``+inf`` losses.
         losses: the first ``keep_samples`` losses (numpy).

@@ -24,15 +24,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.accounting.pld import (
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.core.progress import ProgressBar
+from dpaudit.estimation.pld import (
     HockeyStickState,
     delta_bounds,
     hockey_stick_curve,
     init_hockey_stick,
     merge_hockey_stick,
 )
-from dpaudit.accounting.profiles import ExactAccounting
-from dpaudit.core.progress import ProgressBar
 from dpaudit.whitebox.kernels import LossKernel, loss_kernel
 from dpaudit.whitebox.result import DIRECTIONS, DirectionResult, import_arviz
 
@@ -77,7 +77,7 @@ class RunSettings(NamedTuple):
         chunk: releases per chunk.
         keep_samples: losses kept per direction.
         alpha: ``1 - confidence``.
-        bound_method: confidence-bound method (:data:`dpaudit.accounting.pld.BOUND_METHODS`).
+        bound_method: confidence-bound method (:data:`dpaudit.estimation.pld.BOUND_METHODS`).
         name: the mechanism's name (for error messages).
     """
 

@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from dpaudit.accounting.pld import epsilon_for_delta, epsilon_lower_for_delta, interpolate_epsilon
 from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.estimation.pld import epsilon_for_delta, epsilon_lower_for_delta, interpolate_epsilon
 from dpaudit.model.claims import Claim
 
 __all__ = [

@@ -8,12 +8,8 @@ from dp_accounting.rdp import RdpAccountant
 import dpaudit
 from dpaudit.accounting.composition import exact_accounting
 from dpaudit.accounting.profiles import ExactAccounting
-from dpaudit.accounting.renyi import (
-    gaussian_renyi,
-    laplace_renyi,
-    monte_carlo_renyi_lower,
-    renyi_bounds,
-)
+from dpaudit.accounting.renyi import gaussian_renyi, laplace_renyi, renyi_bounds
+from dpaudit.estimation.renyi import monte_carlo_renyi_lower
 from dpaudit.io.datasets import generate
 from dpaudit.model.shift import noise_shift
 from dpaudit.whitebox.notions import zcdp_rho_bracket

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from dpaudit.accounting.pld import (
+from dpaudit.estimation.pld import (
     delta_bounds,
     empirical_delta,
     epsilon_for_delta,

@@ -15,11 +15,11 @@ import numpyro.distributions as dist
 import pytest
 
 import dpaudit
-from dpaudit.accounting.pld import init_hockey_stick, merge_hockey_stick, update_hockey_stick
 from dpaudit.blackbox import blackbox_audit, neighbour_candidates
 from dpaudit.blackbox.certification import TallyJob, finish_tally, merge_tally, tally_shard
 from dpaudit.blackbox.samplers import ReleaseSource
 from dpaudit.core.executors import resolve_executor
+from dpaudit.estimation.pld import init_hockey_stick, merge_hockey_stick, update_hockey_stick
 from dpaudit.runtime import LocalExecutor, shard_ranges
 from dpaudit.testing import Box, SearchBudget, worst_neighbours
 from dpaudit.whitebox.run import DirectionState, finish_direction, init_direction, merge_direction
