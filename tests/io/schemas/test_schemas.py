@@ -17,7 +17,7 @@ from dpaudit.io.spec import CLASSIFIER_OPTIONS, FEATURES, SECTIONS, TOP_LEVEL, f
 from dpaudit.model.adjacency import ADJACENCIES
 from dpaudit.model.audit_record import VERDICTS
 
-AUDITS = pathlib.Path(__file__).resolve().parents[2] / "audits"
+AUDITS = pathlib.Path(__file__).resolve().parents[3] / "audits"
 SPEC = schema("spec")
 RESULTS = schema("results")
 
