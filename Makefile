@@ -33,7 +33,7 @@ notebooks: $(STAMP)
 
 # compiled XLA programs are kept in .cache/jax: a second run skips most compilation.
 # With AUDIT_WORKERS=N the specs run on N local Ray workers (results identical to a serial
-# run, tests/distributed). Default: one worker per core on machines with 4 cores or more,
+# run, tests/runtime). Default: one worker per core on machines with 4 cores or more,
 # otherwise serially in one process -- on 2 cores one process already keeps ~1.3 cores busy
 # (XLA's threads) and 2 workers were no faster (BENCHMARKS.md, "make audit" on the quiet machine).
 AUDIT_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); [ "$$n" -ge 4 ] && echo $$n)

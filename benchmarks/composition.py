@@ -37,8 +37,8 @@ from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.pld import privacy_loss_distribution as dp_pld
 
-from dpaudit.composition import GaussianComponent, LaplaceComponent, compose_accounting
-from dpaudit.subsampling import subsampled_accounting
+from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, compose_accounting
+from dpaudit.accounting.subsampling import subsampled_accounting
 
 DISCRETIZATION = 1e-4
 DELTA = 1e-5

@@ -114,7 +114,7 @@ def scaling(budget: int) -> dict:
     """Single process vs Ray with 1 CPU vs Ray with 2 CPUs, one budget."""
     import ray
 
-    from dpaudit.distributed import RayExecutor, connect_ray
+    from dpaudit.runtime import RayExecutor, connect_ray
 
     _certify(scalar_sampler, 100_000, None)  # compile
     base, rows = None, {}
@@ -144,7 +144,7 @@ def rate(sampler, n: int) -> dict:
 
 def whitebox_rate(n: int) -> dict:
     """White-box releases (both directions) per CPU and per wall second, ICLP mean release."""
-    from dpaudit.cli import prepare
+    from dpaudit.cli.main import prepare
 
     spec = Path(__file__).resolve().parents[1] / "audits" / "catalogue" / "iclp-qr-mean.toml"
     (item,) = prepare([spec])
@@ -220,7 +220,7 @@ def selection(select: int, workers: int = 2) -> dict:
     """Selection over 30 candidate pairs: serial vs one Ray task per pair on ``workers`` CPUs."""
     import ray
 
-    from dpaudit.distributed import RayExecutor, connect_ray
+    from dpaudit.runtime import RayExecutor, connect_ray
 
     name = f"ray, {workers} workers"
     _select_run(None, select)  # compile the statistic's fit here (the same shapes)

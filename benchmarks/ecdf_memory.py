@@ -27,7 +27,7 @@ _CHILD = textwrap.dedent(
     import numpy as np
     import dpaudit
     from mechanisms.ecdf.tree import bmr_ecdf_mechanism
-    from dpaudit.noise.linear_laplace import AncestorLaplace
+    from dpaudit.model.noise.linear_laplace import AncestorLaplace
     samples = int(sys.argv[1])
     mech = bmr_ecdf_mechanism(epsilon=1.0, n=100, n_points=64)
     data = np.random.default_rng(0).uniform(size=100)

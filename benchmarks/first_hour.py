@@ -45,11 +45,13 @@ def main() -> None:
         ("import jax", ["-c", "import jax"]),
         ("import dpaudit", ["-c", "import dpaudit"]),
         ("import dpaudit; dpaudit.audit", ["-c", "import dpaudit; dpaudit.audit"]),
-        ("dpaudit --help", ["-m", "dpaudit.cli", "--help"]),
+        ("dpaudit --help", ["-m", "dpaudit.cli.main", "--help"]),
     ]:
         wall, cpu = _timed(args, repeat=3)
         print(f"{label:32s} best wall {wall:6.2f} s  cpu {cpu:6.2f} s")
-    audit = ["-m", "dpaudit.cli", "audit", str(ROOT / "audits"), "-q"] + (["-k", k] if k else [])
+    audit = ["-m", "dpaudit.cli.main", "audit", str(ROOT / "audits"), "-q"] + (
+        ["-k", k] if k else []
+    )
     with tempfile.TemporaryDirectory() as cache:
         for label in ("cold cache", "warm cache"):
             wall, cpu = _timed([*audit, "--cache-dir", cache])

@@ -7,7 +7,7 @@ with epsilon = 1), so ``sum_j a_j = 1``: a correctly calibrated ICLP at K = 100,
 
 Side by side in one process, with the same discretization interval (``1e-4`` by default):
 
-* ``dpaudit``: :func:`dpaudit.accounting.laplace_pld` (pessimistic connect-the-dots
+* ``dpaudit``: :func:`dpaudit.accounting.profiles.laplace_pld` (pessimistic connect-the-dots
   pmfs, composed by batched FFT trees) — build time, then ``delta(epsilon)`` at 7 epsilons.
 * ``dp_accounting``: ``from_laplace_mechanism(b_j, sensitivity=|h_j|,
   value_discretization_interval=...)`` composed sequentially with ``.compose`` — the
@@ -33,7 +33,7 @@ import time
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as dp_pld
 
-from dpaudit.accounting import laplace_parameters, laplace_pld
+from dpaudit.accounting.profiles import laplace_parameters, laplace_pld
 
 EPSILONS = np.array([0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9])
 

@@ -7,9 +7,9 @@ runs over ``--releases`` releases):
 * ``roofline``: merely drawing the same number of Laplace (ICLP) or normal (GP)
   variates with ``jax.random`` and summing them (so XLA cannot skip the draw): the
   cost no Monte Carlo loss evaluation can beat.
-* ``closed-form``: ``dpaudit.loss.loss_chunk`` with the shift structure: draw the
+* ``closed-form``: ``dpaudit.model.loss.loss_chunk`` with the shift structure: draw the
   noise coordinates and sum the 1,C (ICLP) or Cameron–Martin (GP) terms.
-* ``density``: ``dpaudit.loss.loss_chunk`` without structure: draw coefficient
+* ``density``: ``dpaudit.model.loss.loss_chunk`` without structure: draw coefficient
   releases from ``ICLPNoise``/``GaussianProcessNoise`` and evaluate both ``log_prob``.
 * ``audit step``: the engine's full chunk step (closed form + the streaming
   hockey-stick moments on a 66-point epsilon grid + the running maximum).
@@ -30,9 +30,9 @@ import jax
 import jax.numpy as jnp
 
 import dpaudit  # noqa: F401  (64-bit floats)
-from dpaudit.loss import loss_chunk, noise_shift
-from dpaudit.noise import GaussianProcessNoise, ICLPNoise
-from dpaudit.pld import init_hockey_stick
+from dpaudit.estimation.pld import init_hockey_stick
+from dpaudit.model.loss import loss_chunk, noise_shift
+from dpaudit.model.noise import GaussianProcessNoise, ICLPNoise
 from dpaudit.whitebox.kernels import loss_kernel
 
 

@@ -49,7 +49,7 @@ def _children_cpu() -> float:
 
 def run_suite(cache: Path, workers: int | None, json_path: Path, target: str) -> dict:
     """One ``dpaudit audit TARGET`` subprocess; its wall and CPU seconds and its exit code."""
-    program = "import sys; from dpaudit.cli import main; sys.exit(main(sys.argv[1:]))"
+    program = "import sys; from dpaudit.cli.main import main; sys.exit(main(sys.argv[1:]))"
     command = [sys.executable, "-c", program, "audit", target, "-q", "--json", str(json_path)]
     command += ["--cache-dir", str(cache)]
     if workers is not None:
@@ -115,8 +115,8 @@ def profile(args) -> None:
         Path(args.cache).mkdir(parents=True, exist_ok=True)
         jax.config.update("jax_compilation_cache_dir", args.cache)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
-    from dpaudit.cli import prepare, run_audit
-    from dpaudit.spec import find_specs
+    from dpaudit.cli.main import prepare, run_audit
+    from dpaudit.io.spec import find_specs
 
     compiles: list[float] = []
     jax.monitoring.register_event_duration_secs_listener(_compile_listener(compiles))

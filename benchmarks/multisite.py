@@ -40,7 +40,7 @@ import numpyro
 import numpyro.distributions as dist
 
 import dpaudit
-from dpaudit.pld import init_hockey_stick
+from dpaudit.estimation.pld import init_hockey_stick
 from dpaudit.whitebox.kernels import loss_kernel
 from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.plan import plan_audit

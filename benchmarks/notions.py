@@ -5,7 +5,7 @@ Measures, side by side in one run (wall and CPU seconds, with the load average):
 1. the white-box audit of the Gaussian mean with sigma for mu = 1 (``gaussian-mean-gdp``,
    n = 10, 20000 releases per direction) against the (epsilon, delta) point its claim
    implies (a plain ``Claim``) and against the 1-GDP / 0.5-zCDP claims themselves: the
-   extra cost of :func:`dpaudit.notions.evaluate_notion`;
+   extra cost of :func:`dpaudit.whitebox.notions.evaluate_notion`;
 2. the same for the Laplace mean (numerical PLD accounting, the grid profile bracket);
 3. the black-box audit of a Gaussian count (exactly 1-GDP) against 0.9-GDP at budgets
    ``2e4, 5e4, 1e5, 2e5`` certification releases, seeds 0..4: how often the violation is
@@ -13,7 +13,7 @@ Measures, side by side in one run (wall and CPU seconds, with the load average):
 4. with ``opendp`` installed (extra ``libraries``): OpenDP's Gaussian measurement against
    its native zCDP claim and against rho read as epsilon;
 5. the Rényi profile of the Poisson-subsampled Gaussian at the 13 profile orders
-   (:func:`dpaudit.notions.renyi.subsampled_gaussian_renyi`, remove and add) beside
+   (:func:`dpaudit.accounting.renyi.subsampled_gaussian_renyi`, remove and add) beside
    ``dp_accounting``'s ``RdpAccountant`` on the same orders, and the zCDP bracket of
    DP-SGD's composed accounting (T = 20 steps).
 
@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dpaudit
-from dpaudit.notions import GDPClaim, ZCDPClaim
+from dpaudit.model.claims import GDPClaim, ZCDPClaim
 
 
 def _timed(fn):
@@ -128,10 +128,10 @@ def subsampled_profiles(repeats: int = 5) -> None:
     import dp_accounting
     from dp_accounting.rdp import RdpAccountant
 
-    from dpaudit.composition import GaussianComponent
-    from dpaudit.notions.evaluation import zcdp_rho_bracket
-    from dpaudit.notions.renyi import PROFILE_ORDERS, subsampled_gaussian_renyi
-    from dpaudit.subsampling import subsampled_accounting
+    from dpaudit.accounting.composition import GaussianComponent
+    from dpaudit.accounting.renyi import PROFILE_ORDERS, subsampled_gaussian_renyi
+    from dpaudit.accounting.subsampling import subsampled_accounting
+    from dpaudit.whitebox.notions import zcdp_rho_bracket
 
     logging.disable(logging.WARNING)  # dp_accounting warns on orders it cannot converge
     orders = list(PROFILE_ORDERS)

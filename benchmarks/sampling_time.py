@@ -43,8 +43,8 @@ import scipy
 import scipy.linalg
 
 import dpaudit
-from dpaudit.noise import GaussianProcessNoise, GridNoise, ICLPNoise
-from dpaudit.spaces import Exponential, Gaussian, Matern, kl_basis, uniform_grid
+from dpaudit.model.noise import GaussianProcessNoise, GridNoise, ICLPNoise
+from dpaudit.model.spaces import Exponential, Gaussian, Matern, kl_basis, uniform_grid
 
 N_PATHS = 100
 LENGTHSCALE = 0.1

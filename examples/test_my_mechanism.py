@@ -20,8 +20,8 @@ import pytest
 from hypothesis import settings
 
 import dpaudit
-from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
-from dpaudit.spaces import Matern, kl_basis, one_c_norm, uniform_grid
+from dpaudit.model.noise import GridNoise, ICLPNoise, iclp_sigma
+from dpaudit.model.spaces import Matern, kl_basis, one_c_norm, uniform_grid
 from dpaudit.testing import (
     L2Ball,
     SearchBudget,

@@ -42,16 +42,21 @@ import numpy as np
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
-from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
-from dpaudit.exact import (
+from dpaudit.accounting.suprema import (
     ExpFactor,
     finite_sup_loss,
     log_bracket,
     piecewise_exponential_integral,
     two_sided_geometric_sup_loss,
 )
-from dpaudit.noise import analytic_gaussian_sigma, classical_gaussian_sigma
-from dpaudit.noise.sparse_vector import SparseVector, log_laplace_cdf, log_trapezoid, richardson
+from dpaudit.core.checks import check_delta, check_epsilon, check_positive, is_concrete
+from dpaudit.model.noise import analytic_gaussian_sigma, classical_gaussian_sigma
+from dpaudit.model.noise.sparse_vector import (
+    SparseVector,
+    log_laplace_cdf,
+    log_trapezoid,
+    richardson,
+)
 from mechanisms.common import gaussian_release, laplace_release, summary_release
 
 __all__ = [
@@ -213,7 +218,7 @@ class DiscreteLaplace(Distribution):
             other: the release law of the neighbouring dataset.
 
         Returns:
-            A :class:`dpaudit.exact.ExactSupLoss` (``a |loc - other.loc|`` summed over the
+            A :class:`dpaudit.accounting.suprema.ExactSupLoss` (``a |loc - other.loc|`` summed over the
             batch), or ``None`` when ``other`` is not the same law shifted.
         """
         if type(other) is not type(self) or np.shape(self.loc) != np.shape(other.loc):
@@ -317,7 +322,7 @@ class NoisyArgmax(Distribution):
         ulps of the magnitudes involved). Laplace and exponential noise: ``P(i) = int
         f(x - u_i) prod_{j != i} F(x - u_j) dx`` is an integral of a product of
         piecewise exponentials, evaluated in closed form with certified round-off
-        (:func:`dpaudit.exact.piecewise_exponential_integral`).
+        (:func:`dpaudit.accounting.suprema.piecewise_exponential_integral`).
 
         Returns:
             A ``(k, 2)`` array, or ``None`` when the expansion is too large (``k > 21``).
@@ -351,7 +356,7 @@ class NoisyArgmax(Distribution):
             other: the release law of the neighbouring dataset.
 
         Returns:
-            A :class:`dpaudit.exact.ExactSupLoss` (method ``"declared"``), or ``None`` when
+            A :class:`dpaudit.accounting.suprema.ExactSupLoss` (method ``"declared"``), or ``None`` when
             ``other`` has another noise, scale or number of candidates.
         """
         if type(other) is not type(self) or other.noise != self.noise:

@@ -21,8 +21,8 @@ import numpyro.distributions as dist
 from numpyro.distributions import Distribution
 
 from dpaudit import Claim, KnownFlaw, Mechanism
-from dpaudit.noise import ICLPNoise
-from dpaudit.spaces import KarhunenLoeveBasis, one_c_norm
+from dpaudit.model.noise import ICLPNoise
+from dpaudit.model.spaces import KarhunenLoeveBasis, one_c_norm
 
 __all__ = [
     "OUT_OF_BOUND",
@@ -72,7 +72,7 @@ def summary_release(
         sensitivity: the bound on ``||f_D - f_D'||`` used to calibrate the noise
             (``None`` when the guarantee does not rest on a sensitivity).
         sensitivity_norm: the name of that norm (see
-            :data:`dpaudit.mechanism.SENSITIVITY_NORMS`), ``None`` with ``sensitivity``.
+            :data:`dpaudit.model.claims.SENSITIVITY_NORMS`), ``None`` with ``sensitivity``.
         reference: the paper and theorem the guarantee rests on.
         difference_norm: ``difference_norm(h)``, the claim's norm of a
             difference of summaries.

@@ -18,9 +18,9 @@ import math
 import jax.numpy as jnp
 
 import dpaudit
-from dpaudit.checks import check_epsilon, check_positive
-from dpaudit.notions import GDPClaim, RDPClaim, ZCDPClaim
-from dpaudit.notions.renyi import laplace_renyi
+from dpaudit.accounting.renyi import laplace_renyi
+from dpaudit.core.checks import check_epsilon, check_positive
+from dpaudit.model.claims import GDPClaim, RDPClaim, ZCDPClaim
 from mechanisms.common import gaussian_release, laplace_release
 
 __all__ = ["RDP_ORDERS", "gaussian_mean_gdp", "gaussian_mean_zcdp", "laplace_mean_rdp"]

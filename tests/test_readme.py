@@ -56,7 +56,7 @@ def test_readme_has_no_internal_jargon():
 
 
 def test_readme_commands_exist():
-    from dpaudit.cli import build_parser
+    from dpaudit.cli.main import build_parser
 
     commands = next(a for a in build_parser()._actions if a.dest == "command").choices
     shown = re.findall(r"(?:bin/|`)dpaudit (\w+)", README.read_text(), re.M)

@@ -13,7 +13,7 @@ numpyro model. :func:`blackbox_audit` audits it from samples alone::
     >>> res.verdict, 0.9 < res.epsilon_lower < 1.0
     ('violation', True)
 
-**The test** (:mod:`~dpaudit.blackbox.bounds`). For any event ``S`` (measurable
+**The test** (:mod:`~dpaudit.estimation.bounds`). For any event ``S`` (measurable
 set of releases, possibly with randomised membership), ``(epsilon, delta)``-DP
 implies ``P_D(S) <= e^epsilon P_D'(S) + delta``. With ``k_D`` of ``n`` releases
 from ``D`` and ``k_D'`` of ``n`` from ``D'`` in ``S``, one-sided Clopper–Pearson
@@ -28,7 +28,7 @@ claim before any release is drawn: the number of certification releases per data
 Poisson(``n``), so given ``k_D + k_D'`` the count ``k_D`` is binomial with success
 probability ``theta = P_D(S) / (P_D(S) + P_D'(S))``, and one Clopper–Pearson bound
 ``theta_lo`` at level ``alpha`` gives ``epsilon >= log(theta_lo / (1 - theta_lo))``
-(:func:`~dpaudit.blackbox.bounds.bound_method`).
+(:func:`~dpaudit.estimation.bounds.bound_method`).
 
 Both are certified lower bounds at confidence ``1 - alpha`` **provided S was
 chosen without looking at the certification samples**. The audit therefore
@@ -96,7 +96,6 @@ implementation draws from the model it declares, at a stated level and power.
 from __future__ import annotations
 
 from dpaudit.blackbox.autopairs import AutoPairs
-from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, clopper_pearson
 from dpaudit.blackbox.engine import blackbox_audit, run_blackbox_audit
 from dpaudit.blackbox.neighbours import neighbour_candidates
 from dpaudit.blackbox.options import BlackBoxOptions
@@ -108,6 +107,7 @@ from dpaudit.blackbox.selection import OBJECTIVES as OBJECTIVES
 from dpaudit.blackbox.statistics import STATISTIC_RESOLUTION as STATISTIC_RESOLUTION
 from dpaudit.blackbox.statistics import STATISTICS as STATISTICS
 from dpaudit.blackbox.statistics import ClassifierOptions, kl_features
+from dpaudit.estimation.bounds import certified_delta, certified_epsilon, clopper_pearson
 
 # Public names of the package. OBJECTIVES (choices of objective=), STATISTICS (choices of
 # statistic=) and STATISTIC_RESOLUTION are importable from here too, outside __all__ (the

@@ -52,8 +52,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dpaudit.adjacency import adjacency_of
-from dpaudit.mechanism import Claim
+from dpaudit.model.claims import Claim
+from dpaudit.model.mechanism import adjacency_of
 
 __all__ = ["AUTO_KINDS", "AutoCandidates", "AutoPairs", "auto_pairs"]
 

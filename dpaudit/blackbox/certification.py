@@ -3,14 +3,14 @@
 The releases counted here are drawn with keys disjoint from the selection
 releases, after the event is fixed: one event, one pair, one direction,
 certified once (with ``stopping="sequential"``, at the pre-registered looks of
-:mod:`~dpaudit.blackbox.sequential`, each at its share of the level). Certifying several
+:mod:`~dpaudit.estimation.sequential`, each at its share of the level). Certifying several
 events on one set of releases and keeping
 the best would be a silent best-of-many (the maximum of many lower bounds is
 not a lower bound); selecting and certifying on one set would let the event fit
 the noise of the releases it is judged on.
 
 For the ``"conditional-ratio"`` bound (pure-epsilon claims,
-:func:`~dpaudit.blackbox.bounds.bound_method`) the number of releases of each dataset is
+:func:`~dpaudit.estimation.bounds.bound_method`) the number of releases of each dataset is
 itself random, Poisson with mean ``samples`` (at each look, Poisson with the look's mean,
 drawn as independent increments), drawn once from the tie key before any release and
 before sharding (:func:`poisson_releases`): so the event counts are independent Poisson,
@@ -26,10 +26,10 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from dpaudit.blackbox.bounds import CONDITIONAL_RATIO, PAIR
 from dpaudit.blackbox.result import CertifiedCounts, SelectedEvent
 from dpaudit.blackbox.samplers import ReleaseSource, chunks_of, numpy_generator
-from dpaudit.blackbox.sequential import LookPlan, look_chunk, look_plan
+from dpaudit.estimation.bounds import CONDITIONAL_RATIO, PAIR
+from dpaudit.estimation.sequential import LookPlan, look_chunk, look_plan
 
 __all__ = [
     "KEPT_SCORES",
@@ -234,7 +234,7 @@ def tally_shard(job: TallyJob, chunks, progress=None) -> TallyState:
     Args:
         job: the :class:`TallyJob`.
         chunks: the chunk indices of the shard.
-        progress: a :class:`dpaudit.progress.ProgressBar` advanced once per chunk.
+        progress: a :class:`dpaudit.core.progress.ProgressBar` advanced once per chunk.
 
     Returns:
         The shard's :class:`TallyState` (merge shards with :func:`merge_tally`).
@@ -289,10 +289,10 @@ def count_event(
             ``method="conditional-ratio"``).
         keys: three JAX keys: releases of ``D``, releases of ``D'``, the tie resolution
             (and, through :func:`poisson_releases`, the Poisson release counts).
-        progress: a :class:`dpaudit.progress.ProgressBar`.
+        progress: a :class:`dpaudit.core.progress.ProgressBar`.
         executor: ``None`` (this process, chunk after chunk) or an executor of
-            :mod:`dpaudit.distributed` (shards of chunks on workers; the same counts).
-        method: the bound the counts are for (:func:`~dpaudit.blackbox.bounds.bound_method`):
+            :mod:`dpaudit.runtime` (shards of chunks on workers; the same counts).
+        method: the bound the counts are for (:func:`~dpaudit.estimation.bounds.bound_method`):
             ``"conditional-ratio"`` Poissonises the release counts.
 
     Returns:
@@ -392,7 +392,7 @@ def count_event_sequential(
 ) -> tuple[CertifiedCounts, LookPlan, int, bool]:
     """Count the event look by look and stop at the first look that certifies a violation.
 
-    The looks and their levels are :func:`~dpaudit.blackbox.sequential.look_plan`'s,
+    The looks and their levels are :func:`~dpaudit.estimation.sequential.look_plan`'s,
     fixed by the budget and the chunk size before any release is drawn. Both datasets
     are counted up to each look; ties are resolved on each look's new ties (one
     binomial per dataset and look), so the counts only grow. With
@@ -409,8 +409,8 @@ def count_event_sequential(
         certifies: ``certifies(k_p, n_p, k_q, n_q, confidence) -> bool``, whether these
             counts of ``n_p``, ``n_q`` releases certify a violation at that confidence.
         confidence: the overall ``1 - alpha`` (spent over the looks).
-        progress: a :class:`dpaudit.progress.ProgressBar`.
-        method: the bound (:func:`~dpaudit.blackbox.bounds.bound_method`).
+        progress: a :class:`dpaudit.core.progress.ProgressBar`.
+        method: the bound (:func:`~dpaudit.estimation.bounds.bound_method`).
 
     Returns:
         ``(counts, plan, look, stopped)``: the counts at the reported look (their

@@ -5,7 +5,7 @@
 (:mod:`~dpaudit.blackbox.statistics`, :mod:`~dpaudit.blackbox.selection`), fresh
 certification releases count it (:mod:`~dpaudit.blackbox.certification`), and
 exact binomial bounds turn the counts into certified lower bounds
-(:mod:`~dpaudit.blackbox.bounds`).
+(:mod:`~dpaudit.estimation.bounds`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from typing import Any, NamedTuple
 
 import jax
 
-from dpaudit.adjacency import check_adjacent, is_scalar_dataset
 from dpaudit.blackbox.autopairs import AutoPairs, auto_pairs
-from dpaudit.blackbox.bounds import bound_method, certified_epsilon_by
 from dpaudit.blackbox.certification import KEPT_SCORES, count_event, count_event_sequential
 from dpaudit.blackbox.options import BlackBoxOptions
 from dpaudit.blackbox.percall import per_call, per_call_kind
@@ -41,13 +39,20 @@ from dpaudit.blackbox.result import (
 )
 from dpaudit.blackbox.samplers import chunks_of, open_sources
 from dpaudit.blackbox.selection import resolve_objective, select_event
-from dpaudit.blackbox.sequential import SequentialStop, look_chunk, stopping_record
-from dpaudit.blackbox.statistics import ClassifierOptions, FittedStatistic, fit_statistics
+from dpaudit.blackbox.statistics import (
+    ClassifierOptions,
+    FittedStatistic,
+    fit_statistics,
+)
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
-from dpaudit.mechanism import Claim, Mechanism
-from dpaudit.notions.claims import is_notion_claim
-from dpaudit.progress import progress_bar, should_show
-from dpaudit.significance import borderline_note, borderline_record
+from dpaudit.core.executors import resolve_executor
+from dpaudit.core.progress import progress_bar, should_show
+from dpaudit.estimation.bounds import bound_method, certified_epsilon_by
+from dpaudit.estimation.sequential import SequentialStop, look_chunk, stopping_record
+from dpaudit.estimation.significance import borderline_note, borderline_record
+from dpaudit.model.adjacency import check_adjacent, is_scalar_dataset
+from dpaudit.model.claims import Claim, is_notion_claim
+from dpaudit.model.mechanism import Mechanism
 
 __all__ = ["blackbox_audit", "run_blackbox_audit"]
 
@@ -161,7 +166,7 @@ def blackbox_audit(
         name: the implementation's name in reports (default the sampler's name).
         progress: show a progress bar (default: on a terminal, for long runs).
         method: deprecated alias of ``statistic`` (``DeprecationWarning``).
-        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
+        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.runtime`
             executor: the candidate pairs' selection (one task per pair) and the
             certification chunks (shards) run on workers, with the same numbers.
         stopping: ``"fixed"`` (count all ``samples``) or ``"sequential"``: count in
@@ -234,8 +239,6 @@ def run_blackbox_audit(
     plan = _plan(sampler, data, data_prime, claim, options)
     executor = options.executor
     if executor is not None:
-        from dpaudit.distributed import resolve_executor
-
         executor = resolve_executor(executor)
     root = jax.random.key(options.seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.options.chunk_size, root)
@@ -281,7 +284,7 @@ def _fit_statistics(plan: _Plan, sources, root, bar, executor=None) -> list[_Arm
     shared = (plan, sources, root)
     if executor is None:
         per_pair = [_fit_pair(shared, i, bar) for i in range(len(plan.pairs))]
-    else:  # one task per pair (dpaudit.distributed): the same fits, in pair order
+    else:  # one task per pair (dpaudit.runtime): the same fits, in pair order
         per_pair = executor.run_selection(_fit_pair, shared, sources, plan.options.select, bar)
     arms = []
     for i, fitted in enumerate(per_pair):

@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from dpaudit.adjacency import adjacency_of
+from dpaudit.model.mechanism import adjacency_of
 
 __all__ = ["neighbour_candidates"]
 

@@ -20,8 +20,8 @@ from typing import Any
 from dpaudit.blackbox.autopairs import AutoPairs
 from dpaudit.blackbox.selection import OBJECTIVES
 from dpaudit.blackbox.statistics import STATISTICS, ClassifierOptions, classifier_settings
-from dpaudit.checks import check_choice, check_count
-from dpaudit.mechanism import Mechanism
+from dpaudit.core.checks import check_choice, check_count
+from dpaudit.model.mechanism import Mechanism
 
 __all__ = ["STOPPING_RULES", "BlackBoxOptions", "resolve_statistic"]
 

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from dpaudit.checks import check_count
-from dpaudit.mechanism import Mechanism
+from dpaudit.core.checks import check_count
+from dpaudit.model.mechanism import Mechanism
 
 __all__ = ["ParityResult", "check_parity", "kolmogorov_distance"]
 

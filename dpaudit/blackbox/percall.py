@@ -29,7 +29,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpaudit.checks import check_choice, check_count
+from dpaudit.blackbox.samplers import numpy_generator
+from dpaudit.core.checks import check_choice, check_count
 
 __all__ = ["SEED_KINDS", "per_call", "per_call_kind"]
 
@@ -134,8 +135,6 @@ def per_call(
     pools: list = []
 
     def sampler(data, n, key):
-        from dpaudit.blackbox.samplers import numpy_generator
-
         seeds = numpy_generator(key).integers(0, _SEED_BOUND, size=processes)
         if processes == 1 or n < 2 * processes:
             return _stack(_run_block(f, data, n, seed, int(seeds[0])), label)

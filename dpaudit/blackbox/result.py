@@ -3,7 +3,7 @@
 :class:`SelectedEvent` is what selection hands to certification,
 :class:`CertifiedCounts` what certification counted; :class:`CertifiedEvent`
 and :class:`BlackBoxResult` are the public, frozen, JSON-able outcome (JSON
-through :func:`dpaudit.serialize.json_float`).
+through :func:`dpaudit.core.serialize.json_float`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.special
 
-from dpaudit.accounting import gaussian_epsilon
-from dpaudit.audit_record import DIRECTIONS, AuditRecord
-from dpaudit.blackbox.bounds import (
+from dpaudit.accounting.profiles import gaussian_epsilon
+from dpaudit.blackbox.tradeoff import NotionBound
+from dpaudit.core.serialize import json_float, jsonable
+from dpaudit.estimation.bounds import (
     CONDITIONAL_RATIO,
     PAIR,
     bound_method,
@@ -27,12 +28,10 @@ from dpaudit.blackbox.bounds import (
     detectable_violation,
     one_sided_pair,
 )
-from dpaudit.blackbox.sequential import SequentialStop
-from dpaudit.blackbox.tradeoff import NotionBound
-from dpaudit.mechanism import Claim
-from dpaudit.notions.claims import claim_label, notion_summary_lines
-from dpaudit.serialize import json_float, jsonable
-from dpaudit.significance import borderline_note, p_value
+from dpaudit.estimation.sequential import SequentialStop
+from dpaudit.estimation.significance import borderline_note, p_value
+from dpaudit.model.audit_record import DIRECTIONS, AuditRecord
+from dpaudit.model.claims import Claim, claim_label, notion_summary_lines
 
 __all__ = [
     "DIRECTIONS",
@@ -104,7 +103,7 @@ class CertifiedCounts(NamedTuple):
         n_p: releases of ``P`` counted (Poisson for the conditional-ratio bound).
         n_q: the same for ``Q``.
         bound: the epsilon bound the counts are for
-            (:func:`~dpaudit.blackbox.bounds.bound_method`).
+            (:func:`~dpaudit.estimation.bounds.bound_method`).
     """
 
     k_p: int
@@ -341,7 +340,7 @@ class BlackBoxResult(AuditRecord):
             bound at the claimed delta) or ``"delta"`` (the delta bound at the claimed
             epsilon). Both bounds are certified on that one event.
         strength: the :class:`AuditStrength`
-            (:func:`~dpaudit.blackbox.bounds.detectable_violation`): ``epsilon`` /
+            (:func:`~dpaudit.estimation.bounds.detectable_violation`): ``epsilon`` /
             ``delta``, the smallest violations that would have been certified on an event
             as frequent under ``Q`` as the certified one (``q``), and
             ``epsilon_any_event``, the smallest over all event sizes at this budget
@@ -349,7 +348,7 @@ class BlackBoxResult(AuditRecord):
         reproducible: ``False`` when the sampler ignores the audit's seed (its own
             randomness): the verdict is valid, but a rerun draws other releases.
         stopping: ``None`` for a fixed budget; with ``stopping="sequential"``, the
-            :class:`~dpaudit.blackbox.sequential.SequentialStop`: when and why certification
+            :class:`~dpaudit.estimation.sequential.SequentialStop`: when and why certification
             stopped (the look, the releases counted of the planned budget, the look's
             confidence, the reason). ``samples`` is then the releases counted.
         notion_bound: for a zCDP / RDP / GDP / f-DP claim, the certified lower bound on the
@@ -357,8 +356,8 @@ class BlackBoxResult(AuditRecord):
             ``notion, stated, parameter, lower, claimed, exceeds_claim, confidence``), at the
             audit's confidence and from the same event; ``None`` for an (epsilon, delta) claim.
         borderline: ``{"p_value", "threshold"}`` when the violation is borderline (its
-            p-value, :func:`dpaudit.significance.p_value`, exceeds
-            :data:`~dpaudit.significance.BORDERLINE_P`), else ``None``.
+            p-value, :func:`dpaudit.estimation.significance.p_value`, exceeds
+            :data:`~dpaudit.estimation.significance.BORDERLINE_P`), else ``None``.
         p_value: for a violation, its p-value (not in :meth:`to_dict` unless borderline);
             ``None`` for an inconclusive verdict.
     """
@@ -396,7 +395,7 @@ class BlackBoxResult(AuditRecord):
     @property
     def bound_method(self) -> str:
         """How the epsilon bound was certified: ``"conditional-ratio"`` (pure-epsilon claims)
-        or ``"clopper-pearson-pair"`` (see :func:`~dpaudit.blackbox.bounds.bound_method`)."""
+        or ``"clopper-pearson-pair"`` (see :func:`~dpaudit.estimation.bounds.bound_method`)."""
         return PAIR if self.event.bound is None else str(self.event.bound.method)
 
     @property
@@ -529,7 +528,7 @@ def certified_bounds(counts: CertifiedCounts, claim: Claim, confidence: float):
 
 
 def violation_p_value(counts: CertifiedCounts, claim: Claim, level: float, confidence: float):
-    """The p-value of a certified epsilon violation (:func:`dpaudit.significance.p_value`).
+    """The p-value of a certified epsilon violation (:func:`dpaudit.estimation.significance.p_value`).
 
     The smallest failure probability at which the same counts still certify
     ``epsilon(delta) > epsilon_claim`` (for the conditional-ratio bound in closed form,

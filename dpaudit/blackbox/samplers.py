@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import jax
 import numpy as np
 
-from dpaudit.mechanism import Mechanism
+from dpaudit.model.mechanism import Mechanism
 
 __all__ = [
     "Categories",
@@ -351,7 +351,7 @@ class ReleaseSource:
             n: releases to draw.
             key: a JAX key; chunk ``i`` uses ``split(key, chunks)[i]``.
             score: applied to each chunk of releases (e.g. features or a statistic).
-            progress: a :class:`dpaudit.progress.ProgressBar` advanced once per chunk.
+            progress: a :class:`dpaudit.core.progress.ProgressBar` advanced once per chunk.
             skip: ``(lo, hi)``: releases ``lo .. hi - 1`` are not needed, so the chunks
                 lying wholly inside that range are not drawn (the others are drawn with
                 the same keys as without ``skip``, so they hold the same releases).
@@ -388,7 +388,7 @@ class ReleaseSource:
             sign: ``+1`` or ``-1`` (the direction of the event).
             threshold: ``t``.
             keep: how many of the signed scores to return (for plots).
-            progress: a :class:`dpaudit.progress.ProgressBar` advanced once per chunk.
+            progress: a :class:`dpaudit.core.progress.ProgressBar` advanced once per chunk.
 
         Returns:
             ``(above, ties, head)``: the two counts and the first ``keep`` signed scores.

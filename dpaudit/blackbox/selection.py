@@ -25,15 +25,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpaudit.blackbox.bounds import (
+from dpaudit.blackbox.result import SelectedEvent
+from dpaudit.estimation.bounds import (
     CONDITIONAL_RATIO,
     PAIR,
     bound_method,
     clopper_pearson,
     conditional_ratio_lower,
 )
-from dpaudit.blackbox.result import SelectedEvent
-from dpaudit.mechanism import Claim
+from dpaudit.model.claims import Claim
 
 __all__ = [
     "OBJECTIVES",
@@ -96,7 +96,7 @@ def resolve_objective(objective: str, claim: Claim) -> str:
 def plan_bound(k_p, k_q, n_sel, n_cert, claim: Claim, objective: str, alpha: float, level, q_is):
     """The bound an event would certify with ``n_cert`` releases, from selection counts.
 
-    Planned with the bound certification will use (:func:`~dpaudit.blackbox.bounds.bound_method`
+    Planned with the bound certification will use (:func:`~dpaudit.estimation.bounds.bound_method`
     of the claim): the conditional ratio bound for a pure claim's epsilon objective, the
     Clopper–Pearson pair otherwise.
 

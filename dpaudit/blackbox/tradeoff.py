@@ -10,7 +10,7 @@ A black-box audit certifies one event ``S`` with joint Clopper–Pearson bounds
   ``G_mu`` passes through the certified point). For a tabulated ``f`` the value at
   ``1 - p_lo`` is bounded below by ``f`` at the next grid point.
 * **zCDP / RDP**: audited through the ``(epsilon, delta)`` profile they imply
-  (:mod:`dpaudit.notions.conversions`): violated when
+  (:mod:`dpaudit.accounting.conversions`): violated when
   ``p_lo - e^epsilon q_hi > delta_claim(epsilon)`` at some ``epsilon`` of a grid; and
   directly, by data processing: ``D_alpha(P || Q) >= D_alpha(Bern(p_lo) || Bern(q_hi))``
   (:func:`binary_renyi`), violated when that exceeds a claimed ``epsilon(alpha)`` (or
@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 import scipy.optimize
 
-from dpaudit.notions.claims import (
+from dpaudit.accounting.conversions import gdp_mu_for_point, zcdp_delta
+from dpaudit.model.claims import (
     DEFAULT_ANCHOR_DELTA,
     GDPClaim,
     RDPClaim,
@@ -42,7 +43,6 @@ from dpaudit.notions.claims import (
     ZCDPClaim,
     is_notion_claim,
 )
-from dpaudit.notions.conversions import gdp_mu_for_point
 
 __all__ = [
     "BLACK_BOX_ANCHOR_DELTA",
@@ -94,8 +94,6 @@ def _profile_excess(claim, p_lo: float, q_hi: float) -> tuple[float, np.ndarray]
 
 def _certified_rho(p_lo: float, q_hi: float, grid: np.ndarray) -> float:
     """The largest rho whose implied profile lies below a certified point (0 when none)."""
-    from dpaudit.notions.conversions import zcdp_delta
-
     best = 0.0
     for e in grid:
         d = p_lo - math.exp(e) * q_hi

@@ -20,7 +20,7 @@
 Example (a test file)::
 
     import jax.numpy as jnp
-    from dpaudit.spaces import uniform_grid
+    from dpaudit.model.spaces import uniform_grid
     from dpaudit.testing import L2Ball, assert_sensitivity_bound
 
     grid = uniform_grid(50)

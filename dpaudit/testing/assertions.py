@@ -12,7 +12,7 @@ from the ``seed`` of the search.
   :func:`~dpaudit.testing.search.worst_neighbours` search finds.
 * :func:`assert_compatible` — the summary differences lie in the span of the
   noise and their Cameron–Martin (Gaussian noise) or 1,C (ICLP noise, pure
-  claims) series converge, judged by :mod:`dpaudit.compatibility` (MRS Def.
+  claims) series converge, judged by :mod:`dpaudit.model.compatibility` (MRS Def.
   3.1 and Thm 3.1; LR Thm 3/7): otherwise no noise scale gives the claimed
   DP once the basis is refined.
 * :func:`assert_dp` — delegates to the audit engine ``dpaudit.audit`` and
@@ -42,10 +42,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.adjacency import Adjacency, adjacency_of, n_records
-from dpaudit.mechanism import Claim, Mechanism
-from dpaudit.noise.processes import GridNoise, ICLPNoise, KarhunenLoeveNoise
-from dpaudit.notions.claims import claim_label, is_notion_claim
+from dpaudit.model.adjacency import Adjacency, n_records
+from dpaudit.model.claims import Claim, claim_label, is_notion_claim
+from dpaudit.model.compatibility import compatibility
+from dpaudit.model.loss import noise_shift
+from dpaudit.model.mechanism import Mechanism, adjacency_of
+from dpaudit.model.noise.processes import GridNoise, ICLPNoise, KarhunenLoeveNoise
 from dpaudit.testing.record_spaces import RecordSpace, record_space_of
 from dpaudit.testing.search import (
     SearchBudget,
@@ -91,7 +93,7 @@ class CompatibilityViolation(AssertionError):
 
     Attributes:
         data, data_prime: the pair.
-        result: the :class:`~dpaudit.compatibility.Compatibility` (None for a
+        result: the :class:`~dpaudit.model.compatibility.Compatibility` (None for a
             difference outside the span of a grid noise).
     """
 
@@ -327,7 +329,7 @@ class _CompatibilitySetup(NamedTuple):
 
     Attributes:
         target: the mechanism (its release laws are used) or the summary function.
-        relation: the :class:`~dpaudit.adjacency.Adjacency` of the pairs.
+        relation: the :class:`~dpaudit.model.adjacency.Adjacency` of the pairs.
         claim_pure: judge for a pure-epsilon claim.
         name: for messages.
     """
@@ -372,9 +374,6 @@ def _compatibility_check(
     compatibility_options: dict,
 ):
     """``check(pair)`` appending the pair's Compatibility to ``results``, raising on a violation."""
-    from dpaudit.compatibility import compatibility
-    from dpaudit.loss import noise_shift
-
     name, relation, claim_pure = setup.name, setup.relation, setup.claim_pure
 
     def check(pair) -> None:
@@ -434,7 +433,7 @@ def assert_compatible(
     if ``f_D - f_D'`` lies in the Cameron–Martin space ``H_C`` (MRS Def. 3.1
     and Thm 3.1: otherwise the releases are mutually singular); pure
     epsilon-DP with ICLP noise needs ``H_{1,C}`` (LR Thm 3/7). For each pair
-    this checks, with :mod:`dpaudit.compatibility` (dyadic block sums of the
+    this checks, with :mod:`dpaudit.model.compatibility` (dyadic block sums of the
     terms ``h_j^2 / lambda_j`` and ``|h_j| / sqrt(lambda_j)``):
 
     * a grid difference has no part outside the span of the retained
@@ -445,19 +444,19 @@ def assert_compatible(
     Args:
         target: a :class:`~dpaudit.Mechanism` (the noise is read from its
             release distribution) or a summary function (then give ``noise``).
-        noise: a :class:`~dpaudit.noise.GridNoise` (the summary gives grid
-            values) or a :class:`~dpaudit.noise.GaussianProcessNoise` /
-            :class:`~dpaudit.noise.ICLPNoise` (the summary gives coefficients).
+        noise: a :class:`~dpaudit.model.noise.GridNoise` (the summary gives grid
+            values) or a :class:`~dpaudit.model.noise.GaussianProcessNoise` /
+            :class:`~dpaudit.model.noise.ICLPNoise` (the summary gives coefficients).
         datasets: an iterable of pairs ``(D, D')`` or a hypothesis strategy of pairs.
         pure: judge for a pure-epsilon claim (default: the mechanism's claim;
             for a bare summary, pure exactly for ICLP noise).
         allow_undetermined: pass when too few components are reliable to
             judge (fewer than ``2^min_blocks``); by default that fails.
         hypothesis_settings: a ``hypothesis.settings`` for drawn pairs.
-        compatibility_options: passed to :func:`dpaudit.compatibility.compatibility`.
+        compatibility_options: passed to :func:`dpaudit.model.compatibility.compatibility`.
 
     Returns:
-        The :class:`~dpaudit.compatibility.Compatibility` of every pair checked.
+        The :class:`~dpaudit.model.compatibility.Compatibility` of every pair checked.
 
     Raises:
         CompatibilityViolation: naming the pair, the classification and the reason.
@@ -518,7 +517,7 @@ def assert_dp(
         mechanism: the :class:`~dpaudit.Mechanism`.
         data, data_prime: the neighbouring pair to audit.
         claim: a claim to audit instead of the mechanism's own: a :class:`~dpaudit.Claim`
-            or a claim in another notion (:mod:`dpaudit.notions`), audited in that notion.
+            or a claim in another notion (:mod:`dpaudit.model.claims`), audited in that notion.
         record_space, n: where to search the pair when none is given.
         seed: seeds the audit (and the search).
         allow_incompatible: accept the verdict ``"incompatible"`` (no violation
@@ -539,7 +538,7 @@ def assert_dp(
     if claim is not None:
         if not (isinstance(claim, Claim) or is_notion_claim(claim)):
             raise TypeError(
-                "claim must be a dpaudit.Claim or a dpaudit.notions claim (ZCDPClaim, "
+                "claim must be a dpaudit.Claim or a dpaudit.model.claims claim (ZCDPClaim, "
                 f"RDPClaim, GDPClaim, TradeoffClaim), got {type(claim).__name__}."
             )
         mechanism = dataclasses.replace(mechanism, claim=claim)

@@ -32,7 +32,9 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from dpaudit.checks import check_count
+from dpaudit.core.checks import check_count
+from dpaudit.model.noise import ICLPNoise
+from dpaudit.model.spaces import kl_basis, uniform_grid
 
 __all__ = ["ContinuityCheck", "ContinuityViolation", "assert_path_continuity", "iclp_path_sampler"]
 
@@ -72,17 +74,15 @@ def iclp_path_sampler(kernel, sigma: float = 1.0) -> Callable:
 
     ``Z_j`` are unit-variance Laplace variables (LR Def. 2); the basis is the
     Karhunen–Loève basis of ``kernel`` on the grid of ``m`` points
-    (:func:`dpaudit.spaces.kl_basis`).
+    (:func:`dpaudit.model.spaces.kl_basis`).
 
     Args:
-        kernel: a :class:`dpaudit.spaces.Kernel` on ``[0, 1]``.
+        kernel: a :class:`dpaudit.model.spaces.Kernel` on ``[0, 1]``.
         sigma: the multiplier.
 
     Returns:
         ``sampler(m, key, n_paths) -> (n_paths, m)`` path values.
     """
-    from dpaudit.noise import ICLPNoise
-    from dpaudit.spaces import kl_basis, uniform_grid
 
     def sampler(m: int, key, n_paths: int) -> np.ndarray:
         basis = kl_basis(kernel, uniform_grid(m))

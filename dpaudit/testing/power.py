@@ -38,9 +38,9 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from dpaudit.blackbox.bounds import clopper_pearson
-from dpaudit.checks import check_count, check_delta, check_epsilon
-from dpaudit.mechanism import Mechanism
+from dpaudit.core.checks import check_count, check_delta, check_epsilon
+from dpaudit.estimation.bounds import clopper_pearson
+from dpaudit.model.mechanism import Mechanism
 
 __all__ = ["PowerCheck", "Proportion", "TestPowerViolation", "assert_test_power_bounded"]
 

@@ -17,7 +17,7 @@ The hypothesis strategies of :mod:`dpaudit.testing.strategies` draw records
 from the same spaces.
 
 Example:
-    >>> from dpaudit.spaces import uniform_grid
+    >>> from dpaudit.model.spaces import uniform_grid
     >>> ball = L2Ball(1.0, uniform_grid(4))
     >>> float(ball.norm(ball.project(np.full(4, 3.0))))
     1.0
@@ -31,9 +31,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.checks import check_finite_number
-from dpaudit.mechanism import Mechanism
-from dpaudit.spaces.grids import Grid
+from dpaudit.core.checks import check_finite_number
+from dpaudit.model.mechanism import Mechanism
+from dpaudit.model.spaces.grids import Grid
 
 __all__ = [
     "Box",
@@ -158,7 +158,7 @@ class L2Ball(RecordSpace):
 
     Args:
         radius: the bound ``tau`` (> 0).
-        grid: a :class:`~dpaudit.spaces.Grid` (records are its ``m`` values), or None.
+        grid: a :class:`~dpaudit.model.spaces.Grid` (records are its ``m`` values), or None.
         dim: the vector length when ``grid`` is None.
 
     Raises:

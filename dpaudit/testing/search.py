@@ -26,7 +26,7 @@ the wrong direction on a non-uniform grid.
 
 Example:
     >>> import jax.numpy as jnp
-    >>> from dpaudit.spaces import uniform_grid
+    >>> from dpaudit.model.spaces import uniform_grid
     >>> grid = uniform_grid(20)
     >>> mean = lambda data: jnp.mean(data, axis=0)
     >>> l2 = lambda h: jnp.sqrt(jnp.sum(grid.weights * h * h))
@@ -49,16 +49,10 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from dpaudit.adjacency import (
-    REPLACE_ONE,
-    Adjacency,
-    adjacency_of,
-    insert_record,
-    n_records,
-    replace_record,
-)
-from dpaudit.checks import check_finite_number
-from dpaudit.mechanism import Mechanism
+from dpaudit.core.checks import check_finite_number
+from dpaudit.core.executors import resolve_executor
+from dpaudit.model.adjacency import REPLACE_ONE, Adjacency, insert_record, n_records, replace_record
+from dpaudit.model.mechanism import Mechanism, adjacency_of
 from dpaudit.testing.record_spaces import Box as Box
 from dpaudit.testing.record_spaces import L2Ball as L2Ball
 from dpaudit.testing.record_spaces import Labels as Labels
@@ -88,7 +82,7 @@ class SensitivityTarget:
         summary: ``summary(data) -> f_D`` (an array or pytree of arrays).
         norm: ``norm(h)`` of a difference of summaries.
         bound: the claimed sensitivity (None: search only, no ratio).
-        adjacency: the :class:`~dpaudit.adjacency.Adjacency` of the claim.
+        adjacency: the :class:`~dpaudit.model.adjacency.Adjacency` of the claim.
         name: for messages.
     """
 
@@ -154,7 +148,7 @@ def sensitivity_target(target, norm=None, bound=None, *, adjacency=None) -> Sens
         )
     if norm is None or not callable(norm):
         raise ValueError(
-            "give the norm of a difference of summaries, e.g. norm=dpaudit.spaces.l2_norm."
+            "give the norm of a difference of summaries, e.g. norm=dpaudit.model.spaces.l2_norm."
         )
     if bound is not None:
         bound = check_finite_number("bound", bound)
@@ -586,7 +580,7 @@ def _gradient_stage(
     starts = problem.draw(rng, budget.restarts)
     if executor is None:
         ascend = functools.partial(_gradient_phase, problem)
-    else:  # one task per start point (dpaudit.distributed); a problem that cannot be sent raises
+    else:  # one task per start point (dpaudit.runtime); a problem that cannot be sent raises
         ascend = executor.start_search(_gradient_program, _gradient_phase, problem)
     try:
         found, values_g, first_gradient = _as_numpy(ascend(starts))
@@ -697,7 +691,7 @@ def worst_neighbours(
         method, vary: as above.
         budget: a :class:`SearchBudget` (default ``SearchBudget()``).
         seed: seeds every random choice; the same seed gives the same result.
-        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
+        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.runtime`
             executor: the gradient restarts run one task per start point on workers
             (the same result; the derivative-free stage stays in this process).
 
@@ -718,8 +712,6 @@ def worst_neighbours(
     problem = _Problem(spec, record_space, n, base, vary, budget)
     rng = np.random.default_rng(seed)
     if executor is not None:
-        from dpaudit.distributed import resolve_executor
-
         executor = resolve_executor(executor)
 
     gradient = _gradient_stage(problem, rng, method, executor)

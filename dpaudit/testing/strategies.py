@@ -1,7 +1,7 @@
 r"""hypothesis strategies for the datasets dpaudit's mechanisms take, and for neighbouring pairs.
 
 Datasets are numpy arrays (or tuples of arrays) with the records on the first
-axis, as :mod:`dpaudit.mechanism` expects:
+axis, as :mod:`dpaudit.model.mechanism` expects:
 
 * :func:`curves` — ``n`` curves on a grid with quadrature L2 norm ``<= tau``,
   smooth (a few cosine modes), rough (independent values at the grid
@@ -22,7 +22,7 @@ and the first record as the one that changes.
 
 Example:
     >>> from hypothesis import given, settings
-    >>> from dpaudit.spaces import uniform_grid
+    >>> from dpaudit.model.spaces import uniform_grid
     >>> from dpaudit.testing import L2Ball
     >>> grid = uniform_grid(16)
     >>> @settings(max_examples=20, derandomize=True, deadline=None)
@@ -43,15 +43,15 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from dpaudit.adjacency import (
+from dpaudit.model.adjacency import (
     REPLACE_ONE,
-    adjacency_of,
     insert_record,
     n_records,
     remove_record,
     replace_record,
 )
-from dpaudit.spaces.grids import Grid
+from dpaudit.model.mechanism import adjacency_of
+from dpaudit.model.spaces.grids import Grid
 from dpaudit.testing.record_spaces import Box, L2Ball, Labels, Product, RecordSpace
 
 __all__ = [
@@ -122,7 +122,7 @@ def curve_records(
     r"""One curve on ``grid`` (its ``m`` values) with ``(sum_a w_a x_a^2)^(1/2) <= tau``.
 
     Args:
-        grid: the :class:`~dpaudit.spaces.Grid`.
+        grid: the :class:`~dpaudit.model.spaces.Grid`.
         tau: the norm bound (> 0).
         smooth: True: ``sum_k c_k phi_k`` over the first ``n_modes`` cosine
             features; False: independent values at the grid points (white,
@@ -235,7 +235,7 @@ def neighbouring_pairs(
         n: the number of records of ``D`` (int, range or strategy; at least 2
             records are kept for a removal under add-remove).
         adjacency: ``"replace-one"``, ``"add-remove"`` or an
-            :class:`~dpaudit.adjacency.Adjacency`.
+            :class:`~dpaudit.model.adjacency.Adjacency`.
         record_strategy: a strategy for one record (``records(space)`` by default).
     """
     relation = adjacency_of(adjacency)
@@ -264,7 +264,7 @@ def curves(
 
     Args:
         n: the number of curves.
-        grid: the :class:`~dpaudit.spaces.Grid`.
+        grid: the :class:`~dpaudit.model.spaces.Grid`.
         tau: the L2 bound of each curve.
         smooth: True: smooth curves, False: rough ones, None: either.
         n_modes: number of cosine features of smooth curves.

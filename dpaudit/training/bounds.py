@@ -14,7 +14,7 @@ each). Never the best of many thresholds on the certification scores. Then
   ``1 - FPR <= e^epsilon (1 - TPR) + delta``, so
   ``epsilon >= max(log((p_lo - delta) / q_hi), log((1 - q_hi - delta) / (1 - p_lo)))``;
 * mu-GDP requires ``1 - TPR >= G_mu(FPR)``, so ``mu >= Phi^{-1}(p_lo) - Phi^{-1}(q_hi)``
-  (:func:`dpaudit.notions.conversions.gdp_mu_for_point`);
+  (:func:`dpaudit.accounting.conversions.gdp_mu_for_point`);
 * *under the assumption* that the mechanism's trade-off curve is a Gaussian one
   (``G_mu`` for some ``mu``: exact for full-batch DP-SGD with a gradient canary, the
   approximation of Nasr et al. 2023 otherwise), the certified ``mu`` implies
@@ -42,8 +42,8 @@ import scipy.optimize
 import scipy.special
 import scipy.stats
 
-from dpaudit.blackbox.bounds import one_sided_pair
-from dpaudit.notions.conversions import gdp_epsilon, gdp_mu_for_point
+from dpaudit.accounting.conversions import gdp_epsilon, gdp_mu_for_point
+from dpaudit.estimation.bounds import one_sided_pair
 
 __all__ = [
     "MANY_RUN_ASSUMPTIONS",

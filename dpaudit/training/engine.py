@@ -5,7 +5,7 @@ and half without (run ``i`` gets the key ``fold_in(PRNGKey(seed), i)``), scores 
 released state with the canary design, and certifies lower bounds with
 :func:`~dpaudit.training.bounds.many_run_bound`. The verdict is ``"violation"`` when a
 certified bound exceeds the claim (epsilon at the claim's delta for a
-:class:`~dpaudit.Claim`, mu for a :class:`~dpaudit.notions.claims.GDPClaim`), else
+:class:`~dpaudit.Claim`, mu for a :class:`~dpaudit.model.claims.GDPClaim`), else
 ``"inconclusive"``: a lower bound below the claim proves nothing about the claim.
 The GDP-shape epsilon is reported and never decides a verdict.
 
@@ -27,10 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.blackbox.bounds import clopper_pearson
-from dpaudit.mechanism import Claim
-from dpaudit.notions.claims import GDPClaim
-from dpaudit.serialize import jsonable
+from dpaudit.core.serialize import jsonable
+from dpaudit.estimation.bounds import clopper_pearson
+from dpaudit.model.claims import Claim, GDPClaim
 from dpaudit.training.bounds import ManyRunBound, OneRunBound, many_run_bound, one_run_bound
 
 __all__ = ["ProfileClaim", "TrainingAuditResult", "one_run_audit", "training_audit"]
@@ -202,7 +201,7 @@ def training_audit(
             (gradient canaries pass ``gradient_canary``).
         dataset: the training data (an array, ``(X, y)``, or a pytree of arrays).
         claim: the pipeline's claim: :class:`~dpaudit.Claim` (epsilon at delta),
-            :class:`~dpaudit.notions.claims.GDPClaim` (mu), or :class:`ProfileClaim` (an
+            :class:`~dpaudit.model.claims.GDPClaim` (mu), or :class:`ProfileClaim` (an
             accountant's whole ``delta(epsilon)`` curve: the most a point can refute).
         canary: a canary design (:mod:`dpaudit.training.canaries`).
         runs: total trainings, half with the canary (even, ``>= 8``).

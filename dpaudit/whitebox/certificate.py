@@ -4,9 +4,9 @@ A release ``x`` with ``L(x) > epsilon + tol`` certifies that a *pure* epsilon
 claim is violated: the densities are continuous, so the density ratio exceeds
 ``e^epsilon`` on a neighbourhood ``A`` of ``x`` and ``P_D(A) > e^epsilon
 P_D'(A)``. ``tol = 1e-9 (1 + sum_j |t_j|)`` over the summands of both log
-densities (:func:`dpaudit.loss.evaluate_release`), so float64 round-off never
+densities (:func:`dpaudit.model.loss.evaluate_release`), so float64 round-off never
 certifies; laws whose log-density is numerical add their certified error
-(:func:`dpaudit.exact.log_density_error`; ``inf`` refuses the certificate).
+(:func:`dpaudit.accounting.suprema.log_density_error`; ``inf`` refuses the certificate).
 Candidates are the Monte Carlo draw with the largest loss in each direction and
 the constructed worst cases (:func:`constructed_candidates`).
 Two grid releases whose summaries differ off the Karhunen–Loève span are
@@ -20,11 +20,11 @@ import math
 
 import numpy as np
 
-from dpaudit.exact import log_density_error
-from dpaudit.loss import evaluate_release
-from dpaudit.mechanism import Claim
+from dpaudit.accounting.suprema import log_density_error
+from dpaudit.model.claims import Claim
+from dpaudit.model.loss import evaluate_release
+from dpaudit.model.shift import NoiseShift
 from dpaudit.whitebox.result import DIRECTIONS, Certificate
-from dpaudit.whitebox.shift import NoiseShift
 
 __all__ = ["constructed_candidates", "find_certificate"]
 

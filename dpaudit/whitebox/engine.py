@@ -18,16 +18,16 @@ What :func:`audit` does, for a claim ``(epsilon, delta)`` and datasets ``D ~ D'`
 
 1. **Monte Carlo, both directions.** Draws ``samples`` releases from ``P_D``
    and from ``P_D'`` (chunked, jitted, reproducible from ``seed``) and
-   evaluates the privacy losses ``L`` (:mod:`dpaudit.loss`), folding them into
-   streaming hockey-stick estimates with confidence bounds (:mod:`dpaudit.pld`).
+   evaluates the privacy losses ``L`` (:mod:`dpaudit.model.loss`), folding them into
+   streaming hockey-stick estimates with confidence bounds (:mod:`dpaudit.estimation.pld`).
 2. **Exact accounting** when the release is shifted Gaussian-process / ICLP /
-   Laplace noise (:mod:`dpaudit.accounting`): the exact Gaussian curve, or the
+   Laplace noise (:mod:`dpaudit.accounting.profiles`): the exact Gaussian curve, or the
    numerical Laplace upper and lower curves, and the supremum of the loss.
 3. **Certificates.** A release ``x`` with ``L(x) > epsilon + tol``, evaluated
    with the exact release densities, certifies that a *pure* epsilon claim is
    violated; mutually singular laws violate every claim with ``delta < 1``
    (:mod:`dpaudit.whitebox.certificate`).
-4. **Compatibility** (:mod:`dpaudit.compatibility`) of ``f_D - f_D'`` with the
+4. **Compatibility** (:mod:`dpaudit.model.compatibility`) of ``f_D - f_D'`` with the
    noise, for functional noises.
 5. **Verdict** at confidence ``1 - alpha``: ``"violation"``, ``"pass"``,
    ``"incompatible"`` or ``"inconclusive"``, by the rules written down in
@@ -56,11 +56,11 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from dpaudit.mechanism import Mechanism
-from dpaudit.notions.claims import is_notion_claim
-from dpaudit.progress import progress_bar, should_show
-from dpaudit.significance import borderline_note, borderline_record
-from dpaudit.sites import JointRelease
+from dpaudit.core.progress import progress_bar, should_show
+from dpaudit.estimation.significance import borderline_note, borderline_record
+from dpaudit.model.claims import is_notion_claim
+from dpaudit.model.mechanism import Mechanism
+from dpaudit.model.sites import JointRelease
 from dpaudit.whitebox.certificate import find_certificate
 from dpaudit.whitebox.kernels import loss_kernel
 from dpaudit.whitebox.options import AuditOptions
@@ -172,13 +172,13 @@ def audit(
         exact: use exact/numerical accounting when the structure allows.
         compatibility: run the compatibility analysis for functional noises.
         check_adjacency: check that the datasets are neighbours under the claim's adjacency.
-        bound_method: confidence-bound method of :data:`dpaudit.pld.BOUND_METHODS`.
+        bound_method: confidence-bound method of :data:`dpaudit.estimation.pld.BOUND_METHODS`.
         chunk_size: releases per chunk (default: 2^22 release coordinates, at most 2^16).
         keep_samples: losses kept per direction for diagnostics and export.
         discretization: grid spacing of the numerical Laplace accounting.
         progress: show a progress bar (default: for long runs on a terminal).
         method: deprecated alias of ``bound_method`` (emits a ``DeprecationWarning``).
-        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.distributed`
+        executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.runtime`
             executor: the chunks run as shards on workers, with bit-identical results.
 
     Returns:
@@ -233,7 +233,7 @@ def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> 
         mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())
     executor, samples = options.executor, options.samples
     if executor is not None:
-        from dpaudit.distributed import resolve_executor
+        from dpaudit.runtime import resolve_executor
 
         executor = resolve_executor(executor)
     plan = plan_audit(mechanism, data, data_prime, options)

@@ -1,13 +1,13 @@
 r"""Loss kernels: stream a chunk of privacy losses into the hockey-stick state, per route.
 
 A :class:`LossKernel` is ``(init, step, release)`` for one direction:
-``init(G)`` is an empty :class:`~dpaudit.pld.HockeyStickState`;
+``init(G)`` is an empty :class:`~dpaudit.estimation.pld.HockeyStickState`;
 ``step(state, key, epsilons, n_valid, n)`` draws ``n`` releases with ``key``,
 evaluates their losses and folds the first ``n_valid`` into the state (jitted:
 one compilation per shape); ``release(key, n, index)`` regenerates release
 ``index`` of the chunk drawn with ``key`` (the hot loop never keeps draws).
 
-Routes (see :mod:`dpaudit.loss`): ``"closed-form"`` (the Radon–Nikodym form
+Routes (see :mod:`dpaudit.model.loss`): ``"closed-form"`` (the Radon–Nikodym form
 in noise coordinates), ``"density"`` (the two ``log_prob``), ``"model"``
 (numpyro ``log_density`` of the model; not jitted, models may run numpy).
 """
@@ -23,17 +23,17 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions import Distribution
 
-from dpaudit.densities import (
+from dpaudit.estimation.pld import HockeyStickState, init_hockey_stick, update_hockey_stick
+from dpaudit.model.densities import (
     combine_log_probs,
     model_log_prob,
     site_log_prob,
     traced_or_closed,
 )
-from dpaudit.loss import closed_form_draws, closed_form_losses, density_losses
-from dpaudit.pld import HockeyStickState, init_hockey_stick, update_hockey_stick
-from dpaudit.sites import JointRelease
+from dpaudit.model.loss import closed_form_draws, closed_form_losses, density_losses
+from dpaudit.model.shift import NoiseShift
+from dpaudit.model.sites import JointRelease
 from dpaudit.whitebox.plan import density_batch_size
-from dpaudit.whitebox.shift import NoiseShift
 
 __all__ = ["LossKernel", "batched_density_losses", "fold_chunk", "loss_kernel"]
 
@@ -95,7 +95,7 @@ def _closed_form_step(state, key, h, eigenvalues, sigma, singular, epsilons, n_v
 
 
 def batched_density_losses(key, dist_p, dist_q, n: int, batch: int) -> jax.Array:
-    """:func:`~dpaudit.loss.density_losses` with the densities evaluated ``batch`` at a time.
+    """:func:`~dpaudit.model.loss.density_losses` with the densities evaluated ``batch`` at a time.
 
     The ``n`` releases are drawn at once (as in ``density_losses``: same key, same
     draws); their two log-densities are then evaluated over ``ceil(n / batch)``

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.loss import ROUTES
-from dpaudit.pld import BOUND_METHODS
+from dpaudit.estimation.pld import BOUND_METHODS
+from dpaudit.model.loss import ROUTES
 
 __all__ = ["AuditOptions"]
 

@@ -2,7 +2,7 @@ r"""Plan of an audit: the two release laws, their noise structure, the route, th
 
 :func:`plan_audit` turns a mechanism and a pair of datasets into an
 :class:`AuditPlan`: the release distributions under ``D`` and ``D'``, the
-:class:`~dpaudit.whitebox.shift.NoiseShift` when the laws are shifted noise,
+:class:`~dpaudit.model.shift.NoiseShift` when the laws are shifted noise,
 the loss-evaluation route, the exact accounting and the compatibility analysis.
 """
 
@@ -16,23 +16,19 @@ import numpy as np
 import numpyro.distributions as dist
 from numpyro.distributions import Distribution
 
-from dpaudit.accounting import (
-    ExactAccounting,
-    declared_accounting,
-    exact_accounting,
-    laplace_parameters,
-)
-from dpaudit.adjacency import check_adjacent
-from dpaudit.compatibility import Compatibility, is_functional_truncation
-from dpaudit.compatibility import compatibility as compatibility_of
-from dpaudit.composition import BoundedComposition, compose_accounting
-from dpaudit.densities import check_has_density
-from dpaudit.exact import exact_sup_loss
-from dpaudit.mechanism import Claim, Mechanism
-from dpaudit.roundoff import laplace_evaluation_error, shift_errors, supremum_rounding
-from dpaudit.sites import JointRelease, undeclared_adaptive_sites
+from dpaudit.accounting.composition import BoundedComposition, compose_accounting, exact_accounting
+from dpaudit.accounting.profiles import ExactAccounting, declared_accounting, laplace_parameters
+from dpaudit.accounting.suprema import exact_sup_loss
+from dpaudit.core.roundoff import laplace_evaluation_error, shift_errors, supremum_rounding
+from dpaudit.model.adjacency import check_adjacent
+from dpaudit.model.claims import Claim
+from dpaudit.model.compatibility import Compatibility, is_functional_truncation
+from dpaudit.model.compatibility import compatibility as compatibility_of
+from dpaudit.model.densities import check_has_density
+from dpaudit.model.mechanism import Mechanism
+from dpaudit.model.shift import NoiseShift, joint_noise_shift, noise_shift
+from dpaudit.model.sites import JointRelease, undeclared_adaptive_sites
 from dpaudit.whitebox.options import AuditOptions
-from dpaudit.whitebox.shift import NoiseShift, joint_noise_shift, noise_shift
 from dpaudit.whitebox.subsampled_sites import (
     DECLARE_SUBSAMPLING,
     latent_subsampling,
@@ -104,10 +100,10 @@ def _site_part(law_p, law_q):
     """One site's part, its certified supremum bounds ``(lo, hi, how)`` and their rounding.
 
     A Laplace/ICLP site's bracket is the evaluation error of ``sum_j a_j``
-    (:func:`dpaudit.roundoff.laplace_evaluation_error`) and its rounding that of the laws'
-    centres (the rest of :func:`dpaudit.roundoff.shift_errors`). A site known through
+    (:func:`dpaudit.core.roundoff.laplace_evaluation_error`) and its rounding that of the laws'
+    centres (the rest of :func:`dpaudit.core.roundoff.shift_errors`). A site known through
     :func:`~dpaudit.exact.exact_sup_loss` brings its own certified bracket, and the
-    rounding of :func:`dpaudit.roundoff.supremum_rounding`.
+    rounding of :func:`dpaudit.core.roundoff.supremum_rounding`.
     """
     subsampled = mixture_subsampling(law_p, law_q)
     if subsampled is not None:  # a Poisson-subsampled step written as a two-component mixture
@@ -135,17 +131,17 @@ def site_accounting(dist_d, dist_dp, *, discretization: float = 1e-4):
 
     Every release site must be shifted Gaussian/Laplace/ICLP noise (any embedding: a
     coordinate vector, a grid release, a multivariate normal; :func:`noise_shift`) or a
-    law whose supremum of the loss is certified (:func:`dpaudit.exact.exact_sup_loss`:
+    law whose supremum of the loss is certified (:func:`dpaudit.accounting.suprema.exact_sup_loss`:
     linear-Laplace, enumerable, declared). The sites' privacy-loss distributions are
-    composed by :func:`~dpaudit.composition.compose_accounting` (Gaussian sites merged
+    composed by :func:`~dpaudit.accounting.composition.compose_accounting` (Gaussian sites merged
     into one exact Gaussian, then discretised pessimistically with the rest; supremum-only
     sites dominated by randomized response). When no site is Gaussian the supremum of the
     joint loss is the sum of the sites' certified suprema, returned as a
-    :class:`~dpaudit.composition.BoundedComposition` so a pure claim is judged exactly.
+    :class:`~dpaudit.accounting.composition.BoundedComposition` so a pure claim is judged exactly.
 
     Args:
-        dist_d: the :class:`~dpaudit.sites.JointRelease` under ``D``.
-        dist_dp: the :class:`~dpaudit.sites.JointRelease` under ``D'``.
+        dist_d: the :class:`~dpaudit.model.sites.JointRelease` under ``D``.
+        dist_dp: the :class:`~dpaudit.model.sites.JointRelease` under ``D'``.
         discretization: grid spacing of the numerical curves.
 
     Returns:
@@ -354,7 +350,7 @@ def plan_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) ->
     # ("independent"/"multivariate") noise has no limit to classify. A bare coefficient
     # vector ("coefficients") is analysed but not extrapolated: the user declared those K
     # coefficients, so the verdict rests on the audited law; only a grid release on a
-    # basis truncates a functional release (dpaudit.compatibility's module docstring).
+    # basis truncates a functional release (dpaudit.model.compatibility's module docstring).
     if options.compatibility and shift is not None and shift.source in ("grid", "coefficients"):
         compat = compatibility_of(
             shift.shift, shift.eigenvalues, extrapolated=is_functional_truncation(shift.source)

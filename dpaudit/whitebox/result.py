@@ -1,7 +1,7 @@
 r"""Records of a white-box audit: :class:`AuditResult`, :class:`Certificate`, :class:`DirectionResult`.
 
 Frozen records with typed fields; they become the documented JSON dicts only
-in ``to_dict()`` (through :mod:`dpaudit.serialize`).
+in ``to_dict()`` (through :mod:`dpaudit.core.serialize`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.accounting import ExactAccounting
-from dpaudit.audit_record import DIRECTIONS, VERDICTS, AuditRecord
-from dpaudit.compatibility import Compatibility
-from dpaudit.notions.claims import is_notion_claim, notion_summary_lines
-from dpaudit.pld import DeltaCurve
-from dpaudit.serialize import json_float, jsonable
-from dpaudit.significance import borderline_note
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.core.serialize import json_float, jsonable
+from dpaudit.estimation.pld import DeltaCurve
+from dpaudit.estimation.significance import borderline_note
+from dpaudit.model.audit_record import DIRECTIONS, VERDICTS, AuditRecord
+from dpaudit.model.claims import is_notion_claim, notion_summary_lines
+from dpaudit.model.compatibility import Compatibility
 from dpaudit.whitebox.scope import scope_text
 from dpaudit.whitebox.summaries import (
     AuditCurves,
@@ -149,7 +149,7 @@ class AuditResult(AuditRecord):
         seconds: wall time.
         notes: sentences qualifying the verdict.
         p_value: for a violation, the probability that a correct, exactly tight mechanism
-            gives evidence this strong (:mod:`dpaudit.significance`): ``0`` when no sampling
+            gives evidence this strong (:mod:`dpaudit.estimation.significance`): ``0`` when no sampling
             is involved (a verified release, exact accounting); ``None`` for other verdicts.
             Not in :meth:`to_dict` (a borderline violation's is, under ``diagnostics``).
     """
@@ -174,7 +174,7 @@ class AuditResult(AuditRecord):
         """``{"p_value", "threshold"}`` when the violation is borderline, else ``None``.
 
         A violation resting on Monte Carlo bounds alone whose p-value exceeds
-        :data:`dpaudit.significance.BORDERLINE_P` (in ``diagnostics["borderline"]``).
+        :data:`dpaudit.estimation.significance.BORDERLINE_P` (in ``diagnostics["borderline"]``).
         """
         return self.diagnostics.get("borderline")
 

@@ -10,7 +10,7 @@ The run is shardable: chunk ``c`` has its own key, :func:`chunk_part` summarises
 alone, and a :class:`DirectionState` (``init_direction`` / ``step_direction`` /
 ``merge_direction`` / ``finish_direction``) folds chunk summaries strictly in chunk
 order, so shards (ranges of chunks, :func:`run_shard`) run anywhere and merged in any
-order give the serial run's bits (:mod:`dpaudit.distributed` runs them on Ray). :func:`epsilon_grid`
+order give the serial run's bits (:mod:`dpaudit.runtime` runs them on Ray). :func:`epsilon_grid`
 places the default epsilon grid from a short pilot run.
 """
 
@@ -24,15 +24,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.accounting import ExactAccounting
-from dpaudit.pld import (
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.core.progress import ProgressBar
+from dpaudit.estimation.pld import (
     HockeyStickState,
     delta_bounds,
     hockey_stick_curve,
     init_hockey_stick,
     merge_hockey_stick,
 )
-from dpaudit.progress import ProgressBar
 from dpaudit.whitebox.kernels import LossKernel, loss_kernel
 from dpaudit.whitebox.result import DIRECTIONS, DirectionResult, import_arviz
 from dpaudit.whitebox.summaries import DirectionAtClaim
@@ -78,7 +78,7 @@ class RunSettings(NamedTuple):
         chunk: releases per chunk.
         keep_samples: losses kept per direction.
         alpha: ``1 - confidence``.
-        bound_method: confidence-bound method (:data:`dpaudit.pld.BOUND_METHODS`).
+        bound_method: confidence-bound method (:data:`dpaudit.estimation.pld.BOUND_METHODS`).
         name: the mechanism's name (for error messages).
     """
 
@@ -445,7 +445,7 @@ def run_directions(kernels, key, settings: RunSettings, bar, executor=None, reci
         key: the audit's root key.
         settings: the shared :class:`RunSettings`.
         bar: the progress bar (advanced once per chunk).
-        executor: ``None`` (serial) or an executor of :mod:`dpaudit.distributed`.
+        executor: ``None`` (serial) or an executor of :mod:`dpaudit.runtime`.
         recipe: the :class:`KernelRecipe` workers build their kernels from (with an executor).
 
     Returns:

@@ -36,10 +36,10 @@ import numpy as np
 import numpyro.distributions as dist
 from numpyro.distributions import Distribution
 
-from dpaudit.composition import GaussianComponent, LaplaceComponent, components_of
-from dpaudit.sites import JointRelease
-from dpaudit.subsampling import SubsampledComponent, subsampled_component
-from dpaudit.whitebox.shift import noise_shift
+from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, components_of
+from dpaudit.accounting.subsampling import SubsampledComponent, subsampled_component
+from dpaudit.model.shift import noise_shift
+from dpaudit.model.sites import JointRelease
 
 __all__ = ["DECLARE_SUBSAMPLING", "latent_subsampling", "mixture_subsampling", "same_law"]
 

@@ -15,10 +15,10 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from dpaudit.accounting import ExactAccounting
-from dpaudit.audit_record import DIRECTIONS
-from dpaudit.mechanism import Claim
-from dpaudit.pld import epsilon_for_delta, epsilon_lower_for_delta, interpolate_epsilon
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.estimation.pld import epsilon_for_delta, epsilon_lower_for_delta, interpolate_epsilon
+from dpaudit.model.audit_record import DIRECTIONS
+from dpaudit.model.claims import Claim
 
 __all__ = [
     "AuditCurves",

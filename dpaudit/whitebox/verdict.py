@@ -15,7 +15,7 @@ has one row per rule):
    computation (:func:`delta_tolerance`).
 4. **violation — exact supremum.** A pure claim with Laplace noise whose exact
    ``sup L`` (its certified lower bound) exceeds ``epsilon`` by more than the error
-   bound of its computation (:func:`dpaudit.roundoff.sup_loss_tolerance`); noted
+   bound of its computation (:func:`dpaudit.core.roundoff.sup_loss_tolerance`); noted
    when no single release was verified.
 5. **pass — exact supremum.** A pure claim passes with Laplace accounting when
    ``sup L <= epsilon`` up to that error bound (rules 4 and 5 share one threshold:
@@ -33,16 +33,16 @@ has one row per rule):
    singular laws in the limit, or a pure claim with ICLP noise on a
    Gaussian-only pair: equivalent laws that are not pure-DP). The note cites
    the theorem for the noise at hand
-   (:meth:`~dpaudit.compatibility.Compatibility.limit_explanation`). Only for a
+   (:meth:`~dpaudit.model.compatibility.Compatibility.limit_explanation`). Only for a
    truncated functional release (``compatibility.extrapolated``): a finite
    coefficient vector declared by the user is the mechanism, its verdict
    rests on the audited law, and the limit is only noted.
 10. **undetermined compatibility** adds the analysis's reason as a note.
 
-A claim in another notion (zCDP, RDP, GDP, f-DP; :mod:`dpaudit.notions`) is audited
+A claim in another notion (zCDP, RDP, GDP, f-DP; :mod:`dpaudit.model.claims`) is audited
 through the ``(epsilon, delta)`` point it implies at its ``anchor_delta`` by the rules
 above, then judged in its own notion by :func:`notion_result`
-(:func:`dpaudit.notions.evaluate_notion`): its verdict is the notion's, except that a
+(:func:`dpaudit.whitebox.notions.evaluate_notion`): its verdict is the notion's, except that a
 deterministic violation of the anchor (certificate, exact accounting) stands, and an
 "incompatible" anchor stays incompatible unless the notion finds a violation.
 """
@@ -52,13 +52,18 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
-from dpaudit.accounting import ExactAccounting
-from dpaudit.compatibility import Compatibility
-from dpaudit.mechanism import Claim
-from dpaudit.notions.evaluation import evaluate_notion
-from dpaudit.pld import delta_bounds
-from dpaudit.roundoff import gamma, gaussian_delta_error, sup_loss_tolerance
-from dpaudit.significance import BORDERLINE_P, borderline_note, borderline_record, p_value
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.core.roundoff import gamma, gaussian_delta_error, sup_loss_tolerance
+from dpaudit.estimation.pld import delta_bounds
+from dpaudit.estimation.significance import (
+    BORDERLINE_P,
+    borderline_note,
+    borderline_record,
+    p_value,
+)
+from dpaudit.model.claims import Claim
+from dpaudit.model.compatibility import Compatibility
+from dpaudit.whitebox.notions import evaluate_notion
 from dpaudit.whitebox.result import Certificate
 from dpaudit.whitebox.summaries import DeltaSummary
 
@@ -86,7 +91,7 @@ def delta_tolerance(claim: Claim, accounting) -> float:
     """How far the exact lower bound of ``delta(epsilon_claim)`` may exceed a claim that holds.
 
     For Gaussian accounting the curve is a closed form at a computed ``mu``: its error bound
-    (:func:`dpaudit.roundoff.gaussian_delta_error`, with ``mu``'s own error), so a claim
+    (:func:`dpaudit.core.roundoff.gaussian_delta_error`, with ``mu``'s own error), so a claim
     calibrated at exactly the curve (an analytic-Gaussian or a GDP claim) is not read as
     violated. A numerical lower curve is already a lower bound after its round-off margin
     (:class:`~dpaudit.accounting.DiscretePLD`); only the comparison's rounding is left.
@@ -214,7 +219,7 @@ def monte_carlo_p_value(claim: Claim, directions, alpha: float) -> float:
 
     The smallest failure probability ``a`` at which the same draws still certify
     ``delta(epsilon_claim) > delta`` (``a / 2`` per direction, as the verdict spends
-    ``alpha``; :func:`dpaudit.significance.p_value`).
+    ``alpha``; :func:`dpaudit.estimation.significance.p_value`).
 
     Args:
         claim: the ``(epsilon, delta)`` claim.
@@ -259,7 +264,7 @@ def clamp_pass_lower_bound(outcome: str, claim: Claim, epsilon_lower: float) -> 
 
     A pass can only be reached with a bound above the claim through round-off: the exact
     supremum ``sum_j a_j`` of a claim calibrated at exactly its tight epsilon is within
-    the error bound of its computation (:func:`dpaudit.roundoff.sup_loss_tolerance`) of the
+    the error bound of its computation (:func:`dpaudit.core.roundoff.sup_loss_tolerance`) of the
     claim (e.g. ``1.0000000000000009`` for a claim of 1), and the pass rules accept it. Reporting it as a *certified* bound above the claim would
     contradict the verdict, so the value shown is ``min(epsilon_lower, epsilon)`` and the
     raw value is kept (``diagnostics["epsilon_lower_raw"]`` of the audit result).
@@ -303,12 +308,12 @@ def notion_result(result, claim):
 
     Args:
         result: the :class:`~dpaudit.AuditResult` of the claim's ``(epsilon, delta)``
-            anchor (:meth:`~dpaudit.notions.ZCDPClaim.as_dp`).
+            anchor (:meth:`~dpaudit.model.claims.ZCDPClaim.as_dp`).
         claim: the notion claim.
 
     Returns:
         The result with ``claim`` set to the notion claim, the notion's verdict, its notes
-        appended and the :class:`~dpaudit.notions.NotionAudit` record in
+        appended and the :class:`~dpaudit.whitebox.notions.NotionAudit` record in
         ``diagnostics["notion"]``.
     """
     judged = evaluate_notion(

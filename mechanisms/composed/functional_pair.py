@@ -9,7 +9,7 @@ Karhunen–Loève coefficients of LR's Matérn covariance ``C`` (eigenvalues
 * **mean curve, site ``"mean"``** — the scores ``<X_i, phi_j>`` are clipped to
   ``[-tau, tau]`` (score clipping), averaged, and the mean curve
   ``sum_j bar x_j phi_j`` is released on the grid with ICLP noise
-  (:class:`~dpaudit.noise.ICLPNoise`, ``sigma_1 = sqrt(2) Delta_1 / epsilon_1``):
+  (:class:`~dpaudit.model.noise.ICLPNoise`, ``sigma_1 = sqrt(2) Delta_1 / epsilon_1``):
   pure ``epsilon_1``-DP with the ``1,C`` sensitivity
   ``Delta_1 = (2 tau / n) sum_j lambda_j^{-1/2}``, attained when record 0's scores go
   from the corner ``(tau, ..., tau)`` to ``(-tau, ..., -tau)``.
@@ -17,7 +17,7 @@ Karhunen–Loève coefficients of LR's Matérn covariance ``C`` (eigenvalues
   ``Y_i`` are scaled down to norm ``tau`` when longer, and the covariance operator of
   these centred curves, ``(1/n) sum_i y_i y_i^T`` (``K x K``, flattened row-major), is
   released with Gaussian-process noise of covariance ``C (x) C`` (eigenvalues
-  ``lambda_j lambda_l``; :class:`~dpaudit.noise.GaussianProcessNoise`), ``sigma_2``
+  ``lambda_j lambda_l``; :class:`~dpaudit.model.noise.GaussianProcessNoise`), ``sigma_2``
   the analytic calibration of ``(epsilon_2, delta)`` for the Cameron–Martin
   sensitivity ``Delta_2 = tau^2 sqrt(lambda_K^{-2} + lambda_{K-1}^{-2}) / n``
   (:func:`covariance_sensitivity`, which proves it and names the pair attaining it).
@@ -28,7 +28,7 @@ be taken at once, and every privacy curve is monotone in each Laplace parameter 
 in the Gaussian ``mu``: the worst case of the joint release is the composition of the
 two worst cases (Laplace parameters ``a_j = 2 sqrt 2 tau / (n sigma_1 sqrt(lambda_j))``,
 summing to ``epsilon_1``, and ``mu = Delta_2 / sigma_2``), computed by
-:func:`dpaudit.composition.compose_accounting`.
+:func:`dpaudit.accounting.composition.compose_accounting`.
 
 * ``composed-functional-pair`` — the correct release.
 * ``faulty/composed-functional-pair-half-covariance`` — the covariance noise is
@@ -45,9 +45,9 @@ import numpy as np
 import numpyro
 
 import dpaudit
-from dpaudit.checks import check_count, check_delta, check_epsilon, check_number
-from dpaudit.composition import GaussianComponent, LaplaceComponent, compose_accounting
-from dpaudit.noise import (
+from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, compose_accounting
+from dpaudit.core.checks import check_count, check_delta, check_epsilon, check_number
+from dpaudit.model.noise import (
     GaussianProcessNoise,
     GridNoise,
     ICLPNoise,

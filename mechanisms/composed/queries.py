@@ -34,9 +34,9 @@ import numpyro.distributions as dist
 import scipy.optimize
 
 import dpaudit
-from dpaudit.accounting import gaussian_epsilon
-from dpaudit.checks import check_choice, check_count, check_delta, check_epsilon
-from dpaudit.noise import analytic_gaussian_sigma
+from dpaudit.accounting.profiles import gaussian_epsilon
+from dpaudit.core.checks import check_choice, check_count, check_delta, check_epsilon
+from dpaudit.model.noise import analytic_gaussian_sigma
 from mechanisms.faulty import register_pair
 
 __all__ = ["advanced_composition_epsilon", "query_means"]

@@ -19,7 +19,7 @@ budget is split, ``epsilon_i = epsilon / 2`` (sequential composition).
   explanations add up, the sites being independent).
 
 The audit sees the joint law of the two sites; its supremum is the sum of the
-two linear-Laplace suprema (:meth:`dpaudit.sites.JointRelease.exact_sup_loss`).
+two linear-Laplace suprema (:meth:`dpaudit.model.sites.JointRelease.exact_sup_loss`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import numpy as np
 import numpyro
 
 import dpaudit
-from dpaudit.checks import check_count, check_epsilon
-from dpaudit.noise.linear_laplace import AncestorLaplace
+from dpaudit.core.checks import check_count, check_epsilon
+from dpaudit.model.noise.linear_laplace import AncestorLaplace
 from mechanisms.ecdf import (
     bmr_exact_sensitivity,
     bmr_roc_exact_sensitivity,

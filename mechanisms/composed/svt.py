@@ -4,14 +4,14 @@ The same algorithm as the catalogue's ``svt`` (Lyu, Su & Li 2017, Alg. 1), but
 as a numpyro *program* instead of one distribution: the threshold noise
 ``rho ~ Lap(Delta / epsilon_1)`` is a latent sample site (``"threshold_noise"``,
 ``infer={"dpaudit": "latent"}``) and each query's answer is its own release site
-``"answer_i"``, drawn from :class:`dpaudit.noise.NoisyComparison` given ``rho``:
+``"answer_i"``, drawn from :class:`dpaudit.model.noise.NoisyComparison` given ``rho``:
 ``1`` when ``q_i + nu_i >= T_i + rho`` (``nu_i ~ Lap(query_scale)``), ``0``
 otherwise, and ``-1`` once ``cutoff`` positives have been given. Whether a query
 is answered depends on the earlier *released* answers, so the program is
 adaptive; the audit evaluates the joint density of the answers with ``rho``
-integrated out by :meth:`dpaudit.noise.ThresholdNoise.marginal_log_prob`
+integrated out by :meth:`dpaudit.model.noise.ThresholdNoise.marginal_log_prob`
 (docs/whole-trace.md), and decides pure claims exactly by enumerating the
-answers with the closed-form marginal (:func:`dpaudit.sites.joint_release`).
+answers with the closed-form marginal (:func:`dpaudit.model.sites.joint_release`).
 
 * ``svt-program`` — Lyu Alg. 1: ``epsilon_1 = epsilon_2 = epsilon / 2``,
   ``rho ~ Lap(Delta / epsilon_1)``, ``nu_i ~ Lap(2 c Delta / epsilon_2)``; it is
@@ -31,8 +31,8 @@ import numpy as np
 import numpyro
 
 import dpaudit
-from dpaudit.checks import check_count, check_epsilon
-from dpaudit.noise import NoisyComparison, ThresholdNoise
+from dpaudit.core.checks import check_count, check_epsilon
+from dpaudit.model.noise import NoisyComparison, ThresholdNoise
 from mechanisms.classic import svt_queries
 from mechanisms.faulty import register_pair
 from mechanisms.faulty.selection import lyu_alg4_flaw

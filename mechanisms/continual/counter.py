@@ -10,14 +10,14 @@ the ``2^(L+1) - 1`` nodes of a complete binary tree over the time steps,
 .. math::  \hat s_t = s_t + \sum_{l=0}^{L} \eta_{\lceil t/2^l\rceil,\,l},
 
 every step receiving the noise of all its ``L + 1`` ancestors (the BMR ECDF
-release, :class:`~dpaudit.noise.linear_laplace.AncestorLaplace`, on the count
+release, :class:`~dpaudit.model.noise.linear_laplace.AncestorLaplace`, on the count
 scale). Neighbouring streams differ at one step ``t_0`` by at most 1, which
 moves every later running count by the same ``d``, ``|d| <= 1``: the shift is
 ``d 1_[t_0, N]``, a **suffix** indicator. A suffix of the leaves is explained
 by at most ``ceil((L+1)/2)`` signed nodes (BMR Lemma 1), so ``b =
 ceil((L+1)/2)/epsilon`` gives epsilon-DP (replace-one adjacency on the
 time steps). The exact privacy loss of the pair is ``|d| min{||nu||_1 : A nu =
-1_[t_0, N]} / b`` (:mod:`dpaudit.noise.linear_laplace`); its worst case over
+1_[t_0, N]} / b`` (:mod:`dpaudit.model.noise.linear_laplace`); its worst case over
 ``t_0`` is exactly ``ceil((L+1)/2)`` for ``N = 2^L`` (tested by a linear
 programme and by the tree dynamic programme), so the calibration is tight.
 
@@ -41,8 +41,12 @@ import numpy as np
 import numpyro
 
 import dpaudit
-from dpaudit.checks import check_epsilon, is_concrete
-from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_matrix, ancestor_sensitivity
+from dpaudit.core.checks import check_epsilon, is_concrete
+from dpaudit.model.noise.linear_laplace import (
+    AncestorLaplace,
+    ancestor_matrix,
+    ancestor_sensitivity,
+)
 from mechanisms.common import laplace_release
 from mechanisms.ecdf.tree import tree_depth
 from mechanisms.faulty import example_pair as faulty_example_pair
@@ -94,7 +98,7 @@ def continual_worst_case(n_steps: int) -> tuple[float, int]:
     """``max_t0 min{||nu||_1 : A nu = 1_[t0, N]}`` and a step ``t0`` attaining it.
 
     Computed exactly by the tree dynamic programme
-    :func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`; at most
+    :func:`~dpaudit.model.noise.linear_laplace.ancestor_sensitivity`; at most
     ``ceil((L+1)/2)`` (BMR Lemma 1), with equality for ``N = 2^L``.
 
     Args:
@@ -157,7 +161,7 @@ def node_counts(stream, depth: int) -> jnp.ndarray:
         depth: ``L``.
 
     Returns:
-        ``(2^(L+1) - 1,)`` node counts in :func:`~dpaudit.noise.linear_laplace.ancestor_matrix`'s
+        ``(2^(L+1) - 1,)`` node counts in :func:`~dpaudit.model.noise.linear_laplace.ancestor_matrix`'s
         node order.
     """
     x = jnp.asarray(stream, dtype=jnp.float64)
@@ -179,7 +183,7 @@ def continual_counter(epsilon: float = 1.0, n_steps: int = 16) -> dpaudit.Mechan
 
     Returns:
         The mechanism: ``(N,)`` noisy running counts with the exact
-        :class:`~dpaudit.noise.linear_laplace.AncestorLaplace` density.
+        :class:`~dpaudit.model.noise.linear_laplace.AncestorLaplace` density.
     """
     depth = tree_depth(n_steps)
     scale = continual_node_scale(epsilon, depth)

@@ -41,10 +41,10 @@ import numpy as np
 import numpyro.distributions as dist
 
 import dpaudit
-from dpaudit.accounting import gaussian_epsilon
-from dpaudit.checks import check_count, check_positive
-from dpaudit.noise.linear_laplace import ancestor_matrix
-from dpaudit.notions import ZCDPClaim
+from dpaudit.accounting.profiles import gaussian_epsilon
+from dpaudit.core.checks import check_count, check_positive
+from dpaudit.model.claims import ZCDPClaim
+from dpaudit.model.noise.linear_laplace import ancestor_matrix
 from mechanisms.common import gaussian_release, summary_release
 from mechanisms.continual.counter import check_stream, running_counts, suffix_shifts
 from mechanisms.ecdf.tree import tree_depth

@@ -12,7 +12,7 @@ with ``B_t`` a Poisson sample (each record with probability ``q``), and updates
 ``theta_{t+1} = theta_t - lr r_t / (q n)``; the release is the whole trajectory
 ``(r_1, ..., r_T)``. The claim is the exact (numerically conservative) accounting of
 ``T`` compositions of the Poisson-subsampled Gaussian mechanism with
-``mu = C / s`` (:func:`dpaudit.subsampling.subsampled_accounting`) under add/remove
+``mu = C / s`` (:func:`dpaudit.accounting.subsampling.subsampled_accounting`) under add/remove
 adjacency.
 
 **White-box model on the worst-case pair.** The audited pair is ``D`` (the data)
@@ -50,9 +50,9 @@ from jax import lax
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
-from dpaudit.checks import check_count, check_delta, check_positive, is_concrete
-from dpaudit.composition import GaussianComponent
-from dpaudit.subsampling import subsampled_accounting
+from dpaudit.accounting.composition import GaussianComponent
+from dpaudit.accounting.subsampling import subsampled_accounting
+from dpaudit.core.checks import check_count, check_delta, check_positive, is_concrete
 from mechanisms.faulty import register_pair
 
 __all__ = [
@@ -149,7 +149,7 @@ def dpsgd_accounting(noise_multiplier: float, q: float, steps: int, *, lower: bo
         lower: also compute the lower curve.
 
     Returns:
-        An :class:`~dpaudit.accounting.ExactAccounting`.
+        An :class:`~dpaudit.accounting.profiles.ExactAccounting`.
     """
     mu = 1.0 / noise_multiplier
     return subsampled_accounting(
@@ -271,7 +271,7 @@ class DPSGDTrajectory(Distribution):
                 :func:`dpsgd_accounting`).
 
         Returns:
-            The :class:`~dpaudit.accounting.ExactAccounting` of ``T`` subsampled Gaussian
+            The :class:`~dpaudit.accounting.profiles.ExactAccounting` of ``T`` subsampled Gaussian
             steps with ``mu = C / s`` (both orders), or ``None`` when the two laws are not
             "with and without the target" of one configuration.
         """
@@ -492,7 +492,7 @@ def example_pair(name: str, seed: int = 0):
     Returns:
         ``((X, y), (X', y'))``.
     """
-    params = dpaudit.registry.entry(name).example
+    params = dpaudit.model.registry.entry(name).example
     n = int(params.get("n", 100))
     x, y = breast_cancer_records(n)
     cx, cy = canary(float(params.get("clip", 1.0)))

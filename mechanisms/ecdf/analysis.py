@@ -10,7 +10,7 @@ composition gives ``epsilon``, see docs/paper-errors.md#bmr-roc-composition), an
 **The Hosmer–Lemeshow procedure as a registered mechanism.** Its releases are three
 numpyro sample sites (``Mechanism.release_sites``): ``"ecdf"``, the ECDF of the
 predictions at node scale ``1/epsilon'``
-(:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`), then ``"expected"`` and
+(:class:`~dpaudit.model.noise.linear_laplace.AncestorLaplace`), then ``"expected"`` and
 ``"observed"``, the ``2 Q + 2 Q`` noisy group sums (:class:`HosmerLemeshowSums`, each sum
 ``Lap(1/epsilon')``) at cut points read off the released ECDF, with
 ``epsilon' = epsilon / (L + 9)``. The audit checks the budget split itself:
@@ -19,7 +19,7 @@ predictions at node scale ``1/epsilon'``
 release (an adaptive composition): the audit evaluates the joint (whole-trace) density by
 the chain rule, and the certified supremum of the loss is the sum of the sites' bounds,
 the sums' bounds holding uniformly over every cut point vector
-(:meth:`HosmerLemeshowSums.uniform_sup_loss`, :func:`dpaudit.sites.adaptive_sup_loss`).
+(:meth:`HosmerLemeshowSums.uniform_sup_loss`, :func:`dpaudit.model.sites.adaptive_sup_loss`).
 :class:`HosmerLemeshowRelease` is the same transcript as one distribution, with its own
 declared supremum, kept as the one-distribution form the tests compare the multi-site
 form with (as ``SparseVector`` is for the SVT program).
@@ -41,9 +41,9 @@ import scipy.optimize
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
-from dpaudit.checks import check_count, check_epsilon
-from dpaudit.exact import ExactSupLoss, exact_sup_loss
-from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_matrix
+from dpaudit.accounting.suprema import ExactSupLoss, exact_sup_loss
+from dpaudit.core.checks import check_count, check_epsilon
+from dpaudit.model.noise.linear_laplace import AncestorLaplace, ancestor_matrix
 from mechanisms.ecdf.tree import (
     bmr_ecdf,
     bmr_exact_sensitivity,
@@ -492,7 +492,7 @@ class HosmerLemeshowRelease(Distribution):
     """The transcript of the private Hosmer–Lemeshow procedure: ECDF values, then noisy sums.
 
     ``x = (F, S)``: ``F`` the BMR ECDF of the predictions ``m`` on ``grid`` with node noise
-    ``Lap(1/epsilon')`` (:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`), ``S`` the
+    ``Lap(1/epsilon')`` (:class:`~dpaudit.model.noise.linear_laplace.AncestorLaplace`), ``S`` the
     ``(4, Q)`` group sums (flattened row-major) at the cut points
     :func:`_monotone_cuts` ``(F)`` plus independent ``Lap(1/epsilon')`` each. The density
     is the chain rule ``p(F) p(S | cuts(F))``. The registered ``bmr-hosmer-lemeshow``
@@ -587,13 +587,13 @@ class HosmerLemeshowRelease(Distribution):
         sums' total shift times ``epsilon'``, which lies in the bounds of
         :func:`hosmer_lemeshow_sum_shift` whatever the cut points; so
         ``sup L_F + lower <= sup L <= sup L_F + upper``, with ``sup L_F`` the ECDF's
-        linear-programme bounds (:func:`dpaudit.exact.exact_sup_loss`).
+        linear-programme bounds (:func:`dpaudit.accounting.suprema.exact_sup_loss`).
 
         Args:
             other: the release law under the neighbouring dataset.
 
         Returns:
-            An :class:`~dpaudit.exact.ExactSupLoss`, or ``None`` for another kind of law, a
+            An :class:`~dpaudit.accounting.suprema.ExactSupLoss`, or ``None`` for another kind of law, a
             different grid, budget or group count, or datasets differing in more than one
             record.
         """
@@ -635,7 +635,7 @@ class HosmerLemeshowSums(Distribution):
     the released ECDF, so this law depends on an earlier release: it names ``cuts`` in
     :attr:`uniform_fields` and declares bounds on the supremum of its loss that hold for
     every cut point vector (:meth:`uniform_sup_loss`; the protocol of
-    :mod:`dpaudit.sites`). The sums themselves are computed when needed, not stored, so no
+    :mod:`dpaudit.model.sites`). The sums themselves are computed when needed, not stored, so no
     stored parameter depends on both the data and the earlier release.
 
     Args:
@@ -716,7 +716,7 @@ class HosmerLemeshowSums(Distribution):
             other: the law under the neighbouring dataset.
 
         Returns:
-            An :class:`~dpaudit.exact.ExactSupLoss` (both directions alike), or ``None``
+            An :class:`~dpaudit.accounting.suprema.ExactSupLoss` (both directions alike), or ``None``
             for another kind of law, other rows, scale or shapes, or datasets differing in
             more than one record.
         """

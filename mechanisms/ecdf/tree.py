@@ -15,7 +15,7 @@ Scores are clamped to ``[tau_1, tau_N]`` first (a documented, claimed step:
 **Why it is private, and how the claim is checked.** Replacing one record
 shifts ``nF`` by the indicator of an index interval. The privacy loss between
 neighbours is exactly ``min{||nu||_1 : A nu = n(F_D - F_D')} / b``
-(:mod:`dpaudit.noise.linear_laplace`); BMR's Lemma 1 bounds the minimum by
+(:mod:`dpaudit.model.noise.linear_laplace`); BMR's Lemma 1 bounds the minimum by
 ``L + 1``, and the exact worst case over all intervals is ``L`` (see docs/paper-errors.md#bmr-noise-scale,
 reproduced by :func:`bmr_worst_case_sensitivity` and the tests;
 :func:`bmr_exact_sensitivity` and :func:`bmr_roc_exact_sensitivity` give the
@@ -23,10 +23,10 @@ worst case over the moves a replacement can really make, with a move that
 attains it, and :func:`bmr_exact_epsilon` the resulting tight epsilon of a
 built mechanism). The mechanism's
 ``difference_norm`` is that minimum (computed exactly by
-:func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`), in the ``l1``
+:func:`~dpaudit.model.noise.linear_laplace.ancestor_sensitivity`), in the ``l1``
 norm of node shifts, so ``mech.distance(D, D') <= claim.sensitivity = L + 1``
 is testable on any pair, and the release's marginal density is available
-(:class:`~dpaudit.noise.linear_laplace.AncestorLaplace`, exact belief
+(:class:`~dpaudit.model.noise.linear_laplace.AncestorLaplace`, exact belief
 propagation on the tree) so audits can also evaluate privacy losses directly.
 
 Post-processing of released curves (smoothing, inverse ECDF, ROC/AUC,
@@ -51,8 +51,8 @@ import numpy as np
 import numpyro
 
 import dpaudit
-from dpaudit.checks import check_choice, check_epsilon, is_concrete
-from dpaudit.noise.linear_laplace import AncestorLaplace, ancestor_sensitivity
+from dpaudit.core.checks import check_choice, check_epsilon, is_concrete
+from dpaudit.model.noise.linear_laplace import AncestorLaplace, ancestor_sensitivity
 from mechanisms.common import summary_release
 
 __all__ = [
@@ -227,7 +227,7 @@ def bmr_worst_case_sensitivity(depth: int, n_points: int | None = None) -> float
     """``max over intervals of min{||nu||_1 : A nu = 1_[a,b]}``: the exact worst case (= L).
 
     Computed with the exact tree dynamic programme
-    (:func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`) over every
+    (:func:`~dpaudit.model.noise.linear_laplace.ancestor_sensitivity`) over every
     interval of the ``n_points <= 2^L`` released leaves (all ``2^L`` by default).
 
     Args:
@@ -261,7 +261,7 @@ def bmr_exact_sensitivity(n_points: int) -> tuple[float, tuple[int, int]]:
 
     .. math::  \Delta^\ast = \max_{0 \le a < c \le N-1}\ \min\{\|\nu\|_1 : A\nu = 1_{[a, c-1]}\},
 
-    computed exactly by :func:`~dpaudit.noise.linear_laplace.ancestor_sensitivity`.
+    computed exactly by :func:`~dpaudit.model.noise.linear_laplace.ancestor_sensitivity`.
     For ``N = 2^L`` it equals ``L`` (see docs/paper-errors.md#bmr-noise-scale), one less than BMR's
     Lemma 1 bound ``L + 1``; the privacy loss of ``bmr-ecdf`` is at most
     ``Delta* / b`` for node scale ``b``, with equality on the returned move.
@@ -332,7 +332,7 @@ def bmr_exact_epsilon(mechanism: dpaudit.Mechanism) -> float:
     """Tight pure epsilon of a built ``bmr-ecdf`` or ``bmr-roc``: worst case over all neighbours.
 
     The privacy loss between neighbours is exactly ``min ||nu||_1 / b``
-    (:mod:`dpaudit.noise.linear_laplace`), so the mechanism is exactly
+    (:mod:`dpaudit.model.noise.linear_laplace`), so the mechanism is exactly
     ``Delta* / b``-DP with ``Delta*`` from :func:`bmr_exact_sensitivity` (or
     :func:`bmr_roc_exact_sensitivity`) and ``b`` the node scale; no smaller
     epsilon holds. With the default calibration this is ``L/(L+1)`` times the
@@ -438,7 +438,7 @@ def bmr_ecdf_mechanism(
 
     Returns:
         The mechanism; its release is ``(N,)`` noisy CDF values with the
-        :class:`~dpaudit.noise.linear_laplace.AncestorLaplace` density.
+        :class:`~dpaudit.model.noise.linear_laplace.AncestorLaplace` density.
     """
 
     def lemma(depth):  # BMR Thm 3.1: sensitivity L + 1, node scale (L + 1)/epsilon

@@ -11,8 +11,8 @@ import numpyro.distributions as dist
 import scipy.optimize
 
 import dpaudit
-from dpaudit.checks import check_delta, check_epsilon
-from dpaudit.noise import classical_gaussian_multiplier, gaussian_delta
+from dpaudit.core.checks import check_delta, check_epsilon
+from dpaudit.model.noise import classical_gaussian_multiplier, gaussian_delta
 from mechanisms.common import gaussian_release, laplace_release, summary_release
 from mechanisms.faulty import register_pair
 

@@ -10,8 +10,8 @@ import numpyro
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
-from dpaudit.checks import check_epsilon
-from dpaudit.noise.linear_laplace import AncestorLaplace, LinearLaplace
+from dpaudit.core.checks import check_epsilon
+from dpaudit.model.noise.linear_laplace import AncestorLaplace, LinearLaplace
 from mechanisms.common import summary_release
 from mechanisms.faulty import register_pair
 

@@ -11,9 +11,9 @@ import numpyro
 import numpyro.distributions as dist
 
 import dpaudit
-from dpaudit.checks import check_delta, check_epsilon
-from dpaudit.noise import GaussianProcessNoise, GridNoise, classical_gaussian_multiplier
-from dpaudit.spaces import Gaussian, Matern, kl_basis, l2_norm, one_c_norm, uniform_grid
+from dpaudit.core.checks import check_delta, check_epsilon
+from dpaudit.model.noise import GaussianProcessNoise, GridNoise, classical_gaussian_multiplier
+from dpaudit.model.spaces import Gaussian, Matern, kl_basis, l2_norm, one_c_norm, uniform_grid
 from mechanisms.common import iclp_release, summary_release
 from mechanisms.faulty import register_pair
 from mechanisms.faulty.calibration import gaussian_true_epsilon

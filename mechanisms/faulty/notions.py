@@ -9,10 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import dpaudit
-from dpaudit.checks import check_epsilon, check_positive
-from dpaudit.notions import GDPClaim, RDPClaim, ZCDPClaim
-from dpaudit.notions.conversions import gdp_epsilon
-from dpaudit.notions.renyi import laplace_renyi
+from dpaudit.accounting.conversions import gdp_epsilon
+from dpaudit.accounting.renyi import laplace_renyi
+from dpaudit.core.checks import check_epsilon, check_positive
+from dpaudit.model.claims import GDPClaim, RDPClaim, ZCDPClaim
 from mechanisms.classic import histogram_counts
 from mechanisms.common import gaussian_release, laplace_release
 from mechanisms.faulty import register_pair

@@ -11,7 +11,7 @@ import numpy as np
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
-from dpaudit.checks import check_epsilon
+from dpaudit.core.checks import check_epsilon
 from mechanisms.classic import log_laplace_cdf, sparse_vector_mechanism
 from mechanisms.common import summary_release
 from mechanisms.faulty import register_pair

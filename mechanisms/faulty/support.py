@@ -21,7 +21,7 @@ import numpyro.distributions as dist
 from numpyro.distributions.transforms import AffineTransform
 
 import dpaudit
-from dpaudit.checks import check_delta, check_epsilon
+from dpaudit.core.checks import check_delta, check_epsilon
 from mechanisms.common import summary_release
 from mechanisms.faulty import register_pair
 

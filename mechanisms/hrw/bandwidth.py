@@ -51,7 +51,7 @@ depends on the released ``"scale"``, so the audit evaluates the joint density
 by the chain rule (docs/whole-trace.md).
 
 Accounting of the audited pair (declared by the model, read through
-:meth:`dpaudit.sites.JointRelease.privacy_accounting`): the scale site is a Laplace
+:meth:`dpaudit.model.sites.JointRelease.privacy_accounting`): the scale site is a Laplace
 pair with ``a = |G(D) - G(D')| / b``; given the scale, the KDE site is a Gaussian pair
 with ``mu_j = ||W_j (f_{D,h_j} - f_{D',h_j})||`` at the ladder bandwidth ``h_j`` it
 rounds to. By the dominating-pair rule for adaptive composition
@@ -91,10 +91,10 @@ import scipy.integrate
 import scipy.optimize
 
 import dpaudit
-from dpaudit.accounting import gaussian_curve
-from dpaudit.checks import check_count, check_delta, check_epsilon
-from dpaudit.composition import GaussianComponent, LaplaceComponent, compose_accounting
-from dpaudit.noise import classical_gaussian_multiplier
+from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, compose_accounting
+from dpaudit.accounting.profiles import gaussian_curve
+from dpaudit.core.checks import check_count, check_delta, check_epsilon
+from dpaudit.model.noise import classical_gaussian_multiplier
 from mechanisms.faulty import register_pair
 from mechanisms.hrw.release import check_points, check_positive_number
 
@@ -277,7 +277,7 @@ def laplace_gaussian_delta(epsilon: float, a: float, mu: float) -> float:
     ``t <= 0`` (probability 1/2), ``a - 2t`` on ``(0, a)`` (density ``e^{-t}/2``)
     and ``-a`` for ``t >= a`` (probability ``e^{-a}/2``); the composition's curve is
     ``E[delta_mu(epsilon - L)]`` with the exact Gaussian curve ``delta_mu``
-    (:func:`dpaudit.accounting.gaussian_curve`, any real argument). The middle
+    (:func:`dpaudit.accounting.profiles.gaussian_curve`, any real argument). The middle
     part is integrated by adaptive quadrature (absolute error ~1e-13).
 
     Args:
@@ -364,7 +364,7 @@ def adaptive_pair_accounting(a: float, mus, *, discretization: float = 1e-4):
         discretization: grid spacing of the numerical curves.
 
     Returns:
-        An :class:`~dpaudit.accounting.ExactAccounting` (family ``"composed"``, or
+        An :class:`~dpaudit.accounting.profiles.ExactAccounting` (family ``"composed"``, or
         ``"laplace"`` when every ``mu`` is 0) whose ``mu`` is the rounded-up ``mu_max``.
     """
     mus = np.asarray(mus, dtype=np.float64)
@@ -440,7 +440,7 @@ def _bandwidth_kde(name, epsilon_scale, epsilon_kde, delta, sizes, claim, flaw):
         return a, np.linalg.norm(np.asarray(means(table[0], table[1])), axis=1)
 
     def privacy_accounting(data, data_prime, *, discretization=1e-4):
-        # the hook of dpaudit.sites.JointRelease.privacy_accounting (adaptive sites)
+        # the hook of dpaudit.model.sites.JointRelease.privacy_accounting (adaptive sites)
         a, mus = privacy_parameters(data, data_prime)
         return adaptive_pair_accounting(a, mus, discretization=discretization)
 

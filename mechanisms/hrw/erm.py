@@ -75,7 +75,7 @@ import scipy.optimize
 import scipy.special
 
 from dpaudit import Mechanism, register
-from dpaudit.spaces import Exponential, Gaussian, Kernel
+from dpaudit.model.spaces import Exponential, Gaussian, Kernel
 from mechanisms.hrw import release as hrw
 
 __all__ = [
@@ -116,7 +116,7 @@ def erm_kernel(kernel: str = "gaussian", lengthscale: float = 0.2) -> Kernel:
         lengthscale: ``rho`` > 0.
 
     Returns:
-        The :class:`~dpaudit.spaces.Kernel`.
+        The :class:`~dpaudit.model.spaces.Kernel`.
 
     Raises:
         ValueError: an unknown kernel name or a non-positive lengthscale.
@@ -475,7 +475,7 @@ def kernel_erm(
         y: labels ``(n,)``: ``{-1, +1}`` for hinge/logistic, ``|y| <= y_bound``
             for the square loss when ``y_bound`` is given.
         loss: ``"square"``, ``"logistic"`` or ``"hinge"``.
-        kernel: a :class:`dpaudit.spaces.Kernel`.
+        kernel: a :class:`dpaudit.model.spaces.Kernel`.
         regularization: ``lambda`` (> 0).
         y_bound: optional public bound ``B`` checked for the square loss.
 

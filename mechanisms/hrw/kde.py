@@ -65,8 +65,8 @@ import numpy as np
 import scipy.special
 
 from dpaudit import Mechanism, register
-from dpaudit.checks import check_finite
-from dpaudit.spaces import Exponential, Gaussian, Kernel
+from dpaudit.core.checks import check_finite
+from dpaudit.model.spaces import Exponential, Gaussian, Kernel
 from mechanisms.hrw.release import (
     HRWSetting,
     check_count,
@@ -193,7 +193,7 @@ class GaussianBandwidthKernel(Kernel):
 def gaussian_kde_kernel(bandwidth, dim: int) -> Kernel:
     """The noise kernel ``K(x, y) = exp{-(x-y)^T H^{-1} (x-y)/2}`` of a Gaussian KDE (HRW Sec. 4.1).
 
-    A diagonal ``H`` gives :class:`dpaudit.spaces.Gaussian` (per-axis
+    A diagonal ``H`` gives :class:`dpaudit.model.spaces.Gaussian` (per-axis
     lengthscales ``sqrt(H_jj)``); a full ``H`` gives :class:`GaussianBandwidthKernel`.
 
     Args:
@@ -499,7 +499,7 @@ def hrw_gaussian_kde(
         dim: ``d`` (1 or 2 in practice; the grid has ``grid_size^d`` points).
         grid_size: grid points per axis (midpoint grid on ``[0, 1]^d``).
         calibration: ``"classical"`` or ``"analytic"``.
-        rtol: eigenvalue cut-off of the KL basis (see :func:`dpaudit.spaces.kl_basis`).
+        rtol: eigenvalue cut-off of the KL basis (see :func:`dpaudit.model.spaces.kl_basis`).
 
     Raises:
         ValueError / TypeError: invalid parameters; ``epsilon > 1`` with the

@@ -63,8 +63,8 @@ import scipy.optimize
 
 import dpaudit
 from dpaudit import Mechanism
-from dpaudit.checks import check_count
-from dpaudit.spaces import Kernel, Matern
+from dpaudit.core.checks import check_count
+from dpaudit.model.spaces import Kernel, Matern
 from mechanisms.common import summary_release
 from mechanisms.faulty import example_pair as faulty_example_pair
 from mechanisms.faulty import register_pair

@@ -24,7 +24,7 @@ sensitivity of every finite-dimensional marginal is at most ``Delta``.
 epsilon`` (HRW eq. 6 / Prop. 2.4), which is proven for ``epsilon <= 1`` only
 (see docs/paper-errors.md#hrw-c-beta; it fails for large epsilon, see docs/paper-errors.md#mrs-epsilon-at-most-one) and is refused above;
 ``calibration="analytic"`` uses the exact analytic Gaussian mechanism of Balle
-& Wang (2018, Thm 8), :func:`dpaudit.noise.analytic_gaussian_sigma`, valid for
+& Wang (2018, Thm 8), :func:`dpaudit.model.noise.analytic_gaussian_sigma`, valid for
 every epsilon and never larger than the classical multiplier.
 
 **Grid release (see docs/paper-errors.md#hrw-sigma-field).** The catalogue releases the function at the points
@@ -33,7 +33,7 @@ sigma-field: the guarantee covers every event about these values (and, by
 Prop. 3.1–3.2, any countable set of evaluations), but not path events such as
 "the path is continuous" or sup-norm balls of the unobserved function. The
 release is drawn through the Karhunen–Loève basis of ``K`` on the grid
-(:func:`dpaudit.spaces.kl_basis`), so its ``log_prob`` is the exact
+(:func:`dpaudit.model.spaces.kl_basis`), so its ``log_prob`` is the exact
 Cameron–Martin density of ``N(loc, s^2 K_grid)`` on the span of the retained
 eigenvectors (those with ``lambda_k > rtol lambda_1``; the rest are numerical
 zeros of the Gram matrix). The released summary is the grid-value vector
@@ -70,14 +70,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit import Mechanism
-from dpaudit.checks import check_delta, check_epsilon, check_positive, is_concrete
-from dpaudit.noise import (
+from dpaudit.core.checks import check_delta, check_epsilon, check_positive, is_concrete
+from dpaudit.model.noise import (
     GaussianProcessNoise,
     GridNoise,
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
 )
-from dpaudit.spaces import (
+from dpaudit.model.spaces import (
     Exponential,
     Gaussian,
     Grid,
@@ -253,7 +253,7 @@ def unit_cube_grid(grid_size: int, dim: int) -> Grid:
         dim: the dimension.
 
     Returns:
-        The :class:`~dpaudit.spaces.Grid`.
+        The :class:`~dpaudit.model.spaces.Grid`.
 
     Raises:
         ValueError / TypeError: for a non-integer or non-positive size or dimension.
@@ -387,7 +387,7 @@ class GridRelease:
             loc: the projected summary ``(m,)``.
 
         Returns:
-            The :class:`~dpaudit.noise.GridNoise`.
+            The :class:`~dpaudit.model.noise.GridNoise`.
         """
         return GridNoise(self.noise, self.basis, loc=loc)
 

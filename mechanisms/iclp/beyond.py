@@ -71,9 +71,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit import Mechanism, register
-from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
-from dpaudit.noise import iclp_sigma
-from dpaudit.spaces import (
+from dpaudit.core.checks import check_choice, check_count, check_finite, check_number, is_concrete
+from dpaudit.model.noise import iclp_sigma
+from dpaudit.model.spaces import (
     Exponential,
     Gaussian,
     KarhunenLoeveBasis,
@@ -1239,7 +1239,7 @@ def example_pair(name: str, seed: int = 0, **params):
     """
     if name != "iclp-qr-fos-regression":
         raise ValueError(f"no example pair for {name!r} in mechanisms.iclp.beyond.")
-    from dpaudit.registry import entry
+    from dpaudit.model.registry import entry
 
     setting = {**entry(name).example, **params}
     n, p = setting["n"], setting["p"]

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.checks import check_choice, check_count, check_number
-from dpaudit.spaces import KarhunenLoeveBasis
+from dpaudit.core.checks import check_choice, check_count, check_number
+from dpaudit.model.spaces import KarhunenLoeveBasis
 from mechanisms.iclp.mean import (
     AR_BOUNDS,
     OUT_OF_BOUND,

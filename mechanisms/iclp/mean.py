@@ -5,7 +5,7 @@ Lin & Reimherr, *Pure Differential Privacy for Functional Summaries via a
 Laplace-like Process* (arXiv v2; journal numbering in brackets).
 
 **Setting.** ``H = L2[0, 1]`` represented on a grid; the ICLP covariance
-operator ``C`` is a :class:`~dpaudit.spaces.KarhunenLoeveBasis` with
+operator ``C`` is a :class:`~dpaudit.model.spaces.KarhunenLoeveBasis` with
 eigenpairs ``(lambda_j, phi_j)``, ``j = 1..K``, L2-normalised by the grid's
 quadrature (``lambda_k = mu_k / m``, ``phi_k = sqrt(m) v_k`` on the uniform
 midpoint grid, see docs/paper-errors.md#lr-discretization-scale). By default it is LR's Matérn kernel ``nu = 3/2``,
@@ -45,7 +45,7 @@ of the mechanism). ``n`` is public (replace-one adjacency).
 
 **Noise** (Def. 2, Thm 4 [8], Alg. 1; see docs/paper-errors.md#lr-iclp-sigma-constant). ICLP with unit-variance
 Laplace components and ``sigma = sqrt(2) Delta / epsilon``
-(:func:`dpaudit.noise.iclp_sigma`): coefficient ``j`` of the release is
+(:func:`dpaudit.model.noise.iclp_sigma`): coefficient ``j`` of the release is
 ``Laplace(hat mu_j, Delta sqrt(lambda_j) / epsilon)``, variance
 ``2 Delta^2 lambda_j / epsilon^2``; the privacy loss between neighbours is at
 most ``sqrt(2) ||h||_{1,C} / sigma <= epsilon``. FRL adds i.i.d.
@@ -70,7 +70,7 @@ Private cross-validation of ``psi`` (a tuning that reads the data) lives in
 Registered mechanisms (all pure epsilon-DP, replace-one):
 
 * ``iclp-qr-mean`` — ICLP-QR mean, released as grid values
-  (:class:`~dpaudit.noise.GridNoise` of :class:`~dpaudit.noise.ICLPNoise`, Alg. 1 step 4).
+  (:class:`~dpaudit.model.noise.GridNoise` of :class:`~dpaudit.model.noise.ICLPNoise`, Alg. 1 step 4).
 * ``iclp-ar-mean`` — ICLP-AR mean, released as grid values.
 * ``frl-mean`` — FRL baseline, released as the ``M`` coefficients (event ``(M,)``).
 """
@@ -85,9 +85,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit import Mechanism, register
-from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
-from dpaudit.noise import GridNoise, ICLPNoise, iclp_sigma
-from dpaudit.spaces import (
+from dpaudit.core.checks import check_choice, check_count, check_finite, check_number, is_concrete
+from dpaudit.model.noise import GridNoise, ICLPNoise, iclp_sigma
+from dpaudit.model.spaces import (
     Exponential,
     Gaussian,
     KarhunenLoeveBasis,
@@ -95,7 +95,7 @@ from dpaudit.spaces import (
     kl_basis,
     uniform_grid,
 )
-from dpaudit.spaces.grids import Grid
+from dpaudit.model.spaces.grids import Grid
 from mechanisms.common import (
     OUT_OF_BOUND,
     ROUNDING_SLACK,
@@ -195,7 +195,7 @@ def check_psi(psi) -> float:
         ``psi`` as a float.
 
     Raises:
-        ValueError, TypeError: as :func:`dpaudit.checks.check_number`.
+        ValueError, TypeError: as :func:`dpaudit.core.checks.check_number`.
     """
     return check_number("psi", psi, hint=" (the penalty weight)")
 
@@ -269,7 +269,7 @@ def default_basis(grid_size: int = 100, n_components: int | None = None) -> Karh
         n_components: components kept (default: all).
 
     Returns:
-        The :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
+        The :class:`~dpaudit.model.spaces.KarhunenLoeveBasis`.
     """
     return kernel_basis(DEFAULT_KERNEL, grid_size, 1, n_components)
 
@@ -287,7 +287,7 @@ def kernel_basis(kernel, grid_size: int = 100, dim: int = 1, n_components: int |
         n_components: components kept (default: every eigenvalue above ``1e-10 lambda_1``).
 
     Returns:
-        The :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
+        The :class:`~dpaudit.model.spaces.KarhunenLoeveBasis`.
 
     Raises:
         ValueError / TypeError: a bad argument.
@@ -454,7 +454,7 @@ def iclp_grid_release(
         name: the catalogue name.
         summary: ``summary(data)``, grid values ``(m,)`` in the span of the basis.
         basis: the ICLP eigenbasis.
-        sigma: the ICLP ``sigma`` (``sqrt(2) Delta / epsilon``, :func:`dpaudit.noise.iclp_sigma`).
+        sigma: the ICLP ``sigma`` (``sqrt(2) Delta / epsilon``, :func:`dpaudit.model.noise.iclp_sigma`).
         **fields: the other keywords of :func:`mechanisms.common.summary_release`
             (``epsilon``, ``sensitivity``, ``reference``, ``params``, ``description``).
 
@@ -732,7 +732,7 @@ def qr_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
         ``(K,)`` coefficients.
 
     Example:
-        >>> from dpaudit.spaces import brownian_motion_basis
+        >>> from dpaudit.model.spaces import brownian_motion_basis
         >>> b = brownian_motion_basis(uniform_grid(8), 2)
         >>> c = qr_mean(b.eigenfunctions.T, b, psi=1.0, eta=1.0)  # bar X = (phi_1 + phi_2)/2
         >>> [round(float(v), 6) for v in c / qr_shrinkage(b.eigenvalues, psi=1.0, eta=1.0)]
@@ -849,7 +849,7 @@ def ar_mean(curves, basis: KarhunenLoeveBasis, *, psi: float, eta: float) -> jax
         ``(K,)`` coefficients.
 
     Example:
-        >>> from dpaudit.spaces import brownian_motion_basis
+        >>> from dpaudit.model.spaces import brownian_motion_basis
         >>> b = brownian_motion_basis(uniform_grid(8), 1)
         >>> lam = float(b.eigenvalues[0])
         >>> c = ar_mean(b.eigenfunctions.T, b, psi=2 * 0.25 * lam**0.5, eta=1.0)  # threshold 1/4

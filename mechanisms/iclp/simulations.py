@@ -57,8 +57,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from dpaudit.spaces import Exponential, Gaussian, KarhunenLoeveBasis, uniform_grid
-from dpaudit.spaces.grids import Grid
+from dpaudit.model.spaces import Exponential, Gaussian, KarhunenLoeveBasis, uniform_grid
+from dpaudit.model.spaces.grids import Grid
 from mechanisms.iclp.mean import default_basis
 
 __all__ = [
@@ -115,7 +115,7 @@ def iclp_basis(grid_size: int = 100, n_components: int | None = None) -> Karhune
         n_components: components kept (default: all).
 
     Returns:
-        The :class:`~dpaudit.spaces.KarhunenLoeveBasis`.
+        The :class:`~dpaudit.model.spaces.KarhunenLoeveBasis`.
     """
     return default_basis(grid_size, n_components)
 
@@ -125,7 +125,7 @@ def mean_function(scenario: str, t, *, basis: KarhunenLoeveBasis | None = None, 
 
     Args:
         scenario: ``"S-1"`` .. ``"S-4"``.
-        t: points in [0, 1] (``(m,)``) or a 1-D :class:`~dpaudit.spaces.Grid`.
+        t: points in [0, 1] (``(m,)``) or a 1-D :class:`~dpaudit.model.spaces.Grid`.
         basis: for S-4 only, the ICLP basis whose first 25 eigenfunctions are
             combined; its grid must be ``t`` (default :func:`iclp_basis` on a
             midpoint grid of ``len(t)`` points, which must then be that grid).

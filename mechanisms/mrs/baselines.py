@@ -65,8 +65,8 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
-from dpaudit.spaces import Grid, KarhunenLoeveBasis, Kernel, l2_norm, uniform_grid
+from dpaudit.core.checks import check_choice, check_count, check_finite, check_number, is_concrete
+from dpaudit.model.spaces import Grid, KarhunenLoeveBasis, Kernel, l2_norm, uniform_grid
 from mechanisms.mrs.mean import (
     CALIBRATIONS,
     OUT_OF_BOUND,
@@ -113,7 +113,7 @@ def gaussian_kl_coefficients(curves, basis: KarhunenLoeveBasis) -> jax.Array:
         ``(K,)`` coefficients.
 
     Example:
-        >>> from dpaudit.spaces import brownian_motion_basis, uniform_grid
+        >>> from dpaudit.model.spaces import brownian_motion_basis, uniform_grid
         >>> b = brownian_motion_basis(uniform_grid(16), 3)
         >>> x = jnp.stack([b.eigenfunctions[:, 1], 3 * b.eigenfunctions[:, 1]])
         >>> [round(float(c), 6) for c in gaussian_kl_coefficients(x, b)]

@@ -4,7 +4,7 @@ Mathematics: docs/papers/mrs.md (MRS, "Formal privacy for functional data with G
 perturbations"); corrections: docs/paper-errors.md#mrs-epsilon-at-most-one to #mrs-minor; oracles: docs/oracles.md#oracle-mrs-sensitivity. Conventions of docs/conventions.md: the noise
 is ``sigma Z`` with ``Z ~ N(0, C)`` a Gaussian process whose covariance
 operator ``C`` has eigenpairs ``(lambda_j, v_j)`` (a
-:class:`~dpaudit.spaces.KarhunenLoeveBasis`, L2-normalised by the grid's
+:class:`~dpaudit.model.spaces.KarhunenLoeveBasis`, L2-normalised by the grid's
 quadrature); adjacency is replace-one.
 
 **Data.** ``n`` curves on the basis grid, an ``(n, m)`` array of grid values,
@@ -55,7 +55,7 @@ and the privacy error is ``E||tilde mu - hat mu||^2 = sigma^2 tr(C)``, of order
 Registered mechanisms:
 
 * ``mrs-penalized-mean`` — the whole function on the grid (Thm 3.3),
-  :class:`~dpaudit.noise.GridNoise` of :class:`~dpaudit.noise.GaussianProcessNoise`.
+  :class:`~dpaudit.model.noise.GridNoise` of :class:`~dpaudit.model.noise.GaussianProcessNoise`.
 * ``mrs-penalized-mean-coefficients`` — the same release read in the
   eigenbasis (a measurable post-processing, Cor. 3.1).
 * ``mrs-linear-functionals`` — finitely many linear functionals
@@ -77,14 +77,14 @@ import numpyro
 import numpyro.distributions as dist
 
 from dpaudit import Claim, Mechanism, register
-from dpaudit.checks import check_choice, check_count, check_finite, check_number, is_concrete
-from dpaudit.noise import (
+from dpaudit.core.checks import check_choice, check_count, check_finite, check_number, is_concrete
+from dpaudit.model.noise import (
     GaussianProcessNoise,
     GridNoise,
     analytic_gaussian_sigma,
     classical_gaussian_multiplier,
 )
-from dpaudit.spaces import (
+from dpaudit.model.spaces import (
     KarhunenLoeveBasis,
     Kernel,
     Matern,
@@ -172,7 +172,7 @@ def default_basis(
             MRS Table 2), i.e. ``Matern(1.5, 0.25)``.
         grid_size: points of the uniform midpoint grid on [0, 1].
         n_components: components kept (default: every eigenvalue above
-            ``1e-10 lambda_1``, see :func:`dpaudit.spaces.kl_basis`).
+            ``1e-10 lambda_1``, see :func:`dpaudit.model.spaces.kl_basis`).
     """
     kernel = Matern(1.5, _DEFAULT_RHO) if kernel is None else kernel
     return kl_basis(kernel, uniform_grid(check_count("grid_size", grid_size)), n_components)
@@ -290,7 +290,7 @@ def mrs_penalized_mean_coefficients(
         ``(K,)`` coefficients.
 
     Example:
-        >>> from dpaudit.spaces import brownian_motion_basis, uniform_grid
+        >>> from dpaudit.model.spaces import brownian_motion_basis, uniform_grid
         >>> b = brownian_motion_basis(uniform_grid(8), 2)
         >>> x = jnp.stack([b.eigenfunctions[:, 0], -b.eigenfunctions[:, 1]])
         >>> c = mrs_penalized_mean_coefficients(x, b, eta=1.0, phi=1.0)

@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.checks import check_choice, check_count, check_finite, check_number
-from dpaudit.spaces import (
+from dpaudit.core.checks import check_choice, check_count, check_finite, check_number
+from dpaudit.model.spaces import (
     Exponential,
     Gaussian,
     KarhunenLoeveBasis,
@@ -56,7 +56,7 @@ def mrs_kernel(name: str, rho: float) -> Kernel:
     r"""Kernel ``C1``–``C4`` of MRS (App. eq. 6) with range parameter ``rho``.
 
     * ``C1 = exp(-|t-s|^2 / rho)`` (Gaussian; no factor 2, see docs/paper-errors.md#mrs-minor), i.e.
-      :class:`~dpaudit.spaces.Gaussian` with lengthscale ``sqrt(rho / 2)``;
+      :class:`~dpaudit.model.spaces.Gaussian` with lengthscale ``sqrt(rho / 2)``;
     * ``C2 = (1 + sqrt5 r/rho + 5 r^2/(3 rho^2)) exp(-sqrt5 r/rho)`` (Matérn 5/2);
     * ``C3 = (1 + sqrt3 r/rho) exp(-sqrt3 r/rho)`` (Matérn 3/2);
     * ``C4 = exp(-r/rho)`` (exponential, Ornstein–Uhlenbeck),
@@ -144,10 +144,10 @@ def mrs_simulation(
       the default). ``"l2"`` uses the L2-orthonormal ``phi_j`` (``sqrt(m)``
       times rougher data).
     * **M.** "The largest m with lambda_m numerically non-zero (about 50)":
-      by default every component :func:`dpaudit.spaces.kl_basis` keeps
+      by default every component :func:`dpaudit.model.spaces.kl_basis` keeps
       (eigenvalues above ``1e-10 lambda_1``); the terms past 50 carry
       less than ``1e-5`` of the variance for ``p = 4``.
-    * **Grid.** The midpoint grid of :func:`dpaudit.spaces.uniform_grid`.
+    * **Grid.** The midpoint grid of :func:`dpaudit.model.spaces.uniform_grid`.
 
     Args:
         grid_size: grid points ``m``.

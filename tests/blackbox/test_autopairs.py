@@ -24,11 +24,11 @@ from spec_fixtures import BLACK_BOX_SPEC as SPEC
 from spec_fixtures import SAMPLER, write_spec
 
 import dpaudit
-from dpaudit.adjacency import check_adjacent
 from dpaudit.blackbox import AutoPairs, blackbox_audit, numpy_generator
 from dpaudit.blackbox.autopairs import auto_pairs
-from dpaudit.cli import main
-from dpaudit.spec import SpecError, load_spec
+from dpaudit.cli.main import main
+from dpaudit.io.spec import SpecError, load_spec
+from dpaudit.model.adjacency import check_adjacent
 
 LINF = dpaudit.Claim(1.0, sensitivity_norm="linf", sensitivity=1.0)
 HIST = AutoPairs(kind="histogram")
@@ -285,7 +285,7 @@ def exact_bound_law(n: int, confidence: float = 0.95):
     Poisson(n (1 - RR_KEEP)) under Q: their sum S is Poisson(n) and k_P | S is
     Bin(S, RR_KEEP); the bound is the conditional ratio bound. Enumerate them.
     """
-    from dpaudit.blackbox.bounds import CONDITIONAL_RATIO, certified_epsilon_by
+    from dpaudit.estimation.bounds import CONDITIONAL_RATIO, certified_epsilon_by
 
     s = np.arange(int(n - 9 * np.sqrt(n)), int(n + 9 * np.sqrt(n)) + 1)
     k = np.arange(s[-1] + 1)

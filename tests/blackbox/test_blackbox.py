@@ -34,8 +34,8 @@ from dpaudit.blackbox import (
     kl_features,
     numpy_generator,
 )
-from dpaudit.blackbox.bounds import certified_epsilon_by
-from dpaudit.spaces import Gaussian, kl_basis, uniform_grid
+from dpaudit.estimation.bounds import certified_epsilon_by
+from dpaudit.model.spaces import Gaussian, kl_basis, uniform_grid
 from mechanisms.faulty import example_pair
 
 # ------------------------------------------------------------------ randomized response

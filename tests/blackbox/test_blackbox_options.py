@@ -19,7 +19,7 @@ from spec_fixtures import SAMPLER, write_spec
 
 import dpaudit
 from dpaudit.blackbox import blackbox_audit
-from dpaudit.spec import SpecError, load_spec
+from dpaudit.io.spec import SpecError, load_spec
 
 T = 0.2
 
@@ -109,7 +109,7 @@ def test_classifier_options_get_one_sentence_naming_the_option(options, match):
 def test_a_sequential_spec_run_records_when_it_stopped(folder, tmp_path):
     from spec_fixtures import BLACK_BOX_SPEC
 
-    from dpaudit.cli import main
+    from dpaudit.cli.main import main
 
     text = BLACK_BOX_SPEC.format(expected='expected = "violation"', scale=0.25).replace(
         'method = "logistic"', 'method = "logistic"\nstopping = "sequential"'

@@ -21,7 +21,7 @@ import scipy.stats
 
 import dpaudit
 from dpaudit.blackbox import blackbox_audit, numpy_generator
-from dpaudit.blackbox.bounds import (
+from dpaudit.estimation.bounds import (
     CONDITIONAL_RATIO,
     PAIR,
     certified_epsilon,

@@ -17,9 +17,9 @@ import pytest
 
 import dpaudit
 from dpaudit.blackbox import blackbox_audit
-from dpaudit.blackbox.bounds import certified_delta, certified_epsilon, detectable_violation
 from dpaudit.blackbox.samplers import ReleaseSource
 from dpaudit.blackbox.selection import candidate_events, plan_bound, select_event
+from dpaudit.estimation.bounds import certified_delta, certified_epsilon, detectable_violation
 
 # The event JAX reports for each XLA compilation (as tests/whitebox/test_engine.py counts them).
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"

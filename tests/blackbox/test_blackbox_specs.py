@@ -27,9 +27,9 @@ from spec_fixtures import WHITE_BOX_SPEC as WHITE_SPEC
 
 import dpaudit
 from dpaudit.blackbox.result import PerLaw
-from dpaudit.cli import main
-from dpaudit.report import AuditOutcome, result_record, score_histogram
-from dpaudit.spec import (
+from dpaudit.cli.main import main
+from dpaudit.io.report import AuditOutcome, result_record, score_histogram
+from dpaudit.io.spec import (
     BLACKBOX_VERDICTS,
     SpecError,
     blackbox_features,
@@ -413,7 +413,7 @@ def test_shipped_black_box_specs_are_valid_and_expect_a_black_box_verdict():
     assert {s.expected for s in specs} == set(BLACKBOX_VERDICTS)
     for spec in specs:  # correct implementations are never expected to be violations
         if spec.blackbox.sampler is None:
-            faulty = dpaudit.registry.entry(spec.blackbox.mechanism).faulty
+            faulty = dpaudit.model.registry.entry(spec.blackbox.mechanism).faulty
             assert (spec.expected == "violation") == faulty, spec.name
 
 

@@ -11,12 +11,12 @@ import pytest
 
 import dpaudit
 from dpaudit.blackbox import blackbox_audit
-from dpaudit.blackbox.bounds import certified_epsilon, one_sided_pair
 from dpaudit.blackbox.certification import count_event
 from dpaudit.blackbox.result import SelectedEvent, selection_epsilon, verdict_notes
 from dpaudit.blackbox.samplers import ReleaseSource, chunks_of
 from dpaudit.blackbox.selection import candidate_events, resolve_objective, select_event
 from dpaudit.blackbox.statistics import STATISTIC_RESOLUTION, classifier_settings, snap
+from dpaudit.estimation.bounds import certified_epsilon, one_sided_pair
 
 D0, D1 = np.zeros(3), np.array([1.0, 0.0, 0.0])
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpaudit.spec import load_spec
+from dpaudit.io.spec import load_spec
 
 _FOLDER = Path(__file__).resolve().parents[2] / "audits" / "libraries"
 

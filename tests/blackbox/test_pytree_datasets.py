@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dpaudit
-from dpaudit.adjacency import is_scalar_dataset
+from dpaudit.model.adjacency import is_scalar_dataset
 
 _X = np.random.default_rng(0).normal(size=(20, 2))
 _Y = (_X[:, 0] > 0).astype(float)

@@ -32,17 +32,17 @@ import scipy.stats
 
 import dpaudit
 from dpaudit.blackbox import blackbox_audit
-from dpaudit.blackbox.bounds import (
+from dpaudit.blackbox.certification import count_event, poisson_releases
+from dpaudit.blackbox.result import SelectedEvent
+from dpaudit.blackbox.samplers import ReleaseSource
+from dpaudit.estimation.bounds import (
     CONDITIONAL_RATIO,
     PAIR,
     bound_method,
     certified_epsilon_by,
     conditional_ratio_lower,
 )
-from dpaudit.blackbox.certification import count_event, poisson_releases
-from dpaudit.blackbox.result import SelectedEvent
-from dpaudit.blackbox.samplers import ReleaseSource
-from dpaudit.distributed import LocalExecutor
+from dpaudit.runtime import LocalExecutor
 
 EPSILON = 1.0
 P1 = math.exp(EPSILON) / (1 + math.exp(EPSILON))

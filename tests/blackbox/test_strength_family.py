@@ -18,10 +18,10 @@ import pytest
 import scipy.special
 
 from dpaudit import Claim
-from dpaudit.accounting import gaussian_epsilon
-from dpaudit.blackbox.bounds import CONDITIONAL_RATIO, PAIR, certified_epsilon_by
+from dpaudit.accounting.profiles import gaussian_epsilon
 from dpaudit.blackbox.result import audit_strength, gaussian_strength, strength_in_notion
-from dpaudit.notions import GDPClaim, ZCDPClaim
+from dpaudit.estimation.bounds import CONDITIONAL_RATIO, PAIR, certified_epsilon_by
+from dpaudit.model.claims import GDPClaim, ZCDPClaim
 
 CLAIM = Claim(1.0, 1e-5)
 

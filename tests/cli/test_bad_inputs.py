@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from spec_fixtures import WHITE_BOX_SPEC as SPEC
 
-from dpaudit.cli import EXIT_INVALID, main
+from dpaudit.cli.main import EXIT_INVALID, main
 
 USER = """
 import jax.numpy as jnp, numpyro, numpyro.distributions as dist

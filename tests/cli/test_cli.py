@@ -9,9 +9,9 @@ import pytest
 from spec_fixtures import USER
 from spec_fixtures import WHITE_BOX_SPEC as SPEC
 
-from dpaudit.cli import PreparedAudit, main, prepare, run_audit
-from dpaudit.report import now
-from dpaudit.spec import SpecError, find_specs
+from dpaudit.cli.main import PreparedAudit, main, prepare, run_audit
+from dpaudit.io.report import now
+from dpaudit.io.spec import SpecError, find_specs
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_info_reports_x64(capsys):
 
 def test_console_script_module_entry():
     out = subprocess.run(
-        [sys.executable, "-m", "dpaudit.cli", "--version"],
+        [sys.executable, "-m", "dpaudit.cli.main", "--version"],
         capture_output=True,
         text=True,
         check=True,

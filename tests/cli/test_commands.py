@@ -12,14 +12,22 @@ import pytest
 from spec_fixtures import SAMPLER, USER
 from spec_fixtures import WHITE_BOX_SPEC as SPEC
 
-from dpaudit.cli import EXIT_FOUND, EXIT_INVALID, EXIT_OK, build_parser, closing_line, main, matches
+from dpaudit.cli.main import (
+    EXIT_FOUND,
+    EXIT_INVALID,
+    EXIT_OK,
+    build_parser,
+    closing_line,
+    main,
+    matches,
+)
 
 # A correct (1, 1e-3) Gaussian mean: the former `check --epsilon 1` read --delta as 0 and
 # called it a violation with epsilon = inf.
 GAUSS = """
 import jax.numpy as jnp, numpyro, numpyro.distributions as dist
 from dpaudit import Claim, Mechanism
-from dpaudit.noise import analytic_gaussian_sigma
+from dpaudit.model.noise import analytic_gaussian_sigma
 
 def build(n=20, epsilon=1.0, delta=1e-3):
     sigma = analytic_gaussian_sigma(1.0 / n, epsilon, delta)
@@ -156,9 +164,9 @@ def test_every_option_has_help():
 
 def test_help_and_version_do_not_import_jax():
     code = (
-        "import sys, dpaudit.cli\n"
-        "try:\n    dpaudit.cli.main(['--version'])\nexcept SystemExit:\n    pass\n"
-        "dpaudit.cli.build_parser().format_help()\nprint('jax' in sys.modules)"
+        "import sys, dpaudit.cli.main\n"
+        "try:\n    dpaudit.cli.main.main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "dpaudit.cli.main.build_parser().format_help()\nprint('jax' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split()[-1] == "False" and out.stdout.startswith("dpaudit ")
@@ -202,7 +210,7 @@ def test_k_expressions(expression, selected):
 LAPLACE_ZCDP = """
 import jax.numpy as jnp, numpyro, numpyro.distributions as dist
 from dpaudit import Mechanism
-from dpaudit.notions import ZCDPClaim
+from dpaudit.model.claims import ZCDPClaim
 
 def build(n=10, rho=0.5):
     scale = (1.0 / n) / 4.7

@@ -7,9 +7,9 @@ user's ``sys.exit(0)`` must never read as "all audits passed".
 import pytest
 from spec_fixtures import USER, write_correct_spec
 
-import dpaudit.cli
-import dpaudit.report
-from dpaudit.cli import EXIT_ERROR, EXIT_FOUND, EXIT_INVALID, EXIT_OK, main
+import dpaudit.cli.main
+import dpaudit.io.report
+from dpaudit.cli.main import EXIT_ERROR, EXIT_FOUND, EXIT_INVALID, EXIT_OK, main
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def test_the_codes_are_0_1_2_3_and_documented(capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     for text in ("0 every audit finished", "1 an unexpected verdict", "2 invalid input", "3 an"):
         assert text in help_text
-    assert "**3**" in dpaudit.cli.__doc__
+    assert "**3**" in dpaudit.cli.main.__doc__
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_a_user_sys_exit_while_auditing_is_exit_3(spec, capsys, monkeypatch):
     def exits(item):
         raise SystemExit(0)
 
-    monkeypatch.setattr(dpaudit.cli, "run_audit", exits)
+    monkeypatch.setattr(dpaudit.cli.main, "run_audit", exits)
     assert main(["run", str(spec)]) == EXIT_ERROR
     assert "sys.exit(0)" in _one_sentence(capsys)
 
@@ -79,7 +79,7 @@ def test_an_interrupted_run_is_exit_3_and_publishes_nothing(spec, tmp_path, caps
     def interrupted(item):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(dpaudit.cli, "run_audit", interrupted)
+    monkeypatch.setattr(dpaudit.cli.main, "run_audit", interrupted)
     reports, results = tmp_path / "reports", tmp_path / "r.json"
     assert main(["run", str(spec), "--report", str(reports), "--json", str(results)]) == EXIT_ERROR
     assert "interrupted" in _one_sentence(capsys)
@@ -90,7 +90,7 @@ def test_an_audit_crash_is_exit_3(spec, capsys, monkeypatch):
     def crashes(item):
         raise RuntimeError("XLA fell over")
 
-    monkeypatch.setattr(dpaudit.cli, "run_audit", crashes)
+    monkeypatch.setattr(dpaudit.cli.main, "run_audit", crashes)
     assert main(["run", str(spec)]) == EXIT_ERROR
     assert "XLA fell over" in _one_sentence(capsys)
 
@@ -99,7 +99,7 @@ def test_a_report_that_cannot_be_drawn_is_exit_3(spec, tmp_path, capsys, monkeyp
     def raises(outcome):
         raise RuntimeError("model raised while drawn")
 
-    monkeypatch.setattr(dpaudit.report, "result_record", raises)
+    monkeypatch.setattr(dpaudit.io.report, "result_record", raises)
     reports = tmp_path / "reports"
     assert main(["run", str(spec), "--samples", "500", "--report", str(reports)]) == EXIT_ERROR
     assert "drawing the report failed" in _one_sentence(capsys)
@@ -115,7 +115,7 @@ def test_a_full_disk_is_exit_3_and_leaves_the_old_report(spec, tmp_path, capsys,
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device", "index.html")
 
-    monkeypatch.setattr(dpaudit.report.Path, "write_text", full)
+    monkeypatch.setattr(dpaudit.io.report.Path, "write_text", full)
     assert main(["run", str(spec), "--samples", "500", "--report", str(reports)]) == EXIT_ERROR
     assert "disk is full" in _one_sentence(capsys)
     assert (reports / "results.json").read_text() == before

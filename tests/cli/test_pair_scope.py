@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import dpaudit
-from dpaudit.cli import EXIT_FOUND, EXIT_INVALID, EXIT_OK, main
+from dpaudit.cli.main import EXIT_FOUND, EXIT_INVALID, EXIT_OK, main
 from dpaudit.whitebox.scope import WEAK_PAIR_FRACTION, pair_scope
 
 README_MECHANISM = """

@@ -7,9 +7,9 @@ import os
 import pytest
 from spec_fixtures import write_correct_spec
 
-import dpaudit.cli
-from dpaudit.cli import EXIT_ERROR, EXIT_INVALID, EXIT_OK, main
-from dpaudit.report import REPORT_MARKER
+import dpaudit.cli.main
+from dpaudit.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK, main
+from dpaudit.io.report import REPORT_MARKER
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def no_audit(monkeypatch):
     def must_not_run(item):
         raise AssertionError("an audit ran before the output path was refused")
 
-    monkeypatch.setattr(dpaudit.cli, "run_audit", must_not_run)
+    monkeypatch.setattr(dpaudit.cli.main, "run_audit", must_not_run)
 
 
 def _run(spec, *options, seed=0):

@@ -12,10 +12,10 @@ from spec_fixtures import BLACK_BOX_SPEC as BLACKBOX_SPEC
 from spec_fixtures import SAMPLER
 from test_cli import SPEC, USER
 
-from dpaudit.cli import main
+from dpaudit.cli.main import main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# the report's colours (dpaudit/report.py): expected finding, banners, unexpected verdict
+# the report's colours (dpaudit/io/report.py): expected finding, banners, unexpected verdict
 SLATE, RED = (0x4A / 255, 0x5A / 255, 0x8C / 255), (0xB0 / 255, 0.0, 0x20 / 255)
 BANNER_OK, BANNER_BAD = (0xE3 / 255, 0xF4 / 255, 0xE8 / 255), (0xFB / 255, 0xE4 / 255, 0xE8 / 255)
 

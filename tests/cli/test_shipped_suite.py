@@ -6,8 +6,8 @@ import pathlib
 import pytest
 
 import dpaudit
-from dpaudit.cli import main
-from dpaudit.spec import find_specs, load_spec
+from dpaudit.cli.main import main
+from dpaudit.io.spec import find_specs, load_spec
 
 AUDITS = pathlib.Path(__file__).resolve().parents[2] / "audits"
 # Catalogue entries without a shipped spec, and why.
@@ -30,7 +30,7 @@ def test_every_spec_is_valid_and_states_its_verdict():
         if spec.kind == "black-box" and ":" in spec.mechanism:  # a plain sampler file
             assert spec.expected in ("violation", "inconclusive"), spec.name
             continue
-        faulty = dpaudit.registry.entry(spec.mechanism).faulty
+        faulty = dpaudit.model.registry.entry(spec.mechanism).faulty
         # faulty mechanisms must be caught; correct ones must never be called violations
         if faulty:
             assert spec.expected in ("violation", "incompatible"), spec.name

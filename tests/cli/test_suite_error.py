@@ -13,7 +13,7 @@ import pytest
 from spec_fixtures import WHITE_BOX_SPEC, write_correct_spec
 
 import dpaudit.cli
-from dpaudit.cli import EXIT_FOUND, EXIT_INVALID, EXIT_OK, main
+from dpaudit.cli.main import EXIT_FOUND, EXIT_INVALID, EXIT_OK, main
 
 
 @pytest.mark.parametrize(

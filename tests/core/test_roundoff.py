@@ -1,4 +1,4 @@
-"""Round-off tolerances (dpaudit.roundoff): each bound covers the error it claims to, and
+"""Round-off tolerances (dpaudit.core.roundoff): each bound covers the error it claims to, and
 an excess beyond it is a violation, never "round-off".
 
 Mutation checks (each fails a test here):
@@ -24,17 +24,17 @@ import pytest
 import scipy.special
 
 import dpaudit
-from dpaudit.accounting import exact_accounting
-from dpaudit.noise.calibration import gaussian_delta
-from dpaudit.notions import ZCDPClaim
-from dpaudit.roundoff import (
+from dpaudit.accounting.calibration import gaussian_delta
+from dpaudit.accounting.profiles import exact_accounting
+from dpaudit.core.roundoff import (
     gamma,
     gaussian_delta_error,
     shift_errors,
     sum_error,
     sup_loss_tolerance,
 )
-from dpaudit.whitebox.shift import noise_shift
+from dpaudit.model.claims import ZCDPClaim
+from dpaudit.model.shift import noise_shift
 
 
 def test_gamma_is_the_bound_of_n_rounded_operations():
@@ -166,8 +166,8 @@ def test_the_evaluation_error_of_the_supremum_covers_the_audit_computation():
     """a = sqrt(2) |h| / sqrt(2 b^2) as the audit computes it, vs |h| / b exactly (Fractions):
     the error is within laplace_evaluation_error, and that bound is not loose by orders
     (``LAPLACE_TERM_OPS = 0`` fails the first assertion, ``60`` the last)."""
-    from dpaudit.accounting import laplace_parameters
-    from dpaudit.roundoff import laplace_evaluation_error
+    from dpaudit.accounting.profiles import laplace_parameters
+    from dpaudit.core.roundoff import laplace_evaluation_error
 
     rng = np.random.default_rng(2)
     ratios = []

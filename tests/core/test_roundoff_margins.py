@@ -17,11 +17,11 @@ import math
 import numpy as np
 import pytest
 
-from dpaudit.accounting import compose_pmfs, laplace_pld, laplace_pmfs
-from dpaudit.composition import upper_curve_values
-from dpaudit.exact import log_bracket
-from dpaudit.noise.calibration import gaussian_delta
-from dpaudit.roundoff import gaussian_curve_error
+from dpaudit.accounting.calibration import gaussian_delta
+from dpaudit.accounting.composition import upper_curve_values
+from dpaudit.accounting.profiles import compose_pmfs, laplace_pld, laplace_pmfs
+from dpaudit.accounting.suprema import log_bracket
+from dpaudit.core.roundoff import gaussian_curve_error
 
 U = 2.0**-53
 

@@ -87,8 +87,8 @@ def record(result) -> dict:
 
 
 def _spec_case(rel: str):
-    from dpaudit.cli import prepare as _prepare  # the CLI's own preparation of a spec
-    from dpaudit.cli import run_audit as _audit
+    from dpaudit.cli.main import prepare as _prepare  # the CLI's own preparation of a spec
+    from dpaudit.cli.main import run_audit as _audit
 
     path = ROOT / "audits" / f"{rel}.toml"
     (item,) = _prepare([path], None, None)
@@ -109,8 +109,8 @@ def _finite_vector_gaussian_only():
     import numpyro
 
     import dpaudit
-    from dpaudit.noise import ICLPNoise
-    from dpaudit.spaces import one_c_norm
+    from dpaudit.model.noise import ICLPNoise
+    from dpaudit.model.spaces import one_c_norm
 
     k = 64
     lam = np.arange(1, k + 1.0) ** -2.0
@@ -130,8 +130,8 @@ def _grid_gaussian_only():
     import numpyro
 
     import dpaudit
-    from dpaudit.noise import GridNoise, ICLPNoise
-    from dpaudit.spaces import one_c_norm, spectral_basis, uniform_grid
+    from dpaudit.model.noise import GridNoise, ICLPNoise
+    from dpaudit.model.spaces import one_c_norm, spectral_basis, uniform_grid
 
     k = 64
     lam = np.arange(1, k + 1.0) ** -2.0

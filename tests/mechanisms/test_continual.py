@@ -1,6 +1,6 @@
 """BMR's continual counter (Thm 0.A.1, Laplace): suffix sensitivity ceil((L+1)/2), exact losses.
 
-Oracles: the linear programme of dpaudit.noise.linear_laplace (HiGHS) against the tree dynamic
+Oracles: the linear programme of dpaudit.model.noise.linear_laplace (HiGHS) against the tree dynamic
 programme, brute-force dyadic block sums, the closed form ceil((L+1)/2) of BMR Lemma 1 for
 suffixes, and the Laplace density ratio of the textbook node counts.
 """
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dpaudit
-from dpaudit.noise.linear_laplace import (
+from dpaudit.model.noise.linear_laplace import (
     ancestor_matrix,
     ancestor_sensitivity,
     linear_laplace_sensitivity,

@@ -8,8 +8,8 @@ import pytest
 import scipy.stats
 
 import dpaudit
-from dpaudit.noise import gaussian_delta
-from dpaudit.noise.linear_laplace import ancestor_matrix
+from dpaudit.model.noise import gaussian_delta
+from dpaudit.model.noise.linear_laplace import ancestor_matrix
 from mechanisms.continual.counter import suffix_shifts
 from mechanisms.continual.gaussian import (
     FLAW_DELTA,

@@ -8,7 +8,7 @@ import pytest
 import scipy.stats
 
 import dpaudit
-from dpaudit.accounting import declared_accounting
+from dpaudit.accounting.profiles import declared_accounting
 from mechanisms.dpsgd import (
     breast_cancer_records,
     canary,
@@ -38,7 +38,7 @@ def test_entries_claim_their_accounting_and_carry_true_guarantees():
     for name in ("faulty/dpsgd-ignores-steps", "faulty/dpsgd-noise-batch"):
         faulty = dpaudit.build(name)
         flaw = faulty.known_flaw
-        assert dpaudit.registry.entry(name).faulty
+        assert dpaudit.model.registry.entry(name).faulty
         assert flaw.true_delta == faulty.claim.delta
         assert flaw.true_epsilon > 2 * faulty.claim.epsilon
         q, n = faulty.params["q"], faulty.params["n"]

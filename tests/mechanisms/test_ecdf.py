@@ -170,7 +170,7 @@ def test_p1_smoothing_is_optimal_against_an_independent_lp(seed):
     of the smoothing problem written independently (split |nu| <= t, dual simplex)."""
     from scipy.optimize import linprog
 
-    from dpaudit.noise.linear_laplace import ancestor_matrix
+    from dpaudit.model.noise.linear_laplace import ancestor_matrix
 
     rng = np.random.default_rng(seed)
     n_points = 8

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpaudit
-from dpaudit.noise.linear_laplace import ancestor_matrix, linear_laplace_sensitivity
+from dpaudit.model.noise.linear_laplace import ancestor_matrix, linear_laplace_sensitivity
 from mechanisms.ecdf import (
     bmr_exact_epsilon,
     bmr_exact_sensitivity,

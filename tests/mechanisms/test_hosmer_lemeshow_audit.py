@@ -17,8 +17,8 @@ import pytest
 import scipy.stats
 
 import dpaudit
-from dpaudit.datasets import generate
-from dpaudit.sites import JointRelease
+from dpaudit.io.datasets import generate
+from dpaudit.model.sites import JointRelease
 from mechanisms.ecdf import (
     HosmerLemeshowRelease,
     bmr_exact_sensitivity,

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpaudit
-from dpaudit.spaces import Matern, kl_basis, uniform_grid
+from dpaudit.model.spaces import Matern, kl_basis, uniform_grid
 from mechanisms.iclp import cross_validation, mean
 from mechanisms.iclp import simulations as sim
 

@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpaudit
-from dpaudit.noise import gaussian_delta
-from dpaudit.spaces import Matern, custom_grid, kl_basis, uniform_grid
+from dpaudit.model.noise import gaussian_delta
+from dpaudit.model.spaces import Matern, custom_grid, kl_basis, uniform_grid
 from dpaudit.testing import Box, L2Ball, SearchBudget, worst_neighbours
 from mechanisms.mrs.baselines import (
     bernstein_basis_matrix,

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import dpaudit
-from dpaudit.noise import analytic_gaussian_sigma, gaussian_delta
+from dpaudit.model.noise import analytic_gaussian_sigma, gaussian_delta
 from mechanisms.hrw.erm import (
     erm_kernel,
     erm_rkhs_distance,

@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpaudit
-from dpaudit.noise import one_c_log_rn
-from dpaudit.spaces import Matern, kl_basis, one_c_norm, spectral_basis, uniform_grid
+from dpaudit.model.noise import one_c_log_rn
+from dpaudit.model.spaces import Matern, kl_basis, one_c_norm, spectral_basis, uniform_grid
 from mechanisms.iclp import beyond, mean
 from mechanisms.iclp import simulations as sim
 

@@ -25,8 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpaudit
-from dpaudit.noise import GaussianProcessNoise, gaussian_delta
-from dpaudit.spaces import Matern, cameron_martin_norm, kl_basis, spectral_basis, uniform_grid
+from dpaudit.model.noise import GaussianProcessNoise, gaussian_delta
+from dpaudit.model.spaces import Matern, cameron_martin_norm, kl_basis, spectral_basis, uniform_grid
 from dpaudit.testing import L2Ball, SearchBudget, worst_neighbours
 from mechanisms.mrs.mean import (
     enforce_l2_bound,

@@ -17,7 +17,7 @@ from conftest import TEST_FAILURE_RATE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpaudit.spaces import Matern, kl_basis, uniform_grid
+from dpaudit.model.spaces import Matern, kl_basis, uniform_grid
 from mechanisms.mrs.mean import mrs_penalized_mean, mrs_shrinkage
 from mechanisms.mrs.simulation import (
     MRS_KERNELS,

@@ -17,8 +17,8 @@ import scipy.stats
 from conftest import TEST_FAILURE_RATE
 
 import dpaudit
-from dpaudit.noise import classical_gaussian_sigma, gaussian_delta
-from dpaudit.spaces import Exponential, Gaussian, Matern
+from dpaudit.model.noise import classical_gaussian_sigma, gaussian_delta
+from dpaudit.model.spaces import Exponential, Gaussian, Matern
 from mechanisms.faulty import example_pair as faulty_pair
 from mechanisms.faulty.calibration import gaussian_true_epsilon
 from mechanisms.hrw.online import (

@@ -12,9 +12,9 @@ import scipy.integrate
 import scipy.stats
 
 import dpaudit
-from dpaudit.accounting import declared_accounting, gaussian_curve
-from dpaudit.noise import classical_gaussian_multiplier
-from dpaudit.sites import JointRelease
+from dpaudit.accounting.profiles import declared_accounting, gaussian_curve
+from dpaudit.model.noise import classical_gaussian_multiplier
+from dpaudit.model.sites import JointRelease
 from mechanisms.hrw.bandwidth import (
     BANDWIDTH_NUGGET,
     adaptive_pair_accounting,

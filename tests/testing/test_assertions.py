@@ -21,8 +21,8 @@ from hypothesis.errors import HypothesisException
 
 import dpaudit
 from dpaudit import Claim, KnownFlaw, Mechanism
-from dpaudit.noise import GaussianProcessNoise, GridNoise, ICLPNoise
-from dpaudit.spaces import (
+from dpaudit.model.noise import GaussianProcessNoise, GridNoise, ICLPNoise
+from dpaudit.model.spaces import (
     Matern,
     brownian_motion_basis,
     kl_basis,
@@ -400,7 +400,7 @@ def test_faulty_sensitivity_claims_are_caught(name):
 def test_faulty_rough_mean_is_caught_by_the_compatibility_assertion():
     if "faulty/rough-mean-smooth-noise" not in FAULTY:
         pytest.skip("faulty/rough-mean-smooth-noise is not in the catalogue")
-    from dpaudit.datasets import example
+    from dpaudit.io.datasets import example
 
     mech = dpaudit.build("faulty/rough-mean-smooth-noise")
     with pytest.raises(CompatibilityViolation):

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dpaudit.spaces import CallableKernel, Exponential, Matern
+from dpaudit.model.spaces import CallableKernel, Exponential, Matern
 from dpaudit.testing.continuity import (
     ContinuityViolation,
     assert_path_continuity,

@@ -1,6 +1,6 @@
 """Worst-case neighbour search: it reaches the analytic worst cases and never exceeds them.
 
-The four acceptance summaries are built here from dpaudit.spaces primitives, each
+The four acceptance summaries are built here from dpaudit.model.spaces primitives, each
 with its analytic supremum of ``||f_D - f_D'||`` over replace-one neighbours:
 
 * sample mean of curves, ``||X_i||_{L2} <= tau``: ``2 tau / n`` (antipodal curves);
@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from dpaudit import Claim, Mechanism
-from dpaudit.spaces import (
+from dpaudit.model.spaces import (
     Gaussian,
     Matern,
     cameron_martin_norm,

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from dpaudit.adjacency import ADD_REMOVE, REPLACE_ONE, n_records
-from dpaudit.spaces import custom_grid, uniform_grid
+from dpaudit.model.adjacency import ADD_REMOVE, REPLACE_ONE, n_records
+from dpaudit.model.spaces import custom_grid, uniform_grid
 from dpaudit.testing import Box, L2Ball, Labels, Product, RecordSpace
 from dpaudit.testing.strategies import (
     cube_points,

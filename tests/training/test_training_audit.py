@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dpaudit
-from dpaudit.notions.claims import GDPClaim
+from dpaudit.model.claims import GDPClaim
 from dpaudit.training import (
     DiracCanaries,
     GradientCanary,

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from dpaudit.notions.conversions import gdp_epsilon
+from dpaudit.accounting.conversions import gdp_epsilon
 from dpaudit.training import (
     many_run_bound,
     one_run_bound,

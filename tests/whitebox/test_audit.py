@@ -18,8 +18,8 @@ from conftest import TEST_FAILURE_RATE
 
 import dpaudit
 from dpaudit import Claim, Mechanism
-from dpaudit.loss import noise_shift
-from dpaudit.noise import (
+from dpaudit.model.loss import noise_shift
+from dpaudit.model.noise import (
     GaussianProcessNoise,
     GridNoise,
     ICLPNoise,
@@ -27,7 +27,7 @@ from dpaudit.noise import (
     classical_gaussian_multiplier,
     gaussian_delta,
 )
-from dpaudit.spaces import (
+from dpaudit.model.spaces import (
     Gaussian,
     cameron_martin_norm,
     kl_basis,

@@ -14,8 +14,8 @@ import numpyro
 import numpyro.distributions as dist
 
 import dpaudit
-from dpaudit.noise.calibration import gaussian_delta
-from dpaudit.significance import BORDERLINE_P
+from dpaudit.accounting.calibration import gaussian_delta
+from dpaudit.estimation.significance import BORDERLINE_P
 
 N = 100
 TRUE_DELTA = float(gaussian_delta(1.0, 1.0))

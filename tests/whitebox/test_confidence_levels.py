@@ -4,15 +4,15 @@
   ``alpha / 2`` (the verdict reads the max over both directions, which then fails with
   probability at most ``alpha``); the curves' bounds at ``alpha / (2 G)`` per grid point
   (Bonferroni over ``G`` points and two directions). The test recomputes both from the kept
-  losses with :func:`dpaudit.pld.delta_bounds` at the stated level and compares to 1e-12.
-* **Calibration.** The exceedance rate of :func:`dpaudit.pld.delta_bounds` on simulated
+  losses with :func:`dpaudit.estimation.pld.delta_bounds` at the stated level and compares to 1e-12.
+* **Calibration.** The exceedance rate of :func:`dpaudit.estimation.pld.delta_bounds` on simulated
   hockey-stick terms of known mean, compared with its binomial band, sized so that a 2x
   level error is detected (power stated in the test's docstring).
 
 Mutations checked (each makes a test of this file fail): the failure probability at the
 claim ``alpha / 2 -> 5 alpha`` (``dpaudit/whitebox/run.py``), the per-point level
 ``alpha / (2 G) -> alpha / G``, and ``log(2 / alpha) -> log(1 / alpha)`` in the empirical
-Bernstein width (a 2x level error, ``dpaudit/pld.py``).
+Bernstein width (a 2x level error, ``dpaudit/estimation/pld.py``).
 """
 
 import jax.numpy as jnp
@@ -24,7 +24,7 @@ import scipy.stats
 from conftest import TEST_FAILURE_RATE
 
 import dpaudit
-from dpaudit.pld import delta_bounds, hockey_stick_terms
+from dpaudit.estimation.pld import delta_bounds, hockey_stick_terms
 
 
 def _laplace_mean():

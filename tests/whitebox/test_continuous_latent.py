@@ -1,4 +1,4 @@
-"""Continuous latent sites marginalised by their distribution (dpaudit.sites, issue 15 item 3).
+"""Continuous latent sites marginalised by their distribution (dpaudit.model.sites, issue 15 item 3).
 
 The adaptive SVT program (latent ``ThresholdNoise``, one ``NoisyComparison`` site per
 answer) is checked against the catalogue's ``SparseVector`` — the same algorithm written
@@ -15,9 +15,9 @@ import numpyro.distributions as dist
 import pytest
 
 import dpaudit
-from dpaudit.exact import log_density_error
-from dpaudit.noise import NoisyComparison, SparseVector, ThresholdNoise
-from dpaudit.sites import JointRelease
+from dpaudit.accounting.suprema import log_density_error
+from dpaudit.model.noise import NoisyComparison, SparseVector, ThresholdNoise
+from dpaudit.model.sites import JointRelease
 from mechanisms.composed.svt import svt_program_model
 
 CLAIM = dpaudit.Claim(epsilon=1.0)

@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 import pytest
 
-from dpaudit.loss import density_losses
-from dpaudit.noise.linear_laplace import AncestorLaplace
+from dpaudit.model.loss import density_losses
+from dpaudit.model.noise.linear_laplace import AncestorLaplace
 from dpaudit.whitebox.kernels import batched_density_losses
 from dpaudit.whitebox.plan import DENSITY_WORK_BYTES, density_batch_size, density_work_elements
 

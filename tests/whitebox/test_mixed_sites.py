@@ -15,8 +15,8 @@ import pytest
 from dp_accounting.pld import privacy_loss_distribution as dp_pld
 
 import dpaudit
-from dpaudit.composition import BoundedComposition
-from dpaudit.noise.linear_laplace import LinearLaplace
+from dpaudit.accounting.composition import BoundedComposition
+from dpaudit.model.noise.linear_laplace import LinearLaplace
 from dpaudit.whitebox.plan import site_accounting
 
 N = 10

@@ -18,8 +18,8 @@ import pytest
 import scipy.stats
 
 import dpaudit
-from dpaudit.sites import MAX_ENUMERATION, JointRelease
-from dpaudit.whitebox.shift import joint_noise_shift
+from dpaudit.model.shift import joint_noise_shift
+from dpaudit.model.sites import MAX_ENUMERATION, JointRelease
 
 N, EPSILON = 10, 1.0
 D, D_PRIME = jnp.zeros(N), jnp.zeros(N).at[0].set(1.0)

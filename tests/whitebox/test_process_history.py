@@ -1,6 +1,6 @@
 """An audit's results do not depend on what the process ran before it.
 
-The jitted steps, the distribution-tracing fallback (``dpaudit.densities``) and the
+The jitted steps, the distribution-tracing fallback (``dpaudit.model.densities``) and the
 compilation caches outlive an audit. A cache keyed on something that ignores parameter
 values, a compiled step closing over a previous audit's noise, or kept losses that view a
 buffer later reused would make the same audit give other numbers after other audits. Here
@@ -29,7 +29,7 @@ import scipy.stats
 
 import dpaudit
 from dpaudit import Claim, Mechanism
-from dpaudit.notions import ZCDPClaim
+from dpaudit.model.claims import ZCDPClaim
 
 N = 10
 DATA, DATA_PRIME = jnp.zeros(N), jnp.zeros(N).at[0].set(1.0)

@@ -16,8 +16,8 @@ import pytest
 from numpyro.distributions.transforms import AffineTransform
 
 import dpaudit
-from dpaudit.densities import site_log_prob
-from dpaudit.sites import supported_log_prob
+from dpaudit.model.densities import site_log_prob
+from dpaudit.model.sites import supported_log_prob
 from mechanisms.faulty import example_pair
 from mechanisms.faulty.support import truncated_laplace_moved_mass
 

@@ -14,9 +14,9 @@ import numpyro.distributions as dist
 import pytest
 
 import dpaudit
-from dpaudit.cli import EXIT_INVALID, main
-from dpaudit.composition import GaussianComponent
-from dpaudit.subsampling import SubsampledComponent, subsampled_accounting
+from dpaudit.accounting.composition import GaussianComponent
+from dpaudit.accounting.subsampling import SubsampledComponent, subsampled_accounting
+from dpaudit.cli.main import EXIT_INVALID, main
 from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.plan import plan_audit
 

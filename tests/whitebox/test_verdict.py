@@ -2,7 +2,7 @@
 
 Each row calls the pure ``verdict`` function with small hand-built records: no audit runs.
 
-The round-off tolerances (:mod:`dpaudit.roundoff`) are pinned from both sides: rows at
+The round-off tolerances (:mod:`dpaudit.core.roundoff`) are pinned from both sides: rows at
 half the computation's error bound above the claim pass (a tolerance removed reads them as
 violations) and rows at three times the bound are violations (a tolerance loosened tenfold
 passes them). Mutations checked: ``sup_loss_tolerance`` returning 0 fails "5 Laplace
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from dpaudit import Certificate, Claim, Compatibility
-from dpaudit.accounting import ExactAccounting
-from dpaudit.compatibility import SeriesEvidence
+from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.model.compatibility import SeriesEvidence
 from dpaudit.whitebox.summaries import DeltaSummary
 from dpaudit.whitebox.verdict import clamp_pass_lower_bound, delta_tolerance, verdict
 

@@ -44,7 +44,7 @@ from dpaudit.blackbox.statistics.floats import (
 )
 from dpaudit.blackbox.statistics.reference import model_statistic
 from dpaudit.blackbox.statistics.resolution import STATISTIC_RESOLUTION, snap
-from dpaudit.mechanism import Mechanism
+from dpaudit.model.mechanism import Mechanism
 
 __all__ = [
     "CLASSIFIERS",
@@ -148,7 +148,7 @@ def fit_statistics(
             :func:`~dpaudit.blackbox.statistics.features.fit_standard_features` (fitted on
             the training half; :func:`float_bit_features` for ``"bits"``).
         settings: :func:`classifier_settings`.
-        progress: a :class:`dpaudit.progress.ProgressBar`.
+        progress: a :class:`dpaudit.core.progress.ProgressBar`.
         optional: kinds that may find no fit (``"float"`` under ``"auto"``): ``None`` then.
 
     Returns:

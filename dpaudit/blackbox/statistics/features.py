@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.checks import check_count
+from dpaudit.core.checks import check_count
 
 __all__ = ["feature_description", "fit_standard_features", "identity_features", "kl_features"]
 
@@ -49,7 +49,7 @@ _SCALE_FLOOR = 1e-6
 def kl_features(basis, n_components: int | None = None, *, whiten: bool = True) -> Callable:
     """Features of grid releases: their Karhunen–Loève coefficients ``<x, phi_k>``.
 
-    ``basis`` is a :class:`~dpaudit.spaces.KarhunenLoeveBasis` on the release
+    ``basis`` is a :class:`~dpaudit.model.spaces.KarhunenLoeveBasis` on the release
     grid. With ``whiten`` the coefficients are divided by ``sqrt(lambda_k)``, so
     that Gaussian-process or ICLP noise has unit-scale coordinates and a shift of
     the mean becomes a direction the classifier can find.

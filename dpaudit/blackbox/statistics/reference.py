@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.blackbox.statistics.resolution import snap
-from dpaudit.densities import combine_log_probs, site_log_prob, traced_or_closed
-from dpaudit.mechanism import Mechanism
+from dpaudit.model.densities import combine_log_probs, site_log_prob, traced_or_closed
+from dpaudit.model.mechanism import Mechanism
 
 __all__ = ["model_statistic"]
 

@@ -1,0 +1,1335 @@
+r"""Exact or numerically conservative accounting of compositions of independent releases.
+
+A release made of several independent, non-adaptive parts (sites, queries, steps)
+has a privacy loss that is the *sum* of independent per-part losses, so its
+privacy-loss distribution (PLD) is the convolution of the per-part PLDs.
+:func:`compose_accounting` takes the parts (one
+:class:`~dpaudit.model.shift.NoiseShift` per site, an
+:class:`~dpaudit.accounting.profiles.ExactAccounting`, or a *component* of this module or of
+:mod:`dpaudit.accounting.subsampling`) and returns one
+:class:`~dpaudit.accounting.profiles.ExactAccounting` with upper and lower bounds on the
+hockey-stick curve ``delta(epsilon)`` and on ``epsilon(delta)``:
+
+* **Gaussian parts only**: exact. The losses ``N(mu_i^2/2, mu_i^2)`` sum to
+  ``N(mu^2/2, mu^2)`` with ``mu = sqrt(sum_i mu_i^2)``.
+* **Anything else**: numerically, on a grid of spacing ``discretization``.
+  Every Gaussian part is first merged into one Gaussian (exact), which is then
+  discretised like any other component:
+
+  - the *upper* curve composes pessimistic per-component pmfs: Doroshenko et
+    al.'s connect-the-dots pmf (Laplace, Gaussian, subsampled mechanisms), whose
+    curve equals the true curve at the grid epsilons and lies above it in between,
+    with the loss mass above the top grid point sent to ``+inf``; or the
+    randomized-response pair of a component known only through its supremum;
+  - the *lower* curve composes per-component losses rounded *down* to the grid,
+    with the mass below the bottom grid point dropped.
+
+Why this is sound, direction by direction. With ``X_i = e^{-L_i}`` independent
+under ``P``, ``delta(epsilon) = E[(1 - e^epsilon prod_i X_i)_+]``. Fixing all parts
+but one, the expectation is ``E[(1 - s X_1)_+]`` for some ``s >= 0``, i.e. the
+one-part curve at ``log s``. So replacing one part's law by a (non-negative,
+possibly sub- or super-normalised) pmf whose curve is ``>=`` (``<=``) the true one
+at *every real* epsilon can only raise (lower) the composed curve; doing this
+part by part proves the bound. Moving mass to larger losses, to ``+inf``, or adding
+mass raises every curve; moving mass to smaller losses or dropping it lowers it.
+
+Equal components are composed by a **power path**: one real FFT of the pmf on a
+window chosen by a Chernoff bound, the ``count``-th power by repeated squaring
+of the spectrum, one inverse FFT (:func:`self_compose_pmf`). Mass outside the
+window wraps around (aliasing); the Chernoff bound of the upper tail is added to
+the ``+inf`` mass (upper curve) and that of the lower tail to the round-off margin
+(lower curve). Distinct components are then convolved all at once
+(:func:`~dpaudit.accounting.profiles.compose_pmfs`) and the composed pmf's negligible tails
+are folded (upper: lower tail moved up to the first kept point, upper tail to
+``+inf``; lower: upper tail moved down to the last kept point, lower tail dropped).
+
+Many distinct components (at least ``_TREE_MIN_LEAVES`` pmfs) take a faster route:
+Laplace pmfs in closed form (a few ulp per mass instead of ``2^-52 / d``), and the
+pmfs whose support is at most about four standard deviations wide convolved by a
+balanced tree of batched real FFTs in which every pair is convolved cyclically on a
+*window* around its mean when its support is wider: the exact sum of the leaves below
+a pair has sub-Gaussian tails by Hoeffding's lemma, so the mass outside the window
+is bounded, and it is moved the safe way (upper curve: the part from above also to
+``+inf``; lower curve: the part from below subtracted from every delta). See
+:func:`_windowed_tree` and ``docs/composition.md``.
+
+Round-off. A convolution of output length ``N`` adds ``N * 2^-52`` to the margin
+(as :func:`~dpaudit.accounting.profiles.laplace_pld` does); the power path adds
+``4 * 2^-52 * count * log2(n) * sqrt(n) * ||p||_2`` for an FFT of length ``n``, the
+normwise FFT error bound (``||err|| <= c eps log2 n ||x||``) carried through the
+power (``|a^k - b^k| <= k |a - b|`` for ``|a|, |b| <= 1``) and back to the sum of
+absolute errors of the ``n`` outputs (Cauchy-Schwarz), with ``c = 4``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.fft
+import scipy.special
+
+from dpaudit.accounting.profiles import (
+    DiscretePLD,
+    ExactAccounting,
+    compose_pmfs,
+    gaussian_curve,
+    gaussian_mu,
+    laplace_delta,
+    laplace_parameters,
+    laplace_pld,
+    laplace_pmfs,
+)
+from dpaudit.core.roundoff import gaussian_curve_error, shift_errors
+from dpaudit.core.serialize import json_float
+
+__all__ = [
+    "BoundedComposition",
+    "GaussianComponent",
+    "LaplaceComponent",
+    "SupremumComponent",
+    "components_of",
+    "compose_accounting",
+    "connect_dots_pmf",
+    "exact_accounting",
+    "fold_tails",
+    "rounded_down_pmf",
+    "self_compose_pmf",
+    "upper_curve_values",
+]
+
+_EPS = float(np.finfo(np.float64).eps)
+
+# Curves without a derived error bound (the subsampled mixtures of dpaudit.subsampling) are
+# inflated by 1e-12 relative plus 1e-300; a Gaussian component's curve adds the error bound
+# of its evaluation (dpaudit.core.roundoff.gaussian_curve_error) instead.
+_CURVE_RTOL = 1e-12
+
+# Chernoff orders for the power-path window, relative to the order that is best for a
+# Gaussian-shaped sum: 1/30 (heavy right tails of subsampled losses) to 3; consecutive
+# orders differ by a factor 1.9, which widens the window by under 20 % over the best order.
+_CHERNOFF_ORDERS = np.geomspace(1.0 / 30.0, 3.0, 8)
+
+# Compositions of at least this many distinct pmfs use closed-form Laplace pmfs and the
+# windowed tree (:func:`_windowed_tree`); below it the plain convolution (compose_pmfs) is
+# cheap, and results of small compositions stay as they were, bit for bit.
+_TREE_MIN_LEAVES = 32
+# L1 round-off of one closed-form Laplace pmf (:func:`_laplace_upper_pmfs`): interior
+# masses to a few ulp relative (at most 4 ulp of the total mass), the four edge masses to
+# a few ulp absolute each; 64 ulp bound both with room to spare.
+_CLOSED_FORM_MARGIN = 64 * _EPS
+# One batch of the tree's FFTs holds at most this many float64 per input matrix (32 MiB),
+# and pairs whose FFT length is at least this fraction of the batch's (padding <= 25 %).
+_BATCH_ELEMENTS = 1 << 22
+_BATCH_RATIO = 0.8
+# The tree stops at this many nodes, which go into one last cyclic product with the long
+# pmfs: one FFT each at the final window length costs less than the last levels of pairs.
+_FINAL_FAN_IN = 16
+
+
+def _check_discretization(discretization) -> float:
+    if isinstance(discretization, bool) or not isinstance(discretization, int | float):
+        raise TypeError(f"discretization must be a number, got {type(discretization).__name__}.")
+    if not (math.isfinite(discretization) and discretization > 0):
+        raise ValueError(f"discretization must be a finite number > 0, got {discretization!r}.")
+    return float(discretization)
+
+
+def _check_tail(tail_mass) -> float:
+    if isinstance(tail_mass, bool) or not isinstance(tail_mass, int | float):
+        raise TypeError(f"tail_mass must be a number, got {type(tail_mass).__name__}.")
+    if not (0 < tail_mass <= 1e-3):
+        raise ValueError(
+            f"tail_mass must lie in (0, 1e-3], got {tail_mass!r}: it is the mass the "
+            "composition may fold into +inf, so it bounds the extra delta of the upper curve."
+        )
+    return float(tail_mass)
+
+
+def upper_curve_values(deltas, errors=None) -> np.ndarray:
+    """Curve values evaluated in float64, inflated to upper bounds of the exact values.
+
+    Args:
+        deltas: evaluated ``delta`` values.
+        errors: bounds on their absolute evaluation errors (for a Gaussian curve,
+            :func:`dpaudit.core.roundoff.gaussian_curve_error`), or ``None`` for a relative
+            ``1e-12`` (curves whose evaluation has no derived bound).
+
+    Returns:
+        ``min(1, delta + error + 1e-300)``.
+    """
+    deltas = np.asarray(deltas, dtype=np.float64)
+    if errors is None:
+        return np.minimum(deltas * (1 + _CURVE_RTOL) + 1e-300, 1.0)
+    return np.minimum(deltas + np.asarray(errors, dtype=np.float64) + 1e-300, 1.0)
+
+
+def connect_dots_pmf(deltas, lo: int, discretization: float) -> tuple[int, np.ndarray, float]:
+    r"""Pessimistic connect-the-dots pmf on the grid ``discretization * (lo + k)``.
+
+    Doroshenko et al. (2022, Alg. 1) with equally spaced epsilons: the masses make
+    the pmf's curve equal ``deltas`` at the grid epsilons, the chord in
+    ``e^epsilon`` between them, the chord from ``(e^epsilon = 0, delta = 1)`` below
+    the grid, and ``deltas[-1]`` (the ``+inf`` mass) above it. Hockey-stick curves are
+    convex in ``e^epsilon``, so when ``deltas`` bound a true curve from above at the
+    grid epsilons the pmf's curve bounds it at every real epsilon. Negative masses
+    (round-off) are set to 0, which only raises the curve.
+
+    Args:
+        deltas: ``(n,)`` non-increasing upper bounds on the curve at the grid epsilons.
+        lo: grid index of the first epsilon.
+        discretization: grid spacing.
+
+    Returns:
+        ``(lo, probs, infinity_mass)``.
+
+    Example:
+        >>> lo, p, inf = connect_dots_pmf(np.array([0.5, 0.0]), 0, 1.0)
+        >>> round(float(p.sum() + inf), 6) >= 1.0
+        True
+    """
+    deltas = np.minimum.accumulate(np.clip(np.asarray(deltas, dtype=np.float64), 0.0, 1.0))
+    if deltas.size == 1:
+        return int(lo), np.array([1.0 - deltas[0]]), float(deltas[0])
+    em1 = math.expm1(discretization)
+    diffs = np.diff(deltas)
+    probs = np.empty(deltas.size)
+    probs[1:-1] = (diffs[1:] - math.exp(discretization) * diffs[:-1]) / em1
+    probs[0] = 1.0 - deltas[0] + diffs[0] / em1
+    probs[-1] = diffs[-1] / math.expm1(-discretization)
+    return int(lo), np.maximum(probs, 0.0), float(deltas[-1])
+
+
+def rounded_down_pmf(survival, lo: int, hi: int, discretization: float):
+    """Losses rounded down to the grid from ``S(e) = P(L >= e)`` (or ``P(L > e)``).
+
+    Bin ``k`` (``lo <= k < hi``) gets ``S(k d) - S((k+1) d)`` at ``k d``; the top bin
+    gets ``S(hi d)``; the mass below ``lo d`` is dropped. Every loss moves down or
+    disappears, so the curve is a lower bound at every epsilon.
+
+    Args:
+        survival: vectorised ``e -> P(L >= e)`` under ``P`` (finite losses only).
+        lo: first grid index.
+        hi: last grid index (``>= lo``).
+        discretization: grid spacing ``d``.
+
+    Returns:
+        ``(lo, probs)``.
+    """
+    edges = discretization * np.arange(lo, hi + 1)
+    s = np.asarray(survival(edges), dtype=np.float64)
+    probs = np.empty(s.size)
+    probs[:-1] = s[:-1] - s[1:]
+    probs[-1] = s[-1]
+    return int(lo), np.maximum(probs, 0.0)
+
+
+# ---------------------------------------------------------------- components
+
+
+@dataclasses.dataclass(frozen=True)
+class GaussianComponent:
+    """The loss ``N(mu^2/2, mu^2)`` of a Gaussian mechanism with ``mu = Delta / sigma``.
+
+    Attributes:
+        mu: the Gaussian loss parameter (:func:`~dpaudit.accounting.profiles.gaussian_mu`).
+    """
+
+    mu: float
+    family = "gaussian"
+    symmetric = True
+
+    def sup_loss(self, forward: bool = True) -> float:
+        """``ess sup L``: ``inf`` unless ``mu = 0``.
+
+        Args:
+            forward: the direction (both are equal).
+
+        Returns:
+            The supremum.
+        """
+        return math.inf if self.mu > 0 else 0.0
+
+    def curve(self, epsilon, forward: bool = True) -> np.ndarray:
+        """The exact curve (:func:`~dpaudit.accounting.profiles.gaussian_curve`).
+
+        Args:
+            epsilon: epsilon(s).
+            forward: the direction (both are equal).
+
+        Returns:
+            ``delta(epsilon)``.
+        """
+        return gaussian_curve(epsilon, self.mu)
+
+    def survival(self, t, under_p: bool = True) -> np.ndarray:
+        """``P(L >= t)`` (``under_p``) or ``Q(L >= t)``: ``L ~ N(+-mu^2/2, mu^2)``.
+
+        Args:
+            t: loss value(s).
+            under_p: the law ``P`` (mean ``+mu^2/2``) or ``Q`` (mean ``-mu^2/2``).
+
+        Returns:
+            The survival probabilities.
+        """
+        m = 0.5 * self.mu**2 if under_p else -0.5 * self.mu**2
+        return scipy.special.ndtr((m - np.asarray(t, dtype=np.float64)) / self.mu)
+
+    def loss_range(self, tail: float, under_p: bool = True) -> tuple[float, float]:
+        """``[lo, hi]`` outside which each tail of ``L`` has mass ``<= tail``.
+
+        Args:
+            tail: the tail mass.
+            under_p: the law of ``L`` (as in :meth:`survival`).
+
+        Returns:
+            ``(lo, hi)``.
+        """
+        z = -float(scipy.special.ndtri(tail))
+        m = 0.5 * self.mu**2 if under_p else -0.5 * self.mu**2
+        return m - z * self.mu, m + z * self.mu
+
+    def upper_pmf(self, discretization: float, tail: float, forward: bool = True):
+        """Connect-the-dots pmf on ``[lo, hi]`` of :meth:`loss_range` (``delta(hi) <= tail``).
+
+        Args:
+            discretization: grid spacing.
+            tail: mass allowed above the grid (sent to ``+inf``).
+            forward: the direction (both are equal).
+
+        Returns:
+            ``(offset, probs, infinity_mass)``.
+        """
+        if self.mu == 0:
+            return 0, np.ones(1), 0.0
+        lo, hi = self.loss_range(tail)
+        k_lo, k_hi = math.floor(lo / discretization), math.ceil(hi / discretization)
+        grid = discretization * np.arange(k_lo, k_hi + 1)
+        deltas = upper_curve_values(self.curve(grid), gaussian_curve_error(grid, self.mu))
+        return connect_dots_pmf(deltas, k_lo, discretization)
+
+    def lower_pmf(self, discretization: float, tail: float, forward: bool = True):
+        """Losses rounded down on ``[lo, hi]`` of :meth:`loss_range`.
+
+        Args:
+            discretization: grid spacing.
+            tail: mass allowed below the grid (dropped).
+            forward: the direction (both are equal).
+
+        Returns:
+            ``(offset, probs)``.
+        """
+        if self.mu == 0:
+            return 0, np.ones(1)
+        lo, hi = self.loss_range(tail)
+        k_lo, k_hi = math.floor(lo / discretization), math.floor(hi / discretization)
+        return rounded_down_pmf(self.survival, k_lo, k_hi, discretization)
+
+
+@dataclasses.dataclass(frozen=True)
+class LaplaceComponent:
+    """The loss ``|u + a| - |u|``, ``u ~ Lap(0, 1)``, of a Laplace mechanism with ``a = Delta / b``.
+
+    Attributes:
+        a: the loss parameter (:func:`~dpaudit.accounting.profiles.laplace_parameters`).
+    """
+
+    a: float
+    family = "laplace"
+    symmetric = True
+
+    def sup_loss(self, forward: bool = True) -> float:
+        """``ess sup L = a``.
+
+        Args:
+            forward: the direction (both are equal).
+
+        Returns:
+            ``a``.
+        """
+        return float(self.a)
+
+    def curve(self, epsilon, forward: bool = True) -> np.ndarray:
+        """The exact curve (:func:`~dpaudit.accounting.profiles.laplace_delta`).
+
+        Args:
+            epsilon: epsilon(s).
+            forward: the direction (both are equal).
+
+        Returns:
+            ``delta(epsilon)``.
+        """
+        return laplace_delta(epsilon, self.a)
+
+    def survival(self, t, under_p: bool = True) -> np.ndarray:
+        """``P(L >= t)`` or ``Q(L >= t)`` (atoms at ``+-a``, density ``e^{(+-l - a)/2}/4`` between).
+
+        Args:
+            t: loss value(s).
+            under_p: the law ``P`` (atom ``1/2`` at ``+a``) or ``Q`` (atom ``1/2`` at ``-a``).
+
+        Returns:
+            The survival probabilities.
+        """
+        t = np.asarray(t, dtype=np.float64)
+        a = float(self.a)
+        if under_p:
+            mid = 1.0 - 0.5 * np.exp(0.5 * (np.clip(t, -a, a) - a))
+            return np.where(t <= -a, 1.0, np.where(t > a, 0.0, mid))
+        mid = 0.5 * np.exp(0.5 * (-np.clip(t, -a, a) - a))
+        return np.where(t <= -a, 1.0, np.where(t > a, 0.0, mid))
+
+    def loss_range(self, tail: float, under_p: bool = True) -> tuple[float, float]:
+        """The support ``[-a, a]``.
+
+        Args:
+            tail: unused (the support is bounded).
+            under_p: unused.
+
+        Returns:
+            ``(-a, a)``.
+        """
+        return -float(self.a), float(self.a)
+
+    def upper_pmf(self, discretization: float, tail: float, forward: bool = True):
+        """Connect-the-dots pmf (:func:`~dpaudit.accounting.profiles.laplace_pmfs`).
+
+        Args:
+            discretization: grid spacing.
+            tail: unused (no mass above ``a``).
+            forward: the direction (both are equal).
+
+        Returns:
+            ``(offset, probs, 0.0)``.
+        """
+        if self.a == 0:
+            return 0, np.ones(1), 0.0
+        offset, probs = laplace_pmfs(np.array([self.a]), discretization, "pessimistic")[0]
+        return offset, probs, 0.0
+
+    def lower_pmf(self, discretization: float, tail: float, forward: bool = True):
+        """Losses rounded down (:func:`~dpaudit.accounting.profiles.laplace_pmfs`).
+
+        Args:
+            discretization: grid spacing.
+            tail: unused.
+            forward: the direction (both are equal).
+
+        Returns:
+            ``(offset, probs)``.
+        """
+        if self.a == 0:
+            return 0, np.ones(1)
+        return laplace_pmfs(np.array([self.a]), discretization, "optimistic")[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class SupremumComponent:
+    """A part known only through ``sup L <= epsilon`` in both directions (pure epsilon-DP).
+
+    Every epsilon-DP pair is dominated by randomized response with that epsilon
+    (Kairouz et al. 2015): its loss is ``+epsilon`` with mass ``e^eps / (1 + e^eps)``
+    and ``-epsilon`` otherwise. The lower curve of such a part is that of
+    identical laws (dropping a part is post-processing, so the rest's lower curve
+    stays a lower bound).
+
+    Attributes:
+        epsilon: the certified upper bound on the supremum of the loss.
+    """
+
+    epsilon: float
+    family = "supremum"
+    symmetric = True
+
+    def sup_loss(self, forward: bool = True) -> float:
+        """The bound ``epsilon``.
+
+        Args:
+            forward: the direction (both are equal).
+
+        Returns:
+            ``epsilon``.
+        """
+        return float(self.epsilon)
+
+    def curve(self, epsilon, forward: bool = True) -> np.ndarray:
+        """Randomized response's curve: ``(e^S - e^eps)/(1 + e^S)`` on ``[-S, S]``.
+
+        Args:
+            epsilon: epsilon(s).
+            forward: the direction (both are equal).
+
+        Returns:
+            ``delta(epsilon)`` of the dominating pair.
+        """
+        e = np.asarray(epsilon, dtype=np.float64)
+        s = float(self.epsilon)
+        p_top = 1.0 / (1.0 + math.exp(-s))
+        top = p_top * -np.expm1(np.minimum(e - s, 0.0))
+        bottom = (1.0 - p_top) * -np.expm1(np.minimum(e + s, 0.0))
+        return top + bottom
+
+    def upper_pmf(self, discretization: float, tail: float, forward: bool = True):
+        """Randomized response with both atoms rounded up to the grid.
+
+        Args:
+            discretization: grid spacing.
+            tail: unused.
+            forward: the direction (both are equal).
+
+        Returns:
+            ``(offset, probs, 0.0)``.
+        """
+        s = float(self.epsilon)
+        lo, hi = math.ceil(-s / discretization), math.ceil(s / discretization)
+        probs = np.zeros(hi - lo + 1)
+        p_top = 1.0 / (1.0 + math.exp(-s))
+        probs[-1] += p_top
+        probs[0] += 1.0 - p_top
+        return lo, probs, 0.0
+
+    def lower_pmf(self, discretization: float, tail: float, forward: bool = True):
+        """Identical laws (the loss 0): nothing is known below the supremum.
+
+        Args:
+            discretization: grid spacing.
+            tail: unused.
+            forward: unused.
+
+        Returns:
+            ``(0, [1.0])``.
+        """
+        return 0, np.ones(1)
+
+
+_SINGULAR = "singular"
+
+
+def components_of(part) -> list:
+    """The ``(component, count)`` pairs of one part of a composition.
+
+    Args:
+        part: a :class:`~dpaudit.model.shift.NoiseShift` (one release site of
+            shifted Gaussian/ICLP/Laplace noise: Gaussian coordinates merge into one
+            ``mu``, Laplace coordinates give one component per distinct ``a_j``), an
+            :class:`~dpaudit.accounting.profiles.ExactAccounting`, a
+            :class:`~dpaudit.accounting.suprema.SupremumAccounting` (pure: randomized response
+            dominates it), or a component (:class:`GaussianComponent`,
+            :class:`LaplaceComponent`, :class:`SupremumComponent`,
+            :class:`~dpaudit.accounting.subsampling.SubsampledComponent`).
+
+    Returns:
+        A list of ``(component, count)``; ``[("singular", 1)]`` for mutually singular laws.
+
+    Raises:
+        TypeError: for anything else.
+        ValueError: for a supremum-only part with an infinite supremum.
+    """
+    if hasattr(part, "upper_pmf") and hasattr(part, "lower_pmf"):
+        return [(part, 1)]
+    if all(hasattr(part, name) for name in ("shift", "eigenvalues", "sigma", "singular")):
+        if part.singular:
+            return [(_SINGULAR, 1)]
+        if part.family == "gaussian":
+            return [(GaussianComponent(gaussian_mu(part.shift, part.eigenvalues, part.sigma)), 1)]
+        return _laplace_groups(laplace_parameters(part.shift, part.eigenvalues, part.sigma))
+    family = getattr(part, "family", None)
+    if family == "singular":
+        return [(_SINGULAR, 1)]
+    if family == "supremum":
+        if not math.isfinite(part.sup_loss):
+            raise ValueError(
+                "cannot compose a part whose only evidence is an infinite supremum of the "
+                "loss; give its noise structure (a NoiseShift) or its accounting instead."
+            )
+        return [(SupremumComponent(float(part.sup_loss)), 1)]
+    if isinstance(part, ExactAccounting):
+        if part.components is not None:
+            return list(part.components)
+        if family == "gaussian":
+            return [(GaussianComponent(float(part.mu)), 1)]
+        return _laplace_groups(part.laplace_parameters)
+    raise TypeError(
+        f"cannot compose a {type(part).__name__}: give a NoiseShift, an ExactAccounting, "
+        "a SupremumAccounting or a component (GaussianComponent, LaplaceComponent, "
+        "SupremumComponent, SubsampledComponent)."
+    )
+
+
+def _laplace_groups(a) -> list:
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    values, counts = np.unique(a[a > 0], return_counts=True)
+    return [(LaplaceComponent(float(v)), int(c)) for v, c in zip(values, counts, strict=True)]
+
+
+# ------------------------------------------------------------- pmf algebra
+
+
+def _log_mgf(orders: np.ndarray, idx: np.ndarray, logp: np.ndarray) -> np.ndarray:
+    """``log sum_i p_i e^(order idx_i)`` for every order (a plain, stable log-sum-exp)."""
+    exponents = orders[:, None] * idx[None, :] + logp[None, :]
+    top = exponents.max(axis=1)
+    return top + np.log(np.exp(exponents - top[:, None]).sum(axis=1))
+
+
+def _chernoff_window(probs: np.ndarray, count: int, discretization: float, tail: float):
+    """Index window ``[lo, hi]`` of the ``count``-fold sum and bounds on the mass outside."""
+    m = probs.size
+    support = np.flatnonzero(probs)
+    logp = np.log(probs[support])
+    idx = support.astype(np.float64)
+    weights = probs[support] / float(np.sum(probs[support]))
+    spread = math.sqrt(max(float(np.sum(weights * (idx - np.sum(weights * idx)) ** 2)), 1e-300))
+    # For a near-Gaussian sum the best order is about z / (sqrt(count) spread) with z ~ 9
+    # (tails of 1e-19); skewed pmfs want flatter orders for their heavy tail. Any order gives
+    # a valid bound; these only decide how tight the window is.
+    lam = 9.0 / (math.sqrt(count) * spread) * _CHERNOFF_ORDERS
+    log_mgf_up = _log_mgf(lam, idx, logp)
+    log_mgf_down = _log_mgf(-lam, idx, logp)
+    top = count * (m - 1)
+    log_tail = math.log(0.5 * tail)
+    hi = min(top, math.ceil(float(np.min((count * log_mgf_up - log_tail) / lam))))
+    lo = max(0, math.floor(float(np.max(-(count * log_mgf_down - log_tail) / lam))))
+    hi = max(hi, lo)
+    # P(S >= hi + 1) <= e^{count log M(l) - l (hi + 1)}; P(S <= lo - 1) likewise from below.
+    log_upper = float(np.min(count * log_mgf_up - lam * (hi + 1)))
+    log_lower = float(np.min(count * log_mgf_down + lam * (lo - 1)))
+    upper = 0.0 if hi >= top else math.exp(min(log_upper, 0.0))
+    lower = 0.0 if lo <= 0 else math.exp(min(log_lower, 0.0))
+    return lo, hi, upper + lower
+
+
+def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail: float):
+    """The ``count``-fold convolution of a pmf with itself by one FFT power.
+
+    Args:
+        offset: grid index of ``probs[0]``.
+        probs: ``(m,)`` non-negative masses (finite losses; the ``+inf`` mass is the
+            caller's).
+        count: the number of copies, ``>= 1``.
+        discretization: grid spacing (for the Chernoff orders).
+        tail: target mass outside the window, split between the two tails.
+
+    Returns:
+        ``(offset, probs, margin)``: ``margin`` bounds the sum over all grid points of
+        the absolute error (round-off and the wrapped tails), to be added to
+        (upper) or subtracted from (lower) every ``delta``.
+
+    Example:
+        >>> off, p, margin = self_compose_pmf(0, np.array([0.5, 0.5]), 3, 1.0, 1e-15)
+        >>> np.round(p, 12).tolist(), margin < 1e-12
+        ([0.125, 0.375, 0.375, 0.125], True)
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    if count == 1:
+        return int(offset), probs, 0.0
+    lo, hi, outside = _chernoff_window(probs, count, discretization, tail)
+    n = hi - lo + 1
+    n_fft = scipy.fft.next_fast_len(max(n, probs.size), real=True)
+    spec = scipy.fft.rfft(probs, n=n_fft)
+    log_n = math.log2(n_fft)
+    # Componentwise FFT error <= c eps log2(n) ||p||_1 per coefficient; through the power,
+    # |a^k - b^k| <= k max(|a|, |b|)^(k-1) |a - b|; Parseval (rfft: each coefficient twice)
+    # turns the coefficient errors into the L2, then (Cauchy-Schwarz) L1 error of the outputs.
+    perturbation = 4 * _EPS * log_n * float(np.sum(probs))
+    growth = np.exp((count - 1) * np.log(np.minimum(np.abs(spec) + perturbation, 1 + 1e-3)))
+    power_error = perturbation * count * math.sqrt(2.0 * float(np.sum(growth * growth)))
+    result = np.ones_like(spec)
+    k = count
+    while True:  # repeated squaring of the spectrum
+        if k & 1:
+            result *= spec
+        k >>= 1
+        if not k:
+            break
+        spec *= spec
+    out = scipy.fft.irfft(result, n=n_fft)
+    inverse_error = 4 * _EPS * log_n * math.sqrt(n_fft * float(np.sum(out * out)))
+    out = np.maximum(np.roll(out, -lo)[:n], 0.0)
+    return int(offset) * count + lo, out, power_error + inverse_error + outside
+
+
+def fold_tails(offset: int, probs, budget: float, *, pessimistic: bool):
+    """Fold the negligible tails of a pmf into its edges, the safe way.
+
+    Up to ``budget / 2`` of mass is taken from each end. Pessimistic (upper curve):
+    the lower tail moves up to the first kept point and the upper tail goes to
+    ``+inf``. Optimistic (lower curve): the upper tail moves down to the last kept
+    point and the lower tail is dropped.
+
+    Args:
+        offset: grid index of ``probs[0]``.
+        probs: ``(N,)`` masses.
+        budget: the total mass that may be moved.
+        pessimistic: the direction of the rounding.
+
+    Returns:
+        ``(offset, probs, infinity_mass_added)``.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    half = 0.5 * budget
+    cumulative = np.cumsum(probs)
+    total = float(cumulative[-1])
+    left = min(int(np.searchsorted(cumulative, half, side="right")), probs.size - 1)
+    # the suffix after index j has mass total - cumulative[j]; keep up to the first j
+    # whose suffix is <= half
+    right = int(np.searchsorted(cumulative, total - half, side="left")) + 1
+    right = min(max(right, left + 1), probs.size)
+    kept = probs[left:right].copy()
+    head, tail = float(np.sum(probs[:left])), float(np.sum(probs[right:]))
+    if pessimistic:
+        kept[0] += head
+        return int(offset) + left, kept, tail
+    kept[-1] += tail
+    return int(offset) + left, kept, 0.0
+
+
+# ------------------------------------------- closed-form Laplace pmfs (many components)
+
+
+def _grid_minus(k: np.ndarray, d: float, x: np.ndarray) -> np.ndarray:
+    """``k d - x`` for integers ``|k| < 2^26`` and ``x`` within a factor 2 of ``k d``, to ~1 ulp.
+
+    ``k d`` is split exactly into ``p + err`` (Dekker's product with Veltkamp's split of
+    ``d``: ``k`` has at most 26 significant bits, so ``k d_hi`` and ``k d_lo`` are exact),
+    and ``p - x`` is exact by Sterbenz's lemma. The masses at the edges of a Laplace pmf
+    depend on ``k d - x`` with weight ``1 / d``, so a plain ``k * d - x`` (absolute error
+    ``2^-53 |x|``) would cost ``2^-53 |x| / d`` of mass per edge point.
+    """
+    p = k * d
+    c = 134217729.0 * d  # 2^27 + 1
+    d_hi = c - (c - d)
+    err = (k * d_hi - p) + k * (d - d_hi)
+    return (p - x) + err
+
+
+def _laplace_grid(a: np.ndarray, d: float, *, upper: bool):
+    """Grid index ranges of Laplace pmfs with the edge conditions checked exactly.
+
+    Upper (connect-the-dots): ``lo d <= -a < (lo + 1) d`` and ``(hi - 1) d < a <= hi d``
+    exactly. Lower (rounded down): ``floor(-+a / d)`` in floating point, as
+    :func:`~dpaudit.accounting.profiles.laplace_pmfs`: when ``a / d`` rounds to an integer ``k``
+    the atom at ``-+a`` may sit up to ``2^-52 a`` below ``k d`` and moves up by that much,
+    which moves the curve by less than ``2^-52 a`` (inside :data:`_CLOSED_FORM_MARGIN`);
+    the exact test would instead move it down by a whole grid step.
+    """
+    if not upper:
+        return np.floor(-a / d), np.floor(a / d)
+    lo = np.floor(-a / d)
+    lo -= _grid_minus(lo, d, -a) > 0
+    hi = np.ceil(a / d)
+    hi += _grid_minus(hi, d, a) < 0
+    return lo, hi
+
+
+def _laplace_upper_pmfs(a: np.ndarray, d: float) -> list:
+    r"""Doroshenko et al.'s connect-the-dots pmfs of Laplace losses, in closed form.
+
+    Needs ``a >= 2 d`` (at least four grid points). With ``g_k = e^{(k d - a)/2}`` the
+    masses of :func:`~dpaudit.accounting.profiles.laplace_pmfs` simplify to ``g_k tanh(d/4)``
+    inside, and at the two ends (``s = ((lo+1) d + a)/2 in (0, d/2]``,
+    ``t = ((hi-1) d - a)/2 in [-d/2, 0)``, ``h = e^{d/2} - 1``) to
+    ``e^{(lo+1) d} (1 - e^{-s}) / (e^d - 1)``, ``g_{lo+1} (e^{d/2} h - (e^s - 1)) / (e^d - 1)``,
+    ``(e^t - 1 + e^{t + d/2} h) / (e^d - 1)`` and ``(1 - e^t) / (1 - e^{-d})``. Evaluated
+    this way every interior mass has a relative error of a few ulp and every edge mass an
+    absolute error of a few ulp, instead of the ``2^-52 / d`` per point that the second
+    differences of the curve cost (:data:`_CLOSED_FORM_MARGIN`).
+    """
+    lo, hi = _laplace_grid(a, d, upper=True)
+    n = (hi - lo + 1).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
+    comp = np.repeat(np.arange(a.size), n)
+    k = lo[comp] + (np.arange(comp.size) - starts[comp])
+    probs = np.exp(0.5 * (k * d - a[comp])) * math.tanh(0.25 * d)
+    em1, h = math.expm1(d), math.expm1(0.5 * d)
+    s = 0.5 * _grid_minus(lo + 1, d, -a)
+    t = 0.5 * _grid_minus(hi - 1, d, a)
+    probs[starts] = -np.exp((lo + 1) * d) * np.expm1(-s) / em1
+    g1 = np.exp(0.5 * ((lo + 1) * d - a))
+    probs[starts + 1] = g1 * (math.exp(0.5 * d) * h - np.expm1(s)) / em1
+    probs[starts + n - 2] = (np.expm1(t) + np.exp(t + 0.5 * d) * h) / em1
+    probs[starts + n - 1] = -np.expm1(t) / -math.expm1(-d)
+    np.maximum(probs, 0.0, out=probs)
+    return [(int(lo[j]), probs[starts[j] : starts[j] + n[j]]) for j in range(a.size)]
+
+
+def _laplace_lower_pmfs(a: np.ndarray, d: float) -> list:
+    """Laplace losses rounded down to the grid (as :func:`~dpaudit.accounting.profiles.laplace_pmfs`).
+
+    The continuous mass of ``[max(k d, -a), min((k+1) d, a))`` is written
+    ``e^{(left - a)/2} expm1((right - left)/2) / 2`` (a relative error of a few ulp);
+    the atoms ``1/2`` at ``a`` and ``e^{-a}/2`` at ``-a`` go to the bins holding them.
+    """
+    lo, hi = _laplace_grid(a, d, upper=False)
+    n = (hi - lo + 1).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
+    comp = np.repeat(np.arange(a.size), n)
+    k = lo[comp] + (np.arange(comp.size) - starts[comp])
+    aa = a[comp]
+    left = np.maximum(k * d, -aa)
+    right = np.minimum((k + 1) * d, aa)
+    probs = 0.5 * np.exp(0.5 * (left - aa)) * np.expm1(0.5 * np.maximum(right - left, 0.0))
+    probs[starts + n - 1] += 0.5
+    probs[starts] += 0.5 * np.exp(-a)
+    return [(int(lo[j]), probs[starts[j] : starts[j] + n[j]]) for j in range(a.size)]
+
+
+def _laplace_leaves(a, discretization: float, upper: bool) -> tuple[list, float]:
+    """Per-component Laplace pmfs for the windowed tree, and their round-off margin."""
+    a = np.asarray(a, dtype=np.float64)
+    closed = (a >= 2 * discretization) & (a / discretization < 2.0**25)
+    rest = a[~closed]
+    build = _laplace_upper_pmfs if upper else _laplace_lower_pmfs
+    pmfs = build(a[closed], discretization) if np.any(closed) else []
+    margin = _CLOSED_FORM_MARGIN * len(pmfs)
+    for offset, probs in laplace_pmfs(
+        rest, discretization, "pessimistic" if upper else "optimistic"
+    ):
+        pmfs.append((offset, probs))
+        margin += 4 * _EPS * probs.size
+    return pmfs, margin
+
+
+# ------------------------------------------------------------ windowed composition tree
+
+
+@dataclasses.dataclass
+class _Node:
+    """A pmf of the tree with what is known of the exact composition of its leaves.
+
+    ``mass``, ``mean`` (grid index) and ``proxy`` (a variance proxy: the normalised
+    exact sum ``S`` has ``log E e^{l (S - mean)} <= l^2 proxy / 2`` for every real ``l``,
+    Hoeffding's lemma summed over the leaves) describe the exact convolution of the
+    leaves; ``moved`` bounds the total variation between ``probs`` and that convolution
+    (mass relocated by the windows below).
+    """
+
+    offset: int
+    probs: np.ndarray
+    mass: float
+    mean: float
+    proxy: float
+    moved: float = 0.0
+    variance: float = 0.0
+
+
+def _leaf_nodes(pmfs: list) -> tuple[list, list]:
+    """Nodes of the leaves (one vectorised pass), split into short and long ones.
+
+    A leaf is *short* when Hoeffding's proxy suits it: its support is at most about four
+    standard deviations wide (``w^2 / 4 <= 4 var + 1``, grid units).
+    """
+    probs = [np.asarray(p, dtype=np.float64) for _, p in pmfs]
+    sizes = np.array([p.size for p in probs], dtype=np.int64)
+    flat = np.concatenate(probs)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    idx = np.arange(flat.size, dtype=np.float64) - np.repeat(starts, sizes)
+    mass = np.add.reduceat(flat, starts)
+    safe = np.where(mass > 0, mass, 1.0)
+    mean = np.add.reduceat(flat * idx, starts) / safe
+    centred = idx - np.repeat(mean, sizes)
+    variance = np.add.reduceat(flat * centred * centred, starts) / safe
+    # Hoeffding: a law on an interval of length w has log-MGF <= l^2 w^2 / 8 around its mean.
+    proxy = 0.25 * (sizes - 1.0) ** 2
+    short, long = [], []
+    for j, (offset, _) in enumerate(pmfs):
+        node = _Node(
+            int(offset), probs[j], float(mass[j]), int(offset) + float(mean[j]),
+            float(proxy[j]), 0.0, float(variance[j]),
+        )  # fmt: skip
+        (short if proxy[j] <= 4 * variance[j] + 1 or mass[j] <= 0 else long).append(node)
+    return short, long
+
+
+def _pair_plan(a: _Node, b: _Node, budget: float) -> dict:
+    """Exact statistics of the pair's sum and the shortest FFT length its window needs."""
+    mass, mean, proxy = a.mass * b.mass, a.mean + b.mean, a.proxy + b.proxy
+    size = a.probs.size + b.probs.size - 1
+    half = math.sqrt(2 * proxy * math.log(mass / budget)) if mass > budget else 0.0
+    # the kept range of length >= need, centred on the mean, covers [mean - half, mean + half]
+    need = min(size, math.floor(mean + half) - math.ceil(mean - half) + 3)
+    moved = a.moved * b.mass + a.mass * b.moved + a.moved * b.moved
+    return {
+        "a": a,
+        "b": b,
+        "size": size,
+        "need": need,
+        "moved": moved,
+        "stats": (mass, mean, proxy),
+    }
+
+
+def _wrapped(probs: np.ndarray, length: int) -> np.ndarray:
+    """``probs`` folded modulo ``length`` (cyclic convolution of folded inputs = folded output)."""
+    if probs.size <= length:
+        return probs
+    folded = np.zeros(-(-probs.size // length) * length)
+    folded[: probs.size] = probs
+    return folded.reshape(-1, length).sum(axis=0)
+
+
+def _kept(plan: dict, row: np.ndarray, length: int) -> tuple[_Node, float, float]:
+    """The pair's node from its cyclic convolution of ``length``; masses moved up and down."""
+    a, b = plan["a"], plan["b"]
+    start0, size = a.offset + b.offset, plan["size"]
+    mass, mean, proxy = plan["stats"]
+    if length >= size:
+        node = _Node(start0, row[:size], mass, mean, proxy, plan["moved"])
+        return node, 0.0, 0.0
+    start = min(max(round(mean - 0.5 * length), start0), start0 + size - length)
+    top, bottom = start + length, start - 1  # first grid index above / last below the range
+
+    def tail(gap: float) -> float:  # Chernoff bound of one tail of the exact sum
+        if gap <= 0:
+            return mass
+        return 0.0 if proxy <= 0 else mass * math.exp(-gap * gap / (2 * proxy))
+
+    above = 0.0 if top >= start0 + size else tail(top - mean)
+    below = 0.0 if start <= start0 else tail(mean - bottom)
+    # mass the children had already moved may sit anywhere, outside the range too
+    above, below = above + plan["moved"], below + plan["moved"]
+    probs = np.roll(row, start0 - start)
+    node = _Node(start, probs, mass, mean, proxy, plan["moved"] + 2 * (above + below))
+    return node, above, below
+
+
+def _run_level(plans: list) -> tuple[list, float, float]:
+    """Convolve every planned pair by batched real FFTs of similar lengths."""
+    plans = sorted(plans, key=lambda p: -p["need"])
+    nodes, up, down, i = [], 0.0, 0.0, 0
+    while i < len(plans):
+        length = scipy.fft.next_fast_len(plans[i]["need"], real=True)
+        if length >= plans[i]["size"]:  # a linear convolution fits: no window needed
+            length = scipy.fft.next_fast_len(plans[i]["size"], real=True)
+        j = i + 1
+        rows = max(1, _BATCH_ELEMENTS // length)
+        while j < len(plans) and j - i < rows and plans[j]["need"] >= _BATCH_RATIO * length:
+            j += 1
+        left, right = np.zeros((j - i, length)), np.zeros((j - i, length))
+        for r, plan in enumerate(plans[i:j]):
+            pa, pb = _wrapped(plan["a"].probs, length), _wrapped(plan["b"].probs, length)
+            left[r, : pa.size], right[r, : pb.size] = pa, pb
+        spectrum = scipy.fft.rfft(left, axis=1)
+        spectrum *= scipy.fft.rfft(right, axis=1)
+        out = scipy.fft.irfft(spectrum, n=length, axis=1)
+        np.maximum(out, 0.0, out=out)  # round-off: adding mass (covered by the margin)
+        for r, plan in enumerate(plans[i:j]):
+            node, above, below = _kept(plan, out[r], length)
+            nodes.append(node)
+            up, down = up + above, down + below
+        i = j
+    return nodes, up, down
+
+
+def _windowed_tree(nodes: list, budget: float, stop: int) -> tuple[list, float, float]:
+    """Convolve short pmfs by a balanced tree of batched FFTs with Chernoff windows.
+
+    At every pair the exact sum of the leaves below has Hoeffding's sub-Gaussian tails,
+    so when its support is wider than ``mean +- half`` (the half-width at which each tail
+    is below ``budget``) the pair is convolved cyclically on a range of at least that
+    length and the mass outside wraps into it. Upper curve: the mass that wrapped down
+    from above is sent to ``+inf`` as well (``up``); what wrapped up from below only
+    raises the curve. Lower curve: the mass that wrapped up is subtracted from every
+    delta (``down``). Mass moved by windows further down the tree is added to both.
+
+    Args:
+        nodes: the leaves.
+        budget: the bound on each tail cut at one pair.
+        stop: how many nodes to leave for the last product (:func:`_final_product`).
+
+    Returns:
+        ``(nodes, up, down)``.
+    """
+    up = down = 0.0
+    while len(nodes) > stop:
+        nodes = sorted(nodes, key=lambda node: node.probs.size)
+        carry = [nodes.pop()] if len(nodes) % 2 else []
+        plans = [_pair_plan(nodes[i], nodes[i + 1], budget) for i in range(0, len(nodes), 2)]
+        nodes, level_up, level_down = _run_level(plans)
+        nodes += carry
+        up, down = up + level_up, down + level_down
+    return nodes, up, down
+
+
+def _centred_log_mgf(node: _Node, lam: float) -> float:
+    """``log sum_k p_k e^(lam (k - mean))`` of a leaf's pmf (grid indices), exactly."""
+    keep = node.probs > 0
+    x = lam * (np.flatnonzero(keep) + (node.offset - node.mean)) + np.log(node.probs[keep])
+    top = float(np.max(x))
+    return top + math.log(float(np.sum(np.exp(x - top))))
+
+
+def _final_product(shorts: list, longs: list, budget: float) -> tuple[_Node, float, float]:
+    """The last convolution of the tree's (at most two) nodes with the long pmfs, windowed.
+
+    One cyclic product of all their spectra. The window's Chernoff bound uses one order
+    ``lam`` on each side: Hoeffding's bound for the tree's nodes and the exact
+    moment-generating function of each long pmf at ``+-lam`` (any order gives a valid
+    bound; ``lam`` is the best one for a Gaussian with the total variance).
+
+    Returns:
+        ``(node, up, down)`` as for one pair of the tree.
+    """
+    nodes = shorts + longs
+    mass = math.prod(n.mass for n in nodes)
+    mean = math.fsum(n.mean for n in nodes)
+    proxy = math.fsum(n.proxy for n in shorts)
+    start0 = sum(n.offset for n in nodes)
+    size = sum(n.probs.size for n in nodes) - len(nodes) + 1
+    moved = math.fsum(n.moved for n in shorts) * max(1.0, mass) * 2
+    log_ratio = math.log(mass / budget) if mass > budget else 0.0
+    lam = math.sqrt(2 * log_ratio / max(proxy + sum(n.variance for n in longs), 1.0))
+    sides = []
+    for sign in (1.0, -1.0):
+        log_mgf = math.log(mass) - sum(math.log(n.mass) for n in longs) + 0.5 * lam * lam * proxy
+        log_mgf += sum(_centred_log_mgf(n, sign * lam) for n in longs)
+        sides.append(log_mgf)
+    half_up, half_down = ((s - math.log(budget)) / lam if lam > 0 else 0.0 for s in sides)
+    need = min(size, math.ceil(half_up) + math.ceil(half_down) + 3)
+    length = scipy.fft.next_fast_len(need, real=True)
+    if length >= size:
+        length = scipy.fft.next_fast_len(size, real=True)
+    spectrum = scipy.fft.rfft(_wrapped(nodes[0].probs, length), n=length)
+    for node in nodes[1:]:
+        spectrum *= scipy.fft.rfft(_wrapped(node.probs, length), n=length)
+    out = np.maximum(scipy.fft.irfft(spectrum, n=length), 0.0)
+    if length >= size:
+        return _Node(start0, out[:size], mass, mean, proxy, moved), 0.0, 0.0
+    centre = mean + 0.5 * (half_up - half_down)
+    start = min(max(round(centre - 0.5 * length), start0), start0 + size - length)
+    gaps = (start + length - mean, mean - (start - 1))
+    bounds = [
+        mass if gap <= 0 or lam <= 0 else min(mass, math.exp(s - lam * gap))
+        for s, gap in zip(sides, gaps, strict=True)
+    ]
+    above = (0.0 if start + length >= start0 + size else bounds[0]) + moved
+    below = (0.0 if start <= start0 else bounds[1]) + moved
+    probs = np.roll(out, start0 - start)
+    return _Node(start, probs, mass, mean, proxy, moved + 2 * (above + below)), above, below
+
+
+def _compose_many(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, float] | None:
+    """Short pmfs by the windowed tree, whose last product takes in the long pmfs.
+
+    Returns:
+        ``(offset, probs, up, down)``: ``up`` is mass for ``+inf`` (upper curve), ``down``
+        is subtracted from every delta (lower curve); both already scaled by the largest
+        total mass the rest of the composition can multiply them with. ``None`` when no
+        pmf is short.
+    """
+    short, long = _leaf_nodes(pmfs)
+    if not short:
+        return None
+    # the rest of the composition (with its +inf atoms, at most ``tail`` in all) has mass <= scale
+    scale = math.prod(max(1.0, node.mass) for node in short + long) * (1.0 + 4 * tail)
+    # half of ``tail`` for the last product (it trims the result), half for all others
+    budget, last = tail / (4 * len(short)), tail / 4  # per product and side
+    short, up, down = _windowed_tree(short, budget, stop=_FINAL_FAN_IN)
+    root, last_up, last_down = _final_product(short, long, last)
+    up, down = up + last_up, down + last_down
+    return root.offset, root.probs, up * scale, down * scale
+
+
+# --------------------------------------------------------------- composition
+
+
+def _component_pmfs(items, discretization: float, tail: float, *, forward: bool, upper: bool):
+    """Per-group pmfs (powered by their counts), the ``+inf`` mass and the margin."""
+    estimate = "pessimistic" if upper else "optimistic"
+    pmfs, finite, margin = [], 1.0, 0.0
+    singles = [c.a for c, k in items if type(c) is LaplaceComponent and k == 1]
+    if len(singles) >= _TREE_MIN_LEAVES:
+        pmfs, margin = _laplace_leaves(singles, discretization, upper)
+    else:
+        for offset, probs in laplace_pmfs(np.array(singles), discretization, estimate):
+            pmfs.append((offset, probs))
+            margin += 4 * _EPS * probs.size
+    total = sum(k for _, k in items)
+    for component, count in items:
+        if type(component) is LaplaceComponent and count == 1:
+            continue
+        per_copy = tail / (4 * total)
+        if upper:
+            offset, probs, inf_mass = component.upper_pmf(discretization, per_copy, forward)
+        else:
+            (offset, probs), inf_mass = component.lower_pmf(discretization, per_copy, forward), 0
+        margin += 4 * _EPS * probs.size
+        finite *= (1.0 - inf_mass) ** count
+        offset, probs, extra = self_compose_pmf(
+            offset, probs, count, discretization, tail / (4 * len(items))
+        )
+        pmfs.append((offset, probs))
+        margin += extra
+    return pmfs, 1.0 - finite, margin
+
+
+def _compose_direction(items, discretization: float, tail: float, *, forward: bool, upper: bool):
+    """One direction's :class:`~dpaudit.accounting.profiles.DiscretePLD` (upper or lower curve)."""
+    pmfs, infinity, margin = _component_pmfs(
+        items, discretization, tail, forward=forward, upper=upper
+    )
+    many = _compose_many(pmfs, tail / 2) if len(pmfs) >= _TREE_MIN_LEAVES else None
+    if many is not None:  # the windows also trim the result: no fold
+        offset, probs, up, down = many
+        folded, margin = (up, margin) if upper else (0.0, margin + down)
+        margin += probs.size * _EPS  # FFT round-off of the convolutions (as laplace_pld)
+    else:
+        offset, probs = compose_pmfs(pmfs)
+        margin += probs.size * _EPS
+        offset, probs, folded = fold_tails(offset, probs, tail / 4, pessimistic=upper)
+    return DiscretePLD(
+        discretization=discretization,
+        offset=offset,
+        probs=probs,
+        infinity_mass=min(1.0, infinity + folded) if upper else 0.0,
+        margin=margin,
+        estimate="pessimistic" if upper else "optimistic",
+    )
+
+
+def _merge(parts, counts) -> list | None:
+    """``(component, count)`` pairs with equal components merged; ``None`` if singular."""
+    if counts is None:
+        counts = [1] * len(parts)
+    if len(counts) != len(parts):
+        raise ValueError(f"counts has {len(counts)} entries for {len(parts)} parts; give one each.")
+    merged: dict = {}
+    for part, count in zip(parts, counts, strict=True):
+        if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+            raise ValueError(f"counts must be non-negative integers, got {count!r}.")
+        for component, k in components_of(part):
+            if component == _SINGULAR and count:
+                return None
+            if count * k:
+                merged[component] = merged.get(component, 0) + int(count) * int(k)
+    return list(merged.items())
+
+
+def compose_accounting(
+    parts: Sequence,
+    counts: Sequence[int] | None = None,
+    *,
+    discretization: float = 1e-4,
+    tail_mass: float = 1e-15,
+    lower: bool = True,
+) -> ExactAccounting:
+    """Accounting of the composition of independent, non-adaptive parts.
+
+    Args:
+        parts: the parts (see :func:`components_of`): typically one
+            :class:`~dpaudit.model.shift.NoiseShift` per release site, all for the
+            same ordered pair of datasets ``(D, D')``.
+        counts: how many times each part is repeated (default: once each). Equal
+            components (also across parts, and equal Laplace coordinates within a
+            site) are composed by the FFT power path.
+        discretization: grid spacing of the numerical PLDs (ignored when every part
+            is Gaussian: their composition is exact).
+        tail_mass: mass the numerical upper curve may send to ``+inf`` when it
+            truncates unbounded tails (it raises ``delta`` by at most this much).
+        lower: also compute the numerical lower curve (about half the work); when
+            False the lower curve is that of identical laws, ``(1 - e^epsilon)_+``.
+
+    Returns:
+        An :class:`~dpaudit.accounting.profiles.ExactAccounting`: family ``"gaussian"`` (exact,
+        ``mu = sqrt(sum mu_i^2)``), ``"laplace"`` (every part has an exactly known
+        finite supremum: Laplace, possibly subsampled), ``"composed"`` (anything else)
+        or ``"singular"``; ``components`` holds the merged ``(component, count)`` pairs,
+        so the result can itself be composed further.
+
+    Raises:
+        TypeError: for a part of an unknown kind or a non-numeric setting.
+        ValueError: for a bad count, discretization or tail mass.
+
+    Example:
+        >>> acc = compose_accounting([GaussianComponent(0.6), GaussianComponent(0.8)])
+        >>> acc.family, round(acc.mu, 12)
+        ('gaussian', 1.0)
+        >>> acc = compose_accounting([LaplaceComponent(0.5)], [2], discretization=1e-3)
+        >>> acc.sup_loss, float(acc.delta_upper(1.0))
+        (1.0, 0.0)
+    """
+    discretization = _check_discretization(discretization)
+    tail_mass = _check_tail(tail_mass)
+    items = _merge(list(parts), None if counts is None else list(counts))
+    if items is None:
+        return ExactAccounting(family="singular", sup_loss=math.inf)
+    gaussian = [(c, k) for c, k in items if type(c) is GaussianComponent]
+    mu = math.sqrt(math.fsum(k * c.mu**2 for c, k in gaussian)) if gaussian else 0.0
+    others = [(c, k) for c, k in items if type(c) is not GaussianComponent]
+    if not others:
+        sup = math.inf if mu > 0 else 0.0
+        return ExactAccounting(family="gaussian", sup_loss=sup, mu=mu, components=tuple(items))
+    work = others + ([(GaussianComponent(mu), 1)] if mu > 0 else [])
+    symmetric = all(c.symmetric for c, _ in work)
+    directions = (True,) if symmetric else (True, False)
+    sup = max(math.fsum(k * c.sup_loss(fwd) for c, k in work) for fwd in directions)
+    identity = DiscretePLD(discretization, 0, np.ones(1), 0.0, 0.0, "optimistic")
+    plds = {
+        (fwd, up): _compose_direction(work, discretization, tail_mass, forward=fwd, upper=up)
+        if up or lower
+        else identity
+        for fwd in directions
+        for up in (True, False)
+    }
+    laplace_only = mu == 0 and all(c.family == "laplace" for c, _ in others)
+    plain = all(type(c) is LaplaceComponent for c, _ in others)
+    return ExactAccounting(
+        family="laplace" if laplace_only else "composed",
+        sup_loss=sup,
+        mu=mu if gaussian else None,
+        laplace_parameters=np.repeat([c.a for c, _ in others], [k for _, k in others])
+        if plain
+        else None,
+        upper_pld=plds[(True, True)],
+        lower_pld=plds[(True, False)],
+        reverse_upper_pld=None if symmetric else plds[(False, True)],
+        reverse_lower_pld=None if symmetric else plds[(False, False)],
+        components=tuple(items),
+    )
+
+
+# ------------------------------------------------- compositions with a known supremum
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundedComposition:
+    """A composition whose supremum of the loss is known with certified bounds, and its curves.
+
+    A release of independent sites, each with a finite, certified supremum of its loss
+    (Laplace/ICLP shifts: ``sum_j a_j``; linear-Laplace, enumerable or declared laws:
+    :func:`dpaudit.accounting.suprema.exact_sup_loss`), has ``sup L = sum_i sup L_i`` (the ess sup of a
+    sum of independent variables is the sum of their ess sups). This record carries those
+    bounds under the family ``"supremum"``, so a pure claim is judged on the supremum exactly
+    as a single linear-Laplace site is, and the composed curves of
+    :func:`compose_accounting` (where parts known only through their supremum are
+    dominated by randomized response) for ``(epsilon, delta)`` claims.
+
+    Attributes:
+        sup_loss: certified upper bound ``S`` on ``sup L`` (both directions).
+        sup_loss_lower: certified lower bound on ``sup L``.
+        method: how the site suprema were obtained.
+        curves: the :class:`~dpaudit.accounting.profiles.ExactAccounting` of the composition.
+        family: always ``"supremum"``.
+        sup_loss_error: how far beyond the bracket a claim that holds exactly may lie
+            (the rounding of the sites' parameters, :func:`dpaudit.core.roundoff.sup_loss_tolerance`),
+            or ``None``.
+    """
+
+    sup_loss: float
+    sup_loss_lower: float
+    method: str
+    curves: ExactAccounting
+    family: str = "supremum"
+    sup_loss_error: float | None = None
+
+    def delta_upper(self, epsilon) -> np.ndarray:
+        """The smaller of the composed upper curve and ``(1 - e^{epsilon - S})_+``.
+
+        Args:
+            epsilon: epsilon(s).
+
+        Returns:
+            An upper bound on ``delta(epsilon)``, shaped like ``epsilon``.
+        """
+        eps = np.asarray(epsilon, dtype=np.float64)
+        crude = np.maximum(0.0, -np.expm1(np.minimum(eps - self.sup_loss, 0.0)))
+        return np.minimum(np.asarray(self.curves.delta_upper(eps)), crude)
+
+    def delta_lower(self, epsilon) -> np.ndarray:
+        """The composed lower curve (``0`` at and above ``S``).
+
+        Args:
+            epsilon: epsilon(s).
+
+        Returns:
+            A lower bound on ``delta(epsilon)``, shaped like ``epsilon``.
+        """
+        eps = np.asarray(epsilon, dtype=np.float64)
+        return np.where(eps >= self.sup_loss, 0.0, np.asarray(self.curves.delta_lower(eps)))
+
+    def epsilon_upper(self, delta: float) -> float:
+        """An upper bound on ``epsilon(delta)``; ``S`` for ``delta = 0``.
+
+        Args:
+            delta: the target delta.
+
+        Returns:
+            The bound.
+        """
+        if delta <= 0:
+            return self.sup_loss
+        return min(self.sup_loss, self.curves.epsilon_upper(delta))
+
+    def epsilon_lower(self, delta: float) -> float:
+        """A lower bound on ``epsilon(delta)``: the certified supremum for ``delta = 0``.
+
+        Args:
+            delta: the target delta.
+
+        Returns:
+            The bound.
+        """
+        if delta <= 0:
+            return self.sup_loss_lower
+        return min(self.sup_loss_lower, self.curves.epsilon_lower(delta))
+
+    def summary(self) -> dict:
+        """JSON-able description.
+
+        Returns:
+            ``{family, sup_loss, sup_loss_lower, method, composed}``.
+        """
+        return {
+            "family": self.family,
+            "sup_loss": json_float(self.sup_loss),
+            "sup_loss_lower": json_float(self.sup_loss_lower),
+            "method": self.method,
+            "composed": self.curves.summary(),
+        }
+
+
+def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
+    """Exact/numerical accounting for a :class:`~dpaudit.model.loss.NoiseShift` (or several).
+
+    Args:
+        shift: from :func:`dpaudit.model.loss.noise_shift`; a list or tuple of them (one per
+            independent release site) is composed by
+            :func:`dpaudit.accounting.composition.compose_accounting`.
+        discretization: Laplace grid spacing (ignored for Gaussian noise).
+
+    Returns:
+        An :class:`ExactAccounting`.
+
+    Example:
+        >>> from dpaudit.model.loss import NoiseShift
+        >>> s = NoiseShift("gaussian", np.array([1.0]), np.array([1.0]), 1.0, False, 0.0,
+        ...                np.zeros(1), np.zeros(1), None, "independent")
+        >>> round(float(exact_accounting(s).delta_upper(1.0)), 6)
+        0.126937
+    """
+    if isinstance(shift, list | tuple):
+        composed = compose_accounting(shift, discretization=discretization)
+        errors = [shift_errors(s) for s in shift if not s.singular]
+        return dataclasses.replace(
+            composed,
+            sup_loss_error=math.fsum(e[0] for e in errors),
+            mu_error=math.sqrt(math.fsum(e[1] ** 2 for e in errors)),
+        )
+    if shift.singular:
+        return ExactAccounting(family="singular", sup_loss=math.inf)
+    sup_error, mu_error = shift_errors(shift)
+    if shift.family == "gaussian":
+        mu = gaussian_mu(shift.shift, shift.eigenvalues, shift.sigma)
+        sup = math.inf if mu > 0 else 0.0
+        return ExactAccounting(family="gaussian", sup_loss=sup, mu=mu, mu_error=mu_error)
+    a = laplace_parameters(shift.shift, shift.eigenvalues, shift.sigma)
+    return ExactAccounting(
+        family="laplace",
+        sup_loss=float(math.fsum(a)),
+        laplace_parameters=a,
+        upper_pld=laplace_pld(a, discretization, estimate="pessimistic"),
+        lower_pld=laplace_pld(a, discretization, estimate="optimistic"),
+        sup_loss_error=sup_error,
+    )

@@ -1,0 +1,457 @@
+"""Running a spec's code: user callables and array files loaded, mechanisms and samplers built.
+
+This is the one place where a spec executes code: a user's ``file.py`` is
+imported, a catalogue builder or a user's builder is called with the spec's
+parameters, a plain sampler gets its parameters bound, and the datasets
+``(D, D')`` are read from files or made by a generator. Errors are
+:class:`SpecError` naming the spec field at fault.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpaudit.blackbox import as_sampler
+from dpaudit.io.datasets import generate
+from dpaudit.io.spec.load import split_callable_path
+from dpaudit.io.spec.schema import AuditSpec, field_error
+from dpaudit.model.mechanism import Mechanism
+from dpaudit.model.registry import entry
+
+__all__ = [
+    "BlackBoxTarget",
+    "PublicParameters",
+    "check_dataset",
+    "check_model_runs",
+    "check_sampler_runs",
+    "load_array_file",
+    "load_callable",
+    "load_pair",
+    "resolve_blackbox",
+    "resolve_mechanism",
+]
+
+
+def load_callable(spec_path: Path, ref: str, field: str = "mechanism.path"):
+    """Import a user's ``file.py`` (once per file) and return its attribute ``callable``.
+
+    Args:
+        spec_path: the spec file; a relative ``file.py`` is read from its folder
+            (the command line passes ``Path.cwd() / "command-line"``).
+        ref: ``"file.py:callable"``.
+        field: the spec field holding ``ref``, for the error message.
+
+    Returns:
+        The attribute (a Mechanism, a builder, a sampler, ...), not yet checked.
+
+    Raises:
+        SpecError: when ``ref`` is malformed, importing the file fails, or the
+            file defines no such name.
+    """
+    file_path, attr = split_callable_path(spec_path, ref, field)
+    # one module per file (keyed by its absolute path), so specs sharing a file share its state
+    module_name = f"_dpaudit_user_{abs(hash(str(file_path)))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        loader_spec = importlib.util.spec_from_file_location(module_name, file_path)
+        module = importlib.util.module_from_spec(loader_spec)
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as err:
+            raise field_error(
+                spec_path, field, f"importing {file_path.name} failed: {err!r}."
+            ) from None
+        sys.modules[module_name] = module
+    if not hasattr(module, attr):
+        raise field_error(spec_path, field, f"{file_path.name} defines no {attr!r}.")
+    return getattr(module, attr)
+
+
+def load_array_file(spec_path: Path, file: Path):
+    """One dataset from a ``.npy`` or ``.npz`` file (pickles refused).
+
+    Args:
+        spec_path: the spec file, for the error message.
+        file: the ``.npy``/``.npz`` file.
+
+    Returns:
+        The array of a ``.npy``; the single array of a ``.npz``, or the tuple of
+        its arrays (in file order) when it holds several.
+
+    Raises:
+        SpecError: when the file cannot be read.
+    """
+    try:
+        loaded = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        message = str(err).rstrip(".")
+        if "allow_pickle" in message:  # numpy's wording names an option dpaudit does not offer
+            message = "it holds Python objects (dtype object); save a numeric array"
+        raise field_error(spec_path, "data.files", f"cannot read {file.name}: {message}.") from None
+    if isinstance(loaded, np.ndarray):
+        return check_dataset(spec_path, "data.files", file.name, loaded)
+    with loaded:
+        arrays = [
+            check_dataset(spec_path, "data.files", file.name, loaded[k]) for k in loaded.files
+        ]
+    if not arrays:
+        raise field_error(spec_path, "data.files", f"{file.name} holds no array.")
+    return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def check_dataset(spec_path: Path, field: str, name: str, array) -> np.ndarray:
+    """A dataset array checked for what every mechanism needs: real numbers, finite, records.
+
+    Args:
+        spec_path: the spec file, for the message.
+        field: the field at fault (``"data.files"`` or ``"data"``).
+        name: the file or dataset named in the message.
+        array: the array read.
+
+    Returns:
+        ``array`` as a NumPy array.
+
+    Raises:
+        SpecError: for an array of strings, objects or complex numbers, a
+            scalar, no records, or a NaN or infinite entry.
+    """
+    array = np.asarray(array)
+    # a mechanism's clip/mean silently reads strings as garbage and complex numbers
+    # as their real part, and a NaN record makes D and D' differ "in every record"
+    if array.dtype.kind not in "biuf":
+        raise field_error(
+            spec_path,
+            field,
+            f"{name} holds {array.dtype} values; save real numbers (float, int or bool).",
+        )
+    if array.ndim == 0 or array.shape[0] == 0:
+        raise field_error(
+            spec_path, field, f"{name} holds no records (shape {array.shape}); save one per row."
+        )
+    if not np.all(np.isfinite(array)):
+        bad = np.argwhere(~np.isfinite(array))[0]
+        raise field_error(
+            spec_path,
+            field,
+            f"{name} has a NaN or infinite value at index {tuple(int(i) for i in bad)}; "
+            "every entry must be a finite number.",
+        )
+    return array
+
+
+def _bind_builder(spec_path: Path, builder, params: Mapping, params_field: str) -> None:
+    try:
+        inspect.signature(builder).bind(**params)
+    except TypeError as err:
+        raise field_error(
+            spec_path, params_field, f"the builder does not accept these parameters ({err})."
+        ) from None
+    except ValueError:  # builtins without a signature: let the call decide
+        pass
+
+
+def _build(spec_path: Path, ref: str, params: Mapping, field: str, params_field: str) -> Mechanism:
+    """A catalogue builder (``ref`` a name) or a user's ``file.py:callable``, built with ``params``."""
+    params = dict(params)
+    if ":" not in ref:
+        registered = entry(ref)
+        builder = registered.builder
+        params = {**registered.example, **params}
+    else:
+        builder = load_callable(spec_path, ref, field)
+        if isinstance(builder, Mechanism):
+            if params:
+                raise field_error(spec_path, params_field, "a Mechanism object takes no params.")
+            return builder
+        if not callable(builder):
+            raise field_error(spec_path, field, f"{ref} is not callable.")
+    _bind_builder(spec_path, builder, params, params_field)
+    try:
+        mechanism = builder(**params)
+    except (TypeError, ValueError) as err:
+        raise field_error(spec_path, params_field, str(err)) from None
+    if not isinstance(mechanism, Mechanism):
+        raise field_error(
+            spec_path,
+            field.rpartition(".")[0] if field.endswith(".path") else field,
+            f"the builder returned {type(mechanism).__name__}, not a dpaudit.Mechanism.",
+        )
+    return mechanism
+
+
+def resolve_mechanism(spec: AuditSpec) -> Mechanism:
+    """Build the spec's mechanism (catalogue builder or the user's callable).
+
+    A user's callable may be a :class:`Mechanism`, or a builder called with
+    ``params`` that returns one. For a black-box spec this is the
+    ``[mechanism]`` table's model, else the catalogue mechanism sampled
+    (``blackbox.mechanism``).
+
+    Args:
+        spec: a validated spec.
+
+    Returns:
+        The built mechanism, with the builder's own claim (the CLI applies the spec's claim).
+
+    Raises:
+        SpecError: when the callable's signature does not accept ``params``,
+            it does not produce a Mechanism, or the spec is a black-box spec of
+            a plain sampler without a ``[mechanism]`` (use :func:`resolve_blackbox`).
+    """
+    bb = spec.blackbox
+    if bb is None or bb.reference_in_mechanism:
+        return _build(spec.path, spec.mechanism, spec.params, "mechanism.path", "mechanism.params")
+    if bb.mechanism is None:
+        raise field_error(
+            spec.path,
+            "blackbox.sampler",
+            "a plain sampler is not a dpaudit.Mechanism; use resolve_blackbox for black-box specs.",
+        )
+    return _build(spec.path, bb.mechanism, bb.params, "blackbox.mechanism", "blackbox.params")
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicParameters:
+    """What dataset generators read for a plain sampler: a name and public parameters.
+
+    A stand-in for a :class:`~dpaudit.Mechanism` where a generator only reads
+    ``name`` and ``params`` (``n``, ``tau``, ...).
+
+    Attributes:
+        name: the sampler's (or its reference's) name.
+        params: the public parameters.
+    """
+
+    name: str
+    params: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class BlackBoxTarget:
+    """A black-box spec made runnable by :func:`resolve_blackbox`.
+
+    Attributes:
+        name: the implementation's name in reports.
+        sampler: ``sampler(data, n, key) -> releases`` (``blackbox.params`` bound).
+        mechanism: the catalogue :class:`~dpaudit.Mechanism` sampled, or ``None``
+            for a plain sampler.
+        reference: the reference :class:`~dpaudit.Mechanism`, or ``None``.
+        public: what dataset generators read ``n``, ``tau``, ... from: the
+            sampled mechanism, else the reference (with ``blackbox.params`` on
+            top), else ``blackbox.params``.
+    """
+
+    name: str
+    sampler: Callable
+    mechanism: Mechanism | None
+    reference: Mechanism | None
+    public: Any
+
+
+def _bind_sampler(spec: AuditSpec, fn, params: Mapping, name: str) -> Callable:
+    if not callable(fn):
+        raise field_error(spec.path, "blackbox.sampler", f"{name} is not callable.")
+    try:
+        inspect.signature(fn).bind(None, 1, None, **params)
+    except TypeError as err:
+        field = "blackbox.params" if params else "blackbox.sampler"
+        raise field_error(
+            spec.path,
+            field,
+            f"the sampler must accept (data, n, key{', **params' if params else ''}) ({err}).",
+        ) from None
+    except ValueError:  # builtins without a signature: let the call decide
+        pass
+    params = dict(params)
+
+    def sampler(data, n, key):
+        return fn(data, n, key, **params)
+
+    sampler.__name__ = name
+    return sampler
+
+
+def _build_reference(spec: AuditSpec) -> Mechanism | None:
+    """The black-box spec's reference model (from ``blackbox.reference`` or ``[mechanism]``)."""
+    bb = spec.blackbox
+    if bb.reference is None:
+        return None
+    if bb.reference_in_mechanism:
+        field, params_field = "mechanism.path", "mechanism.params"
+    else:
+        field, params_field = "blackbox.reference", "blackbox.reference_params"
+    return _build(spec.path, bb.reference, bb.reference_params, field, params_field)
+
+
+def resolve_blackbox(spec: AuditSpec) -> BlackBoxTarget:
+    """Build a black-box spec's sampler, the catalogue mechanism it samples, and its reference.
+
+    Args:
+        spec: a validated black-box spec.
+
+    Returns:
+        The runnable :class:`BlackBoxTarget`.
+
+    Raises:
+        SpecError: for a white-box spec, a sampler that does not accept
+            ``(data, n, key, **params)``, or a builder that rejects its parameters.
+    """
+    bb = spec.blackbox
+    if bb is None:
+        raise field_error(spec.path, "blackbox", "not a black-box spec (no [blackbox] table).")
+    reference = _build_reference(spec)
+    if bb.mechanism is not None:
+        mechanism = _build(
+            spec.path, bb.mechanism, bb.params, "blackbox.mechanism", "blackbox.params"
+        )
+        return BlackBoxTarget(bb.mechanism, as_sampler(mechanism), mechanism, reference, mechanism)
+    file_path, attr = split_callable_path(spec.path, bb.sampler, "blackbox.sampler")
+    name = f"{file_path.name}:{attr}"
+    sampler = _bind_sampler(
+        spec, load_callable(spec.path, bb.sampler, "blackbox.sampler"), bb.params, name
+    )
+    if reference is not None:
+        public = PublicParameters(reference.name, {**reference.params, **bb.params})
+    else:
+        public = PublicParameters(name, dict(bb.params))
+    return BlackBoxTarget(name, sampler, None, reference, public)
+
+
+def load_pair(spec: AuditSpec, mechanism):
+    """The neighbouring datasets ``(D, D')`` of a spec.
+
+    Args:
+        spec: a validated spec.
+        mechanism: what a generator reads public parameters from: the
+            :class:`~dpaudit.Mechanism`, or :attr:`BlackBoxTarget.public` of a
+            black-box spec.
+
+    Returns:
+        ``(D, D')``, read from ``[data].files`` or made by ``[data].generator``.
+
+    Raises:
+        SpecError: when a file cannot be read or the generator rejects its parameters.
+    """
+    if spec.files is not None:
+        return tuple(load_array_file(spec.path, f) for f in spec.files)
+    try:
+        return generate(spec.generator, mechanism, seed=spec.seed, **spec.data_params)
+    except (TypeError, ValueError) as err:
+        raise field_error(spec.path, "data", str(err)) from None
+
+
+# a model that fails on the data with one of these is given data it cannot read (wrong
+# shape, wrong type) or is itself malformed (numpyro asserts unique site names): input
+# to fix, not a crash of dpaudit
+_MODEL_INPUT_ERRORS = (TypeError, ValueError, IndexError, AssertionError)
+
+
+def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
+    """Run the model once on ``D`` and ``D'`` before auditing, and draw one release of each.
+
+    Catches, before any audit, what the audit would only meet later as a crash
+    or a silent garbage verdict: a duplicate site name, data of the wrong shape
+    or type, a release that is NaN, infinite or complex. The draw uses its own
+    key: the audit's random numbers are unchanged.
+
+    Args:
+        spec_path: the spec file, for the message.
+        mechanism: the white-box mechanism (the spec's claim applied).
+        pair: ``(D, D')``.
+
+    Raises:
+        SpecError: naming ``mechanism``: the model fails on the data or draws
+            a release that is not a finite real number.
+    """
+    import jax
+
+    for label, data in zip(("D", "D'"), pair, strict=True):
+        try:
+            release = np.asarray(mechanism.sample(data, jax.random.PRNGKey(0)))
+        except _MODEL_INPUT_ERRORS as err:
+            text = str(err).strip().splitlines()
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model fails on {label} ({type(err).__name__}: {text[0] if text else ''}); "
+                "check the data's shape and the model's parameters and site names.",
+            ) from None
+        if release.dtype.kind not in "biuf" or not np.all(np.isfinite(release)):
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model draws a release that is not a finite real number on {label} "
+                f"(dtype {release.dtype}, e.g. {release.ravel()[:3]}); check its location and "
+                "scale on these data.",
+            )
+
+
+def check_sampler_runs(spec: AuditSpec, sampler: Callable, features, pair) -> None:
+    """Draw two releases of ``D`` and ``D'`` from a black-box spec's sampler before auditing.
+
+    A sampler giving complex, NaN or mis-shaped releases (or features with a
+    row count other than the releases') would otherwise be audited silently
+    into ``epsilon_lower = 0``. The draw uses its own key: the audit's random
+    numbers are unchanged (for a sampler that uses its key, as required).
+
+    Args:
+        spec: the black-box spec, for the message.
+        sampler: ``sampler(data, n, key) -> releases``.
+        features: the classifier features (``releases -> rows``) or ``None``.
+        pair: ``(D, D')``.
+
+    Raises:
+        SpecError: naming the sampler's field (or ``blackbox.features``).
+    """
+    import jax
+
+    field = "blackbox.sampler" if spec.blackbox.sampler else "blackbox.mechanism"
+    for label, data in zip(("D", "D'"), pair, strict=True):
+        try:
+            releases = np.asarray(sampler(data, 2, jax.random.key(0)))
+        except _MODEL_INPUT_ERRORS as err:
+            text = str(err).strip().splitlines()
+            raise field_error(
+                spec.path,
+                field,
+                f"drawing 2 releases of {label} fails ({type(err).__name__}: "
+                f"{text[0] if text else ''}); check the data's shape and the sampler's params.",
+            ) from None
+        _check_rows(spec.path, field, f"the releases of {label}", releases, categorical=True)
+        if features is not None:
+            rows = np.asarray(features(releases))
+            _check_rows(spec.path, "blackbox.features", f"the features of {label}", rows)
+
+
+def _check_rows(
+    spec_path: Path, field: str, what: str, rows: np.ndarray, categorical: bool = False
+) -> None:
+    """Two rows of finite real numbers (what a sampler or features must give for n = 2).
+
+    With ``categorical``, rows of strings or Python objects pass too: a sampler's labels
+    (``"yes"``/``"no"``), which :func:`dpaudit.blackbox_audit` maps to category indices.
+    """
+    if categorical and rows.dtype.kind in "OUS":
+        pass  # labels: the black-box engine numbers them in order of first sight
+    elif rows.dtype.kind not in "biuf" or not np.all(np.isfinite(rows)):
+        raise field_error(
+            spec_path,
+            field,
+            f"{what} are not finite real numbers (dtype {rows.dtype}, e.g. "
+            f"{rows.ravel()[:3]}); every release must be a finite real number.",
+        )
+    if rows.ndim == 0 or rows.shape[0] != 2:
+        raise field_error(
+            spec_path,
+            field,
+            f"{what} have shape {rows.shape} for n = 2; the first axis must count the "
+            "releases (one row per release).",
+        )
