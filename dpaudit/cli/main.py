@@ -144,7 +144,8 @@ def _with_claim(mechanism, claim):
 
 def _worst_pair(spec, mechanism, pair, domain, claim_note: str):
     """``--pairs worst``: the worst neighbour of the pair's first dataset, and a note saying so."""
-    from dpaudit.whitebox.scope import scope_text, worst_pair
+    from dpaudit.testing.worst_pair import worst_pair
+    from dpaudit.whitebox.scope import scope_text
 
     try:
         chosen, name, scope = worst_pair(mechanism, pair[0], pair[1], domain)
@@ -235,7 +236,7 @@ def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> Prepa
 
     ``mechanism``: the white-box mechanism when the caller built it already. ``worst``:
     ``(lo, hi)`` of ``--pairs worst``, which replaces the pair by the neighbour of its
-    first dataset whose summary moves most (:func:`dpaudit.whitebox.scope.worst_pair`).
+    first dataset whose summary moves most (:func:`dpaudit.testing.worst_pair.worst_pair`).
     """
     from dpaudit.io.spec import (
         blackbox_features,

@@ -56,6 +56,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from dpaudit.core.executors import resolve_executor
 from dpaudit.core.progress import progress_bar, should_show
 from dpaudit.estimation.significance import borderline_note, borderline_record
 from dpaudit.model.claims import is_notion_claim
@@ -233,8 +234,6 @@ def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> 
         mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())
     executor, samples = options.executor, options.samples
     if executor is not None:
-        from dpaudit.runtime import resolve_executor
-
         executor = resolve_executor(executor)
     plan = plan_audit(mechanism, data, data_prime, options)
     kernels, key = _kernels(plan, mechanism, data, data_prime), jax.random.key(options.seed)
