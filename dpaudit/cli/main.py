@@ -856,16 +856,6 @@ def _claim_cell(claim) -> str:
     return f"({claim.epsilon:g}, {claim.delta:g})"
 
 
-def _certified_cell(r) -> str:
-    """The certified lower bound: a notion claim's own parameter first, then epsilon at its anchor."""
-    from dpaudit.model.claims import notion_certified_text
-
-    notion = notion_certified_text(r)
-    if notion is None:
-        return _number(r.epsilon_lower)
-    return f"{notion}; ε ≥ {_number(r.epsilon_lower)}"
-
-
 def _strength_cell(r) -> str:
     """For an inconclusive black-box audit: the smallest violations its budget detects, for a
     one-event violation and for a Gaussian mechanism (in the claim's notion); else empty."""
@@ -880,11 +870,13 @@ def _strength_cell(r) -> str:
 
 
 def _row(o) -> list[str]:
+    from dpaudit.model.claims import certified_lower_text
+
     r = o.result
     expected = "" if o.expected is None else ("✓ " if o.as_expected else "✗ ") + o.expected
     estimate = getattr(r, "epsilon_at_claimed_delta", {}).get("estimate")
     return [o.name, o.kind, _claim_cell(r.claim), _verdict_cell(r), expected,
-            _certified_cell(r), _number(estimate), _strength_cell(r),
+            certified_lower_text(r, _number), _number(estimate), _strength_cell(r),
             f"{r.seconds:.1f}"]  # fmt: skip
 
 

@@ -42,6 +42,7 @@ import dpaudit
 from dpaudit.core.serialize import json_float
 from dpaudit.io.plot.tradeoff import notion_figures
 from dpaudit.model.claims import (
+    certified_lower_text,
     claim_label,
     is_notion_claim,
     notion_bound_text,
@@ -718,11 +719,8 @@ def _pair_rows(r) -> list[str]:
 
 
 def _certified_cell(r) -> str:
-    """The summary table's certified bound: a notion claim's parameter first, then ε."""
-    notion = notion_certified_text(r)
-    if notion is None:
-        return _fmt(r.epsilon_lower)
-    return f"{html.escape(notion)}; ε ≥ {_fmt(r.epsilon_lower)}"
+    """The summary table's certified bound (HTML-escaped)."""
+    return html.escape(certified_lower_text(r, _fmt))
 
 
 def _fmt_any(v) -> str:

@@ -50,6 +50,7 @@ __all__ = [
     "RDPClaim",
     "TradeoffClaim",
     "ZCDPClaim",
+    "certified_lower_text",
     "claim_label",
     "is_notion_claim",
     "make_claim",
@@ -784,6 +785,22 @@ def _values_text(name: str, values, orders=None, op: str = ">=") -> str:
             f"epsilon({a:g}) {op} {float(v):.4g}" for a, v in zip(orders, values, strict=True)
         )
     return f"{name} {op} {float(values):.4g}"
+
+
+def certified_lower_text(result, number) -> str:
+    """The certified lower bound in the claim's own notion first, then epsilon at its anchor.
+
+    Args:
+        result: a white-box or black-box result.
+        number: how to write a number (the CLI and the report format differently).
+
+    Returns:
+        ``"rho >= 0.5; ε ≥ 4.38"`` for a notion claim, ``number(epsilon_lower)`` otherwise.
+    """
+    notion = notion_certified_text(result)
+    if notion is None:
+        return number(result.epsilon_lower)
+    return f"{notion}; ε ≥ {number(result.epsilon_lower)}"
 
 
 def notion_certified_text(result) -> str | None:
