@@ -8,7 +8,7 @@ itself, with the same results.
 Example:
     >>> opts = BlackBoxOptions(samples=20_000, classifier_options={"l2": 1e-3})
     >>> opts.select, opts.classifier_options.l2, opts.kinds
-    (10000, 0.001, ('logistic',))
+    (10000, 0.001, ('logistic', 'float'))
 """
 
 from __future__ import annotations

@@ -141,7 +141,10 @@ def _exact_violation(claim: Claim, delta: DeltaSummary, accounting) -> bool:
 def _pure_verdict(claim: Claim, accounting) -> tuple[str, list[str]]:
     """Rules 5 and 6: a pure claim without violation."""
     if accounting is not None and accounting.family in ("laplace", "supremum"):
-        return ("inconclusive" if _sup_over_claim(claim, accounting) else "pass"), []
+        # A pass needs the certified *upper* end of the supremum within the claim (up to its
+        # computation's error); a bracket [lower, upper] around the claim is inconclusive.
+        ok = accounting.sup_loss <= claim.epsilon + sup_loss_tolerance(accounting)
+        return ("pass" if ok else "inconclusive"), []
     if accounting is not None and accounting.sup_loss == 0.0:
         return "pass", []  # identical laws: L = 0 everywhere
     return "inconclusive", [_PURE_ON_SAMPLING]
@@ -334,7 +337,7 @@ def notion_result(result, claim):
         f"({result.claim.epsilon:.6g}, {result.claim.delta:g}) by {judged.conversion}."
     )
     diagnostics = {**result.diagnostics, "notion": judged.to_dict()}
-    p = _notion_p_value(result, outcome)
+    p = _notion_p_value(result, outcome, judged)
     kept = result.notes
     if diagnostics.get("borderline") is not None and (p is None or p <= BORDERLINE_P):
         del diagnostics["borderline"]  # the anchor's borderline violation is not the verdict
@@ -352,13 +355,16 @@ def notion_result(result, claim):
     )
 
 
-def _notion_p_value(result, outcome: str) -> float | None:
-    """The p-value of a notion claim's violation: the anchor's when it is a violation too,
-    ``0`` when deterministic, else the audit's level (a notion's Monte Carlo bound is
+def _notion_p_value(result, outcome: str, judged) -> float | None:
+    """The p-value of a notion claim's violation: ``0`` when it rests on no sampling (the
+    notion's exact accounting, or a deterministic violation of its anchor), the anchor's when
+    that is a violation too, else the audit's level (a notion's Monte Carlo bound is
     certified at ``1 - confidence``; its p-value is not recomputed, so at most that)."""
     if outcome != "violation":
         return None
-    if _deterministic_violation(result):
+    # the notion's verdicts say when a violation rests on their Monte Carlo bounds alone
+    sampled = any(n.startswith("violation certified by the Monte Carlo") for n in judged.notes)
+    if _deterministic_violation(result) or (judged.verdict == "violation" and not sampled):
         return 0.0
     if result.verdict == "violation" and result.p_value is not None:
         return result.p_value

@@ -73,7 +73,10 @@ def test_the_keywords_and_the_record_give_the_same_audit():
     assert list(record["event"]["counts"]) == list(record["event"]["releases"]) == ["P", "Q"]
     assert list(record["event"]["selection"]) == ["p_hat", "q_hat", "epsilon_hat", "n", "pairs"]
     assert list(record["event"]["bound"]) == ["method", "confidence", "theta_lower", "ratio_lower"]
-    assert list(record["strength"]) == ["epsilon", "delta", "q", "epsilon_any_event"]
+    assert list(record["strength"]) == [
+        "epsilon", "delta", "q", "epsilon_any_event", "gaussian_mu", "gaussian_epsilon",
+        "gaussian_rho",
+    ]  # fmt: skip
     assert list(record["timings"]) == [
         "selection", "certification", "selection_cpu", "certification_cpu"
     ]  # fmt: skip
@@ -114,7 +117,7 @@ def test_the_record_normalises_what_it_is_given():
     assert BlackBoxOptions(samples=500_000).select == 50_000
     assert options.classifier_options == ClassifierOptions(hidden=(4, 2))
     assert options.classifier_options.hidden == (4, 2)
-    assert options.kinds == ("logistic",)
+    assert options.kinds == ("logistic", "float")  # float: an arm only when its fit is found
     given = ClassifierOptions(l2=1e-3)
     assert BlackBoxOptions(classifier_options=given).classifier_options is given
     assert classifier_settings(None) == ClassifierOptions()

@@ -82,7 +82,7 @@ def test_strength_in_the_claims_notion():
     gdp = GDPClaim(mu=0.5, sensitivity=1.0, sensitivity_norm="l2")
     assert strength_in_notion(strength, gdp) == f"mu >= {mu:.3g}"
     assert strength_in_notion(strength, Claim(1.0)) == f"mu >= {mu:.3g}"
-    assert math.isinf(audit_strength(100, 1000, Claim(1.0), 0.95)["gaussian_epsilon"])
+    assert math.isinf(audit_strength(100, 1000, Claim(1.0), 0.95).gaussian_epsilon)
 
 
 def test_gaussian_strength_grows_as_the_budget_shrinks():

@@ -25,7 +25,7 @@ import scipy.special
 
 import dpaudit
 from dpaudit.accounting.calibration import gaussian_delta
-from dpaudit.accounting.profiles import exact_accounting
+from dpaudit.accounting.composition import exact_accounting
 from dpaudit.core.roundoff import (
     gamma,
     gaussian_delta_error,

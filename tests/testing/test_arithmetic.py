@@ -24,7 +24,7 @@ def test_float_sum_with_mixed_magnitudes_is_caught_and_shrunk():
     assert found.implemented > found.claimed == Fraction(U)
     assert found.idealised <= found.claimed  # the real-number sum keeps its claim
     assert len(found.data) <= 10 and len(found.data_prime) == len(found.data) - 1
-    assert U in found.data  # a record at the clamp bound, and small ones rounding it up
+    assert max(found.data) >= U / 2  # records near the clamp bound, and small ones rounding up
     assert "above the claim" in str(found) and "idealised" in str(found)
 
 
