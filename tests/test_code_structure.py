@@ -189,6 +189,7 @@ DEFERRED_IMPORTS = {
             "dpaudit.blackbox.result",
             "dpaudit.estimation.significance",
             "dpaudit.testing.record_spaces",
+            "dpaudit.testing.assertions",
             "dpaudit.testing.worst_pair",
             "dpaudit.whitebox.scope",
         )

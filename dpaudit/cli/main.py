@@ -80,6 +80,7 @@ __all__ = [
     "EXIT_INVALID",
     "EXIT_OK",
     "AuditCrash",
+    "ClosedPipeSafe",
     "PreparedAudit",
     "audit_targets",
     "build_parser",
@@ -448,7 +449,7 @@ _OPTION_OF_FIELD = {
     "claim.adjacency": "--adjacency",
     "mechanism.params": "--param",
     "blackbox.params": "--param",
-    "blackbox.method": "--method",
+    "blackbox.method": "--statistic",
     "blackbox.reference_params": "--reference-param",
     "blackbox.reference": "--reference",
     "blackbox.features": "--features",
@@ -823,6 +824,63 @@ def _plain(stream) -> bool:
     return not (hasattr(stream, "isatty") and stream.isatty())
 
 
+class ClosedPipeSafe:
+    """A text stream whose reader may leave early (``dpaudit audit ... | head -1``).
+
+    Once the reader has closed the pipe, writes are dropped and the stream's descriptor is
+    pointed at ``os.devnull`` (so the interpreter's final flush is quiet too): the run goes
+    on, writes every requested file, and exits as if its output had been read.
+
+    Args:
+        stream: the stream to write to (``sys.stdout`` or ``sys.stderr``).
+    """
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        """Write ``text`` unless the reader has gone.
+
+        Args:
+            text: the text.
+
+        Returns:
+            The number of characters taken (all of them, read or not).
+        """
+        if not self.closed_pipe:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush, unless the reader has gone."""
+        if not self.closed_pipe:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def isatty(self) -> bool:
+        """Whether the stream is a terminal.
+
+        Returns:
+            The underlying stream's answer.
+        """
+        return hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def _reader_gone(self) -> None:
+        self.closed_pipe = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # not a file descriptor (a test's buffer)
+            pass
+
+
 def closing_line(outcomes, seconds: float, strict: bool = False) -> str:
     """The run's closing counts line, in the manner of pytest (:func:`dpaudit.io.report.counts_line`).
 
@@ -906,7 +964,7 @@ _COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "certified lower", 
 
 def _verdict_colour(o) -> str:
     """Red only for what fails the run; an expected violation is not alarming."""
-    if o.as_expected is False or (o.expected is None and o.result.verdict in BAD_VERDICTS):
+    if _unexpected(o):
         return "red"
     return {"pass": "green", "inconclusive": "yellow"}.get(o.result.verdict, "cyan")
 
@@ -942,9 +1000,32 @@ def _print_table(outcomes, stream) -> None:
         Console(file=stream, highlight=False).print(_summary_table(outcomes))
 
 
+def _unexpected(o) -> bool:
+    """A verdict that fails the run (before ``--strict``): a missed expectation, or a violation
+    or incompatibility nobody expected."""
+    return o.as_expected is False or (o.expected is None and o.result.verdict in BAD_VERDICTS)
+
+
 def _audit_line(o, seconds: float) -> str:
+    """The audit's result line; under an unexpected verdict, its one-line reason."""
     mark = "" if o.as_expected is None else (" ✓" if o.as_expected else f" ✗ expected {o.expected}")
-    return f"{o.name}: {o.result.verdict}{mark} ({seconds:.1f} s)"
+    line = f"{o.name}: {o.result.verdict}{mark} ({seconds:.1f} s)"
+    return f"{line}\n  why: {_reason_line(o)}" if _unexpected(o) else line
+
+
+def _reason_line(o) -> str:
+    """An unexpected verdict's reason: for a violation, expected against measured, the pair and
+    the certificate or event (:func:`dpaudit.testing.assertions.violation_sentence`)."""
+    from dpaudit.testing.assertions import violation_sentence
+
+    reason = getattr(o.result, "reason", o.result.verdict)
+    data = tuple(o.data or ())
+    if o.result.verdict != "violation" or len(data) != 2 or data[1] is None:
+        return reason  # a missed expectation, or candidate pairs generated around D
+    try:
+        return violation_sentence(o.result, *data)
+    except (ValueError, TypeError, IndexError):  # a pair of another shape: the reason alone
+        return reason
 
 
 # ------------------------------------------------------------------ auditing
@@ -1127,7 +1208,7 @@ def audit_targets(args, legacy: bool = False) -> int:
     from dpaudit.io.report import now
 
     clock, started = time.perf_counter(), now()
-    out = sys.stderr if legacy or args.json == "-" else sys.stdout
+    out = ClosedPipeSafe(sys.stderr if legacy or args.json == "-" else sys.stdout)
     _check_outputs(args)
     _check_error_options(args)
     parallel = _start_workers(args)
@@ -1143,7 +1224,8 @@ def audit_targets(args, legacy: bool = False) -> int:
     if not args.quiet:
         _print_table(outcomes, out)
     for item, o in zip(prepared, outcomes, strict=True):
-        if args.verbose or item.claim_note:  # a one-off audit's notes are its explanation
+        if (args.verbose or item.claim_note) and o.result.notes:  # a one-off audit's explanation
+            print(f"{o.name}:", file=out)
             for note in o.result.notes:
                 print(f"  note: {note}", file=out)
     seconds = time.perf_counter() - clock
@@ -1173,8 +1255,9 @@ def _write_outputs(outcomes, args, started: str, seconds: float) -> None:
             )
             _log(args, f"report: {page}")
         if args.json == "-":
-            json.dump(json_document(outcomes, started), sys.stdout, indent=1, allow_nan=False)
-            print(file=sys.stdout, flush=True)
+            stdout = ClosedPipeSafe(sys.stdout)
+            json.dump(json_document(outcomes, started), stdout, indent=1, allow_nan=False)
+            print(file=stdout, flush=True)
         elif args.json:
             _log(args, f"json: {write_json(outcomes, args.json, started=started)}")
         if args.junitxml:
@@ -1418,8 +1501,10 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     b.add_argument("--blackbox", action="store_true",
                    help="the callable is a plain sampler (data, n, key) -> releases: audit it "
                    "from its samples (verdict violation or inconclusive)")  # fmt: skip
-    b.add_argument("--method", choices=("auto", "model", "logistic", "mlp", "float", "bits"),
-                   help="the test statistic: the reference's privacy loss (model), a "
+    b.add_argument("--statistic", "--method", dest="method", action=_StatisticOption,
+                   choices=("auto", "model", "logistic", "mlp", "float", "bits"),
+                   help="the test statistic (the API's statistic=; --method is its former, "
+                   "deprecated name): the reference's privacy loss (model), a "
                    "classifier (logistic, mlp), reachability of float releases (float) or the "
                    "MLP on their bits (bits); auto: model when --reference is given, and float "
                    "when its fit is found")  # fmt: skip
@@ -1451,6 +1536,16 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="the records' value range for --pairs auto/records/labelled/worst")  # fmt: skip
     b.add_argument("--select-samples", type=int,
                    help="selection releases per dataset (default: the engine's)")  # fmt: skip
+
+
+class _StatisticOption(argparse.Action):
+    """``--statistic``; its former name ``--method`` still works, with a line on stderr."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string == "--method":
+            print("dpaudit: --method is deprecated; use --statistic (the API's statistic=).",
+                  file=sys.stderr)  # fmt: skip
+        setattr(namespace, self.dest, values)
 
 
 def _add_error_options(p: argparse.ArgumentParser) -> None:
