@@ -47,6 +47,8 @@ def test_api(notion, correct):
     assert result.claim == mechanism.claim  # audited as stated, not as its anchor
     _expect(result.verdict, correct)
     lines = result.summary().splitlines()
+    if result.verdict == "violation":  # the decisive reason leads
+        assert lines.pop(1).startswith("  why: ")
     assert lines[1] == f"  claim: {mechanism.claim.describe()}, replace-one"
     parameter = {"zcdp": "rho >= ", "rdp": "epsilon(2) >= ", "gdp": "mu >= "}.get(notion, "")
     assert lines[2].startswith(f"  certified: {parameter}")
