@@ -190,6 +190,7 @@ DEFERRED_IMPORTS = {
             "dpaudit.estimation.significance",
             "dpaudit.testing.record_spaces",
             "dpaudit.testing.assertions",
+            "dpaudit.cli.regression",
             "dpaudit.testing.worst_pair",
             "dpaudit.whitebox.scope",
         )

@@ -82,6 +82,7 @@ __all__ = [
     "AuditCrash",
     "ClosedPipeSafe",
     "PreparedAudit",
+    "assert_fixed",
     "audit_targets",
     "build_parser",
     "check",
@@ -1187,6 +1188,11 @@ def _check_outputs(args) -> None:
         check_json_path(args.json)
     if args.junitxml:
         check_output_file(args.junitxml, "--junitxml")
+    if getattr(args, "write_regression_test", None):
+        from dpaudit.cli.regression import check_regression_path
+
+        check_regression_path(args.write_regression_test, Path(dpaudit.__file__).parent)
+        check_output_file(args.write_regression_test, "--write-regression-test", "test_dp.py")
 
 
 def audit_targets(args, legacy: bool = False) -> int:
@@ -1230,6 +1236,7 @@ def audit_targets(args, legacy: bool = False) -> int:
                 print(f"  note: {note}", file=out)
     seconds = time.perf_counter() - clock
     _write_outputs(outcomes, args, started, seconds)
+    _write_regression_tests(prepared, outcomes, args)
     failed = [o.name for o in outcomes if _failed(o, args.strict)]
     if failed:
         print(f"{len(failed)} audit(s) failed: {', '.join(failed)}", file=sys.stderr, flush=True)
@@ -1270,6 +1277,84 @@ def _write_outputs(outcomes, args, started: str, seconds: float) -> None:
             f"drawing the report failed ({_first_line(err)}); the audits finished but "
             "nothing was published."
         ) from err
+
+
+def _write_regression_tests(prepared, outcomes, args) -> None:
+    """``--write-regression-test``: a pytest per unexpected verdict (none: nothing written)."""
+    path = getattr(args, "write_regression_test", None)
+    if not path:
+        return
+    from dpaudit.cli.regression import (
+        RegressionCase,
+        absolute_target,
+        callable_options,
+        write_regression_tests,
+    )
+
+    cases = [
+        RegressionCase(
+            name=o.name,
+            target=absolute_target(str(item.spec.path)),
+            options=tuple(callable_options(args) if _is_callable_ref(str(item.spec.path)) else ()),
+            seed=item.spec.seed,
+            samples=item.spec.samples,
+            claim=o.result.claim,
+            pair=tuple(item.pair),
+            reason=_reason_line(o),
+        )
+        for item, o in zip(prepared, outcomes, strict=True)
+        if _failed(o, args.strict)
+    ]
+    if not cases:
+        _log(args, f"regression tests: no unexpected verdict; {path} not written.")
+        return
+    command = "dpaudit audit " + " ".join(args.targets)
+    _log(args, f"regression tests: {write_regression_tests(path, cases, command)}")
+
+
+def assert_fixed(target: str, *, options=(), seed: int, samples: int, claim=None, pair=None):
+    """Re-audit a verdict that failed a run; fail (as a pytest assertion) while it still fails.
+
+    What ``dpaudit audit ... --write-regression-test FILE`` writes calls this: the target
+    is prepared as the command prepared it, then audited on the pinned pair with the
+    pinned seed, budget and claim.
+
+    Args:
+        target: a spec path or ``FILE.py:CALLABLE``.
+        options: the command-line options of a ``FILE.py:CALLABLE`` target.
+        seed: the audit's seed.
+        samples: releases per dataset.
+        claim: the claim to audit (default: the target's).
+        pair: ``(D, D')`` to audit (default: the target's).
+
+    Returns:
+        The audit result, when its verdict no longer fails the run.
+
+    Raises:
+        AssertionError: with the verdict and its one-line reason, while it still fails.
+    """
+    __tracebackhide__ = True  # pytest shows the test's line and the reason, not dpaudit's frames
+    from dpaudit.model.adjacency import check_adjacent
+
+    if _is_callable_ref(target):
+        argv = ["audit", target, *options, "--seed", str(seed), "--samples", str(samples)]
+        item = prepare_callable(target, build_parser().parse_args(argv))
+    else:
+        item = _prepare_one(Path(target), seed, samples)
+    if claim is not None:
+        mechanism = None if item.mechanism is None else _with_claim(item.mechanism, claim)
+        item = dataclasses.replace(item, spec=dataclasses.replace(item.spec, claim=claim))
+        item = dataclasses.replace(item, mechanism=mechanism)
+    if pair is not None:
+        check_adjacent(pair[0], pair[1], item.spec.claim.adjacency)
+        item = dataclasses.replace(item, pair=tuple(pair))
+    outcome = _outcome(item, run_audit(item))
+    if _failed(outcome, strict=False):
+        raise AssertionError(
+            f"{outcome.name}: {outcome.result.verdict} (seed {seed}, {samples} samples): "
+            f"{_reason_line(outcome)}"
+        )
+    return outcome.result
 
 
 def run(args) -> int:
@@ -1612,6 +1697,10 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junitxml", metavar="FILE",
                    help="write a JUnit XML file: one test case per audit, a failure for each "
                    "unexpected verdict (for CI systems)")  # fmt: skip
+    p.add_argument("--write-regression-test", metavar="FILE",
+                   help="write a pytest per unexpected verdict to FILE (e.g. "
+                   "tests/test_dp_regressions.py): each pins the pair, seed, budget and claim "
+                   "and fails until the mechanism is fixed")  # fmt: skip
     p.add_argument("--strict", action="store_true",
                    help="an inconclusive verdict without an expected one fails the run")  # fmt: skip
     p.add_argument("--cache-dir", metavar="DIR",
