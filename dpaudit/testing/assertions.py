@@ -513,7 +513,9 @@ def expectation_sentence(result) -> str:
         no sampling is involved in the bound, else its confidence.
     """
     claim = result.claim
-    how = "exact" if getattr(result, "p_value", None) == 0 else f"confidence {result.confidence:g}"
+    # exact: a white-box bound that involves no sampling (a verified release, exact accounting)
+    exact = hasattr(result, "certificate") and getattr(result, "p_value", None) == 0
+    how = "exact" if exact else f"confidence {result.confidence:g}"
     if is_notion_claim(claim):
         return f"expected {claim_label(claim)}, got {result.verdict} ({how})"
     at = f"({claim.delta:g})" if claim.delta > 0 else ""

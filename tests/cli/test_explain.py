@@ -33,9 +33,14 @@ def _spec(folder: Path, name: str, scale: float, expected: str = "") -> Path:
     return path
 
 
-def _env() -> dict:
-    """The subprocess imports this worktree's dpaudit (not an editable install elsewhere)."""
-    return {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+def _env(cache: Path | None = None) -> dict:
+    """The subprocess imports this worktree's dpaudit (not an editable install elsewhere); with
+    ``cache``, its compiled programs are kept there for the next subprocess."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    if cache is not None:
+        env |= {"JAX_COMPILATION_CACHE_DIR": str(cache),
+                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}  # fmt: skip
+    return env
 
 
 def test_an_unexpected_violation_prints_its_reason_and_verbose_names_the_notes(
@@ -99,12 +104,14 @@ def test_a_written_regression_test_fails_until_the_mechanism_is_fixed(tmp_path, 
     text = written.read_text()
     assert "def test_faulty_keeps_its_claim():" in text and "seed=0" in text
     assert "samples=500" in text and "Claim(epsilon=1.0" in text and "pair=(np.array(" in text
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(written)]
-    run = subprocess.run(command, capture_output=True, text=True, env=_env(), cwd=tmp_path)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+               "no:hypothesispytest", str(written)]  # fmt: skip
+    env = _env(tmp_path / "jax-cache")  # the second run (fixed) reuses most of the first's
+    run = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert REASON in run.stdout and "dpaudit/cli/main.py" not in run.stdout  # frames hidden
     faulty.write_text(faulty.read_text().replace("scale_factor = 0.5", "scale_factor = 1.0"))
-    run = subprocess.run(command, capture_output=True, text=True, env=_env(), cwd=tmp_path)
+    run = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -151,3 +158,25 @@ def test_statistic_is_the_option_and_method_its_deprecated_alias(capsys):
     assert args.method == "mlp" and "--method is deprecated; use --statistic" in (
         capsys.readouterr().err
     )
+
+
+def test_a_black_box_violation_leads_with_its_event_and_is_never_called_exact():
+    import numpy as np
+
+    from dpaudit.blackbox import blackbox_audit, numpy_generator
+    from dpaudit.testing.assertions import violation_sentence
+
+    def histogram(data, n, key):  # Laplace scale epsilon instead of 1 / epsilon: epsilon 2
+        counts = np.bincount(np.asarray(data, dtype=int), minlength=4).astype(float)
+        return counts + numpy_generator(key).laplace(0.0, 0.5, size=(n, 4))
+
+    d, d_prime = np.array([0, 1, 2, 3, 1]), np.array([0, 1, 2, 3, 1, 2])
+    claim = dpaudit.Claim(epsilon=0.5, adjacency="add-remove")
+    result = blackbox_audit(histogram, d, d_prime, claim, samples=2_000, seed=0,
+                            statistic="logistic", progress=False)  # fmt: skip
+    assert result.verdict == "violation"
+    why = result.summary().splitlines()[1]
+    assert why.startswith("  why: event statistic > ") and "P_D >= " in why and "P_D' <= " in why
+    sentence = violation_sentence(result, d, d_prime)
+    assert sentence.startswith("expected epsilon <= 0.5, got epsilon >= ")
+    assert "(confidence 0.95): D is D' without record 5 (2); event statistic > " in sentence
