@@ -180,3 +180,6 @@ def test_a_black_box_violation_leads_with_its_event_and_is_never_called_exact():
     sentence = violation_sentence(result, d, d_prime)
     assert sentence.startswith("expected epsilon <= 0.5, got epsilon >= ")
     assert "(confidence 0.95): D is D' without record 5 (2); event statistic > " in sentence
+    # overwhelming evidence (a p-value that underflows to 0) is still a sampled bound
+    underflow = dataclasses_replace(result, p_value=0.0)
+    assert "(confidence 0.95)" in violation_sentence(underflow, d, d_prime)
