@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.model.adjacency import Adjacency, n_records
-from dpaudit.model.claims import Claim, claim_label, is_notion_claim
+from dpaudit.model.claims import Claim, claim_label, is_notion_claim, notion_certified_text
 from dpaudit.model.compatibility import compatibility
 from dpaudit.model.loss import noise_shift
 from dpaudit.model.mechanism import Mechanism, adjacency_of
@@ -517,7 +517,10 @@ def expectation_sentence(result) -> str:
     exact = hasattr(result, "certificate") and getattr(result, "p_value", None) == 0
     how = "exact" if exact else f"confidence {result.confidence:g}"
     if is_notion_claim(claim):
-        return f"expected {claim_label(claim)}, got {result.verdict} ({how})"
+        got = notion_certified_text(result) or f"epsilon({result.claim.delta:g}) >= " + (
+            f"{result.epsilon_lower:.4g}"
+        )
+        return f"expected {claim_label(claim)}, got {got} ({how})"
     at = f"({claim.delta:g})" if claim.delta > 0 else ""
     delta_lower = (getattr(result, "delta_at_claimed_epsilon", None) or {}).get("lower")
     if result.epsilon_lower <= claim.epsilon and delta_lower is not None and claim.delta > 0:

@@ -63,8 +63,10 @@ def test_pytest_helper(notion, correct):
     else:
         with pytest.raises(
             DPViolation, match=re.escape(f"fails its claim ({mechanism.claim.describe()}")
-        ):
+        ) as caught:
             assert_dp(mechanism, *_pair(mechanism), samples=SAMPLES)
+        head = str(caught.value).splitlines()[0]  # expected against measured, in the notion
+        assert head.startswith(f"expected {mechanism.claim.describe()}, got ") and "record" in head
 
 
 def test_pytest_helper_audits_a_notion_claim_given_as_claim():
