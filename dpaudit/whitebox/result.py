@@ -18,7 +18,7 @@ from dpaudit.core.serialize import json_float, jsonable
 from dpaudit.estimation.pld import DeltaCurve
 from dpaudit.estimation.significance import borderline_note
 from dpaudit.model.audit_record import DIRECTIONS, VERDICTS, AuditRecord
-from dpaudit.model.claims import is_notion_claim, notion_summary_lines
+from dpaudit.model.claims import is_notion_claim, notion_certified_text, notion_summary_lines
 from dpaudit.model.compatibility import Compatibility
 from dpaudit.whitebox.scope import scope_text
 from dpaudit.whitebox.summaries import (
@@ -229,12 +229,15 @@ class AuditResult(AuditRecord):
                 f"exact accounting{f' ({family})' if family else ''}: epsilon({c.delta:g}) = "
                 f"{float(exact):.4g} > epsilon = {c.epsilon:g}"
             )
-        if self.verdict == "violation":
-            lower = self.delta_at_claimed_epsilon.get("lower")
+        lower = self.delta_at_claimed_epsilon.get("lower")
+        if self.verdict == "violation" and lower is not None and float(lower) > c.delta:
             return (
                 f"delta({c.epsilon:g}) >= {float(lower):.4g} > delta = {c.delta:g} at "
                 f"confidence {self.confidence:g}; epsilon({c.delta:g}) >= {self.epsilon_lower:.4g}"
             )
+        notion = notion_certified_text(self) if is_notion_claim(c) else None
+        if self.verdict == "violation" and notion is not None:  # refuted in the claim's notion
+            return f"{notion} at confidence {self.confidence:g}, beyond {c.describe()}"
         return f"epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} certified; claim epsilon = {c.epsilon:g}"
 
     def summary(self) -> str:
