@@ -3,9 +3,11 @@
 Commands:
 
 * ``dpaudit audit TARGET... [-k EXPR] [-q] [-v] [--json FILE|-] [--report DIR]
-  [--junitxml FILE] [--seed N] [--samples N] [--confidence C]
-  [--suite-confidence C] [--strict]`` validates every target first, then
-  audits each. The run's false-alarm level is ``1 - --suite-confidence``
+  [--junitxml FILE] [--write-regression-test FILE] [--seed N] [--samples N]
+  [--confidence C] [--suite-confidence C] [--strict]`` validates every target
+  first, then audits each; under each unexpected verdict it prints its one-line
+  reason, and ``--write-regression-test`` writes a pytest per unexpected verdict
+  (:mod:`dpaudit.cli.regression`, :func:`assert_fixed`). The run's false-alarm level is ``1 - --suite-confidence``
   (default 0.05): Holm's correction over its audits reports a violation it does
   not keep as borderline (inconclusive), and a line says so. A target is a ``.toml`` spec, a folder of
   specs (searched recursively), or ``FILE.py:CALLABLE``: a user's mechanism
@@ -25,7 +27,8 @@ Commands:
 Output: results (one line per audit, the table, the closing counts line
 ``"3 as expected, 1 unexpected (1 missed violation) in 12.1s"``) go to stdout;
 progress and log lines to stderr. Output that is not a terminal is plain text,
-never truncated. ``--json -`` writes the JSON document to stdout (the table
+never truncated. A reader that closes the pipe early (``| head -1``) costs nothing:
+the rest of the output is dropped (:class:`ClosedPipeSafe`) and every file is written. ``--json -`` writes the JSON document to stdout (the table
 then goes to stderr).
 
 Exit codes:
