@@ -214,7 +214,9 @@ def regression_source(cases: list[RegressionCase], command: str) -> str:
             f"        seed={case.seed},",
             f"        samples={case.samples},",
             f"        claim={_claim_source(case.claim)[1]},",
-            f"        pair={_literal(tuple(case.pair))},",
+            "        pair=(",
+            *(f"            {_literal(dataset)}," for dataset in case.pair),
+            "        ),",
             "    )",
         ]
     return "\n".join(lines) + "\n"
