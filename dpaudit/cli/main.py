@@ -558,7 +558,7 @@ def _check_callable_options(args) -> None:
             )
         given = [o for o in given if o not in ("pairs", "domain")]
     if given and not args.blackbox:
-        option = "--" + given[0].replace("_", "-")
+        option = "--" + {"method": "statistic"}.get(given[0], given[0]).replace("_", "-")
         raise _spec_error(f"{option} is for black-box audits of a sampler (add --blackbox).")
     if not args.data and not args.generator:
         raise _spec_error(

@@ -150,7 +150,7 @@ def test_a_closed_pipe_ends_quietly_and_every_file_is_written(tmp_path):
     assert json.loads(doc.read_text())["audits"][0]["verdict"] == "pass"
 
 
-def test_statistic_is_the_option_and_method_its_deprecated_alias(capsys):
+def test_statistic_is_the_option_and_method_its_deprecated_alias(capsys, tmp_path):
     parser = build_parser()
     args = parser.parse_args(["audit", "s.py:f", "--blackbox", "--statistic", "logistic"])
     assert args.method == "logistic" and capsys.readouterr().err == ""
@@ -158,6 +158,10 @@ def test_statistic_is_the_option_and_method_its_deprecated_alias(capsys):
     assert args.method == "mlp" and "--method is deprecated; use --statistic" in (
         capsys.readouterr().err
     )
+    (tmp_path / "s.py").write_text("def f(data, n, key):\n    return data\n")
+    target = f"{tmp_path / 's.py'}:f"
+    assert main(["audit", target, "--epsilon", "1", "--statistic", "mlp"]) == 2
+    assert "--statistic is for black-box audits of a sampler" in capsys.readouterr().err
 
 
 def test_a_black_box_violation_leads_with_its_event_and_is_never_called_exact():
