@@ -875,6 +875,10 @@ class ClosedPipeSafe:
         """
         return hasattr(self.stream, "isatty") and self.stream.isatty()
 
+    def __getattr__(self, name: str):
+        """Anything else (``encoding``, ``fileno`` ...) is the underlying stream's."""
+        return getattr(self.stream, name)
+
     def _reader_gone(self) -> None:
         self.closed_pipe = True
         try:
