@@ -52,6 +52,9 @@ def test_an_unexpected_violation_prints_its_reason_and_verbose_names_the_notes(
     at = lines.index(next(line for line in lines if line.startswith("faulty: violation")))
     assert lines[at + 1].startswith("  why: " + REASON)
     assert "release x = " in lines[at + 1] and "has loss 2 > epsilon = 1" in lines[at + 1]
+    junit = tmp_path / "x.xml"  # CI's first line of the failure says why too
+    assert main(["audit", str(faulty), "--junitxml", str(junit), "-q"]) == 1
+    assert "; why: release x = " in junit.read_text()
     # -v: each audit's notes under its own name (a result with notes)
     from dpaudit.cli import main as cli
 
@@ -147,6 +150,7 @@ def test_a_closed_pipe_ends_quietly_and_every_file_is_written(tmp_path):
     assert proc.wait() == 0, stderr
     assert "BrokenPipe" not in stderr and "Traceback" not in stderr
     assert (report / "index.html").exists() and junit.exists()
+    assert "<failure" not in junit.read_text()
     assert json.loads(doc.read_text())["audits"][0]["verdict"] == "pass"
 
 
