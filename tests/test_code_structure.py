@@ -189,6 +189,8 @@ DEFERRED_IMPORTS = {
             "dpaudit.blackbox.result",
             "dpaudit.estimation.significance",
             "dpaudit.testing.record_spaces",
+            "dpaudit.testing.assertions",
+            "dpaudit.cli.regression",
             "dpaudit.testing.worst_pair",
             "dpaudit.whitebox.scope",
         )

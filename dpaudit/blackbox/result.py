@@ -464,8 +464,31 @@ class BlackBoxResult(AuditRecord):
             f"epsilon_lower={self.epsilon_lower:.4g}, samples={self.samples})"
         )
 
+    @property
+    def reason(self) -> str:
+        """The decisive reason for the verdict, in one line.
+
+        A violation names the certified event and its certified probabilities under the two
+        laws; an inconclusive verdict the note qualifying it.
+        """
+        c, e = self.claim, self.event
+        if self.verdict != "violation":
+            return self.notes[-1] if self.notes else f"epsilon >= {self.epsilon_lower:.4g}"
+        p, q = ("D", "D'") if e.direction == "D->D'" else ("D'", "D")
+        if self.epsilon_lower > c.epsilon:
+            bound = f"epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} > epsilon = {c.epsilon:g}"
+        else:
+            bound = f"delta({c.epsilon:g}) >= {self.delta_lower:.4g} > delta = {c.delta:g}"
+        return (
+            f"event statistic > {e.threshold:.4g} has P_{p} >= {e.p_lower:.3g} and "
+            f"P_{q} <= {e.q_upper:.3g} (counts {e.counts.P} / {e.counts.Q} of {e.n}): {bound}"
+        )
+
     def summary(self) -> str:
-        """A few lines for people: verdict, claim, certified bound, the event, and why.
+        """A few lines for people: verdict, the decisive reason, claim, certified bound, event.
+
+        A violation leads with its :attr:`reason` (line 2); an inconclusive verdict ends
+        with the note qualifying it.
 
         Returns:
             The text (no trailing newline).
@@ -476,6 +499,8 @@ class BlackBoxResult(AuditRecord):
             f"{self.confidence:g} ({self.bound_method} bound)"
         )
         lines = [f"{self.mechanism}: {self.verdict} (black-box, {self.statistic})"]
+        if self.verdict == "violation":
+            lines.append(f"  why: {self.reason}")
         if self.notion_bound is not None:  # the claim's own parameter first, the anchor second
             lines += notion_summary_lines(self)
             lines[-1] += f" {anchor}"
@@ -488,7 +513,7 @@ class BlackBoxResult(AuditRecord):
         ]
         if self.stopping is not None:
             lines.append(f"  sequential: {self.stopping.reason}")
-        if self.notes:
+        if self.notes and self.verdict != "violation":
             lines.append(f"  why: {self.notes[-1]}")
         if self.borderline is not None:
             lines.append(f"  {borderline_note(self.borderline['p_value'])}")

@@ -3,9 +3,11 @@
 Commands:
 
 * ``dpaudit audit TARGET... [-k EXPR] [-q] [-v] [--json FILE|-] [--report DIR]
-  [--junitxml FILE] [--seed N] [--samples N] [--confidence C]
-  [--suite-confidence C] [--strict]`` validates every target first, then
-  audits each. The run's false-alarm level is ``1 - --suite-confidence``
+  [--junitxml FILE] [--write-regression-test FILE] [--seed N] [--samples N]
+  [--confidence C] [--suite-confidence C] [--strict]`` validates every target
+  first, then audits each; under each unexpected verdict it prints its one-line
+  reason, and ``--write-regression-test`` writes a pytest per unexpected verdict
+  (:mod:`dpaudit.cli.regression`, :func:`assert_fixed`). The run's false-alarm level is ``1 - --suite-confidence``
   (default 0.05): Holm's correction over its audits reports a violation it does
   not keep as borderline (inconclusive), and a line says so. A target is a ``.toml`` spec, a folder of
   specs (searched recursively), or ``FILE.py:CALLABLE``: a user's mechanism
@@ -25,7 +27,8 @@ Commands:
 Output: results (one line per audit, the table, the closing counts line
 ``"3 as expected, 1 unexpected (1 missed violation) in 12.1s"``) go to stdout;
 progress and log lines to stderr. Output that is not a terminal is plain text,
-never truncated. ``--json -`` writes the JSON document to stdout (the table
+never truncated. A reader that closes the pipe early (``| head -1``) costs nothing:
+the rest of the output is dropped (:class:`ClosedPipeSafe`) and every file is written. ``--json -`` writes the JSON document to stdout (the table
 then goes to stderr).
 
 Exit codes:
@@ -80,7 +83,9 @@ __all__ = [
     "EXIT_INVALID",
     "EXIT_OK",
     "AuditCrash",
+    "ClosedPipeSafe",
     "PreparedAudit",
+    "assert_fixed",
     "audit_targets",
     "build_parser",
     "check",
@@ -448,7 +453,7 @@ _OPTION_OF_FIELD = {
     "claim.adjacency": "--adjacency",
     "mechanism.params": "--param",
     "blackbox.params": "--param",
-    "blackbox.method": "--method",
+    "blackbox.method": "--statistic",
     "blackbox.reference_params": "--reference-param",
     "blackbox.reference": "--reference",
     "blackbox.features": "--features",
@@ -553,7 +558,7 @@ def _check_callable_options(args) -> None:
             )
         given = [o for o in given if o not in ("pairs", "domain")]
     if given and not args.blackbox:
-        option = "--" + given[0].replace("_", "-")
+        option = "--" + {"method": "statistic"}.get(given[0], given[0]).replace("_", "-")
         raise _spec_error(f"{option} is for black-box audits of a sampler (add --blackbox).")
     if not args.data and not args.generator:
         raise _spec_error(
@@ -823,6 +828,67 @@ def _plain(stream) -> bool:
     return not (hasattr(stream, "isatty") and stream.isatty())
 
 
+class ClosedPipeSafe:
+    """A text stream whose reader may leave early (``dpaudit audit ... | head -1``).
+
+    Once the reader has closed the pipe, writes are dropped and the stream's descriptor is
+    pointed at ``os.devnull`` (so the interpreter's final flush is quiet too): the run goes
+    on, writes every requested file, and exits as if its output had been read.
+
+    Args:
+        stream: the stream to write to (``sys.stdout`` or ``sys.stderr``).
+    """
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        """Write ``text`` unless the reader has gone.
+
+        Args:
+            text: the text.
+
+        Returns:
+            The number of characters taken (all of them, read or not).
+        """
+        if not self.closed_pipe:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush, unless the reader has gone."""
+        if not self.closed_pipe:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def isatty(self) -> bool:
+        """Whether the stream is a terminal.
+
+        Returns:
+            The underlying stream's answer.
+        """
+        return hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def __getattr__(self, name: str):
+        """Anything else (``encoding``, ``fileno`` ...) is the underlying stream's."""
+        return getattr(self.stream, name)
+
+    def _reader_gone(self) -> None:
+        self.closed_pipe = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # not a file descriptor (a test's buffer)
+            pass
+
+
 def closing_line(outcomes, seconds: float, strict: bool = False) -> str:
     """The run's closing counts line, in the manner of pytest (:func:`dpaudit.io.report.counts_line`).
 
@@ -898,7 +964,7 @@ _COLUMNS = ("audit", "kind", "claim", "verdict", "expected", "certified lower", 
 
 def _verdict_colour(o) -> str:
     """Red only for what fails the run; an expected violation is not alarming."""
-    if o.as_expected is False or (o.expected is None and o.result.verdict in BAD_VERDICTS):
+    if _unexpected(o):
         return "red"
     return {"pass": "green", "inconclusive": "yellow"}.get(o.result.verdict, "cyan")
 
@@ -934,9 +1000,32 @@ def _print_table(outcomes, stream) -> None:
         Console(file=stream, highlight=False).print(_summary_table(outcomes))
 
 
+def _unexpected(o) -> bool:
+    """A verdict that fails the run (before ``--strict``): a missed expectation, or a violation
+    or incompatibility nobody expected."""
+    return o.as_expected is False or (o.expected is None and o.result.verdict in BAD_VERDICTS)
+
+
 def _audit_line(o, seconds: float) -> str:
+    """The audit's result line; under an unexpected verdict, its one-line reason."""
     mark = "" if o.as_expected is None else (" ✓" if o.as_expected else f" ✗ expected {o.expected}")
-    return f"{o.name}: {o.result.verdict}{mark} ({seconds:.1f} s)"
+    line = f"{o.name}: {o.result.verdict}{mark} ({seconds:.1f} s)"
+    return f"{line}\n  why: {_reason_line(o)}" if _unexpected(o) else line
+
+
+def _reason_line(o) -> str:
+    """An unexpected verdict's reason: for a violation, expected against measured, the pair and
+    the certificate or event (:func:`dpaudit.testing.assertions.violation_sentence`)."""
+    from dpaudit.testing.assertions import violation_sentence
+
+    reason = getattr(o.result, "reason", o.result.verdict)
+    data = tuple(o.data or ())
+    if o.result.verdict != "violation" or len(data) != 2 or data[1] is None:
+        return reason  # a missed expectation, or candidate pairs generated around D
+    try:
+        return violation_sentence(o.result, *data)
+    except (ValueError, TypeError, IndexError):  # a pair of another shape: the reason alone
+        return reason
 
 
 # ------------------------------------------------------------------ auditing
@@ -1098,6 +1187,11 @@ def _check_outputs(args) -> None:
         check_json_path(args.json)
     if args.junitxml:
         check_output_file(args.junitxml, "--junitxml")
+    if getattr(args, "write_regression_test", None):
+        from dpaudit.cli.regression import check_regression_path
+
+        check_regression_path(args.write_regression_test, Path(dpaudit.__file__).parent)
+        check_output_file(args.write_regression_test, "--write-regression-test", "test_dp.py")
 
 
 def audit_targets(args, legacy: bool = False) -> int:
@@ -1119,7 +1213,7 @@ def audit_targets(args, legacy: bool = False) -> int:
     from dpaudit.io.report import now
 
     clock, started = time.perf_counter(), now()
-    out = sys.stderr if legacy or args.json == "-" else sys.stdout
+    out = ClosedPipeSafe(sys.stderr if legacy or args.json == "-" else sys.stdout)
     _check_outputs(args)
     _check_error_options(args)
     parallel = _start_workers(args)
@@ -1135,11 +1229,13 @@ def audit_targets(args, legacy: bool = False) -> int:
     if not args.quiet:
         _print_table(outcomes, out)
     for item, o in zip(prepared, outcomes, strict=True):
-        if args.verbose or item.claim_note:  # a one-off audit's notes are its explanation
+        if (args.verbose or item.claim_note) and o.result.notes:  # a one-off audit's explanation
+            print(f"{o.name}:", file=out)
             for note in o.result.notes:
                 print(f"  note: {note}", file=out)
     seconds = time.perf_counter() - clock
     _write_outputs(outcomes, args, started, seconds)
+    _write_regression_tests(prepared, outcomes, args)
     failed = [o.name for o in outcomes if _failed(o, args.strict)]
     if failed:
         print(f"{len(failed)} audit(s) failed: {', '.join(failed)}", file=sys.stderr, flush=True)
@@ -1165,8 +1261,9 @@ def _write_outputs(outcomes, args, started: str, seconds: float) -> None:
             )
             _log(args, f"report: {page}")
         if args.json == "-":
-            json.dump(json_document(outcomes, started), sys.stdout, indent=1, allow_nan=False)
-            print(file=sys.stdout, flush=True)
+            stdout = ClosedPipeSafe(sys.stdout)
+            json.dump(json_document(outcomes, started), stdout, indent=1, allow_nan=False)
+            print(file=stdout, flush=True)
         elif args.json:
             _log(args, f"json: {write_json(outcomes, args.json, started=started)}")
         if args.junitxml:
@@ -1179,6 +1276,84 @@ def _write_outputs(outcomes, args, started: str, seconds: float) -> None:
             f"drawing the report failed ({_first_line(err)}); the audits finished but "
             "nothing was published."
         ) from err
+
+
+def _write_regression_tests(prepared, outcomes, args) -> None:
+    """``--write-regression-test``: a pytest per unexpected verdict (none: nothing written)."""
+    path = getattr(args, "write_regression_test", None)
+    if not path:
+        return
+    from dpaudit.cli.regression import (
+        RegressionCase,
+        absolute_target,
+        callable_options,
+        write_regression_tests,
+    )
+
+    cases = [
+        RegressionCase(
+            name=o.name,
+            target=absolute_target(str(item.spec.path)),
+            options=tuple(callable_options(args) if _is_callable_ref(str(item.spec.path)) else ()),
+            seed=item.spec.seed,
+            samples=item.spec.samples,
+            claim=o.result.claim,
+            pair=tuple(item.pair),
+            reason=_reason_line(o),
+        )
+        for item, o in zip(prepared, outcomes, strict=True)
+        if _failed(o, args.strict)
+    ]
+    if not cases:
+        _log(args, f"regression tests: no unexpected verdict; {path} not written.")
+        return
+    command = "dpaudit audit " + " ".join(args.targets)
+    _log(args, f"regression tests: {write_regression_tests(path, cases, command)}")
+
+
+def assert_fixed(target: str, *, options=(), seed: int, samples: int, claim=None, pair=None):
+    """Re-audit a verdict that failed a run; fail (as a pytest assertion) while it still fails.
+
+    What ``dpaudit audit ... --write-regression-test FILE`` writes calls this: the target
+    is prepared as the command prepared it, then audited on the pinned pair with the
+    pinned seed, budget and claim.
+
+    Args:
+        target: a spec path or ``FILE.py:CALLABLE``.
+        options: the command-line options of a ``FILE.py:CALLABLE`` target.
+        seed: the audit's seed.
+        samples: releases per dataset.
+        claim: the claim to audit (default: the target's).
+        pair: ``(D, D')`` to audit (default: the target's).
+
+    Returns:
+        The audit result, when its verdict no longer fails the run.
+
+    Raises:
+        AssertionError: with the verdict and its one-line reason, while it still fails.
+    """
+    __tracebackhide__ = True  # pytest shows the test's line and the reason, not dpaudit's frames
+    from dpaudit.model.adjacency import check_adjacent
+
+    if _is_callable_ref(target):
+        argv = ["audit", target, *options, "--seed", str(seed), "--samples", str(samples)]
+        item = prepare_callable(target, build_parser().parse_args(argv))
+    else:
+        item = _prepare_one(Path(target), seed, samples)
+    if claim is not None:
+        mechanism = None if item.mechanism is None else _with_claim(item.mechanism, claim)
+        item = dataclasses.replace(item, spec=dataclasses.replace(item.spec, claim=claim))
+        item = dataclasses.replace(item, mechanism=mechanism)
+    if pair is not None:
+        check_adjacent(pair[0], pair[1], item.spec.claim.adjacency)
+        item = dataclasses.replace(item, pair=tuple(pair))
+    outcome = _outcome(item, run_audit(item))
+    if _failed(outcome, strict=False):
+        raise AssertionError(
+            f"{outcome.name}: {outcome.result.verdict} (seed {seed}, {samples} samples): "
+            f"{_reason_line(outcome)}"
+        )
+    return outcome.result
 
 
 def run(args) -> int:
@@ -1410,8 +1585,10 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     b.add_argument("--blackbox", action="store_true",
                    help="the callable is a plain sampler (data, n, key) -> releases: audit it "
                    "from its samples (verdict violation or inconclusive)")  # fmt: skip
-    b.add_argument("--method", choices=("auto", "model", "logistic", "mlp", "float", "bits"),
-                   help="the test statistic: the reference's privacy loss (model), a "
+    b.add_argument("--statistic", "--method", dest="method", action=_StatisticOption,
+                   choices=("auto", "model", "logistic", "mlp", "float", "bits"),
+                   help="the test statistic (the API's statistic=; --method is its former, "
+                   "deprecated name): the reference's privacy loss (model), a "
                    "classifier (logistic, mlp), reachability of float releases (float) or the "
                    "MLP on their bits (bits); auto: model when --reference is given, and float "
                    "when its fit is found")  # fmt: skip
@@ -1443,6 +1620,16 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="the records' value range for --pairs auto/records/labelled/worst")  # fmt: skip
     b.add_argument("--select-samples", type=int,
                    help="selection releases per dataset (default: the engine's)")  # fmt: skip
+
+
+class _StatisticOption(argparse.Action):
+    """``--statistic``; its former name ``--method`` still works, with a line on stderr."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string == "--method":
+            print("dpaudit: --method is deprecated; use --statistic (the API's statistic=).",
+                  file=sys.stderr)  # fmt: skip
+        setattr(namespace, self.dest, values)
 
 
 def _add_error_options(p: argparse.ArgumentParser) -> None:
@@ -1509,6 +1696,10 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junitxml", metavar="FILE",
                    help="write a JUnit XML file: one test case per audit, a failure for each "
                    "unexpected verdict (for CI systems)")  # fmt: skip
+    p.add_argument("--write-regression-test", metavar="FILE",
+                   help="write a pytest per unexpected verdict to FILE (e.g. "
+                   "tests/test_dp_regressions.py): each pins the pair, seed, budget and claim "
+                   "and fails until the mechanism is fixed")  # fmt: skip
     p.add_argument("--strict", action="store_true",
                    help="an inconclusive verdict without an expected one fails the run")  # fmt: skip
     p.add_argument("--cache-dir", metavar="DIR",

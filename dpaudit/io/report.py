@@ -364,9 +364,11 @@ def _junit_case(outcome: AuditOutcome, strict: bool):
         f"{claim}; certified {'' if notion is None else notion + ', '}epsilon lower bound "
         f"{_fmt(r.epsilon_lower)} at confidence {r.confidence}"
     )
-    if failed:
-        failure = ElementTree.SubElement(case, "failure", message=summary, type=r.verdict)
-        failure.text = "\n".join([summary, *r.notes])
+    if failed:  # CI shows the message first: the verdict, then its decisive reason
+        reason = getattr(r, "reason", "")
+        message = f"{summary}; why: {reason}" if reason else summary
+        failure = ElementTree.SubElement(case, "failure", message=message, type=r.verdict)
+        failure.text = "\n".join([message, *r.notes])
     ElementTree.SubElement(case, "system-out").text = "\n".join([summary, *r.notes])
     return case, failed
 

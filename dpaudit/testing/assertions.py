@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.model.adjacency import Adjacency, n_records
-from dpaudit.model.claims import Claim, claim_label, is_notion_claim
+from dpaudit.model.claims import Claim, claim_label, is_notion_claim, notion_certified_text
 from dpaudit.model.compatibility import compatibility
 from dpaudit.model.loss import noise_shift
 from dpaudit.model.mechanism import Mechanism, adjacency_of
@@ -54,6 +54,7 @@ from dpaudit.testing.search import (
     SensitivityTarget,
     WorstCase,
     describe_pair,
+    pair_phrase,
     sensitivity_target,
     worst_neighbours,
 )
@@ -66,6 +67,8 @@ __all__ = [
     "assert_compatible",
     "assert_dp",
     "assert_sensitivity_bound",
+    "expectation_sentence",
+    "violation_sentence",
 ]
 
 
@@ -163,6 +166,7 @@ def _run_hypothesis(strategy, check, hypothesis_settings=None) -> None:
 
 def _check_each_pair(datasets, check, hypothesis_settings) -> None:
     """Run ``check(pair)`` on every given pair, or on pairs drawn from a hypothesis strategy."""
+    __tracebackhide__ = True
     if _is_strategy(datasets):
         _run_hypothesis(datasets, check, hypothesis_settings)
     elif isinstance(datasets, Iterable):
@@ -228,6 +232,7 @@ def assert_sensitivity_bound(
         ValueError: for non-adjacent pairs, or when neither datasets nor a
             record space is given.
     """
+    __tracebackhide__ = True
     spec = sensitivity_target(target, norm, bound, adjacency=adjacency)
     if spec.bound is None:
         raise ValueError("assert_sensitivity_bound needs the claimed bound.")
@@ -262,6 +267,7 @@ def _sensitivity_check(spec: SensitivityTarget, rtol: float, atol: float, check_
     limit = spec.bound * (1.0 + rtol) + atol
 
     def check(pair) -> None:
+        __tracebackhide__ = True
         data, data_prime = pair
         if check_adjacency:
             spec.adjacency.check(data, data_prime)
@@ -285,6 +291,7 @@ def _raise_if_worst_exceeds(
     spec: SensitivityTarget, worst: WorstCase, rtol: float, atol: float, seed: int
 ) -> None:
     """Raise :class:`SensitivityViolation` when the searched pair exceeds the bound (or is nan)."""
+    __tracebackhide__ = True
     if worst.exceeds(rtol, atol) or not math.isfinite(worst.distance):
         raise SensitivityViolation(
             f"sensitivity bound violated for {spec.name}: {worst.describe()}\n"
@@ -377,6 +384,7 @@ def _compatibility_check(
     name, relation, claim_pure = setup.name, setup.relation, setup.claim_pure
 
     def check(pair) -> None:
+        __tracebackhide__ = True
         data, data_prime = pair
         if check_adjacency:
             relation.check(data, data_prime)
@@ -462,6 +470,7 @@ def assert_compatible(
         CompatibilityViolation: naming the pair, the classification and the reason.
         TypeError: when the release is not shifted Karhunen–Loève noise.
     """
+    __tracebackhide__ = True
     setup = _compatibility_setup(target, noise, adjacency, pure)
     results = []
     check = _compatibility_check(
@@ -491,6 +500,58 @@ def _is_violation(result: Any, failing=VIOLATED_VERDICTS) -> bool:
             words.add(str(value))
     words = {w.strip().lower() for w in words}
     return any(w in failing or w.split(".")[-1] in failing for w in words)
+
+
+def expectation_sentence(result) -> str:
+    """What the claim promised and what the audit measured, in the claim's own terms.
+
+    Args:
+        result: an :class:`~dpaudit.AuditResult` or :class:`~dpaudit.BlackBoxResult`.
+
+    Returns:
+        For example ``"expected epsilon <= 1, got epsilon >= 2 (exact)"``; ``(exact)`` when
+        no sampling is involved in the bound, else its confidence.
+    """
+    claim = result.claim
+    # exact: a white-box bound that involves no sampling (a verified release, exact accounting)
+    exact = hasattr(result, "certificate") and getattr(result, "p_value", None) == 0
+    how = "exact" if exact else f"confidence {result.confidence:g}"
+    if is_notion_claim(claim):
+        got = notion_certified_text(result) or f"epsilon({result.claim.delta:g}) >= " + (
+            f"{result.epsilon_lower:.4g}"
+        )
+        return f"expected {claim_label(claim)}, got {got} ({how})"
+    at = f"({claim.delta:g})" if claim.delta > 0 else ""
+    delta_lower = (getattr(result, "delta_at_claimed_epsilon", None) or {}).get("lower")
+    if result.epsilon_lower <= claim.epsilon and delta_lower is not None and claim.delta > 0:
+        return (
+            f"expected delta({claim.epsilon:g}) <= {claim.delta:g}, got delta({claim.epsilon:g})"
+            f" >= {float(delta_lower):.4g} ({how})"
+        )
+    return (
+        f"expected epsilon{at} <= {claim.epsilon:g}, got epsilon{at} >= "
+        f"{result.epsilon_lower:.4g} ({how})"
+    )
+
+
+def violation_sentence(result, data, data_prime) -> str:
+    """One line explaining a verdict: expected against measured, the pair, the decisive reason.
+
+    Args:
+        result: an :class:`~dpaudit.AuditResult` or :class:`~dpaudit.BlackBoxResult`.
+        data, data_prime: the pair audited.
+
+    Returns:
+        For example ``"expected epsilon <= 1, got epsilon >= 2 (exact): record 9 differs
+        (0 -> 1); release x = 0.43 has loss 2 > epsilon = 1 (D->D')"``.
+    """
+    adjacency = result.claim.adjacency
+    if adjacency == "add-remove" and n_records(data) < n_records(data_prime):
+        index = _changed_index(data_prime, data, adjacency)
+        pair = pair_phrase(data_prime, data, index, adjacency).replace("D' is D", "D is D'")
+    else:
+        pair = pair_phrase(data, data_prime, _changed_index(data, data_prime, adjacency), adjacency)
+    return f"{expectation_sentence(result)}: {pair}; {getattr(result, 'reason', result.verdict)}"
 
 
 def assert_dp(
@@ -532,6 +593,7 @@ def assert_dp(
         DPViolation: with the pair and the result.
         ValueError: for a non-adjacent pair, or no pair and no record space.
     """
+    __tracebackhide__ = True  # pytest shows the test's line and the message, not dpaudit's frames
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"assert_dp needs a dpaudit.Mechanism, got {type(mechanism).__name__}.")
 
@@ -554,11 +616,10 @@ def assert_dp(
     failing = failing + (("inconclusive",) if strict else ())
     if _is_violation(result, failing):
         raise DPViolation(
-            f"{mechanism.name} fails its claim ({claim_label(mechanism.claim)}, "
-            f"{relation.name}): audit verdict "
-            f"{getattr(result, 'verdict', result)!r} on the pair\n"
-            + _pair_text(data, data_prime, relation.name)
-            + f"\n(seed {seed})",
+            f"{violation_sentence(result, data, data_prime)}\n"
+            f"{mechanism.name} fails its claim ({claim_label(mechanism.claim)}, {relation.name}):"
+            f" audit verdict {getattr(result, 'verdict', result)!r} on the pair (seed {seed})\n"
+            + _pair_text(data, data_prime, relation.name),
             data=data,
             data_prime=data_prime,
             result=result,

@@ -66,6 +66,7 @@ __all__ = [
     "SensitivityTarget",
     "WorstCase",
     "describe_pair",
+    "pair_phrase",
     "sensitivity_target",
     "worst_neighbours",
 ]
@@ -280,6 +281,26 @@ def _format_record(record) -> str:
     if len(leaves) == 1:
         return fmt(leaves[0])
     return "(" + ", ".join(fmt(leaf) for leaf in leaves) + ")"
+
+
+def pair_phrase(data, data_prime, index: int, adjacency: str) -> str:
+    """The record that differs between ``D`` and ``D'``, in a few words.
+
+    Args:
+        data: the dataset ``D`` (records on the first axis; a pytree of arrays).
+        data_prime: its neighbour ``D'``.
+        index: the record that differs (under add-remove: the one ``D'`` lacks).
+        adjacency: ``"replace-one"`` or ``"add-remove"``.
+
+    Returns:
+        ``"record 9 differs (0 -> 1)"`` under replace-one, ``"D' is D without record 9 (0.5)"``
+        under add-remove.
+    """
+    old = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], data)
+    if adjacency == "replace-one":
+        new = jax.tree_util.tree_map(lambda leaf: np.asarray(leaf)[index], data_prime)
+        return f"record {index} differs ({_format_record(old)} -> {_format_record(new)})"
+    return f"D' is D without record {index} ({_format_record(old)})"
 
 
 def describe_pair(data, data_prime, index: int, adjacency: str) -> str:

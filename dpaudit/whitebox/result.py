@@ -18,7 +18,7 @@ from dpaudit.core.serialize import json_float, jsonable
 from dpaudit.estimation.pld import DeltaCurve
 from dpaudit.estimation.significance import borderline_note
 from dpaudit.model.audit_record import DIRECTIONS, VERDICTS, AuditRecord
-from dpaudit.model.claims import is_notion_claim, notion_summary_lines
+from dpaudit.model.claims import is_notion_claim, notion_certified_text, notion_summary_lines
 from dpaudit.model.compatibility import Compatibility
 from dpaudit.whitebox.scope import scope_text
 from dpaudit.whitebox.summaries import (
@@ -34,7 +34,9 @@ __all__ = [
     "AuditResult",
     "Certificate",
     "DirectionResult",
+    "certificate_reason",
     "import_arviz",
+    "release_text",
 ]
 
 
@@ -207,8 +209,42 @@ class AuditResult(AuditRecord):
             f"{self.claim.delta:g}), epsilon_lower={self.epsilon_lower:.4g}, samples={self.samples})"
         )
 
+    @property
+    def reason(self) -> str:
+        """The decisive reason for the verdict, in one line.
+
+        A violation names its certificate (``"release x = 0.43 has loss 2 > epsilon = 1
+        (D->D')"``), the exact accounting, or the Monte Carlo bound it rests on; an
+        incompatibility its compatibility reason; any other verdict its certified bound.
+        """
+        c = self.claim
+        if self.certificate is not None:
+            return certificate_reason(self.certificate, c.epsilon)
+        if self.compatibility is not None and self.verdict == "incompatible":
+            return self.compatibility.reason
+        exact = self.epsilon_at_claimed_delta.get("exact")
+        if self.verdict == "violation" and exact is not None and float(exact) > c.epsilon:
+            family = (self.exact.summary() or {}).get("family", "") if self.exact else ""
+            return (
+                f"exact accounting{f' ({family})' if family else ''}: epsilon({c.delta:g}) = "
+                f"{float(exact):.4g} > epsilon = {c.epsilon:g}"
+            )
+        lower = self.delta_at_claimed_epsilon.get("lower")
+        if self.verdict == "violation" and lower is not None and float(lower) > c.delta:
+            return (
+                f"delta({c.epsilon:g}) >= {float(lower):.4g} > delta = {c.delta:g} at "
+                f"confidence {self.confidence:g}; epsilon({c.delta:g}) >= {self.epsilon_lower:.4g}"
+            )
+        notion = notion_certified_text(self) if is_notion_claim(c) else None
+        if self.verdict == "violation" and notion is not None:  # refuted in the claim's notion
+            return f"{notion} at confidence {self.confidence:g}, beyond {c.describe()}"
+        return f"epsilon({c.delta:g}) >= {self.epsilon_lower:.4g} certified; claim epsilon = {c.epsilon:g}"
+
     def summary(self) -> str:
-        """A few lines for people: verdict, claim, certified bound, and why.
+        """A few lines for people: verdict, the decisive reason, claim, certified bound.
+
+        A violation or incompatibility leads with its :attr:`reason` (line 2); other
+        verdicts end with the first note qualifying them.
 
         Returns:
             The text (no trailing newline).
@@ -223,6 +259,9 @@ class AuditResult(AuditRecord):
             + ("" if exact is None else f" (exact {float(exact):.4g})")
         )
         lines = [f"{self.mechanism}: {self.verdict}"]
+        decisive = self.verdict in ("violation", "incompatible")
+        if decisive:
+            lines.append(f"  why: {self.reason}")
         if is_notion_claim(c):  # the claim's own parameter first, then its (epsilon, delta) anchor
             lines += notion_summary_lines(self)
             lines[-1] += f" {anchor}"
@@ -232,13 +271,11 @@ class AuditResult(AuditRecord):
                 f"  certified: {anchor}",
             ]
         if self.certificate is not None:
-            why = self.certificate.explanation
-        elif self.compatibility is not None and self.verdict == "incompatible":
-            why = self.compatibility.reason
-        else:
+            lines.append(f"  certificate: {self.certificate.explanation}")
+        elif not decisive:
             why = next((n for n in self.notes if not n.startswith("weak pair:")), "")
-        if why:
-            lines.append(f"  why: {why}")
+            if why:
+                lines.append(f"  why: {why}")
         if self.borderline is not None:
             lines.append(f"  {borderline_note(self.borderline['p_value'])}")
         return "\n".join(lines + self._pair_lines())
@@ -318,6 +355,42 @@ class AuditResult(AuditRecord):
             The path written, as a string.
         """
         return str(self.to_inference_data().to_netcdf(str(path)))
+
+
+def release_text(release) -> str:
+    """A release in a few characters: ``0.4547``, ``[0.1, 0.2, 0.3]``, ``[0.1, 0.2, ...] (64 values)``.
+
+    Args:
+        release: the release (array-like; a release of several sites is shown flat).
+
+    Returns:
+        The text.
+    """
+    values = np.asarray(release, dtype=float).ravel()
+    if values.size == 1:
+        return f"{values[0]:.4g}"
+    shown = ", ".join(f"{v:.4g}" for v in values[:3])
+    return f"[{shown}]" if values.size <= 3 else f"[{shown}, ...] ({values.size} values)"
+
+
+def certificate_reason(certificate: Certificate, epsilon: float) -> str:
+    """One line naming a certificate: the release, its loss and the claimed epsilon.
+
+    Args:
+        certificate: the :class:`Certificate`.
+        epsilon: the claimed epsilon.
+
+    Returns:
+        For example ``"release x = 0.43 has loss 2 > epsilon = 1 (D->D')"``.
+    """
+    x = release_text(certificate.release)
+    if certificate.kind == "singular" or certificate.loss == float("inf"):
+        other = "D'" if certificate.direction == "D->D'" else "D"
+        return f"release x = {x} is impossible under {other} (loss inf > epsilon = {epsilon:g})"
+    return (
+        f"release x = {x} has loss {certificate.loss:.4g} > epsilon = {epsilon:g} "
+        f"({certificate.direction})"
+    )
 
 
 def import_arviz():

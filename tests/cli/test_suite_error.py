@@ -12,7 +12,7 @@ import json
 import pytest
 from spec_fixtures import WHITE_BOX_SPEC, write_correct_spec
 
-import dpaudit.cli
+import dpaudit.cli.main
 from dpaudit.cli.main import EXIT_FOUND, EXIT_INVALID, EXIT_OK, main
 
 
@@ -35,7 +35,7 @@ def _flaky_suite(tmp_path, monkeypatch, p_value: float):
     spec = write_correct_spec(tmp_path)
     flaky = spec.parent / "flaky.toml"
     flaky.write_text(WHITE_BOX_SPEC.format(expected="", scale=1.0))
-    real = dpaudit.cli.run_audit
+    real = dpaudit.cli.main.run_audit
     seen = {}
 
     def run(item):
@@ -45,7 +45,7 @@ def _flaky_suite(tmp_path, monkeypatch, p_value: float):
             return dataclasses.replace(result, verdict="violation", p_value=p_value)
         return result
 
-    monkeypatch.setattr(dpaudit.cli, "run_audit", run)
+    monkeypatch.setattr(dpaudit.cli.main, "run_audit", run)
     return spec.parent, seen
 
 

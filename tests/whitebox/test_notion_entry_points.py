@@ -47,6 +47,11 @@ def test_api(notion, correct):
     assert result.claim == mechanism.claim  # audited as stated, not as its anchor
     _expect(result.verdict, correct)
     lines = result.summary().splitlines()
+    if result.verdict == "violation":  # the decisive reason leads
+        why = lines.pop(1)
+        assert why.startswith("  why: ")
+        if notion == "rdp":  # refuted in its own notion, not through a delta it never exceeds
+            assert "epsilon(2) >= " in why and "> delta" not in why, why
     assert lines[1] == f"  claim: {mechanism.claim.describe()}, replace-one"
     parameter = {"zcdp": "rho >= ", "rdp": "epsilon(2) >= ", "gdp": "mu >= "}.get(notion, "")
     assert lines[2].startswith(f"  certified: {parameter}")
@@ -61,8 +66,10 @@ def test_pytest_helper(notion, correct):
     else:
         with pytest.raises(
             DPViolation, match=re.escape(f"fails its claim ({mechanism.claim.describe()}")
-        ):
+        ) as caught:
             assert_dp(mechanism, *_pair(mechanism), samples=SAMPLES)
+        head = str(caught.value).splitlines()[0]  # expected against measured, in the notion
+        assert head.startswith(f"expected {mechanism.claim.describe()}, got ") and "record" in head
 
 
 def test_pytest_helper_audits_a_notion_claim_given_as_claim():
