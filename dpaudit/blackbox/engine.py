@@ -377,6 +377,8 @@ def _result(
     fitted_kinds = tuple(dict.fromkeys(a.kind for a in arms))  # without arms that found no fit
     notes += strength_notes(strength, claim, confidence, fitted_kinds, arm.kind, plan.reproducible)
     notes += plan.notes
+    if arm.kind == "infinite" and counts.k_q == 0 < counts.k_p:
+        notes += (_infinite_note(counts.k_p, selected.direction),)
     if certified.stopping is not None:
         notes += (f"Sequential certification {certified.stopping.reason}",)
     if plan.pair_names is not None:
@@ -409,6 +411,17 @@ def _result(
         stopping=certified.stopping,
         borderline=borderline,
         p_value=p,
+    )
+
+
+def _infinite_note(k_p: int, direction: int) -> str:
+    """What a certified event of infinite releases seen under one dataset only means."""
+    p, q = ("D", "D'") if direction == 0 else ("D'", "D")
+    return (
+        f"{k_p} certification releases of {p} held infinite values never released under {q}: "
+        "an infinite release possible under one dataset only is an infinite privacy loss (true "
+        "epsilon infinite); the certified bound is the largest these counts support, since no "
+        "finite sample rules out a rarer infinite release of the other dataset."
     )
 
 
@@ -474,14 +487,22 @@ def _plan(sampler, data, data_prime, claim, options: BlackBoxOptions) -> _Plan:
         sampler=sampler,
         claim=claim,
         pairs=pairs,
-        kinds=options.kinds,
+        # the infinite-release statistic is an arm whenever a selection release is +-inf
+        # (first: on a tie, selection keeps the event that counts the infinite releases)
+        kinds=("infinite", *options.kinds),
         objective=objective,
         name=name,
         reproducible=bool(getattr(sampler, "reproducible", True)),
         notes=tuple(dict.fromkeys(notes)),
         pair_names=pair_names,
-        optional=("float",) if "float" in options.kinds and options.statistic != "float" else (),
+        optional=_optional_kinds(options),
     )
+
+
+def _optional_kinds(options: BlackBoxOptions) -> tuple[str, ...]:
+    """The arms that may find no fit (then not offered to selection)."""
+    floats = "float" in options.kinds and options.statistic != "float"
+    return ("float", "infinite") if floats else ("infinite",)
 
 
 def _check_sampler(sampler, name: str | None) -> tuple[Callable, str]:

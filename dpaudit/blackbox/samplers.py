@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 import jax
 import numpy as np
 
+from dpaudit.core.checks import check_release_values
 from dpaudit.model.mechanism import Mechanism
 
 __all__ = [
@@ -44,6 +45,11 @@ _MIN_CHUNK = 256
 # small integers used to derive the keys of the audit's own draws.
 _PROBE_FOLD = 1 << 20
 _AUDIT_PROBE_FOLD = 1 << 21
+# What a sampler returning bad releases must do instead (the end of the one sentence).
+_RELEASE_FIX = (
+    "return an array of shape (n, ...) of real numbers (booleans, integers, strings and +-inf "
+    "are fine; NaN and complex numbers are not)"
+)
 
 
 def as_sampler(mechanism: Mechanism) -> Callable:
@@ -203,6 +209,9 @@ class OutputLayout:
                 )
             if a.dtype.kind in "OUS":
                 a = self.categories.indices(a, name)
+            a = check_release_values(
+                f"a part of the releases of the sampler {name!r}", a, n, fix=_RELEASE_FIX
+            )
             arrays.append(a.reshape(n, -1).astype(np.float64))
         structure = (keys, tuple(np.asarray(p).shape[1:] for p in parts))
         if self.structure is None:
@@ -268,27 +277,17 @@ class ReleaseSource:
             x = x.astype(np.float64)
         if x.dtype.kind in "OUS" and x.ndim >= 1 and x.shape[0] == n:
             x = self.outputs.categories.indices(x, self.name)
-        if not np.issubdtype(x.dtype, np.number):
-            raise TypeError(
-                f"the sampler {self.name!r} returned {x.dtype} values; return a numeric array of "
-                "releases (booleans, integers and strings are fine)."
-            )
-        if x.ndim == 0 or x.shape[0] != n:
-            raise ValueError(
-                f"the sampler {self.name!r} returned an array of shape {x.shape} when asked for "
-                f"{n} releases; return shape (n, ...) with one release per row."
-            )
+        # complex, NaN, non-numeric or mis-counted releases: one sentence (the checks every
+        # entry point shares); +-inf releases pass, an outcome of their own (the "infinite" arm)
+        x = check_release_values(
+            f"the releases of the sampler {self.name!r}", x, n, fix=_RELEASE_FIX
+        )
         if self.shape is None:
             self.shape = tuple(x.shape[1:])
         elif tuple(x.shape[1:]) != self.shape:
             raise ValueError(
                 f"the sampler {self.name!r} returned releases of shape {x.shape[1:]} after "
                 f"{self.shape}; releases must keep one shape."
-            )
-        if np.isnan(x).any():
-            raise ValueError(
-                f"the sampler {self.name!r} returned NaN releases; fix the implementation (a "
-                "NaN release is not a valid output)."
             )
         return x.astype(np.float64, copy=False)
 

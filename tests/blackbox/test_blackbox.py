@@ -551,7 +551,7 @@ def test_bad_options_are_refused_with_one_sentence(options, error, match):
     [
         (lambda d, n, k: np.zeros((n - 1, 1)), ValueError, "when asked for"),
         (lambda d, n, k: np.float64(0.0), ValueError, "when asked for"),
-        (lambda d, n, k: np.full((n, 2), np.nan), ValueError, "NaN releases"),
+        (lambda d, n, k: np.full((n, 2), np.nan), ValueError, "NaN values"),
         (lambda d, n, k: np.array([{}] * n), TypeError, "hashable categories"),
         (lambda d, n, k: 1 / 0, ValueError, "failed on a request"),
     ],
