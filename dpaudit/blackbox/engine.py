@@ -45,6 +45,7 @@ from dpaudit.blackbox.statistics import (
     fit_statistics,
 )
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
+from dpaudit.core.checks import check_distinct_pair
 from dpaudit.core.executors import resolve_executor
 from dpaudit.core.progress import progress_bar, should_show
 from dpaudit.estimation.bounds import bound_method, certified_epsilon_by
@@ -476,6 +477,8 @@ def _plan(sampler, data, data_prime, claim, options: BlackBoxOptions) -> _Plan:
     claim = _check_claim(claim)
     pairs, pair_names, records, notes = _check_pairs(data, data_prime, options.pairs, claim)
     objective = resolve_objective(options.objective, claim)
+    for i, (d, dp) in enumerate(pairs):
+        check_distinct_pair("data and data_prime" if len(pairs) == 1 else f"pairs[{i}]", d, dp)
     if options.check_adjacency and records:  # answers / histogram candidates are neighbours
         for d, dp in pairs:
             if is_scalar_dataset(d) and is_scalar_dataset(dp):  # no records to compare

@@ -283,16 +283,27 @@ def check_distinct_pair(name: str, data: Any, data_prime: Any) -> None:
         ValueError: if ``D`` and ``D'`` hold the same values (an audit of ``D`` against
             itself can only pass, whatever the mechanism).
     """
-    try:
-        a, b = np.asarray(data), np.asarray(data_prime)
-        same = a.shape == b.shape and a.dtype.kind not in "O" and bool(np.array_equal(a, b))
-    except (TypeError, ValueError):  # ragged or exotic data: nothing to compare here
-        return
-    if same:
+    if _same_values(data, data_prime):
         raise ValueError(
             f"{name} are the same dataset; an audit of D against itself always passes: give "
             "two neighbouring datasets that differ (e.g. in one record)."
         )
+
+
+def _same_values(data: Any, data_prime: Any) -> bool:
+    """Whether two datasets (arrays or pytrees of arrays) hold the same values."""
+    leaves, tree = jax.tree_util.tree_flatten(data)
+    leaves_prime, tree_prime = jax.tree_util.tree_flatten(data_prime)
+    if tree != tree_prime:
+        return False
+    try:
+        for a, b in zip(leaves, leaves_prime, strict=True):
+            a, b = np.asarray(a), np.asarray(b)
+            if a.dtype.kind == "O" or a.shape != b.shape or not np.array_equal(a, b):
+                return False
+    except (TypeError, ValueError):  # ragged or exotic data: nothing to compare here
+        return False
+    return True
 
 
 def check_finite_parameter(name: str, value: Any) -> None:

@@ -56,6 +56,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from dpaudit.core.checks import check_distinct_pair
 from dpaudit.core.executors import resolve_executor
 from dpaudit.core.progress import progress_bar, should_show
 from dpaudit.estimation.significance import borderline_note, borderline_record
@@ -187,7 +188,7 @@ def audit(
         :class:`~dpaudit.AuditOptions` of these keyword arguments.
 
     Raises:
-        ValueError: non-adjacent datasets, a model without a release site,
+        ValueError: D equal to D', non-adjacent datasets, a model without a release site,
             NaN losses (no partial result is returned), bad arguments.
         TypeError: a release distribution without a density, a non-Mechanism.
     """
@@ -229,6 +230,7 @@ def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> 
     if not isinstance(options, AuditOptions):
         raise TypeError(f"options must be a dpaudit.AuditOptions, got {type(options).__name__}.")
     _check_mechanism(mechanism)
+    check_distinct_pair("data and data_prime", data, data_prime)
     notion = mechanism.claim if is_notion_claim(mechanism.claim) else None
     if notion is not None:  # audit the (epsilon, delta) anchor, then judge the notion
         mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())

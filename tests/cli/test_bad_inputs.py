@@ -75,6 +75,8 @@ def _refused(capsys, *fragments):
         (("complex.npy", "ok2.npy"), ("data.files", "complex", "real numbers")),
         (("objects.npy", "ok2.npy"), ("data.files", "objects.npy", "Python objects")),
         (("flat.npy", "flat2.npy"), ("mechanism", "fails on D", "IndexError")),
+        (("ok.npy", "ok.npy"), ("data.files", "the same dataset", "differ")),
+        (("ok2.npy", "nan2.npy"), ("data.files", "the same dataset", "differ")),
     ],
 )
 def test_bad_data_files_fail_check_and_run(folder, capsys, files, fragments):

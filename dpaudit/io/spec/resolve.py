@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.blackbox import as_sampler
-from dpaudit.core.checks import check_finite, check_release_values
+from dpaudit.core.checks import check_distinct_pair, check_finite, check_release_values
 from dpaudit.io.datasets import generate
 from dpaudit.io.spec.load import split_callable_path
 from dpaudit.io.spec.schema import AuditSpec, field_error
@@ -339,14 +339,22 @@ def load_pair(spec: AuditSpec, mechanism):
         ``(D, D')``, read from ``[data].files`` or made by ``[data].generator``.
 
     Raises:
-        SpecError: when a file cannot be read or the generator rejects its parameters.
+        SpecError: when a file cannot be read, the generator rejects its parameters, or
+            ``D`` and ``D'`` are the same dataset (e.g. one file named twice).
     """
     if spec.files is not None:
-        return tuple(load_array_file(spec.path, f) for f in spec.files)
+        pair = tuple(load_array_file(spec.path, f) for f in spec.files)
+    else:
+        try:
+            pair = generate(spec.generator, mechanism, seed=spec.seed, **spec.data_params)
+        except (TypeError, ValueError) as err:
+            raise field_error(spec.path, "data", str(err)) from None
     try:
-        return generate(spec.generator, mechanism, seed=spec.seed, **spec.data_params)
-    except (TypeError, ValueError) as err:
-        raise field_error(spec.path, "data", str(err)) from None
+        check_distinct_pair("D and D'", *pair)
+    except ValueError as err:
+        field = "data.files" if spec.files is not None else "data"
+        raise field_error(spec.path, field, str(err)) from None
+    return pair
 
 
 # a model that fails on the data with one of these is given data it cannot read (wrong
