@@ -318,8 +318,31 @@ def check_finite_parameter(name: str, value: Any) -> None:
         ValueError: if an entry is NaN or infinite.
     """
     try:
+        if isinstance(value, str | bytes | bool):  # float("1") and float(True) are not numbers
+            raise TypeError
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}.") from None
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {_show(value)}; give a finite value.")
+
+
+def check_loss_parameter(name: str, value: Any) -> None:
+    """Raise unless a privacy-loss parameter (a Gaussian ``mu``, a Laplace ``a``, a supremum)
+    is a finite number ``>= 0``: an infinite one would make the accounting never return.
+
+    Args:
+        name: the parameter, for the message (e.g. ``"GaussianComponent.mu"``).
+        value: a number (a JAX tracer is not checked).
+
+    Raises:
+        TypeError: if ``value`` is not a real number.
+        ValueError: if it is NaN, infinite or negative.
+    """
+    if not is_concrete(value):
+        return
+    check_finite_parameter(name, value)
+    if np.ndim(value) != 0:
+        raise TypeError(f"{name} must be one number, got an array of shape {np.shape(value)}.")
+    if not float(value) >= 0:
+        raise ValueError(f"{name} must be >= 0, got {float(value)!r}; give a finite number >= 0.")
