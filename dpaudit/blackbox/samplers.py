@@ -22,6 +22,7 @@ import jax
 import numpy as np
 
 from dpaudit.core.checks import check_release_values
+from dpaudit.core.errors import user_code_error
 from dpaudit.model.mechanism import Mechanism
 
 __all__ = [
@@ -263,12 +264,8 @@ class ReleaseSource:
                 f"the sampler {self.name!r} failed on a request for {n} releases: "
                 f"{type(err).__name__}: {err}"
             )
-            kind = type(err) if isinstance(err, ValueError | TypeError) else ValueError
-            try:
-                renamed = kind(message)
-            except Exception:  # an exception class with another constructor
-                renamed = ValueError(message)
-            raise renamed from err
+            # still a ValueError / TypeError for the Python API; a crash (exit 3) for the CLI
+            raise user_code_error(message, err) from err
         return self._checked(self.outputs.flatten(x, n, self.name), n)
 
     def _checked(self, x: np.ndarray, n: int) -> np.ndarray:

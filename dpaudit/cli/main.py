@@ -42,7 +42,9 @@ Exit codes:
   selecting nothing); found before any audit runs where possible, and nothing
   is written.
 * **3** — an internal error or an interrupted run: a builder, sampler or audit
-  that crashed, a user's ``sys.exit`` inside a mechanism or sampler file,
+  that crashed (a sampler or model raising any exception mid-audit, even a
+  ``ValueError``, is a crash in the mechanism, named with the audit), a user's
+  ``sys.exit`` inside a mechanism or sampler file,
   Ctrl-C, a full disk, a report that could not be drawn. No verdict is
   reported and nothing partial is published.
 
@@ -72,6 +74,7 @@ import traceback
 from pathlib import Path
 
 import dpaudit
+from dpaudit.core.errors import UserCodeError
 
 __all__ = [
     "BAD_VERDICTS",
@@ -340,6 +343,11 @@ def _run_checked(item: PreparedAudit):
     """:func:`run_audit`, any failure turned into a :class:`SpecError` (no verdict, no report)."""
     try:
         return run_audit(item)
+    except UserCodeError as err:  # a sampler or model raised mid-audit: a crash, not bad input
+        raise AuditCrash(
+            f"{item.spec.path}: the audit crashed in the mechanism ({_first_line(err)}); no "
+            "report was written."
+        ) from err
     except (TypeError, ValueError) as err:
         raise _spec_error(f"{item.spec.path}: audit failed: {err}") from None
     except MemoryError as err:
