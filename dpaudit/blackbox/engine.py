@@ -37,7 +37,7 @@ from dpaudit.blackbox.result import (
     verdict_notes,
     violation_p_value,
 )
-from dpaudit.blackbox.samplers import chunks_of, open_sources
+from dpaudit.blackbox.samplers import chunks_of, open_sources, replays
 from dpaudit.blackbox.selection import resolve_objective, select_event
 from dpaudit.blackbox.statistics import (
     ClassifierOptions,
@@ -65,6 +65,9 @@ _SCALAR_NOTE = (
 # an odd constant can never coincide with them (selection and certification releases are
 # disjoint, as the validity of the bound requires).
 _CERTIFICATION_FOLD = 1_000_003
+# Key of the two runs that check the sampler replays its key: another odd constant, so that
+# they never share a key with the selection or certification draws.
+_REPLAY_FOLD = 1_000_033
 # By default the progress bar is drawn (on a terminal) for runs of at least this many chunks.
 _PROGRESS_MIN_CHUNKS = 50
 
@@ -243,6 +246,9 @@ def run_blackbox_audit(
         executor = resolve_executor(executor)
     root = jax.random.key(options.seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.options.chunk_size, root)
+    # reproducible only if two short runs from one key agree (checked, not assumed)
+    if plan.reproducible and not replays(sources[0][0], jax.random.fold_in(root, _REPLAY_FOLD)):
+        plan = plan._replace(reproducible=False)
     chunk = sources[0][0].chunk
     # sequential certification draws chunks of at most 1/64 of the budget (its looks)
     cert_chunk = (

@@ -26,6 +26,7 @@ from dpaudit.core.errors import user_code_error
 from dpaudit.model.mechanism import Mechanism
 
 __all__ = [
+    "REPLAY_RELEASES",
     "Categories",
     "OutputLayout",
     "ReleaseSource",
@@ -34,6 +35,7 @@ __all__ = [
     "chunks_of",
     "numpy_generator",
     "open_sources",
+    "replays",
 ]
 
 # A chunk holds at most 2^22 release values (32 MiB of float64) whatever the release size ...
@@ -46,6 +48,9 @@ _MIN_CHUNK = 256
 # small integers used to derive the keys of the audit's own draws.
 _PROBE_FOLD = 1 << 20
 _AUDIT_PROBE_FOLD = 1 << 21
+#: Releases of each of the two short runs that check a sampler replays its key: enough that a
+#: sampler of two outcomes ignoring its key agrees by chance with probability 2^-64 at most.
+REPLAY_RELEASES = 64
 # What a sampler returning bad releases must do instead (the end of the one sentence).
 _RELEASE_FIX = (
     "return an array of shape (n, ...) of real numbers (booleans, integers, strings and +-inf "
@@ -439,6 +444,27 @@ def open_sources(
     for source_d, source_dp in sources:
         source_d.chunk = source_dp.chunk = chunk
     return sources
+
+
+def replays(source: ReleaseSource, key, n: int = REPLAY_RELEASES) -> bool:
+    """Whether two short runs of ``source``'s sampler from one key give the same releases.
+
+    A sampler that ignores its key (its own randomness) is not reproducible from the
+    audit's seed; its bounds stay valid (they need independent releases only), but the
+    result must not say it is reproducible.
+
+    Args:
+        source: a :class:`ReleaseSource` (its sampler and dataset).
+        key: the JAX key of both runs (not one the audit draws with).
+        n: releases per run.
+
+    Returns:
+        ``True`` when both runs agree exactly (NaN-free releases, compared as floats).
+
+    Raises:
+        ValueError, TypeError: if the sampler fails or returns bad releases.
+    """
+    return bool(np.array_equal(source.call(n, key), source.call(n, key)))
 
 
 def check_same_shape(sources: tuple[ReleaseSource, ReleaseSource], name: str) -> None:
