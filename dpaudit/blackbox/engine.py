@@ -483,8 +483,7 @@ def _plan(sampler, data, data_prime, claim, options: BlackBoxOptions) -> _Plan:
     claim = _check_claim(claim)
     pairs, pair_names, records, notes = _check_pairs(data, data_prime, options.pairs, claim)
     objective = resolve_objective(options.objective, claim)
-    for i, (d, dp) in enumerate(pairs):
-        check_distinct_pair("data and data_prime" if len(pairs) == 1 else f"pairs[{i}]", d, dp)
+    _check_distinct(pairs)
     if options.check_adjacency and records:  # answers / histogram candidates are neighbours
         for d, dp in pairs:
             if is_scalar_dataset(d) and is_scalar_dataset(dp):  # no records to compare
@@ -505,6 +504,24 @@ def _plan(sampler, data, data_prime, claim, options: BlackBoxOptions) -> _Plan:
         notes=tuple(dict.fromkeys(notes)),
         pair_names=pair_names,
         optional=_optional_kinds(options),
+    )
+
+
+def _check_distinct(pairs: list) -> None:
+    """Refuse ``D`` equal to ``D'``: the one pair, or every candidate (one such candidate among
+    others is only uninformative: selection passes it over)."""
+    if len(pairs) == 1:
+        check_distinct_pair("data and data_prime", *pairs[0])
+        return
+    for i, (d, dp) in enumerate(pairs):
+        try:
+            check_distinct_pair(f"pairs[{i}]", d, dp)
+        except ValueError:
+            continue
+        return  # one informative pair
+    raise ValueError(
+        "every pair in pairs has D equal to D', so the audit could only pass: give pairs of "
+        "neighbouring datasets that differ (e.g. in one record)."
     )
 
 

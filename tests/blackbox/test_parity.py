@@ -66,7 +66,7 @@ def test_power_at_the_detectable_distance():
 def test_bad_input():
     with pytest.raises(ValueError, match="alpha must be in"):
         check_parity(numpy_laplace, MECH, DATA, alpha=1.5)
-    with pytest.raises(ValueError, match="NaN values"):
+    with pytest.raises(ValueError, match="NaN releases"):
         check_parity(lambda d, n, k: np.full(n, np.nan), MECH, DATA, samples=10)
     with pytest.raises(ValueError, match="values each but the model's"):
         check_parity(lambda d, n, k: np.zeros((n, 2)), MECH, DATA, samples=10)

@@ -30,10 +30,12 @@ def test_blackbox_audit_refuses_d_equal_to_d_prime(copy):
     assert len(str(err.value).splitlines()) == 1
 
 
-def test_blackbox_audit_refuses_a_pair_of_equal_datasets_among_pairs():
-    pairs = [(np.zeros(5), np.ones(5)), (np.ones(5), np.ones(5))]
-    with pytest.raises(ValueError, match=r"pairs\[1\] are the same dataset"):
+def test_blackbox_audit_refuses_pairs_that_are_all_equal():
+    pairs = [(np.zeros(5), np.zeros(5)), (np.ones(5), np.ones(5))]
+    with pytest.raises(ValueError, match="every pair in pairs has D equal to D'"):
         dpaudit.blackbox_audit(_sampler, pairs=pairs, claim=(1.0, 0.0), progress=False)
+    with pytest.raises(ValueError, match="data and data_prime are the same dataset"):
+        dpaudit.blackbox_audit(_sampler, pairs=pairs[:1], claim=(1.0, 0.0), progress=False)
 
 
 def test_audit_refuses_d_equal_to_d_prime():
