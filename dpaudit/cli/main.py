@@ -244,6 +244,7 @@ def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> Prepa
     from dpaudit.io.spec import (
         blackbox_features,
         check_model_runs,
+        check_pair_differs,
         check_sampler_runs,
         load_pair,
         resolve_blackbox,
@@ -260,6 +261,7 @@ def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> Prepa
     else:
         mechanism, target = None, resolve_blackbox(spec)
         pair = load_pair(spec, target.public)
+    check_pair_differs(spec, pair)
     try:
         check_adjacent(pair[0], pair[1], spec.claim.adjacency)
     except ValueError as err:

@@ -32,6 +32,7 @@ __all__ = [
     "PublicParameters",
     "check_dataset",
     "check_model_runs",
+    "check_pair_differs",
     "check_sampler_runs",
     "load_array_file",
     "load_callable",
@@ -339,22 +340,35 @@ def load_pair(spec: AuditSpec, mechanism):
         ``(D, D')``, read from ``[data].files`` or made by ``[data].generator``.
 
     Raises:
-        SpecError: when a file cannot be read, the generator rejects its parameters, or
-            ``D`` and ``D'`` are the same dataset (e.g. one file named twice).
+        SpecError: when a file cannot be read or the generator rejects its parameters.
     """
     if spec.files is not None:
-        pair = tuple(load_array_file(spec.path, f) for f in spec.files)
-    else:
-        try:
-            pair = generate(spec.generator, mechanism, seed=spec.seed, **spec.data_params)
-        except (TypeError, ValueError) as err:
-            raise field_error(spec.path, "data", str(err)) from None
+        return tuple(load_array_file(spec.path, f) for f in spec.files)
+    try:
+        return generate(spec.generator, mechanism, seed=spec.seed, **spec.data_params)
+    except (TypeError, ValueError) as err:
+        raise field_error(spec.path, "data", str(err)) from None
+
+
+def check_pair_differs(spec: AuditSpec, pair) -> None:
+    """Refuse a spec whose ``D`` equals ``D'`` (e.g. one file named twice): it could only pass.
+
+    Skipped for a black-box spec with ``pairs``: its candidates are generated around ``D``.
+
+    Args:
+        spec: a validated spec.
+        pair: the pair the audit will run on (after ``--pairs worst``).
+
+    Raises:
+        SpecError: naming ``data.files`` (or ``data``).
+    """
+    if spec.blackbox is not None and spec.blackbox.pairs is not None:
+        return
     try:
         check_distinct_pair("D and D'", *pair)
     except ValueError as err:
         field = "data.files" if spec.files is not None else "data"
         raise field_error(spec.path, field, str(err)) from None
-    return pair
 
 
 # a model that fails on the data with one of these is given data it cannot read (wrong
