@@ -51,7 +51,7 @@ def test_complex_releases_are_refused():
     def complex_valued(data, n, key):
         return np.zeros(n) + 1j
 
-    with pytest.raises(TypeError, match="complex numbers") as err:
+    with pytest.raises(TypeError, match=r"not real numbers \(dtype complex128\)") as err:
         dpaudit.blackbox_audit(complex_valued, D0, D1, CLAIM, **FAST)
     assert len(str(err.value).splitlines()) == 1
 
@@ -60,7 +60,9 @@ def test_complex_parts_of_a_multi_output_release_are_refused():
     def two_parts(data, n, key):
         return np.zeros(n), np.zeros(n) + 1j
 
-    with pytest.raises(TypeError, match=r"a part of the releases .* complex numbers"):
+    with pytest.raises(
+        TypeError, match=r"a part of the releases .* not real numbers \(dtype complex128\)"
+    ):
         dpaudit.blackbox_audit(two_parts, D0, D1, CLAIM, **FAST)
 
 
@@ -71,7 +73,7 @@ def test_complex_parts_of_a_multi_output_release_are_refused():
         (lambda x: np.zeros((3, 2)), ValueError, r"shape \(3, 2\) when asked for"),
         (lambda x: np.zeros((0, 2)), ValueError, r"shape \(0, 2\) when asked for"),
         (lambda x: np.asarray(x).reshape(-1, 1)[:-1], ValueError, "when asked for"),
-        (lambda x: np.zeros((x.shape[0], 2)) + 1j, TypeError, "complex numbers"),
+        (lambda x: np.zeros((x.shape[0], 2)) + 1j, TypeError, r"dtype complex128"),
     ],
 )
 def test_bad_features_are_refused_with_one_sentence(features, error, match):

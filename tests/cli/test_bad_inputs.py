@@ -175,7 +175,7 @@ def one_row(data, n, key):
 @pytest.mark.parametrize(
     ("sampler", "fragment"),
     [
-        ("complex_valued", "complex numbers"),
+        ("complex_valued", "not real numbers (dtype complex128)"),
         ("nan_valued", "contain NaN values"),
         ("one_row", "shape (1, 3) when asked for 2 releases"),
     ],
