@@ -257,9 +257,7 @@ def check_release_values(what: str, values: Any, n: int, *, fix: str) -> np.ndar
         ValueError: for NaN values or a first axis other than ``n``.
     """
     arr = np.asarray(values)
-    if arr.dtype.kind == "c":
-        raise TypeError(f"{what} are complex numbers (dtype {arr.dtype}); {fix}.")
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "biuf":  # complex numbers, strings, Python objects
         raise TypeError(f"{what} are not real numbers (dtype {arr.dtype}); {fix}.")
     if arr.ndim == 0 or arr.shape[0] != n:
         raise ValueError(
