@@ -82,6 +82,7 @@ from dpaudit.accounting.profiles import (
     laplace_pld,
     laplace_pmfs,
 )
+from dpaudit.core.checks import check_loss_parameter
 from dpaudit.core.roundoff import gaussian_curve_error, shift_errors
 from dpaudit.core.serialize import json_float
 
@@ -241,6 +242,10 @@ class GaussianComponent:
     family = "gaussian"
     symmetric = True
 
+    def __post_init__(self) -> None:
+        """Refuse a NaN, infinite or negative ``mu`` (one sentence, before any work)."""
+        check_loss_parameter("GaussianComponent.mu", self.mu)
+
     def sup_loss(self, forward: bool = True) -> float:
         """``ess sup L``: ``inf`` unless ``mu = 0``.
 
@@ -339,6 +344,10 @@ class LaplaceComponent:
     a: float
     family = "laplace"
     symmetric = True
+
+    def __post_init__(self) -> None:
+        """Refuse a NaN, infinite or negative ``a`` (one sentence, before any work)."""
+        check_loss_parameter("LaplaceComponent.a", self.a)
 
     def sup_loss(self, forward: bool = True) -> float:
         """``ess sup L = a``.
@@ -442,6 +451,10 @@ class SupremumComponent:
     epsilon: float
     family = "supremum"
     symmetric = True
+
+    def __post_init__(self) -> None:
+        """Refuse a NaN, infinite or negative ``epsilon`` (one sentence, before any work)."""
+        check_loss_parameter("SupremumComponent.epsilon", self.epsilon)
 
     def sup_loss(self, forward: bool = True) -> float:
         """The bound ``epsilon``.

@@ -56,6 +56,7 @@ from dpaudit.accounting.composition import (
     upper_curve_values,
 )
 from dpaudit.accounting.profiles import ExactAccounting
+from dpaudit.core.checks import check_finite_parameter
 
 __all__ = ["SCHEMES", "SubsampledComponent", "subsampled_accounting", "subsampled_component"]
 
@@ -92,6 +93,21 @@ class SubsampledComponent:
     base: GaussianComponent | LaplaceComponent
     q: float
     scheme: str = "poisson"
+
+    def __post_init__(self) -> None:
+        """Refuse a sampling probability outside ``(0, 1]`` or a base of another kind."""
+        if type(self.base) not in (GaussianComponent, LaplaceComponent):
+            raise TypeError(
+                "SubsampledComponent.base must be a GaussianComponent or a LaplaceComponent, "
+                f"got {type(self.base).__name__}."
+            )
+        check_finite_parameter("SubsampledComponent.q", self.q)
+        if not 0 < float(self.q) <= 1:
+            raise ValueError(f"SubsampledComponent.q must lie in (0, 1], got {self.q!r}.")
+        if self.scheme not in SCHEMES:
+            raise ValueError(
+                f"SubsampledComponent.scheme must be one of {SCHEMES}, got {self.scheme!r}."
+            )
 
     @property
     def family(self) -> str:

@@ -37,7 +37,7 @@ from dpaudit.blackbox.result import (
     verdict_notes,
     violation_p_value,
 )
-from dpaudit.blackbox.samplers import chunks_of, open_sources
+from dpaudit.blackbox.samplers import chunks_of, open_sources, replays
 from dpaudit.blackbox.selection import resolve_objective, select_event
 from dpaudit.blackbox.statistics import (
     ClassifierOptions,
@@ -45,6 +45,7 @@ from dpaudit.blackbox.statistics import (
     fit_statistics,
 )
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
+from dpaudit.core.checks import check_distinct_pair
 from dpaudit.core.executors import resolve_executor
 from dpaudit.core.progress import progress_bar, should_show
 from dpaudit.estimation.bounds import bound_method, certified_epsilon_by
@@ -64,6 +65,9 @@ _SCALAR_NOTE = (
 # an odd constant can never coincide with them (selection and certification releases are
 # disjoint, as the validity of the bound requires).
 _CERTIFICATION_FOLD = 1_000_003
+# Key of the two runs that check the sampler replays its key: another odd constant, so that
+# they never share a key with the selection or certification draws.
+_REPLAY_FOLD = 1_000_033
 # By default the progress bar is drawn (on a terminal) for runs of at least this many chunks.
 _PROGRESS_MIN_CHUNKS = 50
 
@@ -242,6 +246,9 @@ def run_blackbox_audit(
         executor = resolve_executor(executor)
     root = jax.random.key(options.seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.options.chunk_size, root)
+    # reproducible only if two short runs from one key agree (checked, not assumed)
+    if plan.reproducible and not replays(sources[0][0], jax.random.fold_in(root, _REPLAY_FOLD)):
+        plan = plan._replace(reproducible=False)
     chunk = sources[0][0].chunk
     # sequential certification draws chunks of at most 1/64 of the budget (its looks)
     cert_chunk = (
@@ -377,6 +384,8 @@ def _result(
     fitted_kinds = tuple(dict.fromkeys(a.kind for a in arms))  # without arms that found no fit
     notes += strength_notes(strength, claim, confidence, fitted_kinds, arm.kind, plan.reproducible)
     notes += plan.notes
+    if arm.kind == "infinite" and counts.k_q == 0 < counts.k_p:
+        notes += (_infinite_note(counts.k_p, selected.direction),)
     if certified.stopping is not None:
         notes += (f"Sequential certification {certified.stopping.reason}",)
     if plan.pair_names is not None:
@@ -409,6 +418,17 @@ def _result(
         stopping=certified.stopping,
         borderline=borderline,
         p_value=p,
+    )
+
+
+def _infinite_note(k_p: int, direction: int) -> str:
+    """What a certified event of infinite releases seen under one dataset only means."""
+    p, q = ("D", "D'") if direction == 0 else ("D'", "D")
+    return (
+        f"{k_p} certification releases of {p} held infinite values never released under {q}: "
+        "an infinite release possible under one dataset only is an infinite privacy loss (true "
+        "epsilon infinite); the certified bound is the largest these counts support, since no "
+        "finite sample rules out a rarer infinite release of the other dataset."
     )
 
 
@@ -463,6 +483,7 @@ def _plan(sampler, data, data_prime, claim, options: BlackBoxOptions) -> _Plan:
     claim = _check_claim(claim)
     pairs, pair_names, records, notes = _check_pairs(data, data_prime, options.pairs, claim)
     objective = resolve_objective(options.objective, claim)
+    _check_distinct(pairs)
     if options.check_adjacency and records:  # answers / histogram candidates are neighbours
         for d, dp in pairs:
             if is_scalar_dataset(d) and is_scalar_dataset(dp):  # no records to compare
@@ -474,14 +495,40 @@ def _plan(sampler, data, data_prime, claim, options: BlackBoxOptions) -> _Plan:
         sampler=sampler,
         claim=claim,
         pairs=pairs,
-        kinds=options.kinds,
+        # the infinite-release statistic is an arm whenever a selection release is +-inf
+        # (first: on a tie, selection keeps the event that counts the infinite releases)
+        kinds=("infinite", *options.kinds),
         objective=objective,
         name=name,
         reproducible=bool(getattr(sampler, "reproducible", True)),
         notes=tuple(dict.fromkeys(notes)),
         pair_names=pair_names,
-        optional=("float",) if "float" in options.kinds and options.statistic != "float" else (),
+        optional=_optional_kinds(options),
     )
+
+
+def _check_distinct(pairs: list) -> None:
+    """Refuse ``D`` equal to ``D'``: the one pair, or every candidate (one such candidate among
+    others is only uninformative: selection passes it over)."""
+    if len(pairs) == 1:
+        check_distinct_pair("data and data_prime", *pairs[0])
+        return
+    for i, (d, dp) in enumerate(pairs):
+        try:
+            check_distinct_pair(f"pairs[{i}]", d, dp)
+        except ValueError:
+            continue
+        return  # one informative pair
+    raise ValueError(
+        "every pair in pairs has D equal to D', so the audit could only pass: give pairs of "
+        "neighbouring datasets that differ (e.g. in one record)."
+    )
+
+
+def _optional_kinds(options: BlackBoxOptions) -> tuple[str, ...]:
+    """The arms that may find no fit (then not offered to selection)."""
+    floats = "float" in options.kinds and options.statistic != "float"
+    return ("float", "infinite") if floats else ("infinite",)
 
 
 def _check_sampler(sampler, name: str | None) -> tuple[Callable, str]:

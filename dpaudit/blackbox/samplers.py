@@ -21,9 +21,12 @@ from collections.abc import Callable, Sequence
 import jax
 import numpy as np
 
+from dpaudit.core.checks import check_release_values
+from dpaudit.core.errors import user_code_error
 from dpaudit.model.mechanism import Mechanism
 
 __all__ = [
+    "REPLAY_RELEASES",
     "Categories",
     "OutputLayout",
     "ReleaseSource",
@@ -32,6 +35,7 @@ __all__ = [
     "chunks_of",
     "numpy_generator",
     "open_sources",
+    "replays",
 ]
 
 # A chunk holds at most 2^22 release values (32 MiB of float64) whatever the release size ...
@@ -44,6 +48,14 @@ _MIN_CHUNK = 256
 # small integers used to derive the keys of the audit's own draws.
 _PROBE_FOLD = 1 << 20
 _AUDIT_PROBE_FOLD = 1 << 21
+#: Releases of each of the two short runs that check a sampler replays its key: enough that a
+#: sampler of two outcomes ignoring its key agrees by chance with probability 2^-64 at most.
+REPLAY_RELEASES = 64
+# What a sampler returning bad releases must do instead (the end of the one sentence).
+_RELEASE_FIX = (
+    "return an array of shape (n, ...) of real numbers (booleans, integers, strings and +-inf "
+    "are fine; NaN and complex numbers are not)"
+)
 
 
 def as_sampler(mechanism: Mechanism) -> Callable:
@@ -203,6 +215,9 @@ class OutputLayout:
                 )
             if a.dtype.kind in "OUS":
                 a = self.categories.indices(a, name)
+            a = check_release_values(
+                f"a part of the releases of the sampler {name!r}", a, n, fix=_RELEASE_FIX
+            )
             arrays.append(a.reshape(n, -1).astype(np.float64))
         structure = (keys, tuple(np.asarray(p).shape[1:] for p in parts))
         if self.structure is None:
@@ -254,12 +269,8 @@ class ReleaseSource:
                 f"the sampler {self.name!r} failed on a request for {n} releases: "
                 f"{type(err).__name__}: {err}"
             )
-            kind = type(err) if isinstance(err, ValueError | TypeError) else ValueError
-            try:
-                renamed = kind(message)
-            except Exception:  # an exception class with another constructor
-                renamed = ValueError(message)
-            raise renamed from err
+            # still a ValueError / TypeError for the Python API; a crash (exit 3) for the CLI
+            raise user_code_error(message, err) from err
         return self._checked(self.outputs.flatten(x, n, self.name), n)
 
     def _checked(self, x: np.ndarray, n: int) -> np.ndarray:
@@ -268,27 +279,17 @@ class ReleaseSource:
             x = x.astype(np.float64)
         if x.dtype.kind in "OUS" and x.ndim >= 1 and x.shape[0] == n:
             x = self.outputs.categories.indices(x, self.name)
-        if not np.issubdtype(x.dtype, np.number):
-            raise TypeError(
-                f"the sampler {self.name!r} returned {x.dtype} values; return a numeric array of "
-                "releases (booleans, integers and strings are fine)."
-            )
-        if x.ndim == 0 or x.shape[0] != n:
-            raise ValueError(
-                f"the sampler {self.name!r} returned an array of shape {x.shape} when asked for "
-                f"{n} releases; return shape (n, ...) with one release per row."
-            )
+        # complex, NaN, non-numeric or mis-counted releases: one sentence (the checks every
+        # entry point shares); +-inf releases pass, an outcome of their own (the "infinite" arm)
+        x = check_release_values(
+            f"the releases of the sampler {self.name!r}", x, n, fix=_RELEASE_FIX
+        )
         if self.shape is None:
             self.shape = tuple(x.shape[1:])
         elif tuple(x.shape[1:]) != self.shape:
             raise ValueError(
                 f"the sampler {self.name!r} returned releases of shape {x.shape[1:]} after "
                 f"{self.shape}; releases must keep one shape."
-            )
-        if np.isnan(x).any():
-            raise ValueError(
-                f"the sampler {self.name!r} returned NaN releases; fix the implementation (a "
-                "NaN release is not a valid output)."
             )
         return x.astype(np.float64, copy=False)
 
@@ -443,6 +444,27 @@ def open_sources(
     for source_d, source_dp in sources:
         source_d.chunk = source_dp.chunk = chunk
     return sources
+
+
+def replays(source: ReleaseSource, key, n: int = REPLAY_RELEASES) -> bool:
+    """Whether two short runs of ``source``'s sampler from one key give the same releases.
+
+    A sampler that ignores its key (its own randomness) is not reproducible from the
+    audit's seed; its bounds stay valid (they need independent releases only), but the
+    result must not say it is reproducible.
+
+    Args:
+        source: a :class:`ReleaseSource` (its sampler and dataset).
+        key: the JAX key of both runs (not one the audit draws with).
+        n: releases per run.
+
+    Returns:
+        ``True`` when both runs agree exactly (NaN-free releases, compared as floats).
+
+    Raises:
+        ValueError, TypeError: if the sampler fails or returns bad releases.
+    """
+    return bool(np.array_equal(source.call(n, key), source.call(n, key)))
 
 
 def check_same_shape(sources: tuple[ReleaseSource, ReleaseSource], name: str) -> None:

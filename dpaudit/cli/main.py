@@ -45,7 +45,9 @@ Exit codes:
   selecting nothing); found before any audit runs where possible, and nothing
   is written.
 * **3** — an internal error or an interrupted run: a builder, sampler or audit
-  that crashed, a user's ``sys.exit`` inside a mechanism or sampler file,
+  that crashed (a sampler or model raising any exception mid-audit, even a
+  ``ValueError``, is a crash in the mechanism, named with the audit), a user's
+  ``sys.exit`` inside a mechanism or sampler file,
   Ctrl-C, a full disk, a report that could not be drawn. No verdict is
   reported and nothing partial is published.
 
@@ -75,6 +77,7 @@ import traceback
 from pathlib import Path
 
 import dpaudit
+from dpaudit.core.errors import UserCodeError
 
 __all__ = [
     "BAD_VERDICTS",
@@ -246,6 +249,7 @@ def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> Prepa
     from dpaudit.io.spec import (
         blackbox_features,
         check_model_runs,
+        check_pair_differs,
         check_sampler_runs,
         load_pair,
         resolve_blackbox,
@@ -262,6 +266,7 @@ def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> Prepa
     else:
         mechanism, target = None, resolve_blackbox(spec)
         pair = load_pair(spec, target.public)
+    check_pair_differs(spec, pair)
     try:
         check_adjacent(pair[0], pair[1], spec.claim.adjacency)
     except ValueError as err:
@@ -345,6 +350,11 @@ def _run_checked(item: PreparedAudit):
     """:func:`run_audit`, any failure turned into a :class:`SpecError` (no verdict, no report)."""
     try:
         return run_audit(item)
+    except UserCodeError as err:  # a sampler or model raised mid-audit: a crash, not bad input
+        raise AuditCrash(
+            f"{item.spec.path}: the audit crashed in the mechanism ({_first_line(err)}); no "
+            "report was written."
+        ) from err
     except (TypeError, ValueError) as err:
         raise _spec_error(f"{item.spec.path}: audit failed: {err}") from None
     except MemoryError as err:

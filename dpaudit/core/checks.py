@@ -232,3 +232,115 @@ def check_probability(name: str, value: float, *, allow_zero: bool) -> float:
         bound = "0 <= delta < 1" if allow_zero else "0 < delta < 1"
         raise ValueError(f"{name} must satisfy {bound}, got {value!r}.")
     return value
+
+
+def check_release_values(what: str, values: Any, n: int, *, fix: str) -> np.ndarray:
+    """``values`` as an array of ``n`` rows of real numbers, none NaN (``±inf`` allowed).
+
+    One check for every entry point that draws releases or features from user code (the
+    Python API, a spec, the CLI): complex, NaN or mis-counted rows are refused with one
+    sentence. Infinite values pass: a release may be ``±inf`` (an outcome of its own, which
+    the black-box audit counts); a caller that needs finite values checks
+    :func:`check_finite` as well.
+
+    Args:
+        what: what the values are, for the message (e.g. ``"the sampler 'f' releases"``).
+        values: the array returned by user code (booleans and integers are fine).
+        n: the number of rows asked for.
+        fix: what to do, appended to the message.
+
+    Returns:
+        ``values`` as a numpy array.
+
+    Raises:
+        TypeError: for complex values or values that are not numbers.
+        ValueError: for NaN values or a first axis other than ``n``.
+    """
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":  # complex numbers, strings, Python objects
+        raise TypeError(f"{what} are not real numbers (dtype {arr.dtype}); {fix}.")
+    if arr.ndim == 0 or arr.shape[0] != n:
+        raise ValueError(
+            f"{what} have shape {arr.shape} when asked for {n} releases; the first axis must count "
+            f"the releases (one row per release), so {fix}."
+        )
+    if arr.dtype.kind == "f" and np.isnan(arr).any():
+        raise ValueError(f"{what} contain NaN values; {fix}.")
+    return arr
+
+
+def check_distinct_pair(name: str, data: Any, data_prime: Any) -> None:
+    """Raise ``ValueError`` if the two datasets of a pair are equal (nothing to audit).
+
+    Args:
+        name: how the message names the pair (e.g. ``"data and data_prime"``).
+        data: ``D``.
+        data_prime: ``D'``.
+
+    Raises:
+        ValueError: if ``D`` and ``D'`` hold the same values (an audit of ``D`` against
+            itself can only pass, whatever the mechanism).
+    """
+    if _same_values(data, data_prime):
+        raise ValueError(
+            f"{name} are the same dataset; an audit of D against itself always passes: give "
+            "two neighbouring datasets that differ (e.g. in one record)."
+        )
+
+
+def _same_values(data: Any, data_prime: Any) -> bool:
+    """Whether two datasets (arrays or pytrees of arrays) hold the same values."""
+    leaves, tree = jax.tree_util.tree_flatten(data)
+    leaves_prime, tree_prime = jax.tree_util.tree_flatten(data_prime)
+    if tree != tree_prime:
+        return False
+    try:
+        for a, b in zip(leaves, leaves_prime, strict=True):
+            a, b = np.asarray(a), np.asarray(b)
+            if a.dtype.kind == "O" or a.shape != b.shape or not np.array_equal(a, b):
+                return False
+    except (TypeError, ValueError):  # ragged or exotic data: nothing to compare here
+        return False
+    return True
+
+
+def check_finite_parameter(name: str, value: Any) -> None:
+    """Raise ``ValueError`` if a numeric parameter is NaN or infinite (``TypeError`` if no number).
+
+    Args:
+        name: the parameter, for the message (e.g. ``"GaussianComponent.mu"``).
+        value: a number or an array of numbers.
+
+    Raises:
+        TypeError: if ``value`` holds something other than real numbers.
+        ValueError: if an entry is NaN or infinite.
+    """
+    try:
+        if isinstance(value, str | bytes | bool):  # float("1") and float(True) are not numbers
+            raise TypeError
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}.") from None
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {_show(value)}; give a finite value.")
+
+
+def check_loss_parameter(name: str, value: Any) -> None:
+    """Raise unless a privacy-loss parameter (a Gaussian ``mu``, a Laplace ``a``, a supremum)
+    is a finite number ``>= 0``: an infinite one would make the accounting never return.
+
+    Args:
+        name: the parameter, for the message (e.g. ``"GaussianComponent.mu"``).
+        value: a number (a JAX tracer is not checked).
+
+    Raises:
+        TypeError: if ``value`` is not a real number.
+        ValueError: if it is NaN, infinite or negative.
+    """
+    if not is_concrete(value):
+        return
+    check_finite_parameter(name, value)
+    if np.ndim(value) != 0:
+        raise TypeError(f"{name} must be one number, got an array of shape {np.shape(value)}.")
+    if not float(value) >= 0:
+        raise ValueError(f"{name} must be >= 0, got {float(value)!r}; give a finite number >= 0.")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from dpaudit.core.errors import UserCodeError
 from dpaudit.io.spec import SpecError
 from dpaudit.runtime.executors import connect_ray, gather, ship
 
@@ -102,6 +103,10 @@ def run_spec(overrides: tuple, target):
         result = runner.run_audit(_prepare(target, seed, samples, runner))
     except SpecError:
         raise
+    except UserCodeError as err:  # a sampler or model raised mid-audit: a crash (exit 3)
+        raise RuntimeError(
+            f"{path}: the audit crashed in the mechanism ({err}); no report was written."
+        ) from None
     except (TypeError, ValueError) as err:
         raise SpecError(f"{path}: audit failed: {err}") from None
     except Exception as err:  # a crash is no verdict: the suite stops, nothing is written

@@ -46,6 +46,7 @@ in ``report.diagnostics["epsilon_lower_raw"]``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import warnings
@@ -56,6 +57,8 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from dpaudit.core.checks import check_distinct_pair
+from dpaudit.core.errors import UserCodeError, raised_in, user_code_error
 from dpaudit.core.executors import resolve_executor
 from dpaudit.core.progress import progress_bar, should_show
 from dpaudit.estimation.significance import borderline_note, borderline_record
@@ -125,6 +128,30 @@ def _bound_method(bound_method: str, method: str | None) -> str:
     return method
 
 
+@contextlib.contextmanager
+def _model_crashes(mechanism: Mechanism):
+    """Report an exception raised in the model's own code mid-audit as a crash in the mechanism.
+
+    A :class:`~dpaudit.core.errors.UserCodeError` of the same kind (a ``ValueError`` stays a
+    ``ValueError`` for the Python API; the command line exits 3, not 2). dpaudit's own
+    checks (NaN losses, ...) are not raised in the model's file and pass unchanged.
+    """
+    try:
+        yield
+    except UserCodeError:
+        raise
+    except Exception as err:
+        code = getattr(mechanism.model, "__code__", None)
+        if code is None or not raised_in(err, code.co_filename):
+            raise
+        text = str(err).strip().splitlines()
+        message = (
+            f"the model of mechanism {mechanism.name!r} raised {type(err).__name__}"
+            f"{': ' + text[0] if text else ''} during the audit; fix the model."
+        )
+        raise user_code_error(message, err) from err
+
+
 def _kernels(plan: AuditPlan, mechanism, data, data_prime):
     """The loss kernels of the two directions, ``D->D'`` then ``D'->D``."""
     reverse = None if plan.shift is None else plan.shift.reversed()
@@ -187,7 +214,7 @@ def audit(
         :class:`~dpaudit.AuditOptions` of these keyword arguments.
 
     Raises:
-        ValueError: non-adjacent datasets, a model without a release site,
+        ValueError: D equal to D', non-adjacent datasets, a model without a release site,
             NaN losses (no partial result is returned), bad arguments.
         TypeError: a release distribution without a density, a non-Mechanism.
     """
@@ -229,20 +256,24 @@ def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> 
     if not isinstance(options, AuditOptions):
         raise TypeError(f"options must be a dpaudit.AuditOptions, got {type(options).__name__}.")
     _check_mechanism(mechanism)
+    check_distinct_pair("data and data_prime", data, data_prime)
     notion = mechanism.claim if is_notion_claim(mechanism.claim) else None
     if notion is not None:  # audit the (epsilon, delta) anchor, then judge the notion
         mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())
     executor, samples = options.executor, options.samples
     if executor is not None:
         executor = resolve_executor(executor)
-    plan = plan_audit(mechanism, data, data_prime, options)
-    kernels, key = _kernels(plan, mechanism, data, data_prime), jax.random.key(options.seed)
+    with _model_crashes(mechanism):  # the plan traces the model, the kernels may run it
+        plan = plan_audit(mechanism, data, data_prime, options)
+        kernels = _kernels(plan, mechanism, data, data_prime)
+    key = jax.random.key(options.seed)
     chunk = choose_chunk_size(options.chunk_size, samples, release_width(plan))
     # Pilot run (its own keys, not reused) to place the default epsilon grid; it has the
     # shapes of the main run so the jitted step compiles once.
-    grid = epsilon_grid(
-        options.epsilons, plan.claim.epsilon, kernels, key, plan.accounting, chunk, samples
-    )
+    with _model_crashes(mechanism):  # the pilot traces and runs the model's code
+        grid = epsilon_grid(
+            options.epsilons, plan.claim.epsilon, kernels, key, plan.accounting, chunk, samples
+        )
     settings = RunSettings(
         grid=grid,
         claim_index=int(np.nonzero(grid == plan.claim.epsilon)[0][0]),
@@ -262,7 +293,8 @@ def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> 
         recipe = KernelRecipe(
             plan.route, mechanism, data, data_prime, plan.dist_d, plan.dist_dp, plan.shift
         )
-        runs = run_directions(kernels, key, settings, bar, executor, recipe)
+        with _model_crashes(mechanism):
+            runs = run_directions(kernels, key, settings, bar, executor, recipe)
     certificate, verified = find_certificate(
         plan.claim, kernels, [r.best_release for r in runs], plan.shift
     )

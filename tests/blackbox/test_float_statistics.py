@@ -128,7 +128,7 @@ def test_nan_releases_get_one_sentence():
     def nan_sampler(data, n, key):
         return np.full(n, np.nan)
 
-    with pytest.raises(ValueError, match="returned NaN releases"):
+    with pytest.raises(ValueError, match="contain NaN values"):
         blackbox_audit(
             nan_sampler, D, D_PRIME, dpaudit.Claim(epsilon=1.0), samples=1000, seed=0,
             statistic="float", progress=False,

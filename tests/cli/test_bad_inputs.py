@@ -75,6 +75,8 @@ def _refused(capsys, *fragments):
         (("complex.npy", "ok2.npy"), ("data.files", "complex", "real numbers")),
         (("objects.npy", "ok2.npy"), ("data.files", "objects.npy", "Python objects")),
         (("flat.npy", "flat2.npy"), ("mechanism", "fails on D", "IndexError")),
+        (("ok.npy", "ok.npy"), ("data.files", "the same dataset", "differ")),
+        (("ok2.npy", "nan2.npy"), ("data.files", "the same dataset", "differ")),
     ],
 )
 def test_bad_data_files_fail_check_and_run(folder, capsys, files, fragments):
@@ -173,9 +175,9 @@ def one_row(data, n, key):
 @pytest.mark.parametrize(
     ("sampler", "fragment"),
     [
-        ("complex_valued", "complex128"),
-        ("nan_valued", "not finite real numbers"),
-        ("one_row", "shape (1, 3) for n = 2"),
+        ("complex_valued", "not real numbers (dtype complex128)"),
+        ("nan_valued", "contain NaN values"),
+        ("one_row", "shape (1, 3) when asked for 2 releases"),
     ],
 )
 def test_bad_samplers_fail_check(tmp_path, capsys, sampler, fragment):

@@ -44,10 +44,12 @@ from dpaudit.blackbox.statistics.floats import (
 )
 from dpaudit.blackbox.statistics.reference import model_statistic
 from dpaudit.blackbox.statistics.resolution import STATISTIC_RESOLUTION, snap
+from dpaudit.core.checks import check_release_values
 from dpaudit.model.mechanism import Mechanism
 
 __all__ = [
     "CLASSIFIERS",
+    "INFINITE_STATISTIC",
     "STATISTICS",
     "STATISTIC_RESOLUTION",
     "ClassifierOptions",
@@ -58,6 +60,7 @@ __all__ = [
     "fit_statistics",
     "float_bit_features",
     "identity_features",
+    "infinite_code",
     "kl_features",
     "snap",
 ]
@@ -73,6 +76,9 @@ CLASSIFIERS = ("logistic", "mlp", "bits")
 #: beyond 2^15 a model of a few hundred parameters gains little, and training
 #: cost would dominate large audits; the whole second half still chooses the threshold.
 MAX_TRAIN = 1 << 15
+#: What the ``"infinite"`` statistic thresholds (an arm whenever a selection release holds
+#: ``+-inf``, whatever ``statistic``): the count of each release's infinite values.
+INFINITE_STATISTIC = "infinite values of the release (+inf and -inf counted apart)"
 
 
 def classifier_settings(options: ClassifierOptions | Mapping | None) -> ClassifierOptions:
@@ -174,7 +180,9 @@ def fit_statistics(
         if raw and np.prod(x.shape[1:], dtype=np.int64) <= MAX_COORDINATES:
             cols.append(np.asarray(x, dtype=np.float64).reshape(len(x), -1))
         if any(k in CLASSIFIERS for k in kinds):
-            cols.append(np.asarray(fixed(jnp.asarray(x)), dtype=np.float64))
+            cols.append(_classifier_inputs(fixed, x, features is None, name))
+        if "infinite" in kinds:
+            cols.append(infinite_code(x)[:, None])
         return np.concatenate(cols, axis=1)
 
     # A classifier trains on the first min(half, MAX_TRAIN) releases and thresholds on the
@@ -188,7 +196,8 @@ def fit_statistics(
     offset = 0 if reference_score is None else 1
     width = int(np.prod(sources[0].shape or (), dtype=np.int64)) if raw else 0
     width = width if width <= MAX_COORDINATES else 0  # wide releases: no raw columns kept
-    inputs = slice(offset + width, None)  # the classifier's columns
+    # the classifier's columns (the infinite code, when fitted, is the last column)
+    inputs = slice(offset + width, -1 if "infinite" in kinds else None)
     finite = np.isfinite(z_d[:, inputs]).all() and np.isfinite(z_dp[:, inputs]).all()
     if features is not None and not finite:
         raise ValueError(
@@ -197,7 +206,9 @@ def fit_statistics(
         )
     fitted = []
     for kind in kinds:
-        if kind == "model":
+        if kind == "infinite":  # the last column: the code of each release's infinite values
+            fitted.append(_fit_infinite_statistic(z_d[:, -1], z_dp[:, -1], select))
+        elif kind == "model":
             fitted.append(FittedStatistic(reference_score, model, z_d[:, 0], z_dp[:, 0]))
         elif kind == "float":
             cut = slice(offset, offset + width)
@@ -209,9 +220,61 @@ def fit_statistics(
         else:
             v_d, v_dp = z_d[:, inputs], z_dp[:, inputs]
             fitted.append(
-                _fit_classifier_statistic(kind, v_d, v_dp, select, keys[2], features, settings)
+                _fit_classifier_statistic(
+                    kind, v_d, v_dp, select, keys[2], features, settings, name
+                )
             )
     return fitted
+
+
+def _classifier_inputs(features: Callable, x: np.ndarray, default: bool, name: str) -> np.ndarray:
+    """The classifier's inputs of one chunk of releases: ``features(x)``, checked, as rows.
+
+    The default features read ``x`` with its infinite values set to 0 (the ``"infinite"``
+    statistic counts them); a user's features read ``x`` as released.
+
+    Raises:
+        ValueError, TypeError: features that are complex, NaN or not one row per release.
+    """
+    if default:
+        x = np.where(np.isinf(x), 0.0, x)
+    v = check_release_values(
+        f"the features {feature_description(features)!r} of releases of {name!r}",
+        np.asarray(features(jnp.asarray(x))),
+        len(x),
+        fix="return one row of finite real numbers per release",
+    )
+    return np.asarray(v, dtype=np.float64).reshape(len(x), -1)
+
+
+def infinite_code(x: np.ndarray) -> np.ndarray:
+    """Per release, ``(#+inf values) + (m + 1) (#-inf values)`` (``m`` values per release).
+
+    Distinct counts of ``+inf`` and ``-inf`` get distinct codes, 0 for a finite release: an
+    infinite release is an outcome of its own, counted by the ``"infinite"`` statistic.
+    """
+    flat = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
+    width = flat.shape[1]
+    return np.sum(flat == np.inf, axis=1) + (width + 1.0) * np.sum(flat == -np.inf, axis=1)
+
+
+def _fit_infinite_statistic(c_d, c_dp, select: int) -> FittedStatistic | None:
+    """The infinite-release statistic, when a selection release is infinite (else ``None``).
+
+    Its events count releases by their infinite values: a release infinite under one dataset
+    only is an infinite privacy loss, and its counts certify the largest epsilon they can
+    (never more: a finite sample cannot rule out a rare infinite release of the other dataset).
+    """
+    held = select - select // 2
+    c_d, c_dp = c_d[-held:], c_dp[-held:]
+    if not (np.any(c_d) or np.any(c_dp)):
+        return None
+    # high scores are D-like (events s > t count D, -s > t count D'): the code's sign is fixed
+    # on the selection releases, so that the dataset infinite more often has the extreme scores
+    sign = 1.0 if np.count_nonzero(c_d) >= np.count_nonzero(c_dp) else -1.0
+    return FittedStatistic(
+        lambda x: sign * infinite_code(x), INFINITE_STATISTIC, sign * c_d, sign * c_dp
+    )
 
 
 def _fit_float_statistic(v_d, v_dp, select: int, sources, required: bool):
@@ -251,7 +314,7 @@ def _fit_float_statistic(v_d, v_dp, select: int, sources, required: bool):
 
 
 def _fit_classifier_statistic(
-    kind, v_d, v_dp, select: int, key, features, settings
+    kind, v_d, v_dp, select: int, key, features, settings, name: str
 ) -> FittedStatistic:
     """A classifier's statistic from the selection inputs (releases or fixed features).
 
@@ -279,7 +342,7 @@ def _fit_classifier_statistic(
     fixed = features if features is not None else identity_features
 
     def score(x):
-        v = np.asarray(fixed(jnp.asarray(x)), dtype=np.float64)
+        v = _classifier_inputs(fixed, x, features is None, name)
         return snap(np.asarray(fitted(inputs(v))))
 
     return FittedStatistic(

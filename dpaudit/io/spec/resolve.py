@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.blackbox import as_sampler
+from dpaudit.core.checks import check_distinct_pair, check_finite, check_release_values
 from dpaudit.io.datasets import generate
 from dpaudit.io.spec.load import split_callable_path
 from dpaudit.io.spec.schema import AuditSpec, field_error
@@ -31,6 +32,7 @@ __all__ = [
     "PublicParameters",
     "check_dataset",
     "check_model_runs",
+    "check_pair_differs",
     "check_sampler_runs",
     "load_array_file",
     "load_callable",
@@ -348,6 +350,27 @@ def load_pair(spec: AuditSpec, mechanism):
         raise field_error(spec.path, "data", str(err)) from None
 
 
+def check_pair_differs(spec: AuditSpec, pair) -> None:
+    """Refuse a spec whose ``D`` equals ``D'`` (e.g. one file named twice): it could only pass.
+
+    Skipped for a black-box spec with ``pairs``: its candidates are generated around ``D``.
+
+    Args:
+        spec: a validated spec.
+        pair: the pair the audit will run on (after ``--pairs worst``).
+
+    Raises:
+        SpecError: naming ``data.files`` (or ``data``).
+    """
+    if spec.blackbox is not None and spec.blackbox.pairs is not None:
+        return
+    try:
+        check_distinct_pair("D and D'", *pair)
+    except ValueError as err:
+        field = "data.files" if spec.files is not None else "data"
+        raise field_error(spec.path, field, str(err)) from None
+
+
 # a model that fails on the data with one of these is given data it cannot read (wrong
 # shape, wrong type) or is itself malformed (numpyro asserts unique site names): input
 # to fix, not a crash of dpaudit
@@ -434,24 +457,24 @@ def check_sampler_runs(spec: AuditSpec, sampler: Callable, features, pair) -> No
 def _check_rows(
     spec_path: Path, field: str, what: str, rows: np.ndarray, categorical: bool = False
 ) -> None:
-    """Two rows of finite real numbers (what a sampler or features must give for n = 2).
+    """Two rows of real numbers (what a sampler or features must give for n = 2).
 
-    With ``categorical``, rows of strings or Python objects pass too: a sampler's labels
-    (``"yes"``/``"no"``), which :func:`dpaudit.blackbox_audit` maps to category indices.
+    The checks are :func:`dpaudit.core.checks.check_release_values`, the ones the engine
+    applies to every chunk: releases may be ``+-inf`` (an outcome the audit counts), features
+    must be finite. With ``categorical``, rows of strings or Python objects pass too: a
+    sampler's labels (``"yes"``/``"no"``), which :func:`dpaudit.blackbox_audit` maps to
+    category indices.
     """
     if categorical and rows.dtype.kind in "OUS":
-        pass  # labels: the black-box engine numbers them in order of first sight
-    elif rows.dtype.kind not in "biuf" or not np.all(np.isfinite(rows)):
-        raise field_error(
-            spec_path,
-            field,
-            f"{what} are not finite real numbers (dtype {rows.dtype}, e.g. "
-            f"{rows.ravel()[:3]}); every release must be a finite real number.",
-        )
-    if rows.ndim == 0 or rows.shape[0] != 2:
-        raise field_error(
-            spec_path,
-            field,
-            f"{what} have shape {rows.shape} for n = 2; the first axis must count the "
-            "releases (one row per release).",
-        )
+        return  # labels: the black-box engine numbers them in order of first sight
+    fix = (
+        "every release must be a real number (+-inf counts as an outcome)"
+        if categorical
+        else "features must be finite real numbers"
+    )
+    try:
+        check_release_values(what, rows, 2, fix=fix)
+        if not categorical:
+            check_finite(what, rows)
+    except (TypeError, ValueError) as err:
+        raise field_error(spec_path, field, str(err)) from None
