@@ -75,6 +75,14 @@ LAPLACE_TERM_OPS = 6
 NDTR_ULPS = 16
 
 
+#: A supremum bracket ``[lower, upper]`` narrower than this, relative to ``1 + upper``, is the
+#: evaluation error of its two bounds (sums of site brackets, a linear programme's optimum
+#: certified from both sides), not uncertainty about where the supremum lies: a claim with
+#: ``lower <= epsilon`` up to :func:`sup_loss_tolerance` passes. A wider bracket (an adaptive
+#: release's bound over every history, [2, 4]) around the claim is inconclusive.
+BRACKET_ROUNDOFF_RTOL = 1e-12
+
+
 def gamma(n: int) -> float:
     """``gamma_n = n u / (1 - n u)``: the relative error of ``n`` rounded operations.
 

@@ -53,7 +53,12 @@ import dataclasses
 from typing import NamedTuple
 
 from dpaudit.accounting.profiles import ExactAccounting
-from dpaudit.core.roundoff import gamma, gaussian_delta_error, sup_loss_tolerance
+from dpaudit.core.roundoff import (
+    BRACKET_ROUNDOFF_RTOL,
+    gamma,
+    gaussian_delta_error,
+    sup_loss_tolerance,
+)
 from dpaudit.estimation.pld import delta_bounds
 from dpaudit.estimation.significance import (
     BORDERLINE_P,
@@ -142,8 +147,14 @@ def _pure_verdict(claim: Claim, accounting) -> tuple[str, list[str]]:
     """Rules 5 and 6: a pure claim without violation."""
     if accounting is not None and accounting.family in ("laplace", "supremum"):
         # A pass needs the certified *upper* end of the supremum within the claim (up to its
-        # computation's error); a bracket [lower, upper] around the claim is inconclusive.
-        ok = accounting.sup_loss <= claim.epsilon + sup_loss_tolerance(accounting)
+        # computation's error), or a bracket only round-off wide whose lower end is; a wider
+        # bracket [lower, upper] around the claim is inconclusive.
+        upper = accounting.sup_loss
+        lower = getattr(accounting, "sup_loss_lower", upper)
+        narrow = upper - lower <= BRACKET_ROUNDOFF_RTOL * (1.0 + upper)
+        ok = upper <= claim.epsilon + sup_loss_tolerance(accounting) or (
+            narrow and not _sup_over_claim(claim, accounting)
+        )
         return ("pass" if ok else "inconclusive"), []
     if accounting is not None and accounting.sup_loss == 0.0:
         return "pass", []  # identical laws: L = 0 everywhere
