@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from dpaudit.io.plot.style import axes, finish
+from dpaudit.io.plot.style import axes, bin_edges, finish
 
 __all__ = ["certification_scores", "datasets_of"]
 
@@ -42,7 +42,7 @@ def certification_scores(result, ax=None):
         return None
     threshold = float(result.event.threshold)
     pooled = np.concatenate([*finite.values(), [threshold] if math.isfinite(threshold) else []])
-    edges = np.histogram_bin_edges(pooled, bins=80)
+    edges = bin_edges(pooled)
     names = dict(zip(("P", "Q"), datasets_of(result.event.direction), strict=True))
     ax = axes(ax)
     for key in ("P", "Q"):

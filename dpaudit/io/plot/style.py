@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CLAIM_COLOUR", "axes", "finish", "finite", "say"]
+__all__ = ["CLAIM_COLOUR", "axes", "bin_edges", "finish", "finite", "say"]
 
 #: The claim is drawn in one colour everywhere (red, dashed), the mechanism in C0/C1.
 CLAIM_COLOUR = "#b00020"
@@ -71,3 +71,25 @@ def finite(values) -> np.ndarray:
     """
     a = np.asarray(values, dtype=float).ravel()
     return a[np.isfinite(a)]
+
+
+def bin_edges(values, bins: int = 80) -> np.ndarray:
+    """Up to ``bins`` histogram bins over ``values``, never finer than the floats can tell apart.
+
+    ``np.histogram_bin_edges`` refuses a range narrower than ``bins`` float spacings (scores
+    near 1e16, or all but equal); such data get fewer bins, or one bin around a single value.
+
+    Args:
+        values: finite values (at least one).
+        bins: the most bins wanted.
+
+    Returns:
+        Increasing bin edges.
+    """
+    values = np.asarray(values, dtype=float)
+    lo, hi = float(np.min(values)), float(np.max(values))
+    edges = np.unique(np.linspace(lo, hi, bins + 1))
+    if edges.size < 2 or not np.all(np.diff(edges) > 4 * np.spacing(max(abs(lo), abs(hi), 1.0))):
+        half = max(0.5, abs(lo) * 1e-9)
+        return np.array([lo - half, hi + half]) if hi - lo < 2 * half else np.array([lo, hi])
+    return edges

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from dpaudit.io.plot.style import CLAIM_COLOUR, axes, finish, finite, say
+from dpaudit.io.plot.style import CLAIM_COLOUR, axes, bin_edges, finish, finite, say
 
 __all__ = ["compatibility_sums", "loss_distribution", "privacy_profile", "releases"]
 
@@ -32,7 +32,9 @@ def loss_distribution(result, ax=None):
     for name, losses, n_inf in series:
         if losses.size:
             label = name + (f" (+{n_inf} infinite)" if n_inf else "")
-            ax.hist(losses, bins=80, density=True, histtype="step", lw=1.4, label=label)
+            ax.hist(
+                losses, bins=bin_edges(losses), density=True, histtype="step", lw=1.4, label=label
+            )
     epsilon = result.claim.epsilon
     ax.axvline(epsilon, color=CLAIM_COLOUR, ls="--", lw=1, label=f"claimed ε = ±{epsilon:g}")
     ax.axvline(-epsilon, color=CLAIM_COLOUR, ls="--", lw=1)
