@@ -88,7 +88,9 @@ def test_rows_are_numbered_one_to_n_and_each_has_a_known_status():
     assert [n for n, _, _ in ROWS] == list(range(1, len(ROWS) + 1)), "rows must be numbered 1..N"
     unknown = [n for n, _, status in ROWS if status is None]
     assert not unknown, f"rows {unknown} start their status with none of {STATUSES}"
-    assert all(len(cells) == 4 for _, cells, _ in ROWS), "every row has item, implementation, test, status"
+    assert all(len(cells) == 4 for _, cells, _ in ROWS), (
+        "every row has item, implementation, test, status"
+    )
 
 
 def test_count_at_the_top_matches_the_table():
@@ -123,7 +125,7 @@ def test_partial_and_missing_rows_say_what_is_missing():
 
 def test_the_parser_catches_a_wrong_count_and_a_test_that_does_not_exist():
     table = "| 1 | a | b | `tests/test_coverage_table.py::no_such_test` | done |"
-    (number, cells, status), *_ = rows(table)
+    (_, cells, status), *_ = rows(table)
     assert status == "done"
     assert "no test function" in missing_reference(*references(cells[2])[0])
     assert status_of("done with substitute data: x") == "done with substitute data"
