@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpaudit.adapters import Auditable, from_opendp
+from dpaudit.adapters import Auditable, find_named, from_opendp
 from dpaudit.blackbox import AutoPairs
 from dpaudit.model.claims import Claim
 
@@ -199,7 +199,7 @@ AUDITS = [
 
 
 def audit_named(name: str) -> OpenDPAudit:
-    """The audit called ``name``.
+    """The audit called ``name`` (:func:`dpaudit.adapters.find_named` on :data:`AUDITS`).
 
     Args:
         name: one of the names in :data:`AUDITS`.
@@ -210,10 +210,7 @@ def audit_named(name: str) -> OpenDPAudit:
     Raises:
         ValueError: for an unknown name.
     """
-    for audit in AUDITS:
-        if audit.name == name:
-            return audit
-    raise ValueError(f"no OpenDP audit {name!r}; one of {[a.name for a in AUDITS]}.")
+    return find_named(AUDITS, name, "OpenDP")
 
 
 def auditable(audit: OpenDPAudit) -> Auditable:

@@ -7,7 +7,17 @@ a claim, datasets and their neighbours (:class:`Auditable`), or a claim alone
 this package loads without them.
 """
 
-from dpaudit.adapters.auditable import Auditable
+from dpaudit.adapters.accountants import claim_from_accountant, profile_claim
+from dpaudit.adapters.auditable import Auditable, find_named
+from dpaudit.adapters.diffprivlib import from_diffprivlib, model_parameters
 from dpaudit.adapters.opendp import from_opendp
 
-__all__ = ["Auditable", "from_opendp"]
+__all__ = [
+    "Auditable",
+    "claim_from_accountant",
+    "find_named",
+    "from_diffprivlib",
+    "from_opendp",
+    "model_parameters",
+    "profile_claim",
+]

@@ -21,7 +21,7 @@ from typing import Any
 
 from dpaudit.blackbox import AutoPairs, BlackBoxResult, blackbox_audit
 
-__all__ = ["Auditable"]
+__all__ = ["Auditable", "find_named"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +65,29 @@ class Auditable:
         options.setdefault("name", self.name)
         pairs = options.pop("pairs", self.pairs)
         if isinstance(pairs, AutoPairs | str):
-            result = blackbox_audit(self.sampler, self.data, None, self.claim, pairs=pairs, **options)
+            result = blackbox_audit(
+                self.sampler, self.data, None, self.claim, pairs=pairs, **options
+            )
         else:
             result = blackbox_audit(self.sampler, None, None, self.claim, pairs=pairs, **options)
         return dataclasses.replace(result, notes=(*result.notes, *self.notes))
+
+
+def find_named(items, name: str, library: str):
+    """The item of ``items`` whose ``name`` is ``name`` (a shipped library audit, by name).
+
+    Args:
+        items: records with a ``name`` field (the audits of a library script).
+        name: the name looked up.
+        library: the library's name, for the message.
+
+    Returns:
+        The item.
+
+    Raises:
+        ValueError: for an unknown name, listing the known ones.
+    """
+    for item in items:
+        if item.name == name:
+            return item
+    raise ValueError(f"no {library} audit {name!r}; one of {[i.name for i in items]}.")
