@@ -196,3 +196,34 @@ def test_every_misuse_is_a_violation_and_no_correct_one_is(audit):
     assert res.reproducible is False
     if audit.expected == "inconclusive":
         assert res.epsilon_lower <= res.claim.epsilon or not math.isfinite(res.claim.epsilon)
+
+
+def _bad_spec(tmp_path, d_in: str) -> Path:
+    """A spec whose sampler builds an OpenDP Laplace through the adapter at ``d_in``."""
+    (tmp_path / "impl.py").write_text(
+        "import opendp.prelude as dp\n"
+        "from dpaudit.adapters import from_opendp\n"
+        "def sampler(data, n, key, d_in):\n"
+        "    dp.enable_features('contrib')\n"
+        "    m = dp.m.make_laplace(dp.atom_domain(T=float, nan=False),\n"
+        "                          dp.absolute_distance(T=float), 1.0)\n"
+        "    return from_opendp(m, d_in=d_in).sampler(data, n, key)\n"
+    )
+    np.save(tmp_path / "D.npy", np.array([0.0]))
+    np.save(tmp_path / "D1.npy", np.array([1.0]))
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'expected = "inconclusive"\n[blackbox]\nsampler = "impl.py:sampler"\n'
+        f"params = {{ d_in = {d_in} }}\n[claim]\nepsilon = 1.0\n"
+        '[data]\nfiles = ["D.npy", "D1.npy"]\n[budget]\nsamples = 1000\n'
+    )
+    return spec
+
+
+def test_the_cli_exits_2_on_a_bad_d_in_and_writes_nothing(tmp_path, capsys):
+    from dpaudit.cli.main import EXIT_INVALID, main
+
+    report = tmp_path / "out.json"
+    code = main(["audit", str(_bad_spec(tmp_path, '"one"')), "--json", str(report)])
+    assert code == EXIT_INVALID and not report.exists()
+    assert "d_in must be a number" in capsys.readouterr().err
