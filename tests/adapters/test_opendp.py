@@ -176,7 +176,7 @@ def test_the_shipped_specs_hold_the_adapters_translation(audit):
         )
     else:
         assert (stated.rho, stated.adjacency) == (fields["zcdp_rho"], fields["adjacency"])
-    assert spec.expected == audit.expected
+    assert (spec.expected, spec.confidence) == (audit.expected, audit.confidence)
     for file, data in zip(spec.files, LIB.spec_datasets(audit), strict=True):
         np.testing.assert_array_equal(np.load(file), data)
     if isinstance(target.pairs, AutoPairs):
