@@ -168,6 +168,7 @@ LAYERS = {
     "blackbox": 4,
     "training": 4,
     "testing": 5,
+    "adapters": 5,
     "io": 6,
     "runtime": 7,
     "cli": 8,

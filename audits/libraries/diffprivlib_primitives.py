@@ -60,6 +60,7 @@ from typing import NamedTuple
 import numpy as np
 
 import dpaudit
+from dpaudit.adapters import find_named
 from dpaudit.blackbox import blackbox_audit, per_call
 
 # Budgets: releases per dataset for certification, then for selection. A mechanism call
@@ -489,7 +490,7 @@ AUDITS = [
 
 
 def audit_named(name: str) -> LibraryAudit:
-    """The audit called ``name``.
+    """The audit called ``name`` (:func:`dpaudit.adapters.find_named` on :data:`AUDITS`).
 
     Args:
         name: one of the names in :data:`AUDITS`.
@@ -500,10 +501,7 @@ def audit_named(name: str) -> LibraryAudit:
     Raises:
         ValueError: for an unknown name.
     """
-    for audit in AUDITS:
-        if audit.name == name:
-            return audit
-    raise ValueError(f"no diffprivlib audit {name!r}; one of {[a.name for a in AUDITS]}.")
+    return find_named(AUDITS, name, "diffprivlib")
 
 
 def sampler_of(audit: LibraryAudit, seeded: bool = True) -> Callable:

@@ -53,6 +53,7 @@ from typing import NamedTuple
 import numpy as np
 
 import dpaudit
+from dpaudit.adapters import find_named
 from dpaudit.blackbox import blackbox_audit, per_call
 
 # A mechanism call costs a few microseconds and an algorithm's quick_result ~10: 50 000
@@ -169,7 +170,7 @@ AUDITS = [
 
 
 def audit_named(name: str) -> LibraryAudit:
-    """The audit called ``name``.
+    """The audit called ``name`` (:func:`dpaudit.adapters.find_named` on :data:`AUDITS`).
 
     Args:
         name: one of the names in :data:`AUDITS`.
@@ -180,10 +181,7 @@ def audit_named(name: str) -> LibraryAudit:
     Raises:
         ValueError: for an unknown name.
     """
-    for audit in AUDITS:
-        if audit.name == name:
-            return audit
-    raise ValueError(f"no python-dp audit {name!r}; use one of {[a.name for a in AUDITS]}.")
+    return find_named(AUDITS, name, "python-dp")
 
 
 def version() -> str:

@@ -37,6 +37,12 @@ from dpaudit.accounting.conversions import (
     zcdp_delta,
     zcdp_epsilon,
 )
+from dpaudit.accounting.libraries import (
+    accountant_adjacency,
+    as_accountant,
+    check_accountant_delta,
+    epsilon_at,
+)
 from dpaudit.core.checks import check_probability
 from dpaudit.core.serialize import jsonable
 from dpaudit.model.adjacency import ADJACENCIES
@@ -147,6 +153,36 @@ class Claim:
             True when ``delta == 0``.
         """
         return self.delta == 0.0
+
+    @classmethod
+    def from_dp_accounting(cls, accountant_or_event, delta: float | None = None) -> Claim:
+        """The claim a dp_accounting accountant (or a ``DpEvent``) states: epsilon at ``delta``.
+
+        Args:
+            accountant_or_event: a dp_accounting ``PrivacyAccountant`` (PLD or RDP, after
+                its ``compose`` calls) or a ``DpEvent`` (accounted with a PLD accountant,
+                pessimistic as dp_accounting's default).
+            delta: the delta of the claim (required: an accountant states a curve).
+
+        Returns:
+            ``Claim(epsilon = accountant.get_epsilon(delta), delta)``, its adjacency the
+            accountant's neighbouring relation (add/remove by default). For the whole
+            ``delta(epsilon)`` curve, see :func:`dpaudit.adapters.accountants.profile_claim`.
+
+        Raises:
+            ValueError: for a missing delta or one outside ``(0, 1)``, an event no
+                accountant supports, a relation without a dpaudit adjacency, or no finite
+                epsilon at ``delta``.
+            TypeError: for an object that is neither an accountant nor a ``DpEvent``.
+        """
+        delta = check_accountant_delta(delta)
+        accountant = as_accountant(accountant_or_event)
+        return cls(
+            epsilon=epsilon_at(accountant, delta),
+            delta=delta,
+            adjacency=accountant_adjacency(accountant),
+            reference=f"dp_accounting {type(accountant).__name__}.get_epsilon({delta:g})",
+        )
 
 
 #: The notions a claim may be stated in; ``"dp"`` is :class:`~dpaudit.Claim`.

@@ -1,0 +1,107 @@
+"""dpaudit.adapters.from_diffprivlib: models and tools with (X, y) data, seeded through random_state.
+
+Skipped without diffprivlib (the ``libraries`` extra). Fast tests: the claim, the
+neighbours' box, the release (a model's parameters), reproducibility from the key,
+bad input. Slow tests: GaussianNB and LogisticRegression audited with (X, y) data at
+their own epsilon (never a violation) and with the model's epsilon 4 times the claim
+(a violation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+from dpaudit.adapters import from_diffprivlib, model_parameters
+from dpaudit.blackbox import AutoPairs
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    dpl = pytest.importorskip(
+        "diffprivlib", reason="the 'libraries' extra is not installed", exc_type=ImportError
+    )
+
+_X = np.linspace(0.0, 1.0, 10)[:, None]
+_Y = np.array([0, 1] * 5)
+
+
+def _logistic(epsilon):
+    """diffprivlib 0.6.6's LogisticRegression, or a skip where scikit-learn >= 1.8 refuses it."""
+    try:
+        return dpl.models.LogisticRegression(epsilon=epsilon, data_norm=1.0)
+    except TypeError as err:  # it passes multi_class=, which scikit-learn 1.8 removed
+        pytest.skip(f"diffprivlib 0.6.6 LogisticRegression fails on this scikit-learn: {err}")
+
+
+def test_a_model_is_released_as_its_parameters_with_labelled_neighbours():
+    target = from_diffprivlib(dpl.models.GaussianNB(epsilon=2.0, bounds=(0.0, 1.0)), (_X, _Y))
+    assert (target.claim.epsilon, target.claim.adjacency) == (2.0, "replace-one")
+    assert target.pairs == AutoPairs(kind="labelled", domain=(0.0, 1.0))
+    releases = target.sampler(target.data, 3, jax.random.key(0))
+    assert releases.shape == (3, 8)  # theta_, var_, class_count_, class_prior_: 2 each
+    np.testing.assert_array_equal(releases, target.sampler(target.data, 3, jax.random.key(0)))
+    assert not np.array_equal(releases, target.sampler(target.data, 3, jax.random.key(1)))
+    assert "theta_" in target.notes[0] and "random_state" in target.notes[0]
+
+
+def test_model_parameters_are_the_fitted_floats_by_name():
+    fitted = dpl.models.GaussianNB(epsilon=1.0, bounds=(0.0, 1.0), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted.fit(_X, _Y)
+    expected = np.concatenate(
+        [fitted.class_count_, fitted.class_prior_, fitted.theta_.ravel(), fitted.var_.ravel()]
+    )
+    np.testing.assert_array_equal(model_parameters(fitted), expected)
+
+
+def test_tools_take_their_claim_and_box_from_their_arguments():
+    mean = from_diffprivlib(dpl.tools.mean, _X[:, 0], epsilon=1.0, bounds=(0.0, 1.0))
+    assert (mean.claim.adjacency, mean.pairs.domain) == ("replace-one", (0.0, 1.0))
+    hist = from_diffprivlib(dpl.tools.histogram, _X[:, 0], epsilon=1.0, bins=4, range=(0, 1))
+    assert hist.claim.adjacency == "add-remove"
+    assert hist.sampler(hist.data, 2, jax.random.key(0)).shape == (2, 4)
+    var = from_diffprivlib(dpl.tools.var, _X[:, 0], epsilon=0.5, bounds=(0.0, 1.0))
+    assert var.claim.epsilon == 0.5
+
+
+def test_bad_diffprivlib_input_gets_one_sentence_each():
+    with pytest.raises(TypeError, match=r"audited on data=\(X, y\)"):
+        from_diffprivlib(dpl.models.GaussianNB(epsilon=1.0, bounds=(0.0, 1.0)), _X)
+    with pytest.raises(ValueError, match=r"declares no bounds or data_norm: pass domain="):
+        from_diffprivlib(dpl.models.GaussianNB(epsilon=1.0), (_X, _Y))
+    with pytest.raises(ValueError, match=r"tools.mean was given no bounds="):
+        from_diffprivlib(dpl.tools.mean, _X[:, 0], epsilon=1.0)
+    with pytest.raises(ValueError, match=r"tools.mean needs epsilon="):
+        from_diffprivlib(dpl.tools.mean, _X[:, 0], bounds=(0.0, 1.0))
+    with pytest.raises(TypeError, match=r"needs a diffprivlib model instance or tool function"):
+        from_diffprivlib(dpl.models.GaussianNB, (_X, _Y))
+    with pytest.raises(ValueError, match=r"X of shape \(n, d\)"):
+        from_diffprivlib(dpl.models.GaussianNB(epsilon=1.0, bounds=(0, 1)), (_X[:, 0], _Y))
+
+
+def _audit(model, claimed=None):
+    target = from_diffprivlib(model, (_X, _Y))
+    if claimed is not None:
+        target = dataclasses.replace(
+            target, claim=dataclasses.replace(target.claim, epsilon=claimed)
+        )
+    return target.audit(samples=3_000, select_samples=800, seed=5, progress=False)
+
+
+@pytest.mark.slow
+def test_gaussian_nb_with_xy_data_correct_never_a_violation_and_4x_epsilon_caught():
+    correct = _audit(dpl.models.GaussianNB(epsilon=1.0, bounds=(0.0, 1.0)))
+    assert correct.verdict == "inconclusive" and correct.reproducible
+    wrong = _audit(dpl.models.GaussianNB(epsilon=4.0, bounds=(0.0, 1.0)), claimed=1.0)
+    assert wrong.verdict == "violation", wrong.notes
+
+
+@pytest.mark.slow
+def test_logistic_regression_with_xy_data_correct_never_a_violation_and_4x_epsilon_caught():
+    assert _audit(_logistic(1.0)).verdict == "inconclusive"
+    assert _audit(_logistic(4.0), claimed=1.0).verdict == "violation"
