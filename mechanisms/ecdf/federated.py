@@ -139,7 +139,7 @@ def ancestor_noise(node_noise: Sequence, leaf: int) -> float:
     Returns:
         The sum of the noise on the ``L + 1`` nodes from the leaf to the root.
     """
-    return math.fsum(float(level[leaf >> l]) for l, level in enumerate(node_noise))
+    return math.fsum(float(noise[leaf >> depth]) for depth, noise in enumerate(node_noise))
 
 
 # ---------------------------------------------------------------- checks
@@ -274,7 +274,9 @@ def pointwise_protocol(party_scores, grids, node_noise) -> np.ndarray:
     """
     check_party_sizes([len(s) for s in party_scores])
     grid = np.asarray(check_party_grids(grids))
-    pooled = np.clip(np.concatenate([np.asarray(s, dtype=float) for s in party_scores]), *grid[[0, -1]])
+    pooled = np.clip(
+        np.concatenate([np.asarray(s, dtype=float) for s in party_scores]), *grid[[0, -1]]
+    )
     n = pooled.shape[0]
     out = np.empty(grid.shape[0])
     for i, t in enumerate(grid):
@@ -307,7 +309,9 @@ def fss_protocol(party_scores, grids, node_noise, n_servers: int = 2, seed: int 
     """
     check_party_sizes([len(s) for s in party_scores])
     if check_count("n_servers", n_servers) < 2:
-        raise ValueError(f"n_servers must be at least 2 (FSS splits among servers), got {n_servers}.")
+        raise ValueError(
+            f"n_servers must be at least 2 (FSS splits among servers), got {n_servers}."
+        )
     grid = check_party_grids(grids)
     rng = np.random.default_rng(seed)
     modulus = np.uint64(2**32)
