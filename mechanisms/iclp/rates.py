@@ -185,7 +185,9 @@ def thm7_errors(
     for _ in range(replicates):
         u = rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), size=(n, model.mean.shape[0]))
         sample_mean = model.mean + model.noise_sd * u.mean(axis=0)
-        statistical += float(np.sum((_estimate(estimator, sample_mean, model, tuning) - population) ** 2))
+        statistical += float(
+            np.sum((_estimate(estimator, sample_mean, model, tuning) - population) ** 2)
+        )
     return {
         "privacy": _privacy_error(estimator, n, model, tuning, epsilon),
         "statistical": statistical / replicates,
