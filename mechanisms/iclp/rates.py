@@ -120,7 +120,7 @@ def thm7_tuning(estimator: str, n: int, model: SequenceModel, epsilon: float = 1
     if estimator == "iclp-qr":
         return 1.0 / n
     if estimator == "frl":
-        return int(round(n ** (1.0 / 3.0)))
+        return round(n ** (1.0 / 3.0))
     return pss_ar_psi(n, epsilon, beta=model.beta, eta=model.eta)
 
 
