@@ -7,10 +7,13 @@ the composed release: ``epsilon_local + epsilon_aggregate`` for the correct
 split, ``2 epsilon`` when the aggregate is wrongly counted as free.
 """
 
+import pathlib
+
 import numpy as np
 import pytest
 
 import dpaudit
+from dpaudit.cli.main import EXIT_INVALID, main
 from mechanisms.ecdf import ecdf_counts, tree_depth
 from mechanisms.ecdf.federated import (
     ancestor_noise,
@@ -22,6 +25,7 @@ from mechanisms.ecdf.federated import (
 )
 
 FAULTY = "faulty/bmr-federated-ecdf-aggregate-uncounted"
+AUDITS = pathlib.Path(__file__).resolve().parents[2] / "audits"
 
 
 def test_u_statistic_of_order_one_two_and_three_matches_brute_force():
@@ -124,3 +128,21 @@ def test_white_box_audit_passes_the_split_and_certifies_two_epsilon_for_the_faul
     assert result.verdict == verdict
     true_epsilon = 1.0 if verdict == "pass" else mech.known_flaw.true_epsilon
     assert abs(result.epsilon_lower - true_epsilon) <= 0.1 * true_epsilon
+
+
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [("party_sizes = []", "at least one party"), ("party_sizes = [4, 0]", "party 1 has an empty")],
+)
+def test_cli_refuses_a_bad_party_list_with_one_sentence(tmp_path, capsys, params, fragment):
+    text = (AUDITS / "catalogue" / "bmr-federated-ecdf.toml").read_text()
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        text.replace(
+            '[mechanism]\nname = "bmr-federated-ecdf"\n',
+            f'[mechanism]\nname = "bmr-federated-ecdf"\nparams = {{ {params} }}\n',
+        )
+    )
+    assert main(["check", str(spec)]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and fragment in err, err
