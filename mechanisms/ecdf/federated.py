@@ -100,7 +100,7 @@ def u_statistic(kernel: Callable, data, order: int = 1) -> float:
 
     Example:
         >>> u_statistic(lambda x, y: (x - y) ** 2 / 2, [1.0, 2.0, 4.0], order=2)  # the variance
-        2.333333333333333
+        2.3333333333333335
     """
     order = check_count("order", order)
     records = list(data)
