@@ -18,7 +18,11 @@ import dpaudit
 import mechanisms  # noqa: F401  (fills the catalogue)
 from mechanisms.ecdf.federated import example_pair
 
-CASES = (("bmr-federated-ecdf", 1.0), ("faulty/bmr-federated-ecdf-aggregate-uncounted", 2.0))
+CASES = (
+    ("bmr-federated-ecdf", 1.0),
+    ("faulty/bmr-federated-ecdf-aggregate-uncounted", 2.0),
+    ("faulty/bmr-federated-ecdf-noise-split", 2.0),
+)
 
 
 def main() -> None:

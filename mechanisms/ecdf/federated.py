@@ -41,6 +41,11 @@ splits the claimed epsilon by ``local_share``.
   exactly ``2 epsilon``: the two moved sites have independent noise, so the
   supremum of the joint loss is the sum of the two sites' suprema, each
   ``Delta* / (Delta* / epsilon) = epsilon`` on the worst move.
+* ``faulty/bmr-federated-ecdf-noise-split`` — the local noise is split across
+  the parties: party ``k``'s node scale is its share ``n_k / n`` of the pooled
+  scale, so its release spends ``epsilon_local n / n_k``. True epsilon exactly
+  ``epsilon_local n / min_k n_k + epsilon_aggregate`` (``2 epsilon`` for three
+  equal parties at ``epsilon / 2`` each).
 
 Data are ``(scores, parties)``: a score per record and the index of the party
 holding it (public; the party sizes are the builder's ``party_sizes``).
@@ -333,7 +338,7 @@ def fss_protocol(party_scores, grids, node_noise, n_servers: int = 2, seed: int 
 
 def federated_ecdf_mechanism(
     name: str,
-    epsilon_local: float,
+    epsilon_local,
     epsilon_aggregate: float,
     claim: dpaudit.Claim,
     party_sizes,
@@ -344,7 +349,8 @@ def federated_ecdf_mechanism(
 
     Args:
         name: the catalogue name.
-        epsilon_local: the epsilon each party's own release is calibrated to.
+        epsilon_local: the epsilon each party's own release is calibrated to (one
+            number, or one per party).
         epsilon_aggregate: the epsilon the aggregate's tree noise is calibrated to.
         claim: the :class:`~dpaudit.Claim`.
         party_sizes: the public party sizes (at least one party, none empty).
@@ -358,12 +364,19 @@ def federated_ecdf_mechanism(
         ValueError: for no party, an empty party, or a bad epsilon or grid size.
     """
     sizes = check_party_sizes(party_sizes)
-    check_epsilon(epsilon_local)
-    check_epsilon(epsilon_aggregate)
+    locals_ = tuple(epsilon_local) if isinstance(epsilon_local, tuple | list) else None
+    locals_ = locals_ or (epsilon_local,) * len(sizes)
+    if len(locals_) != len(sizes):
+        raise ValueError(
+            f"epsilon_local needs one value per party ({len(sizes)}), got {len(locals_)}."
+        )
+    for value in (*locals_, epsilon_aggregate):
+        check_epsilon(value)
     n_points = check_count("n_points", n_points)
     depth, grid = tree_depth(n_points), jnp.linspace(0.0, 1.0, n_points)
     worst = bmr_exact_sensitivity(n_points)[0]
-    local_scale, aggregate_scale = worst / epsilon_local, worst / epsilon_aggregate
+    local_scales = tuple(worst / float(e) for e in locals_)
+    aggregate_scale = worst / epsilon_aggregate
     sites = (*(f"party_{k}" for k in range(len(sizes))), _AGGREGATE)
     n = sum(sizes)
 
@@ -371,7 +384,8 @@ def federated_ecdf_mechanism(
         scores, parties = check_party_data(data, sizes)
         counts = party_counts(scores, parties, len(sizes), grid)
         for k, size in enumerate(sizes):
-            release = AncestorLaplace(counts[k] / size, depth, local_scale, count_scale=size)
+            scale = local_scales[k]
+            release = AncestorLaplace(counts[k] / size, depth, scale, count_scale=size)
             numpyro.sample(sites[k], release)
         pooled = jnp.sum(counts, axis=0) / n  # the secure sum of Sec. 4.1 / 4.2
         numpyro.sample(_AGGREGATE, AncestorLaplace(pooled, depth, aggregate_scale, count_scale=n))
@@ -380,7 +394,7 @@ def federated_ecdf_mechanism(
         "epsilon": claim.epsilon,
         "party_sizes": sizes,
         "n_points": n_points,
-        "local_node_scale": local_scale,
+        "local_node_scales": local_scales,
         "aggregate_node_scale": aggregate_scale,
     }
     return dpaudit.Mechanism(
@@ -390,7 +404,8 @@ def federated_ecdf_mechanism(
         params=params,
         release_site=sites,
         description=(
-            f"{len(sizes)} parties' BMR ECDFs (node Lap({local_scale:g})) and their pooled ECDF "
+            f"{len(sizes)} parties' BMR ECDFs (node Lap({min(local_scales):g}) or wider) and their "
+            "pooled ECDF "
             f"by secure aggregation (node Lap({aggregate_scale:g}), added once)."
         ),
         known_flaw=known_flaw,
@@ -471,6 +486,49 @@ def bmr_federated_ecdf_aggregate_uncounted(
     )
 
 
+@dpaudit.register("faulty/bmr-federated-ecdf-noise-split", example=_EXAMPLE, faulty=True)
+def bmr_federated_ecdf_noise_split(
+    epsilon: float = 1.0, party_sizes=(30, 30, 40), n_points: int = 16
+) -> dpaudit.Mechanism:
+    """The federated ECDF with the local noise split across parties by their share of ``n``.
+
+    Each party's node scale is the pooled scale ``Delta*/epsilon_local`` times
+    ``n_k / n`` (the pooled noise divided among the parties), so party ``k``'s
+    release spends ``epsilon_local n / n_k``. True epsilon:
+    ``(epsilon/2) n / min_k n_k + epsilon/2`` (``2 epsilon`` for three equal parties).
+
+    Args:
+        epsilon: the claimed epsilon (half local, half aggregate, as ``bmr-federated-ecdf``).
+        party_sizes: the public party sizes.
+        n_points: ``N`` grid points on ``[0, 1]``.
+
+    Returns:
+        The :class:`~dpaudit.Mechanism`; ``known_flaw.true_epsilon`` as above.
+    """
+    eps_local, eps_aggregate = _split(epsilon, 0.5)
+    sizes = check_party_sizes(party_sizes)
+    n = sum(sizes)
+    flaw = dpaudit.KnownFlaw(
+        reason="each party's noise is its share n_k/n of the pooled noise, but a record moves "
+        "its own party's ECDF by the same counts as the pooled one: the party release spends "
+        "epsilon_local n/n_k.",
+        true_epsilon=eps_local * n / min(sizes) + eps_aggregate,
+        visible_on="a record of the smallest party moved across the worst interval of the tree",
+    )
+    claim = dpaudit.Claim(
+        epsilon=epsilon, adjacency="replace-one", reference="local noise split by party share"
+    )
+    return federated_ecdf_mechanism(
+        "faulty/bmr-federated-ecdf-noise-split",
+        tuple(eps_local * n / size for size in sizes),
+        eps_aggregate,
+        claim,
+        sizes,
+        n_points,
+        known_flaw=flaw,
+    )
+
+
 def _pair(party_sizes, n_points, seed):
     """Record 0 of party 0 moved from grid cell ``a`` to ``c``, the exact worst move."""
     _, (a, c) = bmr_exact_sensitivity(n_points)
@@ -484,8 +542,9 @@ def _pair(party_sizes, n_points, seed):
 
 
 @register_pair("faulty/bmr-federated-ecdf-aggregate-uncounted")
+@register_pair("faulty/bmr-federated-ecdf-noise-split")
 def _worst_pair():
-    """The worst move on the example of the faulty variant."""
+    """The worst move on the example of the faulty variants (party 0 is a smallest party)."""
     return _pair(_EXAMPLE["party_sizes"], _EXAMPLE["n_points"], 0)
 
 
@@ -505,6 +564,10 @@ def example_pair(name: str, seed: int = 0):
     Raises:
         ValueError: for another name.
     """
-    if name not in ("bmr-federated-ecdf", "faulty/bmr-federated-ecdf-aggregate-uncounted"):
+    if name not in (
+        "bmr-federated-ecdf",
+        "faulty/bmr-federated-ecdf-aggregate-uncounted",
+        "faulty/bmr-federated-ecdf-noise-split",
+    ):
         raise ValueError(f"mechanisms.ecdf.federated documents no example pair for {name!r}.")
     return _pair(_EXAMPLE["party_sizes"], _EXAMPLE["n_points"], seed)

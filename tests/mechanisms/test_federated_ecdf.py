@@ -25,6 +25,7 @@ from mechanisms.ecdf.federated import (
 )
 
 FAULTY = "faulty/bmr-federated-ecdf-aggregate-uncounted"
+SPLIT = "faulty/bmr-federated-ecdf-noise-split"
 AUDITS = pathlib.Path(__file__).resolve().parents[2] / "audits"
 
 
@@ -117,9 +118,20 @@ def test_correct_split_is_tight_at_the_claim_and_the_faulty_one_reaches_two_epsi
     assert bad.sup_loss == pytest.approx(1.6, rel=1e-12)
 
 
+def test_noise_split_across_parties_reaches_its_analytic_epsilon():
+    """Party k's node scale is n_k/n of the pooled one: it spends eps_local n/n_k."""
+    d, d_prime = example_pair("bmr-federated-ecdf")
+    assert dpaudit.build(SPLIT, party_sizes=(12, 24)).known_flaw.true_epsilon == 0.5 * 3 + 0.5
+    mech = dpaudit.build(SPLIT)  # three parties of 12: 0.5 * 3 + 0.5
+    assert mech.known_flaw.true_epsilon == pytest.approx(2.0)
+    law, law_prime = mech.release_distribution(d), mech.release_distribution(d_prime)
+    assert law.exact_sup_loss(law_prime).sup_loss == pytest.approx(2.0, rel=1e-12)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("name", "verdict"), [("bmr-federated-ecdf", "pass"), (FAULTY, "violation")]
+    ("name", "verdict"),
+    [("bmr-federated-ecdf", "pass"), (FAULTY, "violation"), (SPLIT, "violation")],
 )
 def test_white_box_audit_passes_the_split_and_certifies_two_epsilon_for_the_fault(name, verdict):
     mech = dpaudit.build(name)
