@@ -8,8 +8,8 @@
 The package re-exports the public names of these modules.
 """
 
-from mechanisms.ecdf import analysis, tree
+from mechanisms.ecdf import analysis, federated, tree
 from mechanisms.ecdf.analysis import *  # noqa: F403
 from mechanisms.ecdf.tree import *  # noqa: F403
 
-__all__ = ["analysis", "tree", *analysis.__all__, *tree.__all__]
+__all__ = ["analysis", "federated", "tree", *analysis.__all__, *tree.__all__]

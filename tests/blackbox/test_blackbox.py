@@ -474,6 +474,10 @@ WHITE_BOX_ONLY = {
     # two 64-leaf ECDF trees claimed by parallel composition (claim 1, true 2): model statistic,
     # seed 0: 0.711 at 10^5, 0.876 at 10^6 (session 6); white-box: violation with exact accounting
     "faulty/composed-bmr-roc-parallel",
+    # three parties' ECDF trees and their aggregate at four sites (claim 1, true 2): a black-box
+    # budget was not measured (session 9); white-box: violation certified at 2.000000
+    "faulty/bmr-federated-ecdf-aggregate-uncounted",
+    "faulty/bmr-federated-ecdf-noise-split",
 }
 
 
