@@ -43,7 +43,7 @@ import scipy.special
 import scipy.stats
 
 from dpaudit.accounting.conversions import gdp_epsilon, gdp_mu_for_point
-from dpaudit.estimation.bounds import one_sided_pair
+from dpaudit.estimation.bounds import clopper_pearson, one_sided_pair
 
 __all__ = [
     "MANY_RUN_ASSUMPTIONS",
@@ -51,6 +51,7 @@ __all__ = [
     "ManyRunBound",
     "OneRunBound",
     "many_run_bound",
+    "many_run_p_value",
     "one_run_bound",
     "one_run_epsilon",
     "one_run_mu",
@@ -80,6 +81,8 @@ ONE_RUN_ASSUMPTIONS = (
 _MAX_EPSILON = 60.0
 # Searches over the GDP mu stop here.
 _MAX_MU = 64.0
+# The smallest p-value reported (Clopper-Pearson quantiles lose accuracy far below it).
+_P_FLOOR = 1e-30
 # Epsilons at which a certified point is compared with a claimed privacy profile.
 _PROFILE_POINTS = 256
 
@@ -287,6 +290,56 @@ def many_run_bound(
         selection_runs=(int(sel_in.size), int(sel_out.size)),
         profile_excess=None if profile is None else float(profile_excess(p_lo, q_hi, profile)),
     )
+
+
+def many_run_p_value(counts, rejects, significance: float) -> float:
+    """The smallest level at which the certification counts still refute a claim.
+
+    The threshold and its side were fixed on the selection runs, so only the
+    Clopper–Pearson level varies: ``rejects(p_lo, q_hi)`` is monotone in the level, and
+    the p-value is the smallest ``alpha`` (to a factor ``1.001``, rounded up) at which the
+    pair of bounds at ``alpha / 2`` each still rejects.
+
+    Args:
+        counts: ``(k_in, n_in, k_out, n_out)`` of the certification runs.
+        rejects: ``rejects(p_lo, q_hi) -> bool``, whether the pair refutes the claim.
+        significance: the audit's ``1 - confidence`` (at which it rejects).
+
+    Returns:
+        The p-value (``significance`` when the claim is not rejected even there).
+    """
+    k_in, n_in, k_out, n_out = counts
+
+    def rejected(alpha: float) -> bool:
+        p_lo, _ = clopper_pearson(k_in, n_in, alpha / 2)
+        _, q_hi = clopper_pearson(k_out, n_out, alpha / 2)
+        return bool(rejects(float(p_lo), float(q_hi)))
+
+    if not rejected(significance):
+        return float(significance)
+    lo, hi = math.log(_P_FLOOR), math.log(significance)  # rejected at e^hi, maybe not at e^lo
+    if rejected(_P_FLOOR):
+        return _P_FLOOR
+    while hi - lo > 1e-3:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if rejected(math.exp(mid)) else (mid, hi)
+    return float(math.exp(hi))
+
+
+def epsilon_on_side(p_lo: float, q_hi: float, delta: float, side: str) -> float:
+    """The epsilon a pair of rate bounds certifies on one ``(epsilon, delta)`` line.
+
+    Args:
+        p_lo: lower bound on the true-positive rate.
+        q_hi: upper bound on the false-positive rate.
+        delta: the delta.
+        side: ``"tpr"`` or ``"tnr"`` (:attr:`ManyRunBound.side`).
+
+    Returns:
+        The certified epsilon (``>= 0``).
+    """
+    tpr, tnr = _lines(p_lo, q_hi, delta)
+    return float(tnr if side == "tnr" else tpr)
 
 
 def one_run_p_value(m: int, guesses: int, correct: int, epsilon: float, delta: float) -> float:

@@ -27,12 +27,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpaudit.accounting.conversions import gdp_epsilon, gdp_mu_for_point
 from dpaudit.core.serialize import jsonable
 from dpaudit.estimation.bounds import clopper_pearson
 from dpaudit.model.claims import Claim, GDPClaim
-from dpaudit.training.bounds import ManyRunBound, OneRunBound, many_run_bound, one_run_bound
+from dpaudit.training.bounds import (
+    ManyRunBound,
+    OneRunBound,
+    epsilon_on_side,
+    many_run_bound,
+    many_run_p_value,
+    one_run_bound,
+    profile_excess,
+)
 
-__all__ = ["ProfileClaim", "TrainingAuditResult", "one_run_audit", "training_audit"]
+__all__ = [
+    "ProfileClaim",
+    "TrainingAuditResult",
+    "TrainingTarget",
+    "one_run_audit",
+    "training_audit",
+]
 
 # Jitted vectorised trainings kept (one per training function and score).
 _CACHED_TRAININGS = 16
@@ -56,6 +71,13 @@ class TrainingAuditResult:
         seed: the root seed.
         seconds: wall time of the trainings.
         notes: sentences qualifying the verdict.
+        claimed_epsilon: the claim's epsilon at ``claimed_delta`` (a GDP claim's at 1e-5, a
+            profile's where it reaches its delta).
+        claimed_delta: the delta of :attr:`claimed_epsilon`.
+        adjacency: the claim's adjacency (``"add-remove"`` unless a Claim says otherwise).
+        p_value: for a violation, the smallest level at which the certification runs
+            still refute the claim (for a suite's multiple-testing correction); else ``None``.
+        borderline: set by a suite's correction when it demotes the violation.
     """
 
     name: str
@@ -68,6 +90,29 @@ class TrainingAuditResult:
     seed: int
     seconds: float
     notes: tuple[str, ...] = ()
+    claimed_epsilon: float | None = None
+    claimed_delta: float | None = None
+    adjacency: str = "add-remove"
+    p_value: float | None = None
+    borderline: dict | None = None
+
+    #: The kind of audit, beside the white-box and black-box results' (reports, JSON).
+    kind = "training"
+
+    @property
+    def epsilon_lower(self) -> float:
+        """The certified lower bound on epsilon at the claim's delta."""
+        return self.bound.epsilon
+
+    @property
+    def confidence(self) -> float:
+        """The confidence of the certified bounds."""
+        return self.bound.confidence
+
+    @property
+    def mechanism(self) -> str:
+        """What was audited (:attr:`name`)."""
+        return self.name
 
     def to_dict(self) -> dict:
         """The record as JSON-able builtins."""
@@ -94,6 +139,36 @@ class TrainingAuditResult:
                 *self.notes,
             ]
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingTarget:
+    """A training pipeline to audit from a spec: what a ``[training]`` spec's callable returns.
+
+    Attributes:
+        train: ``train(dataset, key, gradient_canary) -> updates (T, dim)`` (all iterates).
+        dataset: the training data, passed to every run.
+        dim: the number of parameters (the canary's coordinate is below it).
+        llr: the per-step log-likelihood ratio of the canary coordinate (a score transform,
+            e.g. :func:`~dpaudit.training.canaries.subsampled_gaussian_loss`), or ``None``.
+        vectorize: ``train`` is JAX-traceable: each group's runs are one ``jax.vmap``.
+        name: what is audited (for the report).
+    """
+
+    train: Callable
+    dataset: object
+    dim: int
+    llr: Callable | None = None
+    vectorize: bool = False
+    name: str = "training"
+
+    def __post_init__(self):
+        if not callable(self.train):
+            raise TypeError("train must be a callable train(dataset, key, gradient_canary).")
+        if not (isinstance(self.dim, int) and self.dim >= 1):
+            raise ValueError(f"dim must be a positive integer, got {self.dim!r}.")
+        if self.llr is not None and not callable(self.llr):
+            raise TypeError("llr must be a callable per-step transform or None.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +212,24 @@ def _violated(claim, bound: ManyRunBound) -> bool:
     if isinstance(claim, ProfileClaim):
         return bound.profile_excess > 0
     return bound.epsilon > claim.epsilon
+
+
+def _p_value(claim, bound: ManyRunBound) -> float:
+    """The violation's p-value (:func:`~dpaudit.training.bounds.many_run_p_value`)."""
+    if isinstance(claim, GDPClaim):
+
+        def rejects(p_lo, q_hi):
+            return gdp_mu_for_point(q_hi, 1.0 - p_lo) > claim.mu
+    elif isinstance(claim, ProfileClaim):
+
+        def rejects(p_lo, q_hi):
+            return profile_excess(p_lo, q_hi, claim.delta_of_epsilon) > 0
+    else:
+
+        def rejects(p_lo, q_hi):
+            return epsilon_on_side(p_lo, q_hi, bound.delta, bound.side) > claim.epsilon
+
+    return many_run_p_value(bound.counts, rejects, 1.0 - bound.confidence)
 
 
 def _states_serial(train, canary, dataset, keys, present: bool) -> list:
@@ -257,7 +350,22 @@ def training_audit(
         seed=int(seed),
         seconds=seconds,
         notes=_notes(violated, bound),
+        p_value=_p_value(claim, bound) if violated else None,
+        **_claimed(claim, delta),
     )
+
+
+def _claimed(claim, delta: float) -> dict:
+    """The claim's epsilon at its delta and its adjacency, for records and reports."""
+    if isinstance(claim, GDPClaim):
+        return {"claimed_epsilon": gdp_epsilon(delta, claim.mu), "claimed_delta": delta}
+    if isinstance(claim, ProfileClaim):
+        return {"claimed_epsilon": _profile_epsilon(claim), "claimed_delta": delta}
+    return {
+        "claimed_epsilon": float(claim.epsilon),
+        "claimed_delta": delta,
+        "adjacency": claim.adjacency,
+    }
 
 
 def _notes(violated: bool, bound: ManyRunBound) -> tuple[str, ...]:
