@@ -153,6 +153,8 @@ class TrainingTarget:
             e.g. :func:`~dpaudit.training.canaries.subsampled_gaussian_loss`), or ``None``.
         vectorize: ``train`` is JAX-traceable: each group's runs are one ``jax.vmap``.
         name: what is audited (for the report).
+        profile: the accountant's whole privacy profile (a :class:`ProfileClaim`), audited
+            instead of one point when a spec asks ``claim = "profile"``; or ``None``.
     """
 
     train: Callable
@@ -161,6 +163,7 @@ class TrainingTarget:
     llr: Callable | None = None
     vectorize: bool = False
     name: str = "training"
+    profile: ProfileClaim | None = None
 
     def __post_init__(self):
         if not callable(self.train):
@@ -169,6 +172,8 @@ class TrainingTarget:
             raise ValueError(f"dim must be a positive integer, got {self.dim!r}.")
         if self.llr is not None and not callable(self.llr):
             raise TypeError("llr must be a callable per-step transform or None.")
+        if self.profile is not None and not isinstance(self.profile, ProfileClaim):
+            raise TypeError("profile must be a dpaudit.training.ProfileClaim or None.")
 
 
 @dataclasses.dataclass(frozen=True)

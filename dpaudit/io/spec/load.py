@@ -27,6 +27,7 @@ from dpaudit.io.spec.schema import (
     NOTION_FIELDS,
     SECTIONS,
     TOP_LEVEL,
+    TRAINING_CLAIMS,
     TRAINING_SCORES,
     TRAINING_VERDICTS,
     VERDICTS,
@@ -611,6 +612,7 @@ def _load_training(path: Path, raw: Mapping) -> TrainingSpec:
         score=_choice(path, "training.score", table.get("score", "sum"), TRAINING_SCORES),
         runs=runs,
         select_fraction=float(fraction),
+        claim=_choice(path, "training.claim", table.get("claim", "point"), TRAINING_CLAIMS),
     )
 
 

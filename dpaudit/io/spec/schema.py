@@ -23,6 +23,7 @@ __all__ = [
     "NOTION_FIELDS",
     "SECTIONS",
     "TOP_LEVEL",
+    "TRAINING_CLAIMS",
     "TRAINING_SCORES",
     "TRAINING_VERDICTS",
     "VERDICTS",
@@ -40,6 +41,8 @@ TRAINING_VERDICTS = ("violation", "inconclusive")
 #: How a training spec's gradient canary is scored: the canary coordinate summed over the
 #: iterates, the last iterate's, or the summed per-step log-likelihood ratio (the target's).
 TRAINING_SCORES = ("sum", "last", "llr")
+#: What a training spec audits: the ``[claim]`` point, or the target's whole accountant profile.
+TRAINING_CLAIMS = ("point", "profile")
 #: Classifier features of a black-box spec: the release values, or Karhunen–Loève coefficients.
 FEATURES = ("values", "kl")
 #: The keys allowed at the top level of a spec file.
@@ -91,7 +94,7 @@ SECTIONS: Mapping[str, frozenset[str]] = {
         }
     ),
     "training": frozenset(
-        {"train", "params", "canary", "coordinate", "norm", "score", "runs", "select_fraction"}
+        {"train", "params", "coordinate", "norm", "score", "runs", "select_fraction", "claim"}
     ),
     "data": frozenset({"generator", "files", "params"}),
     "budget": frozenset({"samples", "select_samples", "confidence", "seed"}),
@@ -198,6 +201,8 @@ class TrainingSpec:
         score: one of :data:`TRAINING_SCORES`.
         runs: trainings in all, half with the canary (even, ``>= 8``).
         select_fraction: fraction of the runs that choose the threshold.
+        claim: ``"point"`` (the ``[claim]`` table's epsilon at its delta) or ``"profile"``
+            (the target's accountant profile, whose epsilon at delta the ``[claim]`` states).
     """
 
     train: str
@@ -207,6 +212,7 @@ class TrainingSpec:
     score: str = "sum"
     runs: int = 200
     select_fraction: float = 0.25
+    claim: str = "point"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -43,6 +43,10 @@ def resolve_training(spec: AuditSpec) -> TrainingTarget:
             "training.coordinate",
             f"must be below the target's dim = {target.dim}, got {t.coordinate}.",
         )
+    if t.claim == "profile" and target.profile is None:
+        raise field_error(
+            spec.path, "training.claim", "'profile' needs a target with profile; use 'point'."
+        )
     if t.score == "llr" and target.llr is None:
         raise field_error(
             spec.path, "training.score", "'llr' needs a target with llr; use 'sum' or 'last'."
@@ -87,7 +91,7 @@ def run_training(spec: AuditSpec, target: TrainingTarget):
     return training_audit(
         target.train,
         target.dataset,
-        spec.claim,
+        target.profile if spec.training.claim == "profile" else spec.claim,
         training_canary(spec, target),
         runs=spec.samples,
         confidence=spec.confidence,
