@@ -143,10 +143,9 @@ def accountant_profile(
         delta_of_epsilon,
         delta=delta,
         description=(
-            f"Opacus's PRV accountant, {steps} Poisson steps at rate {batch_size}/{n}, noise "
-            f"multiplier {noise_multiplier:g}: its whole delta(epsilon) curve (epsilon "
-            f"{accountant_epsilon(steps, batch_size, n, noise_multiplier, delta):.4g} at "
-            f"delta {delta:g})"
+            f"Opacus PRV profile (epsilon "
+            f"{accountant_epsilon(steps, batch_size, n, noise_multiplier, delta):.4g} at delta "
+            f"{delta:g})"
         ),
     )
 

@@ -1,0 +1,188 @@
+"""Training specs: the [training] table, the shipped audits/training/ specs, and the CLI on them.
+
+Bad input (issue 30): a training function whose states change shape between runs,
+non-finite scores, a canary beyond the model's parameters, a claim with delta >= 1 and
+a confidence outside (0, 1): one sentence, exit 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+import tomllib
+
+import numpy as np
+import pytest
+
+from dpaudit.cli.main import EXIT_INVALID, main
+from dpaudit.io.spec import SpecError, find_specs, load_spec
+from dpaudit.model.claims import Claim
+from dpaudit.training import many_run_p_value
+from dpaudit.training.bounds import epsilon_on_side
+
+AUDITS = pathlib.Path(__file__).resolve().parents[2] / "audits" / "training"
+
+TARGET = """
+import jax, jax.numpy as jnp, numpy as np
+from dpaudit.training import TrainingTarget
+from mechanisms.dpsgd.training import DPSGDConfig, simulated_train
+
+def good(steps=20):
+    return TrainingTarget(simulated_train(DPSGDConfig(steps=steps, dim=4)), None, 4,
+                          vectorize=True, name="tiny DP-SGD")
+
+_calls = [0]
+
+def shapes():
+    def train(dataset, key, gradient_canary):
+        _calls[0] += 1
+        return np.zeros((3 + _calls[0] % 2, 4))
+    return TrainingTarget(train, None, 4)
+
+def nan():
+    def train(dataset, key, gradient_canary):
+        return np.full((3, 4), np.nan)
+    return TrainingTarget(train, None, 4)
+"""
+
+SPEC = """
+name = "tiny"
+expected = "inconclusive"
+
+[training]
+train = "target.py:{target}"
+coordinate = {coordinate}
+norm = 10.0
+runs = 40
+
+[claim]
+epsilon = 8.0
+delta = {delta}
+adjacency = "add-remove"
+
+[budget]
+confidence = {confidence}
+seed = 0
+"""
+
+
+def _spec(folder, target="good", coordinate=0, delta=1e-5, confidence=0.95):
+    (folder / "target.py").write_text(TARGET)
+    path = folder / "spec.toml"
+    path.write_text(
+        SPEC.format(target=target, coordinate=coordinate, delta=delta, confidence=confidence)
+    )
+    return path
+
+
+def test_a_training_spec_runs_through_the_cli_into_the_table_and_json(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["audit", str(_spec(tmp_path)), "--json", str(out)]) == 0
+    (record,) = json.loads(out.read_text())["audits"]
+    assert record["kind"] == "training" and record["verdict"] == "inconclusive"
+    assert record["samples"] == 40 and record["claim"]["epsilon"] == 8.0
+    assert record["details"]["bound"]["counts"][1] == 15  # 20 runs per group, 5 select
+    printed = capsys.readouterr().out
+    assert "tiny" in printed and "training" in printed and "(8, 1e-05)-DP" in printed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"target": "shapes"}, "different shapes between runs"),
+        ({"target": "nan"}, "not all finite"),
+        ({"coordinate": 4}, "training.coordinate: must be below the target's dim = 4"),
+        ({"delta": 1.0}, "claim.delta: must satisfy 0 <= delta < 1"),
+        ({"confidence": 1.5}, "budget.confidence: must lie in (0, 1)"),
+        ({"confidence": 0.0}, "budget.confidence: must lie in (0, 1)"),
+    ],
+)
+def test_bad_training_input_is_one_sentence_exit_2_nothing_written(tmp_path, capsys, kwargs, words):
+    out, report = tmp_path / "r.json", tmp_path / "report"
+    path = _spec(tmp_path, **kwargs)
+    assert main(["audit", str(path), "--json", str(out), "--report", str(report)]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+    assert not out.exists() and not report.exists()
+
+
+def test_training_table_refuses_data_samples_and_bad_runs(tmp_path):
+    path = _spec(tmp_path)
+    text = path.read_text()
+    for bad, field in [
+        (text.replace("runs = 40", "runs = 41"), "training.runs"),
+        (text + '\n[data]\ngenerator = "points"\n', "data"),
+        (text.replace("seed = 0", "seed = 0\nsamples = 10"), "budget.samples"),
+        (text.replace('expected = "inconclusive"', 'expected = "pass"'), "expected"),
+        (text.replace("norm = 10.0", 'norm = 10.0\nscore = "llr"'), None),
+    ]:
+        path.write_text(bad)
+        if field is None:  # valid to load; the target has no llr: refused when built
+            assert load_spec(path).training.score == "llr"
+            continue
+        with pytest.raises(SpecError, match=field):
+            load_spec(path)
+
+
+def test_many_run_p_value_is_the_level_where_the_claim_stops_being_refuted():
+    counts = (60, 75, 3, 75)
+
+    def rejects(p_lo, q_hi):
+        return epsilon_on_side(p_lo, q_hi, 1e-5, "tpr") > 1.0
+
+    p = many_run_p_value(counts, rejects, 0.05)
+    assert 0 < p < 0.05
+    from dpaudit.estimation.bounds import clopper_pearson
+
+    def at(alpha):
+        return rejects(clopper_pearson(60, 75, alpha / 2)[0], clopper_pearson(3, 75, alpha / 2)[1])
+
+    assert at(p) and not at(p / 1.01)
+    assert many_run_p_value((10, 75, 9, 75), rejects, 0.05) == 0.05  # not refuted at all
+
+
+def test_every_shipped_training_spec_loads_and_states_a_verdict():
+    specs = [load_spec(p) for p in find_specs(AUDITS)]
+    assert len(specs) >= 9
+    for spec in specs:
+        assert spec.kind == "training"
+        assert spec.expected == ("violation" if "FAULT" in spec.description else "inconclusive")
+        assert isinstance(spec.claim, Claim) and spec.claim.delta == 1e-5
+
+
+def _claim(name: str) -> float:
+    return tomllib.loads((AUDITS / name).read_text())["claim"]["epsilon"]
+
+
+def _module(name: str):
+    sys.path.insert(0, str(AUDITS))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(AUDITS))
+
+
+def test_catalogue_specs_claim_the_accountants_epsilon():
+    catalogue = _module("catalogue_dpsgd")
+    for path in sorted(AUDITS.glob("catalogue-dpsgd-*.toml")):
+        params = tomllib.loads(path.read_text())["training"]["params"]
+        assert _claim(path.name) == catalogue.claim_epsilon(**params), path.name
+
+
+def test_jax_privacy_specs_claim_its_accountants_epsilon():
+    pytest.importorskip("jax_privacy", reason="the 'training' extra is not installed")
+    jp = _module("jax_privacy_dpsgd")
+    assert _claim("jax-privacy-dpsgd.toml") == jp.accountant_epsilon(100, 0.1, 3.0, 50)
+    assert _claim("jax-privacy-noise-without-clip.toml") == _claim("jax-privacy-dpsgd.toml")
+
+
+def test_opacus_specs_claim_its_accountants_epsilon_and_profile():
+    pytest.importorskip("opacus", reason="the 'training' extra is not installed")
+    op = _module("opacus_dpsgd")
+    eps = op.accountant_epsilon(22, 2, 20, 0.6)
+    assert _claim("opacus-poisson.toml") == _claim("opacus-fixed-batches.toml") == eps
+    profile = op.accountant_profile(22, 2, 20, 0.6)
+    # the profile is an upper curve through Opacus's epsilon: delta(eps) <= 1e-5 just there
+    assert profile.delta_of_epsilon(np.array([eps]))[0] <= 1e-5
+    assert profile.delta_of_epsilon(np.array([eps - 0.05]))[0] > 1e-5
