@@ -26,6 +26,7 @@ import jax
 import numpy as np
 from jax_privacy import auditing
 
+from dpaudit.accounting.conversions import gdp_epsilon
 from dpaudit.training import (
     DiracCanaries,
     GradientCanary,
@@ -53,6 +54,9 @@ def many_run_scores(runs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def many_run_side_by_side(s_in, s_out, seed: int) -> dict:
     """Both tools' many-run bounds on the same scores."""
     ours = many_run_bound(s_in, s_out, delta=DELTA, confidence=CONFIDENCE, seed=seed)
+    ours_mu = many_run_bound(
+        s_in, s_out, delta=DELTA, confidence=CONFIDENCE, seed=seed, target="mu"
+    )
     theirs = auditing.CanaryScoreAuditor(s_in, s_out)
     alpha = 1 - CONFIDENCE
     return {
@@ -66,7 +70,8 @@ def many_run_side_by_side(s_in, s_out, seed: int) -> dict:
             one_sided=False,
             threshold_strategy=auditing.Split(threshold_estimation_frac=0.25, seed=seed),
         ),
-        "dpaudit GDP-shape epsilon": ours.epsilon_gdp_shape,
+        "dpaudit GDP-shape epsilon (threshold for epsilon)": ours.epsilon_gdp_shape,
+        "dpaudit GDP-shape epsilon (threshold for mu)": ours_mu.epsilon_gdp_shape,
         "jax-privacy epsilon_from_gdp": theirs.epsilon_from_gdp(alpha, DELTA),
     }
 
@@ -94,6 +99,7 @@ def one_run_side_by_side(scores, included, guesses: int) -> dict:
         "jax-privacy epsilon_one_run (Bonferroni)": theirs.epsilon_one_run(alpha, DELTA),
         "jax-privacy epsilon_one_run_fdp (Bonferroni)": theirs.epsilon_one_run_fdp(alpha, DELTA),
         "dpaudit one-run mu": ours.mu,
+        "dpaudit one-run GDP-shape epsilon": gdp_epsilon(DELTA, ours.mu) if ours.mu > 0 else 0.0,
     }
 
 

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from dpaudit.cli.main import EXIT_INVALID, main
+from dpaudit.estimation.bounds import clopper_pearson
 from dpaudit.io.spec import SpecError, find_specs, load_spec
 from dpaudit.model.claims import Claim
-from dpaudit.training import many_run_p_value
-from dpaudit.training.bounds import epsilon_on_side
+from dpaudit.training.bounds import epsilon_on_side, many_run_p_value
 
 AUDITS = pathlib.Path(__file__).resolve().parents[2] / "audits" / "training"
 
@@ -101,7 +101,8 @@ def test_a_training_spec_runs_through_the_cli_into_the_table_and_json(tmp_path, 
 def test_bad_training_input_is_one_sentence_exit_2_nothing_written(tmp_path, capsys, kwargs, words):
     out, report = tmp_path / "r.json", tmp_path / "report"
     path = _spec(tmp_path, **kwargs)
-    assert main(["audit", str(path), "--json", str(out), "--report", str(report)]) == EXIT_INVALID
+    args = ["audit", str(path), "-q", "--json", str(out), "--report", str(report)]
+    assert main(args) == EXIT_INVALID
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
     assert not out.exists() and not report.exists()
@@ -133,7 +134,6 @@ def test_many_run_p_value_is_the_level_where_the_claim_stops_being_refuted():
 
     p = many_run_p_value(counts, rejects, 0.05)
     assert 0 < p < 0.05
-    from dpaudit.estimation.bounds import clopper_pearson
 
     def at(alpha):
         return rejects(clopper_pearson(60, 75, alpha / 2)[0], clopper_pearson(3, 75, alpha / 2)[1])
@@ -161,6 +161,19 @@ def _module(name: str):
         return __import__(name)
     finally:
         sys.path.remove(str(AUDITS))
+
+
+def test_dpaudit_is_at_least_as_tight_as_jax_privacys_auditor_on_the_same_scores():
+    pytest.importorskip("jax_privacy", reason="the 'training' extra is not installed")
+    sys.path.insert(0, str(AUDITS.parents[1] / "benchmarks"))
+    try:
+        import training_anchor as anchor
+    finally:
+        sys.path.pop(0)
+    many = anchor.many_run_side_by_side(*anchor.many_run_scores(400, 0), 0)
+    assert many["dpaudit epsilon"] >= many["jax-privacy epsilon (Bonferroni)"] > 0, many
+    one = anchor.one_run_side_by_side(*anchor.one_run_scores(1000, 0), 100)
+    assert one["dpaudit one-run epsilon"] >= one["jax-privacy epsilon_one_run (Bonferroni)"], one
 
 
 def test_catalogue_specs_claim_the_accountants_epsilon():
