@@ -5,7 +5,8 @@ C = 2: exact epsilon(1e-5) = 8.39), white-box Dirac gradient canaries, every ite
 the summed per-step log-likelihood ratio as the score, confidence 95 % (significance 0.05):
 
 * many runs (``--runs``, half with the canary): dpaudit's ``many_run_bound`` (threshold on
-  a 25 % selection split, Clopper–Pearson on the rest) against jax-privacy's
+  a 25 % selection split, Clopper–Pearson on the rest; or ``select_fraction = 0``: every
+  threshold on all runs, Bonferroni) against jax-privacy's
   ``epsilon_clopper_pearson`` with its default ``Bonferroni()`` over all thresholds and with
   ``Split(0.25)``, both two-sided; and the GDP readings (dpaudit's certified mu's epsilon,
   jax-privacy's ``epsilon_from_gdp``);
@@ -57,10 +58,14 @@ def many_run_side_by_side(s_in, s_out, seed: int) -> dict:
     ours_mu = many_run_bound(
         s_in, s_out, delta=DELTA, confidence=CONFIDENCE, seed=seed, target="mu"
     )
+    ours_bonferroni = many_run_bound(
+        s_in, s_out, delta=DELTA, confidence=CONFIDENCE, select_fraction=0.0
+    )
     theirs = auditing.CanaryScoreAuditor(s_in, s_out)
     alpha = 1 - CONFIDENCE
     return {
-        "dpaudit epsilon": ours.epsilon,
+        "dpaudit epsilon (Split 0.25)": ours.epsilon,
+        "dpaudit epsilon (Bonferroni)": ours_bonferroni.epsilon,
         "jax-privacy epsilon (Bonferroni)": theirs.epsilon_clopper_pearson(
             alpha, DELTA, one_sided=False
         ),

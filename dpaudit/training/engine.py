@@ -234,7 +234,8 @@ def _p_value(claim, bound: ManyRunBound) -> float:
         def rejects(p_lo, q_hi):
             return epsilon_on_side(p_lo, q_hi, bound.delta, bound.side) > claim.epsilon
 
-    return many_run_p_value(bound.counts, rejects, 1.0 - bound.confidence)
+    n = bound.thresholds_tested  # Bonferroni: each threshold was tested at alpha / n
+    return min(1.0, n * many_run_p_value(bound.counts, rejects, (1.0 - bound.confidence) / n))
 
 
 def _states_serial(train, canary, dataset, keys, present: bool) -> list:
