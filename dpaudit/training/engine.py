@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.accounting.conversions import gdp_epsilon, gdp_mu_for_point
+from dpaudit.core.executors import resolve_executor
 from dpaudit.core.serialize import jsonable
 from dpaudit.estimation.bounds import clopper_pearson
 from dpaudit.model.claims import Claim, GDPClaim
@@ -263,6 +264,30 @@ def _vmapped(train, score):
     return jax.jit(run)
 
 
+def _score_shard(shared, task) -> tuple[np.ndarray, str]:
+    """One shard of runs on an executor's worker: ``task = (present, keys)``, serially."""
+    train, canary, dataset = shared
+    present, keys = task
+    states = _states_serial(train, canary, dataset, keys, present)
+    _check_shapes(states)
+    shape = str(jax.tree_util.tree_map(np.shape, states[0]))
+    return np.array([canary.score(s) for s in states], dtype=np.float64), shape
+
+
+def _scores_sharded(executor, train, canary, dataset, keys, half: int) -> tuple:
+    """Both groups' scores, each group's keys cut into ``executor.shards`` shards, in order."""
+    shared = executor.put((train, canary, dataset), "the training function and canary")
+    cuts = [np.array_split(np.arange(g * half, (g + 1) * half), executor.shards) for g in (0, 1)]
+    tasks = [(g == 0, keys[idx]) for g, parts in enumerate(cuts) for idx in parts if idx.size]
+    parts = executor.map(_score_shard, shared, tasks, [1] * len(tasks), None, ordered=True)
+    if len({shape for _, shape in parts}) > 1:  # each shard checked its own runs
+        _check_shapes([np.zeros(1), np.zeros(2)])  # raises the one sentence
+    group = [present for present, _ in tasks]
+    s_in = np.concatenate([p for (p, _), g in zip(parts, group, strict=True) if g])
+    s_out = np.concatenate([p for (p, _), g in zip(parts, group, strict=True) if not g])
+    return s_in, s_out
+
+
 def _scores(train, canary, dataset, keys, present: bool, vectorize: bool) -> np.ndarray:
     """One score per key (serial loop, or one vmap over the keys)."""
     if vectorize:
@@ -290,7 +315,7 @@ def training_audit(
     confidence: float = 0.95,
     select_fraction: float = 0.25,
     seed: int = 0,
-    vectorize: bool = False,
+    vectorize=False,
     name: str = "training",
 ) -> TrainingAuditResult:
     """Audit a training pipeline with a canary over many runs.
@@ -307,7 +332,11 @@ def training_audit(
         confidence: the confidence of the certified bounds, in ``(0, 1)``.
         select_fraction: fraction of the runs that choose the threshold.
         seed: the root seed.
-        vectorize: ``jax.vmap`` the trainings of each group (``train`` must be traceable).
+        vectorize: ``True``: ``jax.vmap`` the trainings of each group (``train`` must be
+            traceable); ``False``: a serial loop here; ``"ray"`` or a :mod:`dpaudit.runtime`
+            executor: each group's runs cut into ``executor.shards`` shards of consecutive
+            keys, trained serially on its workers (the scores, so the result, are the
+            serial run's).
         name: what is audited (for the report).
 
     Returns:
@@ -327,8 +356,12 @@ def training_audit(
     keys = jax.vmap(lambda i: jax.random.fold_in(root, i))(jnp.arange(runs))
     half = runs // 2
     start = time.perf_counter()
-    s_in = _scores(train, canary, dataset, keys[:half], True, vectorize)
-    s_out = _scores(train, canary, dataset, keys[half:], False, vectorize)
+    if not isinstance(vectorize, bool):  # an executor: serial shards on its workers
+        executor = resolve_executor(vectorize)
+        s_in, s_out = _scores_sharded(executor, train, canary, dataset, keys, half)
+    else:
+        s_in = _scores(train, canary, dataset, keys[:half], True, vectorize)
+        s_out = _scores(train, canary, dataset, keys[half:], False, vectorize)
     seconds = time.perf_counter() - start
     if not (np.all(np.isfinite(s_in)) and np.all(np.isfinite(s_out))):
         raise ValueError("the canary scores are not all finite; make train and the score finite.")

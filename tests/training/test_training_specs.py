@@ -12,6 +12,7 @@ import pathlib
 import sys
 import tomllib
 
+import jax
 import numpy as np
 import pytest
 
@@ -205,3 +206,44 @@ def test_opacus_specs_claim_its_accountants_epsilon_and_profile():
     # the profile is an upper curve through Opacus's epsilon: delta(eps) <= 1e-5 just there
     assert profile.delta_of_epsilon(np.array([eps]))[0] <= 1e-5
     assert profile.delta_of_epsilon(np.array([eps - 0.05]))[0] > 1e-5
+
+
+def _opacus_like_train(dataset, key, gradient_canary):
+    """A serial (numpy) training: 5 noisy steps releasing the canary coordinate's updates."""
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist())
+    return rng.normal(size=(5, 3)) + np.asarray(gradient_canary)[None]
+
+
+def test_sharded_runs_give_the_serial_result():
+    from dpaudit.runtime import LocalExecutor
+    from dpaudit.training import GradientCanary, training_audit
+
+    canary = GradientCanary(dim=3, coordinate=1, norm=1.0)
+    claim = Claim(epsilon=1.0, delta=1e-5, adjacency="add-remove")
+    serial = training_audit(_opacus_like_train, None, claim, canary, runs=40, seed=2)
+    # last shard first: the scores are put back in key order
+    sharded = training_audit(
+        _opacus_like_train, None, claim, canary, runs=40, seed=2, vectorize=LocalExecutor(3)
+    )
+    assert sharded.bound == serial.bound and sharded.verdict == serial.verdict
+
+
+@pytest.mark.slow
+def test_training_runs_fan_out_on_two_local_ray_workers_identically():
+    pytest.importorskip("ray")
+    import ray
+
+    from dpaudit.runtime import RayExecutor, connect_ray
+    from dpaudit.training import GradientCanary, training_audit
+
+    canary = GradientCanary(dim=3, coordinate=1, norm=1.0)
+    claim = Claim(epsilon=1.0, delta=1e-5, adjacency="add-remove")
+    serial = training_audit(_opacus_like_train, None, claim, canary, runs=40, seed=2)
+    connect_ray(workers=2)
+    try:
+        fanned = training_audit(
+            _opacus_like_train, None, claim, canary, runs=40, seed=2, vectorize=RayExecutor()
+        )
+    finally:
+        ray.shutdown()
+    assert fanned.bound == serial.bound
