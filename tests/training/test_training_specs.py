@@ -78,8 +78,10 @@ def _spec(folder, target="good", coordinate=0, delta=1e-5, confidence=0.95):
 
 
 def test_a_training_spec_runs_through_the_cli_into_the_table_and_json(tmp_path, capsys):
-    out = tmp_path / "r.json"
-    assert main(["audit", str(_spec(tmp_path)), "--json", str(out)]) == 0
+    out, report = tmp_path / "r.json", tmp_path / "report"
+    assert main(["audit", str(_spec(tmp_path)), "--json", str(out), "--report", str(report)]) == 0
+    page = (report / "index.html").read_text()
+    assert "training audit (gradient canary, many runs)" in page and "certified ε lower" in page
     (record,) = json.loads(out.read_text())["audits"]
     assert record["kind"] == "training" and record["verdict"] == "inconclusive"
     assert record["samples"] == 40 and record["claim"]["epsilon"] == 8.0
@@ -247,3 +249,15 @@ def test_training_runs_fan_out_on_two_local_ray_workers_identically():
     finally:
         ray.shutdown()
     assert fanned.bound == serial.bound
+
+
+def test_a_strong_training_violation_survives_the_suite_correction():
+    from dpaudit.estimation.significance import correct_suite
+    from dpaudit.training import GradientCanary, training_audit
+
+    canary = GradientCanary(dim=3, coordinate=1, norm=10.0)  # 10 noise sd per step
+    claim = Claim(epsilon=0.5, delta=1e-5, adjacency="add-remove")
+    result = training_audit(_opacus_like_train, None, claim, canary, runs=200, seed=1)
+    assert result.verdict == "violation" and result.p_value < 1e-6
+    kept = correct_suite([result] * 100, 0.95)  # Holm over 100 audits: alpha / 100 each
+    assert all(r.verdict == "violation" for r in kept)
