@@ -261,3 +261,16 @@ def test_a_strong_training_violation_survives_the_suite_correction():
     assert result.verdict == "violation" and result.p_value < 1e-6
     kept = correct_suite([result] * 100, 0.95)  # Holm over 100 audits: alpha / 100 each
     assert all(r.verdict == "violation" for r in kept)
+
+
+def test_bonferroni_selection_shares_alpha_among_every_threshold():
+    from dpaudit.training import many_run_bound
+
+    rng = np.random.default_rng(0)
+    s_in, s_out = rng.normal(1.0, 1.0, 100), rng.normal(0.0, 1.0, 100)
+    b = many_run_bound(s_in, s_out, delta=1e-5, select_fraction=0.0)
+    assert b.selection_runs == (0, 0) and b.counts[1] == b.counts[3] == 100
+    assert b.thresholds_tested == np.unique(np.r_[s_in, s_out]).size + 1  # and -inf
+    lo, _ = clopper_pearson(b.counts[0], 100, 0.05 / b.thresholds_tested / 2)
+    _, hi = clopper_pearson(b.counts[2], 100, 0.05 / b.thresholds_tested / 2)
+    assert b.tpr_lower == pytest.approx(float(lo)) and b.fpr_upper == pytest.approx(float(hi))
