@@ -1,16 +1,19 @@
 # dpaudit developer commands. `make test` and `make audit` work on a fresh machine:
-# they create .venv and install the project with its dev and libraries extras when needed (the library audits run in CI).
+# they create .venv and install the project with its dev, libraries and training extras when needed (the library
+# and training audits run in CI). The training extra (torch 2.13.0 CPU, Opacus, jax-privacy) took 95 s on top
+# with torch's CPU wheel on local disk (BENCHMARKS.md); EXTRAS=dev,libraries leaves it out.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+EXTRAS ?= dev,libraries,training
 
 .PHONY: test test-slow test-notebooks notebooks audit lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,libraries]"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 # The default suite runs on TEST_WORKERS pytest-xdist processes, one test file per process at

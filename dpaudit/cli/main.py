@@ -257,6 +257,10 @@ def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> Prepa
     )
     from dpaudit.model.adjacency import check_adjacent
 
+    if spec.training is not None:  # a training pipeline: its target brings the data
+        from dpaudit.io.spec import resolve_training
+
+        return PreparedAudit(spec, target=resolve_training(spec))
     if spec.blackbox is None:
         built = mechanism if mechanism is not None else resolve_mechanism(spec)
         mechanism, target = _with_claim(built, spec.claim), None
@@ -316,6 +320,10 @@ def run_audit(item: PreparedAudit):
         The :class:`~dpaudit.AuditResult` (white-box) or
         :class:`~dpaudit.BlackBoxResult` (black-box).
     """
+    if item.spec.training is not None:
+        from dpaudit.io.spec import run_training
+
+        return run_training(item.spec, item.target)
     spec, (data, data_prime) = item.spec, item.pair
     # the spec's budget, the same for both routes; a CLI run draws no progress bar
     budget = {
@@ -378,7 +386,9 @@ def _outcome(item: PreparedAudit, result):
         result=result,
         expected=spec.expected,
         spec=str(spec.path),
-        mechanism=item.mechanism if item.target is None else item.target.mechanism,
+        mechanism=item.mechanism
+        if item.target is None
+        else getattr(item.target, "mechanism", None),
         data=item.pair,
         description=description,
     )
@@ -924,9 +934,12 @@ def _number(value) -> str:
 
 
 def _claim_cell(claim) -> str:
-    """``(epsilon, delta)``, or a notion claim as stated (``1-GDP``, ``0.5-zCDP``)."""
+    """``(epsilon, delta)``, or a notion claim as stated (``1-GDP``, ``0.5-zCDP``); a training
+    result's claim is its description already."""
     from dpaudit.model.claims import claim_label, is_notion_claim
 
+    if isinstance(claim, str):
+        return claim
     if is_notion_claim(claim):
         return claim_label(claim)
     return f"({claim.epsilon:g}, {claim.delta:g})"
@@ -938,6 +951,8 @@ def _strength_cell(r) -> str:
     strength = getattr(r, "strength", None)
     if r.verdict != "inconclusive" or strength is None:
         return ""
+    if getattr(r, "kind", "") == "training":  # the largest epsilon these runs could certify
+        return f"ε ≥ {_number(strength)} (runs)"
     from dpaudit.blackbox.result import strength_in_notion
 
     event = f"ε ≥ {_number(strength.epsilon_any_event)} (event)"
@@ -1229,8 +1244,8 @@ def audit_targets(args, legacy: bool = False) -> int:
     parallel = _start_workers(args)
     prepared = _with_confidence(_prepare_targets(args), getattr(args, "confidence", None))
     kinds = [p.spec.kind for p in prepared]
-    _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({kinds.count('white-box')} "
-               f"white-box, {kinds.count('black-box')} black-box); running.")  # fmt: skip
+    _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({_kind_counts(kinds)}); "
+               "running.")  # fmt: skip
     if parallel:  # every audit as a parallel Ray task: the serial results
         outcomes = _audit_parallel(prepared, args, out)
     else:
@@ -1390,7 +1405,11 @@ def _describe(spec) -> str:
     claim = f"claim {_claim_cell(spec.claim)} {spec.claim.adjacency}"
     expected = f"expected {spec.expected}" if spec.expected else "no expected verdict"
     bb = spec.blackbox
-    if bb is None:
+    if spec.training is not None:
+        t = spec.training
+        what = f"training {Path(t.train).name}"
+        how = f"gradient canary on coordinate {t.coordinate}, score {t.score}, {spec.samples} runs"
+    elif bb is None:
         what = f"mechanism {Path(spec.mechanism).name if ':' in spec.mechanism else spec.mechanism}"
         how = f"{spec.samples} samples per direction"
     else:
@@ -1405,6 +1424,12 @@ def _describe(spec) -> str:
         )
         how += f", {spec.samples} certification samples per dataset"
     return f"{spec.name}: {spec.kind} — {what}; {how}; {claim}; {expected}"
+
+
+def _kind_counts(kinds) -> str:
+    """``"3 white-box, 2 black-box"`` (``", 1 training"`` when there are training specs)."""
+    text = f"{kinds.count('white-box')} white-box, {kinds.count('black-box')} black-box"
+    return text + (f", {kinds.count('training')} training" if "training" in kinds else "")
 
 
 def validate(args) -> int:
@@ -1424,10 +1449,7 @@ def validate(args) -> int:
     for item in prepared:
         print(_describe(item.spec) + (f" ({item.claim_note})" if item.claim_note else ""))
     kinds = [p.spec.kind for p in prepared]
-    print(
-        f"{len(prepared)} spec(s) valid ({kinds.count('white-box')} white-box, "
-        f"{kinds.count('black-box')} black-box)."
-    )
+    print(f"{len(prepared)} spec(s) valid ({_kind_counts(kinds)}).")
     return EXIT_OK
 
 

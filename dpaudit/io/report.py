@@ -241,6 +241,42 @@ def _blackbox_record(outcome: AuditOutcome) -> dict:
     }
 
 
+def _training_record(outcome: AuditOutcome) -> dict:
+    """The record of a training audit (:func:`dpaudit.training.training_audit`): the shared
+    fields (``None`` where a canary audit has no value), ``samples`` = its runs."""
+    r = outcome.result
+    return {
+        "kind": "training",
+        "name": outcome.name,
+        "spec": outcome.spec,
+        "mechanism": r.mechanism,
+        "claim": {
+            "epsilon": json_float(r.claimed_epsilon),
+            "delta": r.claimed_delta,
+            "adjacency": r.adjacency,
+            "stated": r.claim,
+        },
+        "verdict": r.verdict,
+        "expected": outcome.expected,
+        "as_expected": outcome.as_expected,
+        "epsilon_lower": json_float(r.epsilon_lower),
+        "confidence": r.confidence,
+        **({} if r.borderline is None else {"borderline": dict(r.borderline)}),
+        **({"p_value": r.p_value} if r.p_value is not None else {}),
+        "epsilon_at_claimed_delta": None,
+        "epsilon_at_claimed_delta_upper": None,
+        "epsilon_exact": None,
+        "delta_at_claimed_epsilon": {"estimate": None, "lower": None, "upper": None},
+        "samples": sum(r.runs),
+        "seed": r.seed,
+        "seconds": r.seconds,
+        "certificate": None,
+        "compatibility": None,
+        "notes": list(r.notes),
+        "details": r.to_dict(),
+    }
+
+
 def result_record(outcome: AuditOutcome) -> dict:
     """The documented JSON record of one audit (schema ``dpaudit.results/1``).
 
@@ -258,6 +294,8 @@ def result_record(outcome: AuditOutcome) -> dict:
     """
     if outcome.kind == "black-box":
         return _blackbox_record(outcome)
+    if outcome.kind == "training":
+        return _training_record(outcome)
     r = outcome.result
     d = r.to_dict()
     delta = d["delta_at_claimed_epsilon"]
@@ -647,7 +685,10 @@ def _verdict_badge(o: AuditOutcome, strict: bool = False) -> str:
 
 
 def _claim_cell(claim) -> str:
-    """The summary table's claim: ``ε=…, δ=…`` or the notion claim itself (``1-GDP``)."""
+    """The summary table's claim: ``ε=…, δ=…`` or the notion claim itself (``1-GDP``); a
+    training result's claim is its description."""
+    if isinstance(claim, str):
+        return html.escape(claim)
     if is_notion_claim(claim):
         return html.escape(claim_label(claim))
     return f"ε={_fmt(claim.epsilon)}, δ={_fmt(claim.delta)}"
@@ -793,7 +834,7 @@ def _html(
         "</table>",
     ]
     for o in ordered:
-        parts += _blackbox_section(o) if o.kind == "black-box" else _whitebox_section(o)
+        parts += _SECTIONS.get(o.kind, _whitebox_section)(o)
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -897,6 +938,38 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
         parts.append(f"<img alt='certification statistic under P and Q' src='{plot}'>")
     parts.append("</div></div>")
     return parts
+
+
+def _training_section(o: AuditOutcome) -> list[str]:
+    """The HTML of one training audit: the claim, the certified bounds, the runs."""
+    esc = html.escape
+    r, b = o.result, o.result.bound
+    parts = [
+        f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(o)}</h2>",
+        f"<p>{esc(o.description)}</p>" if o.description else "",
+        "<table>",
+        f"<tr><th>kind</th><td>training audit ({esc(r.canary)} canary, many runs)</td></tr>",
+        f"<tr><th>training</th><td>{esc(r.mechanism)}</td></tr>",
+        f"<tr><th>claim</th><td>{esc(r.claim)}</td></tr>",
+        f"<tr><th>expected</th><td>{esc(str(o.expected))}</td></tr>",
+        f"<tr><th>certified ε lower bound</th><td><b>{_fmt(b.epsilon)}</b> at δ = "
+        f"{_fmt(b.delta)}; μ ≥ {_fmt(b.mu)} (confidence {_fmt(b.confidence)})</td></tr>",
+        f"<tr><th>ε if the trade-off curve is Gaussian</th><td>{_fmt(b.epsilon_gdp_shape)} "
+        "(an assumption, not a certified bound)</td></tr>",
+        f"<tr><th>rates</th><td>TPR ≥ {_fmt(b.tpr_lower)}, FPR ≤ {_fmt(b.fpr_upper)} at "
+        f"threshold {_fmt(b.threshold)} ({esc(b.side)} line); counts {b.counts}</td></tr>",
+        f"<tr><th>runs</th><td>{r.runs[0]} with the canary, {r.runs[1]} without "
+        f"({b.selection_runs} chose the threshold), seed {r.seed}, {_fmt(r.seconds)} s</td></tr>",
+        f"<tr><th>strength</th><td>at most ε {_fmt(r.strength)} certifiable with these runs"
+        "</td></tr>",
+        "</table>",
+    ]
+    parts += [f"<p class='note'>{esc(n)}</p>" for n in (*r.notes, *b.assumptions)]
+    parts.append("</div>")
+    return parts
+
+
+_SECTIONS = {"black-box": _blackbox_section, "training": _training_section}
 
 
 def _publish(staging: Path, folder: Path) -> None:

@@ -19,6 +19,7 @@ from dpaudit.training.canaries import UserCanary as UserCanary
 from dpaudit.training.canaries import subsampled_gaussian_loss as subsampled_gaussian_loss
 from dpaudit.training.engine import ProfileClaim as ProfileClaim
 from dpaudit.training.engine import TrainingAuditResult as TrainingAuditResult
+from dpaudit.training.engine import TrainingTarget as TrainingTarget
 from dpaudit.training.engine import one_run_audit as one_run_audit
 from dpaudit.training.engine import training_audit as training_audit
 
@@ -30,6 +31,7 @@ __all__ = [
     "OneRunBound",
     "ProfileClaim",
     "TrainingAuditResult",
+    "TrainingTarget",
     "UserCanary",
     "many_run_bound",
     "one_run_audit",

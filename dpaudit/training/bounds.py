@@ -43,7 +43,7 @@ import scipy.special
 import scipy.stats
 
 from dpaudit.accounting.conversions import gdp_epsilon, gdp_mu_for_point
-from dpaudit.estimation.bounds import one_sided_pair
+from dpaudit.estimation.bounds import clopper_pearson, one_sided_pair
 
 __all__ = [
     "MANY_RUN_ASSUMPTIONS",
@@ -51,6 +51,7 @@ __all__ = [
     "ManyRunBound",
     "OneRunBound",
     "many_run_bound",
+    "many_run_p_value",
     "one_run_bound",
     "one_run_epsilon",
     "one_run_mu",
@@ -80,6 +81,8 @@ ONE_RUN_ASSUMPTIONS = (
 _MAX_EPSILON = 60.0
 # Searches over the GDP mu stop here.
 _MAX_MU = 64.0
+# The smallest p-value reported (Clopper-Pearson quantiles lose accuracy far below it).
+_P_FLOOR = 1e-30
 # Epsilons at which a certified point is compared with a claimed privacy profile.
 _PROFILE_POINTS = 256
 
@@ -121,7 +124,10 @@ class ManyRunBound:
         tpr_lower: the Clopper–Pearson lower bound on ``P(score > threshold)``.
         fpr_upper: the Clopper–Pearson upper bound on ``Q(score > threshold)``.
         counts: ``(k_in, n_in, k_out, n_out)`` of the certification runs.
-        selection_runs: ``(n_in, n_out)`` runs used to choose the threshold.
+        selection_runs: ``(n_in, n_out)`` runs used to choose the threshold (``(0, 0)``
+            with ``select_fraction = 0``: every run certifies, Bonferroni over thresholds).
+        thresholds_tested: how many thresholds the confidence was shared among (Bonferroni;
+            ``1`` with a selection split).
         profile_excess: with a claimed privacy profile ``delta(epsilon)``, the largest
             certified ``delta`` in excess of it over an epsilon grid (``> 0``: the profile
             is violated); ``None`` without one.
@@ -139,6 +145,7 @@ class ManyRunBound:
     fpr_upper: float
     counts: tuple[int, int, int, int]
     selection_runs: tuple[int, int]
+    thresholds_tested: int = 1
     profile_excess: float | None = None
     assumptions: tuple[str, ...] = (*MANY_RUN_ASSUMPTIONS, GDP_SHAPE_ASSUMPTION)
 
@@ -223,6 +230,18 @@ def _select(sel_in, sel_out, sizes, delta, confidence, target, profile) -> tuple
     return float(thresholds[best]), int(side[best])
 
 
+def _bonferroni(s_in, s_out, delta, confidence, target, profile) -> tuple[float, int, int]:
+    """The best threshold and side over every threshold, each at ``alpha / (thresholds)``."""
+    thresholds = np.concatenate([[-np.inf], np.unique(np.concatenate([s_in, s_out]))])
+    k_in = s_in.size - np.searchsorted(np.sort(s_in), thresholds, side="right")
+    k_out = s_out.size - np.searchsorted(np.sort(s_out), thresholds, side="right")
+    level = 1.0 - (1.0 - confidence) / thresholds.size
+    p_lo, q_hi = one_sided_pair(k_in, s_in.size, k_out, s_out.size, level)
+    value, side = _objective(p_lo, q_hi, delta, target, profile)
+    best = int(np.argmax(value))
+    return float(thresholds[best]), int(side[best]), int(thresholds.size)
+
+
 # fmt: off
 def many_run_bound(
     scores_in, scores_out, *, delta: float, confidence: float = 0.95,
@@ -239,7 +258,9 @@ def many_run_bound(
         scores_out: one score per run trained without it.
         delta: the delta of the epsilon bound, in ``[0, 1)``.
         confidence: joint confidence of the certified figures, in ``(0, 1)``.
-        select_fraction: fraction of each group used to choose the threshold, in ``(0, 1)``.
+        select_fraction: fraction of each group used to choose the threshold, in ``[0, 1)``;
+            ``0``: no split, every threshold is tried on all runs with the confidence shared
+            among them (Bonferroni, as jax-privacy's ``CanaryScoreAuditor`` does by default).
         target: what the threshold maximises: ``"epsilon"`` (at ``delta``), ``"mu"``, or
             ``"profile"`` (the excess over ``profile``).
         seed: seed of the selection/certification split.
@@ -256,19 +277,25 @@ def many_run_bound(
     # fmt: on
     s_in, s_out = _check_scores("scores_in", scores_in), _check_scores("scores_out", scores_out)
     delta, confidence = _check_delta(delta), _check_confidence(confidence)
-    if not 0 < select_fraction < 1:
-        raise ValueError(f"select_fraction must be in (0, 1), got {select_fraction!r}.")
+    if not 0 <= select_fraction < 1:
+        raise ValueError(f"select_fraction must be in [0, 1), got {select_fraction!r}.")
     if target not in ("epsilon", "mu", "profile"):
         raise ValueError(f"target must be 'epsilon', 'mu' or 'profile', got {target!r}.")
     if target == "profile" and not callable(profile):
         raise ValueError("target='profile' needs profile, a callable delta(epsilon).")
-    rng = np.random.default_rng(seed)
-    sel_in, cert_in = _split(s_in, select_fraction, rng)
-    sel_out, cert_out = _split(s_out, select_fraction, rng)
-    sizes = (cert_in.size, cert_out.size)
-    threshold, side = _select(sel_in, sel_out, sizes, delta, confidence, target, profile)
+    if select_fraction == 0:
+        cert_in, cert_out, selection = s_in, s_out, (0, 0)
+        threshold, side, tested = _bonferroni(s_in, s_out, delta, confidence, target, profile)
+    else:
+        rng = np.random.default_rng(seed)
+        sel_in, cert_in = _split(s_in, select_fraction, rng)
+        sel_out, cert_out = _split(s_out, select_fraction, rng)
+        sizes = (cert_in.size, cert_out.size)
+        threshold, side = _select(sel_in, sel_out, sizes, delta, confidence, target, profile)
+        selection, tested = (int(sel_in.size), int(sel_out.size)), 1
     k_in, k_out = int(np.sum(cert_in > threshold)), int(np.sum(cert_out > threshold))
-    p_lo, q_hi = one_sided_pair(k_in, cert_in.size, k_out, cert_out.size, confidence)
+    level = 1.0 - (1.0 - confidence) / tested
+    p_lo, q_hi = one_sided_pair(k_in, cert_in.size, k_out, cert_out.size, level)
     p_lo, q_hi = float(p_lo), float(q_hi)
     tpr, tnr = _lines(p_lo, q_hi, delta)
     epsilon = float(tnr if side else tpr)
@@ -284,9 +311,60 @@ def many_run_bound(
         tpr_lower=p_lo,
         fpr_upper=q_hi,
         counts=(k_in, int(cert_in.size), k_out, int(cert_out.size)),
-        selection_runs=(int(sel_in.size), int(sel_out.size)),
+        selection_runs=selection,
+        thresholds_tested=tested,
         profile_excess=None if profile is None else float(profile_excess(p_lo, q_hi, profile)),
     )
+
+
+def many_run_p_value(counts, rejects, significance: float) -> float:
+    """The smallest level at which the certification counts still refute a claim.
+
+    The threshold and its side were fixed on the selection runs, so only the
+    Clopper–Pearson level varies: ``rejects(p_lo, q_hi)`` is monotone in the level, and
+    the p-value is the smallest ``alpha`` (to a factor ``1.001``, rounded up) at which the
+    pair of bounds at ``alpha / 2`` each still rejects.
+
+    Args:
+        counts: ``(k_in, n_in, k_out, n_out)`` of the certification runs.
+        rejects: ``rejects(p_lo, q_hi) -> bool``, whether the pair refutes the claim.
+        significance: the audit's ``1 - confidence`` (at which it rejects).
+
+    Returns:
+        The p-value (``significance`` when the claim is not rejected even there).
+    """
+    k_in, n_in, k_out, n_out = counts
+
+    def rejected(alpha: float) -> bool:
+        p_lo, _ = clopper_pearson(k_in, n_in, alpha / 2)
+        _, q_hi = clopper_pearson(k_out, n_out, alpha / 2)
+        return bool(rejects(float(p_lo), float(q_hi)))
+
+    if not rejected(significance):
+        return float(significance)
+    lo, hi = math.log(_P_FLOOR), math.log(significance)  # rejected at e^hi, maybe not at e^lo
+    if rejected(_P_FLOOR):
+        return _P_FLOOR
+    while hi - lo > 1e-3:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if rejected(math.exp(mid)) else (mid, hi)
+    return float(math.exp(hi))
+
+
+def epsilon_on_side(p_lo: float, q_hi: float, delta: float, side: str) -> float:
+    """The epsilon a pair of rate bounds certifies on one ``(epsilon, delta)`` line.
+
+    Args:
+        p_lo: lower bound on the true-positive rate.
+        q_hi: upper bound on the false-positive rate.
+        delta: the delta.
+        side: ``"tpr"`` or ``"tnr"`` (:attr:`ManyRunBound.side`).
+
+    Returns:
+        The certified epsilon (``>= 0``).
+    """
+    tpr, tnr = _lines(p_lo, q_hi, delta)
+    return float(tnr if side == "tnr" else tpr)
 
 
 def one_run_p_value(m: int, guesses: int, correct: int, epsilon: float, delta: float) -> float:

@@ -27,12 +27,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpaudit.accounting.conversions import gdp_epsilon, gdp_mu_for_point
+from dpaudit.core.executors import resolve_executor
 from dpaudit.core.serialize import jsonable
 from dpaudit.estimation.bounds import clopper_pearson
 from dpaudit.model.claims import Claim, GDPClaim
-from dpaudit.training.bounds import ManyRunBound, OneRunBound, many_run_bound, one_run_bound
+from dpaudit.training.bounds import (
+    ManyRunBound,
+    OneRunBound,
+    epsilon_on_side,
+    many_run_bound,
+    many_run_p_value,
+    one_run_bound,
+    profile_excess,
+)
 
-__all__ = ["ProfileClaim", "TrainingAuditResult", "one_run_audit", "training_audit"]
+__all__ = [
+    "ProfileClaim",
+    "TrainingAuditResult",
+    "TrainingTarget",
+    "one_run_audit",
+    "training_audit",
+]
 
 # Jitted vectorised trainings kept (one per training function and score).
 _CACHED_TRAININGS = 16
@@ -56,6 +72,13 @@ class TrainingAuditResult:
         seed: the root seed.
         seconds: wall time of the trainings.
         notes: sentences qualifying the verdict.
+        claimed_epsilon: the claim's epsilon at ``claimed_delta`` (a GDP claim's at 1e-5, a
+            profile's where it reaches its delta).
+        claimed_delta: the delta of :attr:`claimed_epsilon`.
+        adjacency: the claim's adjacency (``"add-remove"`` unless a Claim says otherwise).
+        p_value: for a violation, the smallest level at which the certification runs
+            still refute the claim (for a suite's multiple-testing correction); else ``None``.
+        borderline: set by a suite's correction when it demotes the violation.
     """
 
     name: str
@@ -68,6 +91,29 @@ class TrainingAuditResult:
     seed: int
     seconds: float
     notes: tuple[str, ...] = ()
+    claimed_epsilon: float | None = None
+    claimed_delta: float | None = None
+    adjacency: str = "add-remove"
+    p_value: float | None = None
+    borderline: dict | None = None
+
+    #: The kind of audit, beside the white-box and black-box results' (reports, JSON).
+    kind = "training"
+
+    @property
+    def epsilon_lower(self) -> float:
+        """The certified lower bound on epsilon at the claim's delta."""
+        return self.bound.epsilon
+
+    @property
+    def confidence(self) -> float:
+        """The confidence of the certified bounds."""
+        return self.bound.confidence
+
+    @property
+    def mechanism(self) -> str:
+        """What was audited (:attr:`name`)."""
+        return self.name
 
     def to_dict(self) -> dict:
         """The record as JSON-able builtins."""
@@ -94,6 +140,41 @@ class TrainingAuditResult:
                 *self.notes,
             ]
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingTarget:
+    """A training pipeline to audit from a spec: what a ``[training]`` spec's callable returns.
+
+    Attributes:
+        train: ``train(dataset, key, gradient_canary) -> updates (T, dim)`` (all iterates).
+        dataset: the training data, passed to every run.
+        dim: the number of parameters (the canary's coordinate is below it).
+        llr: the per-step log-likelihood ratio of the canary coordinate (a score transform,
+            e.g. :func:`~dpaudit.training.canaries.subsampled_gaussian_loss`), or ``None``.
+        vectorize: ``train`` is JAX-traceable: each group's runs are one ``jax.vmap``.
+        name: what is audited (for the report).
+        profile: the accountant's whole privacy profile (a :class:`ProfileClaim`), audited
+            instead of one point when a spec asks ``claim = "profile"``; or ``None``.
+    """
+
+    train: Callable
+    dataset: object
+    dim: int
+    llr: Callable | None = None
+    vectorize: bool = False
+    name: str = "training"
+    profile: ProfileClaim | None = None
+
+    def __post_init__(self):
+        if not callable(self.train):
+            raise TypeError("train must be a callable train(dataset, key, gradient_canary).")
+        if not (isinstance(self.dim, int) and self.dim >= 1):
+            raise ValueError(f"dim must be a positive integer, got {self.dim!r}.")
+        if self.llr is not None and not callable(self.llr):
+            raise TypeError("llr must be a callable per-step transform or None.")
+        if self.profile is not None and not isinstance(self.profile, ProfileClaim):
+            raise TypeError("profile must be a dpaudit.training.ProfileClaim or None.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +220,25 @@ def _violated(claim, bound: ManyRunBound) -> bool:
     return bound.epsilon > claim.epsilon
 
 
+def _p_value(claim, bound: ManyRunBound) -> float:
+    """The violation's p-value (:func:`~dpaudit.training.bounds.many_run_p_value`)."""
+    if isinstance(claim, GDPClaim):
+
+        def rejects(p_lo, q_hi):
+            return gdp_mu_for_point(q_hi, 1.0 - p_lo) > claim.mu
+    elif isinstance(claim, ProfileClaim):
+
+        def rejects(p_lo, q_hi):
+            return profile_excess(p_lo, q_hi, claim.delta_of_epsilon) > 0
+    else:
+
+        def rejects(p_lo, q_hi):
+            return epsilon_on_side(p_lo, q_hi, bound.delta, bound.side) > claim.epsilon
+
+    n = bound.thresholds_tested  # Bonferroni: each threshold was tested at alpha / n
+    return min(1.0, n * many_run_p_value(bound.counts, rejects, (1.0 - bound.confidence) / n))
+
+
 def _states_serial(train, canary, dataset, keys, present: bool) -> list:
     data, extra = canary.arguments(dataset, present)
     return [train(data, key, **extra) for key in keys]
@@ -162,6 +262,30 @@ def _vmapped(train, score):
         return states if score is None else score(states)
 
     return jax.jit(run)
+
+
+def _score_shard(shared, task) -> tuple[np.ndarray, str]:
+    """One shard of runs on an executor's worker: ``task = (present, keys)``, serially."""
+    train, canary, dataset = shared
+    present, keys = task
+    states = _states_serial(train, canary, dataset, keys, present)
+    _check_shapes(states)
+    shape = str(jax.tree_util.tree_map(np.shape, states[0]))
+    return np.array([canary.score(s) for s in states], dtype=np.float64), shape
+
+
+def _scores_sharded(executor, train, canary, dataset, keys, half: int) -> tuple:
+    """Both groups' scores, each group's keys cut into ``executor.shards`` shards, in order."""
+    shared = executor.put((train, canary, dataset), "the training function and canary")
+    cuts = [np.array_split(np.arange(g * half, (g + 1) * half), executor.shards) for g in (0, 1)]
+    tasks = [(g == 0, keys[idx]) for g, parts in enumerate(cuts) for idx in parts if idx.size]
+    parts = executor.map(_score_shard, shared, tasks, [1] * len(tasks), None, ordered=True)
+    if len({shape for _, shape in parts}) > 1:  # each shard checked its own runs
+        _check_shapes([np.zeros(1), np.zeros(2)])  # raises the one sentence
+    group = [present for present, _ in tasks]
+    s_in = np.concatenate([p for (p, _), g in zip(parts, group, strict=True) if g])
+    s_out = np.concatenate([p for (p, _), g in zip(parts, group, strict=True) if not g])
+    return s_in, s_out
 
 
 def _scores(train, canary, dataset, keys, present: bool, vectorize: bool) -> np.ndarray:
@@ -191,7 +315,7 @@ def training_audit(
     confidence: float = 0.95,
     select_fraction: float = 0.25,
     seed: int = 0,
-    vectorize: bool = False,
+    vectorize=False,
     name: str = "training",
 ) -> TrainingAuditResult:
     """Audit a training pipeline with a canary over many runs.
@@ -208,7 +332,11 @@ def training_audit(
         confidence: the confidence of the certified bounds, in ``(0, 1)``.
         select_fraction: fraction of the runs that choose the threshold.
         seed: the root seed.
-        vectorize: ``jax.vmap`` the trainings of each group (``train`` must be traceable).
+        vectorize: ``True``: ``jax.vmap`` the trainings of each group (``train`` must be
+            traceable); ``False``: a serial loop here; ``"ray"`` or a :mod:`dpaudit.runtime`
+            executor: each group's runs cut into ``executor.shards`` shards of consecutive
+            keys, trained serially on its workers (the scores, so the result, are the
+            serial run's).
         name: what is audited (for the report).
 
     Returns:
@@ -228,8 +356,12 @@ def training_audit(
     keys = jax.vmap(lambda i: jax.random.fold_in(root, i))(jnp.arange(runs))
     half = runs // 2
     start = time.perf_counter()
-    s_in = _scores(train, canary, dataset, keys[:half], True, vectorize)
-    s_out = _scores(train, canary, dataset, keys[half:], False, vectorize)
+    if not isinstance(vectorize, bool):  # an executor: serial shards on its workers
+        executor = resolve_executor(vectorize)
+        s_in, s_out = _scores_sharded(executor, train, canary, dataset, keys, half)
+    else:
+        s_in = _scores(train, canary, dataset, keys[:half], True, vectorize)
+        s_out = _scores(train, canary, dataset, keys[half:], False, vectorize)
     seconds = time.perf_counter() - start
     if not (np.all(np.isfinite(s_in)) and np.all(np.isfinite(s_out))):
         raise ValueError("the canary scores are not all finite; make train and the score finite.")
@@ -257,7 +389,22 @@ def training_audit(
         seed=int(seed),
         seconds=seconds,
         notes=_notes(violated, bound),
+        p_value=_p_value(claim, bound) if violated else None,
+        **_claimed(claim, delta),
     )
+
+
+def _claimed(claim, delta: float) -> dict:
+    """The claim's epsilon at its delta and its adjacency, for records and reports."""
+    if isinstance(claim, GDPClaim):
+        return {"claimed_epsilon": gdp_epsilon(delta, claim.mu), "claimed_delta": delta}
+    if isinstance(claim, ProfileClaim):
+        return {"claimed_epsilon": _profile_epsilon(claim), "claimed_delta": delta}
+    return {
+        "claimed_epsilon": float(claim.epsilon),
+        "claimed_delta": delta,
+        "adjacency": claim.adjacency,
+    }
 
 
 def _notes(violated: bool, bound: ManyRunBound) -> tuple[str, ...]:

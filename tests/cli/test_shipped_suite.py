@@ -27,6 +27,10 @@ def test_every_spec_is_valid_and_states_its_verdict():
     for name in dpaudit.catalogue():
         assert name in by_mechanism or name in NOT_SHIPPED, f"no audit spec for {name}"
     for spec in specs:
+        if spec.kind == "training":  # a training pipeline: its faults are named in the text
+            faulty = "FAULT" in spec.description
+            assert spec.expected == ("violation" if faulty else "inconclusive"), spec.name
+            continue
         if spec.kind == "black-box" and ":" in spec.mechanism:  # a plain sampler file
             assert spec.expected in ("violation", "inconclusive"), spec.name
             continue

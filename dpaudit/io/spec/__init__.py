@@ -63,6 +63,8 @@ The package's modules:
 * :mod:`dpaudit.io.spec.resolve` — user code executed: callables and array files
   loaded, mechanisms and black-box targets built (:func:`resolve_mechanism`,
   :func:`resolve_blackbox`, :func:`load_pair`);
+* :mod:`dpaudit.io.spec.training` — ``[training]`` specs: the target built
+  (:func:`resolve_training`) and audited (:func:`run_training`);
 * :mod:`dpaudit.io.spec.features` — classifier features of black-box specs
   (:func:`blackbox_features`).
 """
@@ -92,6 +94,7 @@ from dpaudit.io.spec.resolve import (
     resolve_mechanism,
 )
 from dpaudit.io.spec.schema import *  # noqa: F403  (the records, constants and error of a spec)
+from dpaudit.io.spec.training import resolve_training, run_training, training_canary
 
 __all__ = [
     *schema.__all__,
@@ -112,6 +115,9 @@ __all__ = [
     "load_spec",
     "resolve_blackbox",
     "resolve_mechanism",
+    "resolve_training",
+    "run_training",
     "split_callable_path",
+    "training_canary",
     "with_overrides",
 ]

@@ -27,14 +27,18 @@ from dpaudit.io.spec.schema import (
     NOTION_FIELDS,
     SECTIONS,
     TOP_LEVEL,
+    TRAINING_CLAIMS,
+    TRAINING_SCORES,
+    TRAINING_VERDICTS,
     VERDICTS,
     AuditSpec,
     BlackBoxSpec,
     SpecError,
+    TrainingSpec,
     field_error,
 )
 from dpaudit.model.adjacency import ADJACENCIES
-from dpaudit.model.claims import Claim, make_claim
+from dpaudit.model.claims import Claim, GDPClaim, make_claim
 from dpaudit.model.registry import entry
 
 __all__ = [
@@ -574,6 +578,75 @@ def _load_blackbox(
     )
 
 
+# ------------------------------------------------------------------ [training]
+
+
+def _load_training(path: Path, raw: Mapping) -> TrainingSpec:
+    """The ``[training]`` table; a training spec has neither ``[mechanism]`` nor ``[blackbox]``,
+    nor ``[data]`` (its target brings the data), nor ``budget.samples`` (``training.runs``)."""
+    table = _table(path, raw, "training", required=True)
+    for other in ("mechanism", "blackbox", "data"):
+        if other in raw:
+            raise field_error(path, other, "a [training] spec takes no such table; remove it.")
+    if "samples" in _table(path, raw, "budget", required=False):
+        raise field_error(path, "budget.samples", "a training spec counts training.runs instead.")
+    if "train" not in table:
+        raise field_error(path, "training.train", "missing; give 'file.py:callable'.")
+    runs = _number(path, "training.runs", table.get("runs", 200), integer=True)
+    if runs < 8 or runs % 2:
+        raise field_error(path, "training.runs", f"must be an even integer >= 8, got {runs}.")
+    coordinate = _number(path, "training.coordinate", table.get("coordinate", 0), integer=True)
+    if coordinate < 0:
+        raise field_error(path, "training.coordinate", f"must be >= 0, got {coordinate}.")
+    norm = _number(path, "training.norm", table.get("norm", 1.0))
+    if not (math.isfinite(norm) and norm > 0):
+        raise field_error(path, "training.norm", f"must be a finite number > 0, got {norm!r}.")
+    fraction = _number(path, "training.select_fraction", table.get("select_fraction", 0.25))
+    if not 0 < fraction < 1:
+        raise field_error(path, "training.select_fraction", f"must lie in (0, 1), got {fraction}.")
+    return TrainingSpec(
+        train=check_callable_path(path, table["train"], "training.train"),
+        params=_params(path, "training.params", table.get("params", {})),
+        coordinate=coordinate,
+        norm=float(norm),
+        score=_choice(path, "training.score", table.get("score", "sum"), TRAINING_SCORES),
+        runs=runs,
+        select_fraction=float(fraction),
+        claim=_choice(path, "training.claim", table.get("claim", "point"), TRAINING_CLAIMS),
+    )
+
+
+def _load_training_spec(path: Path, raw: Mapping) -> AuditSpec:
+    """A spec with a ``[training]`` table (:func:`load_spec`)."""
+    training = _load_training(path, raw)
+    claim = _load_claim(path, raw)
+    if not isinstance(claim, Claim | GDPClaim):
+        raise field_error(path, "claim", "a training audit takes (epsilon, delta) or gdp_mu.")
+    budget = _load_budget(path, raw, None)._replace(samples=training.runs)
+    expected = raw.get("expected")
+    if expected is not None and expected not in TRAINING_VERDICTS:
+        raise field_error(
+            path,
+            "expected",
+            f"must be one of {TRAINING_VERDICTS} (a training audit never certifies a pass), "
+            f"got {expected!r}.",
+        )
+    return AuditSpec(
+        name=_load_name(path, raw),
+        path=path,
+        description=str(raw.get("description", "")),
+        claim=claim,
+        expected=expected,
+        mechanism=training.train,
+        params=training.params,
+        generator=None,
+        files=None,
+        data_params={},
+        training=training,
+        **budget._asdict(),  # samples (the runs), select_samples, confidence, seed
+    )
+
+
 # ------------------------------------------------------------------ the spec
 
 
@@ -595,6 +668,8 @@ def load_spec(path: str | Path) -> AuditSpec:
     """
     path = Path(path)
     raw = _read_toml(path)
+    if "training" in raw:
+        return _load_training_spec(path, raw)
     # the tables are checked in the order of the file format; the first error is reported
     blackbox_raw = _table(path, raw, "blackbox", required=False) if "blackbox" in raw else None
     audited = _load_mechanism(path, raw, blackbox=blackbox_raw is not None)
@@ -642,7 +717,13 @@ def with_overrides(spec: AuditSpec, seed=None, samples=None) -> AuditSpec:
     changes = {}
     if seed is not None:
         changes["seed"] = check_seed(spec.path, "--seed", seed)
-    if samples is not None:
+    if samples is not None and spec.training is not None:
+        if not (isinstance(samples, int) and samples >= 8 and samples % 2 == 0):
+            raise SpecError(
+                f"--samples: a training spec's runs must be even and >= 8, got {samples}."
+            )
+        changes["samples"] = samples
+    elif samples is not None:
         changes["samples"] = check_samples(
             spec.path, "--samples", samples, blackbox=spec.blackbox is not None
         )

@@ -23,20 +23,41 @@ __all__ = [
     "NOTION_FIELDS",
     "SECTIONS",
     "TOP_LEVEL",
+    "TRAINING_CLAIMS",
+    "TRAINING_SCORES",
+    "TRAINING_VERDICTS",
     "VERDICTS",
     "AuditSpec",
     "BlackBoxSpec",
     "SpecError",
+    "TrainingSpec",
     "field_error",
 ]
 
 #: A black-box audit can refute a claim from samples, never prove it.
 BLACKBOX_VERDICTS = ("violation", "inconclusive")
+#: A training audit refutes a claim from canary scores, never proves it.
+TRAINING_VERDICTS = ("violation", "inconclusive")
+#: How a training spec's gradient canary is scored: the canary coordinate summed over the
+#: iterates, the last iterate's, or the summed per-step log-likelihood ratio (the target's).
+TRAINING_SCORES = ("sum", "last", "llr")
+#: What a training spec audits: the ``[claim]`` point, or the target's whole accountant profile.
+TRAINING_CLAIMS = ("point", "profile")
 #: Classifier features of a black-box spec: the release values, or Karhunen–Loève coefficients.
 FEATURES = ("values", "kl")
 #: The keys allowed at the top level of a spec file.
 TOP_LEVEL = frozenset(
-    {"name", "expected", "description", "mechanism", "blackbox", "claim", "data", "budget"}
+    {
+        "name",
+        "expected",
+        "description",
+        "mechanism",
+        "blackbox",
+        "training",
+        "claim",
+        "data",
+        "budget",
+    }
 )
 #: The fields allowed in each table of a spec file.
 SECTIONS: Mapping[str, frozenset[str]] = {
@@ -71,6 +92,9 @@ SECTIONS: Mapping[str, frozenset[str]] = {
             "tradeoff_name",
             "anchor_delta",
         }
+    ),
+    "training": frozenset(
+        {"train", "params", "coordinate", "norm", "score", "runs", "select_fraction", "claim"}
     ),
     "data": frozenset({"generator", "files", "params"}),
     "budget": frozenset({"samples", "select_samples", "confidence", "seed"}),
@@ -164,6 +188,34 @@ class BlackBoxSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class TrainingSpec:
+    """The validated ``[training]`` table of a spec (see :func:`dpaudit.training.training_audit`).
+
+    Attributes:
+        train: ``"/abs/file.py:callable"``; ``callable(**params)`` returns a
+            :class:`~dpaudit.training.TrainingTarget` (the training function, its data and,
+            for ``score = "llr"``, its per-step log-likelihood ratio).
+        params: keyword arguments of the callable.
+        coordinate: the parameter the Dirac gradient canary pushes.
+        norm: the canary gradient's norm.
+        score: one of :data:`TRAINING_SCORES`.
+        runs: trainings in all, half with the canary (even, ``>= 8``).
+        select_fraction: fraction of the runs that choose the threshold.
+        claim: ``"point"`` (the ``[claim]`` table's epsilon at its delta) or ``"profile"``
+            (the target's accountant profile, whose epsilon at delta the ``[claim]`` states).
+    """
+
+    train: str
+    params: Mapping[str, Any]
+    coordinate: int = 0
+    norm: float = 1.0
+    score: str = "sum"
+    runs: int = 200
+    select_fraction: float = 0.25
+    claim: str = "point"
+
+
+@dataclasses.dataclass(frozen=True)
 class AuditSpec:
     """A validated audit spec.
 
@@ -191,6 +243,8 @@ class AuditSpec:
         blackbox: the ``[blackbox]`` table, or ``None`` for a white-box spec.
         select_samples: black-box selection releases per dataset (``None``:
             the engine's default).
+        training: the ``[training]`` table, or ``None`` (a training spec has no
+            ``[data]`` table: the target brings its data; ``samples`` is its run count).
     """
 
     name: str
@@ -208,8 +262,12 @@ class AuditSpec:
     description: str = ""
     blackbox: BlackBoxSpec | None = None
     select_samples: int | None = None
+    training: TrainingSpec | None = None
 
     @property
     def kind(self) -> str:
-        """``"black-box"`` for a spec with a ``[blackbox]`` table, else ``"white-box"``."""
+        """``"training"`` for a ``[training]`` spec, ``"black-box"`` for a ``[blackbox]`` one,
+        else ``"white-box"``."""
+        if self.training is not None:
+            return "training"
         return "white-box" if self.blackbox is None else "black-box"
