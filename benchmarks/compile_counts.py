@@ -55,6 +55,19 @@ DEFAULT_SPECS = (
 )
 
 
+def _memory() -> str:
+    """Resident and peak resident memory of this process, in GB (Linux ``/proc``)."""
+    fields = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0]) / 1e6  # kB -> GB
+    except OSError:
+        return "- | -"
+    return f"{fields.get('VmRSS', 0):.2f} | {fields.get('VmHWM', 0):.2f}"
+
+
 class _Names(logging.Handler):
     """Collects the names of the jitted functions JAX reports compiling."""
 
@@ -94,8 +107,7 @@ def _suite(folder: str) -> None:
     print(
         f"\nsuite {folder}: exit {code}; {count[0]} XLA compilations; peak RSS {peak:.2f} GB; "
         f"{time.perf_counter() - wall:.0f} s wall, {time.process_time() - cpu:.0f} s CPU; "
-        f"load average before {load}, after "
-        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+        f"load average before {load}, after " + " ".join(f"{x:.2f}" for x in os.getloadavg())
     )
 
 
@@ -135,8 +147,8 @@ def main(argv=None) -> None:
     count[0] = 0
     prepared = prepare(paths, samples=args.samples)
     print(f"load average before: {load}; preparing {len(paths)} specs: {count[0]} compilations")
-    print("\n| spec | verdict | compilations | cumulative | wall s |")
-    print("|---|---|---|---|---|")
+    print("\n| spec | verdict | compilations | cumulative | wall s | RSS GB | peak GB |")
+    print("|---|---|---|---|---|---|---|")
     total = count[0]
     for item in prepared:
         before, start = count[0], time.perf_counter()
@@ -145,7 +157,7 @@ def main(argv=None) -> None:
         total = count[0]
         print(
             f"| {item.spec.name} | {result.verdict} | {count[0] - before} | {total} "
-            f"| {time.perf_counter() - start:.1f} |"
+            f"| {time.perf_counter() - start:.1f} | {_memory()} |"
         )
         if args.names:
             print("|   | " + ", ".join(f"{n} x{c}" for n, c in sorted(handler.names.items())))
