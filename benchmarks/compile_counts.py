@@ -29,11 +29,13 @@ import argparse
 import logging
 import os
 import re
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's dpaudit, not an installed one
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
 #: Families with several members of one release shape, and one of another shape each.
@@ -117,6 +119,9 @@ def main(argv=None) -> None:
     parser.add_argument("--samples", type=int, default=None, help="override every budget")
     parser.add_argument("--names", action="store_true", help="print what compiled per spec")
     parser.add_argument("--suite", default=None, help="run the CLI on this folder instead")
+    parser.add_argument(
+        "--release", action="store_true", help="release_memory() after each spec, as the CLI"
+    )
     args = parser.parse_args(argv)
     if args.suite is not None:
         _suite(args.suite)
@@ -125,6 +130,9 @@ def main(argv=None) -> None:
     import jax
 
     from dpaudit.cli.main import prepare, run_audit
+
+    if args.release:
+        from dpaudit.core.memory import release_memory
 
     paths = [Path(p) for p in args.specs] or [
         ROOT / "audits" / "catalogue" / f"{name}.toml" for name in DEFAULT_SPECS
@@ -154,6 +162,8 @@ def main(argv=None) -> None:
         before, start = count[0], time.perf_counter()
         handler.names.clear()
         result = run_audit(item)
+        if args.release:
+            release_memory()
         total = count[0]
         print(
             f"| {item.spec.name} | {result.verdict} | {count[0] - before} | {total} "
