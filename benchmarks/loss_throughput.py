@@ -29,7 +29,11 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's dpaudit
 
 import jax
 import jax.numpy as jnp
