@@ -13,6 +13,11 @@ runs over ``--releases`` releases):
   releases from ``ICLPNoise``/``GaussianProcessNoise`` and evaluate both ``log_prob``.
 * ``audit step``: the engine's full chunk step (closed form + the streaming
   hockey-stick moments on a 66-point epsilon grid + the running maximum).
+* ``density step``: the engine's full chunk step on the density route (the two laws'
+  per-coordinate log-density differences summed once, folded into the same state).
+* ``density step, two sums``: the same step computing the loss as before, as the
+  difference of the two laws' whole log-densities (two reductions per release), for
+  the side-by-side comparison.
 
 Run ``python benchmarks/loss_throughput.py`` (one to two minutes; ``--releases`` and
 ``--repeats`` trade time for precision). Markdown on stdout.
@@ -24,16 +29,21 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's dpaudit
 
 import jax
 import jax.numpy as jnp
 
 import dpaudit  # noqa: F401  (64-bit floats)
 from dpaudit.estimation.pld import init_hockey_stick
+from dpaudit.model.densities import combine_log_probs, site_log_prob
 from dpaudit.model.loss import loss_chunk, noise_shift
 from dpaudit.model.noise import GaussianProcessNoise, ICLPNoise
-from dpaudit.whitebox.kernels import loss_kernel
+from dpaudit.whitebox.kernels import fold_chunk, loss_kernel
 
 
 def _setup(family: str, k: int):
@@ -56,15 +66,27 @@ def _timers(family: str, k: int, n: int):
     state = init_hockey_stick(66)
 
     kernel = loss_kernel("closed-form", None, None, None, p, q, shift)
+    density = loss_kernel("density", None, None, None, p, q, None)
 
     def audit_step(key):  # the engine's jitted closed-form step, as audit() runs it
         return kernel.step(state, key, grid, n, n)[1]
+
+    def density_step(key):  # the engine's jitted density step, as audit() runs it
+        return density.step(state, key, grid, n, n)[1]
+
+    @jax.jit
+    def two_sums(key):  # the density step as it was: two whole log-densities per release
+        x = p.sample(key, (n,))
+        loss = combine_log_probs(site_log_prob(p, x), site_log_prob(q, x))
+        return fold_chunk(state, loss, grid, n)[1]
 
     return {
         "roofline": roofline,
         "closed-form": lambda key: loss_chunk(key, p, q, n, shift=shift, return_draws=False)[0],
         "density": lambda key: loss_chunk(key, p, q, n, return_draws=False)[0],
         "audit step": audit_step,
+        "density step": density_step,
+        "density step, two sums": two_sums,
     }
 
 
@@ -75,6 +97,7 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
 
+    wall, cpu = time.perf_counter(), time.process_time()
     print(f"# Privacy-loss throughput ({time.strftime('%Y-%m-%d %H:%M')})\n")
     print(
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -105,6 +128,9 @@ def main(argv=None) -> None:
                 med = statistics.median(ts)
                 rate = n * k / med / 1e6
                 print(f"| {label} | {k} | {name} | {med:.4f} | {rate:.1f} | {roof / med:.2f} |")
+    print(
+        f"\nprocess CPU {time.process_time() - cpu:.1f} s, wall {time.perf_counter() - wall:.1f} s"
+    )
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

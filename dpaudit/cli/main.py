@@ -78,6 +78,7 @@ from pathlib import Path
 
 import dpaudit
 from dpaudit.core.errors import UserCodeError
+from dpaudit.core.memory import release_memory
 
 __all__ = [
     "BAD_VERDICTS",
@@ -1087,6 +1088,7 @@ def _audit_all(prepared: list[PreparedAudit], out, quiet: bool = False) -> list:
             t0 = time.perf_counter()
             outcome = _outcome(item, _run_checked(item))
             outcomes.append(outcome)
+            release_memory()  # what the audit left behind (docs/memory.md, "A whole suite")
             if not quiet:
                 line = _audit_line(outcome, time.perf_counter() - t0)
                 if show_bar and not _plain(out):  # the same terminal: print above the bar

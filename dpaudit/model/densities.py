@@ -112,12 +112,21 @@ def _probe_density(d: Distribution, key):
     return site_log_prob(d, d.sample(key)[None])
 
 
+#: Attributes numpyro sets on an instance for inference only (which parameters admit
+#: reparametrised gradients, read by ``has_rsample``); ``sample`` and ``log_prob`` never
+#: read them, so a law that loses them in a pytree round trip (``Independent``, i.e. every
+#: ``.to_event``) still computes the same releases and densities as a ``jit`` argument.
+_INFERENCE_ONLY_ATTRIBUTES = frozenset({"reparametrized_params"})
+
+
 def pytree_safe(d: Distribution) -> bool:
     """True when ``d`` survives a pytree round trip (so it can be a ``jit`` argument).
 
     numpyro distributions declare their array fields (``pytree_data_fields``);
     a user subclass that stores undeclared attributes loses them when flattened,
-    so the engine then closes over it instead of passing it to ``jit``.
+    so the engine then closes over it instead of passing it to ``jit`` (which compiles
+    once per audit instead of once per shape). Attributes used by inference only
+    (``reparametrized_params``, set by ``Independent``) do not count.
 
     Args:
         d: a distribution.
@@ -130,7 +139,7 @@ def pytree_safe(d: Distribution) -> bool:
         rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
     except Exception:  # any failure means "not a safe pytree"
         return False
-    return set(vars(d)) <= set(vars(rebuilt))
+    return set(vars(d)) - _INFERENCE_ONLY_ATTRIBUTES <= set(vars(rebuilt))
 
 
 #: Distribution types found to branch in Python on a pytree field (they fail when traced

@@ -81,9 +81,11 @@ __all__ = [
     "closed_form_draws",
     "closed_form_losses",
     "combine_log_probs",
+    "coordinate_log_probs",
     "density_losses",
     "evaluate_release",
     "jit_safe",
+    "loss_at_releases",
     "loss_chunk",
     "model_log_prob",
     "noise_shift",
@@ -156,6 +158,62 @@ def closed_form_losses(key, h, eigenvalues, sigma, singular, n: int, family: str
     return jnp.where(singular, jnp.inf, loss)
 
 
+def coordinate_log_probs(d: Distribution, x) -> jax.Array | None:
+    """Per-coordinate log densities of releases ``x``, when ``d`` has independent coordinates.
+
+    ``d`` is ``Independent`` (``.to_event``) over a law without event dimensions (numpyro
+    ``Laplace``, ``Normal``, ...) or an :class:`~dpaudit.model.noise.processes.ICLPNoise` /
+    :class:`~dpaudit.model.noise.processes.GaussianProcessNoise`; each coordinate is ``-inf``
+    outside its own support, so the row sums are :func:`site_log_prob` up to summation order.
+
+    Args:
+        d: a release law.
+        x: releases with a leading batch axis.
+
+    Returns:
+        ``(n, m)`` log densities of the ``m`` coordinates, or ``None`` for any other law.
+    """
+    base = d
+    while isinstance(base, dist.Independent):
+        base = base.base_dist
+    if isinstance(base, GaussianProcessNoise | ICLPNoise):
+        terms = base.log_density_terms(x)
+        terms = jnp.where(jnp.isfinite(x), terms, -jnp.inf)  # support: the real line
+    elif isinstance(base, Distribution) and base.event_shape == ():
+        terms = supported_log_prob(base, x)
+    else:
+        return None
+    return terms.reshape(terms.shape[0], -1)
+
+
+def loss_at_releases(dist_p: Distribution, dist_q: Distribution, x) -> jax.Array:
+    """``log p(x) - log q(x)`` at releases ``x ~ P`` (traceable; the density route's hot loop).
+
+    When both laws have independent coordinates of the same layout
+    (:func:`coordinate_log_probs`) the per-coordinate differences are summed once,
+    ``sum_j (log p_j - log q_j)``, each resolved by :func:`combine_log_probs` (an impossible
+    coordinate under ``Q`` is ``+inf``, under both NaN): one reduction over the release
+    instead of two, and a smaller float64 error (at most ``gamma_m sum_j |log p_j - log q_j|``
+    instead of ``gamma_m sum_j (|log p_j| + |log q_j|)``). Otherwise the two whole log
+    densities are combined. Only Monte Carlo estimates read these losses; certificates
+    re-evaluate their release with :func:`evaluate_release`, whose tolerance bounds the
+    error of either order.
+
+    Args:
+        dist_p: the law the releases are drawn from.
+        dist_q: the other law.
+        x: releases with a leading batch axis.
+
+    Returns:
+        ``(n,)`` losses.
+    """
+    terms_p = coordinate_log_probs(dist_p, x)
+    terms_q = None if terms_p is None else coordinate_log_probs(dist_q, x)
+    if terms_q is None or terms_p.shape != terms_q.shape:
+        return combine_log_probs(site_log_prob(dist_p, x), site_log_prob(dist_q, x))
+    return jnp.sum(combine_log_probs(terms_p, terms_q), axis=-1)
+
+
 def density_losses(key, dist_p, dist_q, n: int) -> jax.Array:
     """Losses of ``n`` draws ``x ~ P`` from the two ``log_prob`` (traceable).
 
@@ -169,7 +227,7 @@ def density_losses(key, dist_p, dist_q, n: int) -> jax.Array:
         ``(n,)`` losses ``log p(x) - log q(x)``.
     """
     x = dist_p.sample(key, (n,))
-    return combine_log_probs(site_log_prob(dist_p, x), site_log_prob(dist_q, x))
+    return loss_at_releases(dist_p, dist_q, x)
 
 
 _closed_form_losses_jit = jax.jit(closed_form_losses, static_argnames=("n", "family"))
@@ -296,7 +354,7 @@ def privacy_loss(mechanism: Mechanism, data, data_prime, releases, *, route: str
     releases = jnp.asarray(releases)
     dist_p, dist_q = _release_pair(mechanism, data, data_prime)
     if route == "density":
-        loss = combine_log_probs(site_log_prob(dist_p, releases), site_log_prob(dist_q, releases))
+        loss = loss_at_releases(dist_p, dist_q, releases)
     elif route == "model":
         loss = combine_log_probs(
             model_log_prob(mechanism, data, releases),

@@ -27,10 +27,14 @@ from dpaudit.estimation.pld import HockeyStickState, init_hockey_stick, update_h
 from dpaudit.model.densities import (
     combine_log_probs,
     model_log_prob,
-    site_log_prob,
     traced_or_closed,
 )
-from dpaudit.model.loss import closed_form_draws, closed_form_losses, density_losses
+from dpaudit.model.loss import (
+    closed_form_draws,
+    closed_form_losses,
+    density_losses,
+    loss_at_releases,
+)
 from dpaudit.model.shift import NoiseShift
 from dpaudit.model.sites import JointRelease
 from dpaudit.whitebox.plan import density_batch_size
@@ -121,7 +125,7 @@ def batched_density_losses(key, dist_p, dist_q, n: int, batch: int) -> jax.Array
     batches = padded.reshape((n_batches, batch, *x.shape[1:]))
 
     def losses(xs):
-        return combine_log_probs(site_log_prob(dist_p, xs), site_log_prob(dist_q, xs))
+        return loss_at_releases(dist_p, dist_q, xs)
 
     return jax.lax.map(losses, batches).reshape(-1)[:n]
 

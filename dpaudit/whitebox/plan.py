@@ -36,6 +36,7 @@ from dpaudit.whitebox.subsampled_sites import (
 )
 
 __all__ = [
+    "CHUNK_BYTES",
     "DENSITY_WORK_BYTES",
     "AuditPlan",
     "accounting_gap",
@@ -48,9 +49,12 @@ __all__ = [
     "subsampled_site_accounting",
 ]
 
-# Default chunk: 2^22 release coordinates (32 MiB of float64) bound the memory of a chunk;
-# at most 2^16 and at least 256 releases keep the per-chunk overhead small.
-_ELEMENTS_PER_CHUNK = 1 << 22
+#: Memory budget of one chunk's draws, in bytes: a default chunk holds at most this many
+#: bytes of float64 release coordinates (2^22 coordinates); at most 2^16 and at least 256
+#: releases keep the per-chunk overhead small. The chunk fixes the draws (one key per
+#: chunk), so this budget is part of every audit's numbers (docs/memory.md).
+CHUNK_BYTES = 32 << 20
+_FLOAT64_BYTES = 8
 _MAX_CHUNK = 1 << 16
 _MIN_CHUNK = 256
 
@@ -388,7 +392,8 @@ def choose_chunk_size(requested: int | None, samples: int, width: int) -> int:
         ValueError: for a requested size that is not a positive integer.
     """
     if requested is None:
-        requested = max(_MIN_CHUNK, min(_MAX_CHUNK, _ELEMENTS_PER_CHUNK // max(width, 1)))
+        per_release = _FLOAT64_BYTES * max(width, 1)
+        requested = max(_MIN_CHUNK, min(_MAX_CHUNK, CHUNK_BYTES // per_release))
     if isinstance(requested, bool) or not isinstance(requested, int | np.integer):
         raise ValueError(f"chunk_size must be a positive integer, got {requested!r}.")
     if requested < 1:

@@ -65,6 +65,36 @@ def test_second_audit_with_the_same_shapes_compiles_nothing(route):
     assert result.route == route
 
 
+def _vector_mechanism(family: str, scale: float) -> Mechanism:
+    """A 3-coordinate release of one family (``.to_event``, as users write it), noise ``scale``."""
+    noise = dist.Laplace if family == "laplace" else dist.Normal
+
+    def model(data):
+        loc = jnp.mean(data) * jnp.array([1.0, 0.5, 0.25])
+        return numpyro.sample("release", noise(loc, scale).to_event(1))
+
+    delta = 0.0 if family == "laplace" else 1e-5
+    claim = Claim(epsilon=2.0, delta=delta, sensitivity=1.75 / N, sensitivity_norm="l1")
+    return Mechanism(f"{family}-vector-{scale}", model, claim)
+
+
+@pytest.mark.parametrize("family", ["laplace", "gaussian"])
+@pytest.mark.parametrize("route", ["closed-form", "density"])
+def test_a_second_mechanism_of_the_same_family_and_shape_compiles_nothing(route, family):
+    """Other noise parameters, same release shape: the law's parameters are jit arguments."""
+    first_mechanism = _vector_mechanism(family, 1.0 / N)
+    second_mechanism = _vector_mechanism(family, 3.0 / N)
+    options = {"samples": 3000, "route": route, "chunk_size": 1024}
+    with count_compilations() as first:
+        dpaudit.audit(first_mechanism, DATA, DATA_PRIME, seed=1, **options)
+    with count_compilations() as second:
+        result = dpaudit.audit(second_mechanism, DATA, DATA_PRIME, seed=2, **options)
+    assert first[0] > 0
+    assert second[0] == 0, f"{second[0]} XLA compilation(s) for a second {family} mechanism"
+    assert result.route == route
+    assert result.verdict == "pass"
+
+
 def test_no_tracer_leaks():
     with jax.checking_leaks():
         result = dpaudit.audit(MECHANISM, DATA, DATA_PRIME, samples=500, seed=0, chunk_size=256)

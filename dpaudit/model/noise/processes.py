@@ -121,6 +121,17 @@ class KarhunenLoeveNoise(Distribution):
         z = self._standard_draw(key, sample_shape + self.batch_shape + self.event_shape)
         return self.loc + self._draw_scale * z
 
+    def log_density_terms(self, value) -> jax.Array:
+        """The independent log-densities of the coefficients, unsummed.
+
+        Args:
+            value: release values, shape ``(..., event)``.
+
+        Returns:
+            Shape ``(..., K)``; their sum over the last axis is :meth:`log_prob`.
+        """
+        return self._log_density_terms(value)
+
     def log_prob(self, value):
         """Sum of the independent log-densities of the coefficients (termwise).
 
