@@ -96,6 +96,7 @@ __all__ = [
     "connect_dots_pmf",
     "exact_accounting",
     "fold_tails",
+    "laplace_group_pld",
     "rounded_down_pmf",
     "self_compose_pmf",
     "upper_curve_values",
@@ -805,6 +806,59 @@ def _laplace_leaves(a, discretization: float, upper: bool) -> tuple[list, float]
     return pmfs, margin
 
 
+def laplace_group_pld(a, discretization: float = 1e-4, *, upper: bool = True, tail_mass=1e-15):
+    """The audit path's Laplace PLD with equal parameters grouped and powered.
+
+    Distinct parameters are composed exactly as
+    :func:`~dpaudit.accounting.profiles.laplace_pld` does (bit for bit when no parameter
+    repeats). Each parameter repeated ``count > 1`` times is one closed-form pmf raised to
+    its ``count``-th power by :func:`self_compose_pmf` (repeated squaring of its spectrum on
+    a Chernoff window); the power's round-off and the Chernoff bound of the mass that
+    wrapped around the window go into the margin, and so does ``count`` times the
+    closed-form pmf's own round-off (``|p^k - q^k|_1 <= k |p - q|_1``).
+
+    Args:
+        a: ``(K,)`` non-negative Laplace loss parameters.
+        discretization: grid spacing.
+        upper: the pessimistic (upper) curve, else the optimistic (lower) one.
+        tail_mass: the mass the windows of the powers may wrap around, in all.
+
+    Returns:
+        A :class:`~dpaudit.accounting.profiles.DiscretePLD`.
+    """
+    estimate = "pessimistic" if upper else "optimistic"
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    values, counts = np.unique(a[a > 0], return_counts=True)
+    repeated = counts > 1
+    if not np.any(repeated):
+        return laplace_pld(a, discretization, estimate=estimate)
+    singles = values[~repeated]
+    parts = laplace_pmfs(singles, discretization, estimate) if singles.size else []
+    margin = 0.0
+    powers = values[repeated]
+    closed = (powers >= 2 * discretization) & (powers / discretization < 2.0**25)
+    build = _laplace_upper_pmfs if upper else _laplace_lower_pmfs
+    pmfs = build(powers[closed], discretization) if np.any(closed) else []
+    pmfs += laplace_pmfs(powers[~closed], discretization, estimate)
+    per_pmf = [_CLOSED_FORM_MARGIN] * int(np.sum(closed))
+    per_pmf += [4 * _EPS * p.size for _, p in pmfs[len(per_pmf) :]]
+    order = np.concatenate([counts[repeated][closed], counts[repeated][~closed]])
+    budget = tail_mass / max(1, len(pmfs))
+    for (offset, probs), count, error in zip(pmfs, order, per_pmf, strict=True):
+        offset, probs, extra = self_compose_pmf(offset, probs, int(count), discretization, budget)
+        parts.append((offset, probs))
+        margin += extra + int(count) * error
+    offset, probs = compose_pmfs(parts)
+    return DiscretePLD(
+        discretization=float(discretization),
+        offset=offset,
+        probs=probs,
+        infinity_mass=0.0,
+        margin=margin + float(probs.size) * _EPS,
+        estimate=estimate,
+    )
+
+
 # ------------------------------------------------------------ windowed composition tree
 
 
@@ -1342,7 +1396,7 @@ def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
         family="laplace",
         sup_loss=float(math.fsum(a)),
         laplace_parameters=a,
-        upper_pld=laplace_pld(a, discretization, estimate="pessimistic"),
-        lower_pld=laplace_pld(a, discretization, estimate="optimistic"),
+        upper_pld=laplace_group_pld(a, discretization, upper=True),
+        lower_pld=laplace_group_pld(a, discretization, upper=False),
         sup_loss_error=sup_error,
     )
