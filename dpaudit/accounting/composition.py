@@ -582,10 +582,17 @@ def _laplace_groups(a) -> list:
 
 
 def _log_mgf(orders: np.ndarray, idx: np.ndarray, logp: np.ndarray) -> np.ndarray:
-    """``log sum_i p_i e^(order idx_i)`` for every order (a plain, stable log-sum-exp)."""
-    exponents = orders[:, None] * idx[None, :] + logp[None, :]
+    """``log sum_i p_i e^(order idx_i)`` for every order (a plain, stable log-sum-exp).
+
+    In place on one ``(orders, support)`` matrix: the same floating-point operations as
+    ``orders[:, None] * idx + logp`` and ``exp(exponents - top)``, so the same bits.
+    """
+    exponents = np.multiply.outer(orders, idx)
+    exponents += logp
     top = exponents.max(axis=1)
-    return top + np.log(np.exp(exponents - top[:, None]).sum(axis=1))
+    exponents -= top[:, None]
+    np.exp(exponents, out=exponents)
+    return top + np.log(exponents.sum(axis=1))
 
 
 def _chernoff_window(probs: np.ndarray, count: int, discretization: float, tail: float):

@@ -277,13 +277,14 @@ class DiscretePLD:
         """
         if self.infinity_mass + (self.margin if self.estimate == "pessimistic" else 0) > delta:
             return math.inf
-        keep = self.probs > 0
-        support = self.losses[keep]
-        if not support.size:
+        nonzero = np.flatnonzero(self.probs)
+        if not nonzero.size:
             return 0.0
-        hi = float(support[-1])
-        lo = min(float(support[0]), 0.0) - 1.0
-        crossing = _crossing(support, self.probs[keep], self._offset_delta(delta), lo)
+        first, last = int(nonzero[0]), int(nonzero[-1])
+        hi = self.discretization * (self.offset + last)
+        lo = min(self.discretization * (self.offset + first), 0.0) - 1.0
+        probs = self.probs[first : last + 1]
+        crossing = _crossing(self.offset + first, probs, self._offset_delta(delta), self)
         if crossing is None:
             return self._bisect(delta, lo, hi)
         if crossing <= lo:
@@ -317,29 +318,36 @@ class DiscretePLD:
         return hi
 
 
-def _crossing(losses: np.ndarray, probs: np.ndarray, target: float, lo: float) -> float | None:
+def _crossing(start: int, probs: np.ndarray, target: float, pld: DiscretePLD) -> float | None:
     """Where ``sum_i (1 - e^(e - l_i))_+ p_i`` falls to ``target``, by suffix sums.
 
-    ``losses`` increasing (the support). Returns ``lo`` when the sum is already at or below
-    ``target`` there (``lo < losses[0]``), ``None`` when the weights overflow (a loss range
-    over ~700) or the curve never reaches ``target`` (the caller then bisects).
+    ``probs[i]`` is the mass at ``l_i = d (start + i)``. The suffix sums are taken from the
+    top over a part that grows fourfold until it holds the crossing (the curve at the grid
+    points is non-increasing), so a crossing in the upper tail costs only that tail.
+    Returns ``None`` when the weights overflow (a loss range over ~700) or the curve never
+    reaches ``target`` (the caller then bisects).
     """
-    ref = float(losses[-1])
-    scale = np.exp(ref - losses)
-    weights = probs * scale  # p_i e^(ref - l_i) >= p_i
-    if not np.all(np.isfinite(weights)):
-        return None
-    mass_above = np.cumsum(probs[::-1])[::-1]  # sum over i >= j
-    weight_above = np.cumsum(weights[::-1])[::-1]
-    if mass_above[0] - weight_above[0] * math.exp(lo - ref) <= target:
-        return lo
-    # the curve at l_j: mass and weights strictly above l_j
-    at_grid = np.append(mass_above[1:] - weight_above[1:] / scale[:-1], 0.0)
+    d, n = pld.discretization, probs.size
+    ref = d * (start + n - 1)
+    size = min(n, 4096)
+    while True:
+        losses = d * (start + np.arange(n - size, n))
+        scale = np.exp(ref - losses)
+        weights = probs[n - size :] * scale  # p_i e^(ref - l_i) >= p_i
+        if not np.all(np.isfinite(weights)):
+            return None
+        mass_above = np.cumsum(probs[n - size :][::-1])[::-1]  # sum over i >= j
+        weight_above = np.cumsum(weights[::-1])[::-1]
+        # the curve at l_j: mass and weights strictly above l_j
+        at_grid = np.append(mass_above[1:] - weight_above[1:] / scale[:-1], 0.0)
+        if size == n or at_grid[0] > target:
+            break
+        size = min(n, 4 * size)
     j = int(np.argmax(at_grid <= target))  # first grid point at or below the target
     if at_grid[j] > target:
         return None
     # on [l_(j-1), l_j] (or below l_0 when j = 0) the curve is A - e^(e - ref) B
-    mass = float(np.sum(probs[j:]))
+    mass = float(np.sum(probs[n - size + j :]))
     weight = float(np.sum(weights[j:]))
     if weight <= 0 or mass - target <= 0:
         return float(losses[j])
