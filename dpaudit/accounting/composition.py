@@ -655,8 +655,14 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
     # |a^k - b^k| <= k max(|a|, |b|)^(k-1) |a - b|; Parseval (rfft: each coefficient twice)
     # turns the coefficient errors into the L2, then (Cauchy-Schwarz) L1 error of the outputs.
     perturbation = 4 * _EPS * log_n * float(np.sum(probs))
-    growth = np.exp((count - 1) * np.log(np.minimum(np.abs(spec) + perturbation, 1 + 1e-3)))
-    power_error = perturbation * count * math.sqrt(2.0 * float(np.sum(growth * growth)))
+    growth = np.abs(spec)  # exp((count - 1) log(min(|spec| + perturbation, 1 + 1e-3))), in place
+    growth += perturbation
+    np.minimum(growth, 1 + 1e-3, out=growth)
+    np.log(growth, out=growth)
+    growth *= count - 1
+    np.exp(growth, out=growth)
+    growth *= growth
+    power_error = perturbation * count * math.sqrt(2.0 * float(np.sum(growth)))
     result = np.ones_like(spec)
     k = count
     while True:  # repeated squaring of the spectrum
