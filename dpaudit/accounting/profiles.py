@@ -459,6 +459,10 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
     """
     if not components:
         return 0, np.ones(1)
+    if len(components) == 1:  # what the tree below returns for one pmf, without its copy
+        offset, probs = components[0]
+        nz = np.flatnonzero(probs)
+        return int(offset), np.array(probs[: nz[-1] + 1] if nz.size else probs[:1], dtype=float)
     buckets: dict[int, list] = {}
     for offset, probs in components:
         buckets.setdefault(max(0, math.ceil(math.log2(probs.size))), []).append((offset, probs))

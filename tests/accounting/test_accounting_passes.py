@@ -14,6 +14,8 @@ import scipy.fft
 
 from dpaudit.accounting.composition import (
     GaussianComponent,
+    LaplaceComponent,
+    compose_accounting,
     exact_accounting,
     laplace_group_pld,
 )
@@ -163,3 +165,19 @@ def test_equal_parts_take_one_forward_fft_per_group():
         laplace_pld(a, 1e-3)
         plain = m.call_count
     assert grouped == 1 < 8 <= plain
+
+
+def test_composition_api_takes_the_audit_paths_engine_for_plain_laplace():
+    """Same pmfs as the audit path, the single parts' construction round-off on top."""
+    rng = np.random.default_rng(3)
+    a = np.concatenate([rng.uniform(0.002, 0.05, 40), [0.05, 0.05, 0.05, 0.02, 0.02]])
+    parts = [LaplaceComponent(float(x)) for x in a]
+    acc = compose_accounting(parts, discretization=1e-3)
+    audit = exact_accounting(_laplace_shift(a), discretization=1e-3)
+    eps = np.linspace(0.0, 0.98 * acc.sup_loss, 30)
+    bare = DiscretePLD(1e-3, audit.upper_pld.offset, audit.upper_pld.probs, 0, 0, "pessimistic")
+    up, low = acc.delta_upper(eps), acc.delta_lower(eps)
+    assert acc.upper_pld.margin > audit.upper_pld.margin  # the single parts' construction
+    assert np.all(up >= bare.delta(eps))
+    assert np.all(np.abs(up - audit.delta_upper(eps)) <= acc.upper_pld.margin)
+    assert np.all(low <= audit.delta_lower(eps) + audit.lower_pld.margin)
