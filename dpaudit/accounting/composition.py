@@ -1208,8 +1208,9 @@ def _merge(parts, counts) -> list | None:
     for part, count in zip(parts, counts, strict=True):
         if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
             raise ValueError(f"counts must be non-negative integers, got {count!r}.")
-        for component, k in components_of(part):
-            if component == _SINGULAR and count:
+        pairs = [(part, 1)] if type(part) is LaplaceComponent else components_of(part)
+        for component, k in pairs:
+            if component is _SINGULAR and count:
                 return None
             if count * k:
                 merged[component] = merged.get(component, 0) + int(count) * int(k)

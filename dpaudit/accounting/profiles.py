@@ -378,7 +378,8 @@ def _connect_dots_components(a: np.ndarray, discretization: float):
     probs[first] = 1.0 - deltas[first] + (nxt[first] - deltas[first]) / em1
     probs[last] = (deltas[last] - prev[last]) / math.expm1(-discretization)
     probs = np.maximum(probs, 0.0)
-    return [(int(lo[j]), probs[starts[j] : starts[j] + lengths[j]]) for j in range(a.size)]
+    ends = (starts + lengths).tolist()
+    return [(o, probs[b:e]) for o, b, e in zip(lo.tolist(), starts.tolist(), ends, strict=True)]
 
 
 def laplace_pmfs(a, discretization: float, estimate: str) -> list[tuple[int, np.ndarray]]:
