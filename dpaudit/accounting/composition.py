@@ -1206,7 +1206,11 @@ def _merge(parts, counts) -> list | None:
         raise ValueError(f"counts has {len(counts)} entries for {len(parts)} parts; give one each.")
     merged: dict = {}
     for part, count in zip(parts, counts, strict=True):
-        if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+        if type(count) is not int and (
+            isinstance(count, bool) or not isinstance(count, int | np.integer)
+        ):
+            raise ValueError(f"counts must be non-negative integers, got {count!r}.")
+        if count < 0:
             raise ValueError(f"counts must be non-negative integers, got {count!r}.")
         pairs = [(part, 1)] if type(part) is LaplaceComponent else components_of(part)
         for component, k in pairs:

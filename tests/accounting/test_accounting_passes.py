@@ -181,3 +181,15 @@ def test_composition_api_takes_the_audit_paths_engine_for_plain_laplace():
     assert np.all(up >= bare.delta(eps))
     assert np.all(np.abs(up - audit.delta_upper(eps)) <= acc.upper_pld.margin)
     assert np.all(low <= audit.delta_lower(eps) + audit.lower_pld.margin)
+
+
+def test_distinct_plain_laplace_parts_give_the_audit_paths_pmf_and_a_larger_margin():
+    a = np.sort(np.random.default_rng(8).uniform(0.002, 0.05, 40))  # the route sorts them
+    d = 1e-3
+    audit = exact_accounting(_laplace_shift(a), discretization=d)
+    a = audit.laplace_parameters  # the same floats on both sides
+    acc = compose_accounting([LaplaceComponent(float(x)) for x in a], discretization=d)
+    for ours, theirs in ((acc.upper_pld, audit.upper_pld), (acc.lower_pld, audit.lower_pld)):
+        assert np.array_equal(ours.probs, theirs.probs) and ours.offset == theirs.offset
+        points = np.sum(np.ceil(a / d) - np.floor(-a / d) + 1)
+        assert ours.margin - theirs.margin == pytest.approx(4 * np.finfo(float).eps * points)
