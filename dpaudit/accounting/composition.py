@@ -96,6 +96,7 @@ __all__ = [
     "connect_dots_pmf",
     "exact_accounting",
     "fold_tails",
+    "laplace_group_pld",
     "rounded_down_pmf",
     "self_compose_pmf",
     "upper_curve_values",
@@ -128,6 +129,9 @@ _BATCH_RATIO = 0.8
 # The tree stops at this many nodes, which go into one last cyclic product with the long
 # pmfs: one FFT each at the final window length costs less than the last levels of pairs.
 _FINAL_FAN_IN = 16
+# Compositions of plain Laplace parts only take the audit path's engine (laplace_group_pld:
+# batched FFT trees, equal parts powered); the tests turn it off to exercise the windowed tree.
+_LAPLACE_ROUTE = True
 
 
 def _check_discretization(discretization) -> float:
@@ -581,10 +585,17 @@ def _laplace_groups(a) -> list:
 
 
 def _log_mgf(orders: np.ndarray, idx: np.ndarray, logp: np.ndarray) -> np.ndarray:
-    """``log sum_i p_i e^(order idx_i)`` for every order (a plain, stable log-sum-exp)."""
-    exponents = orders[:, None] * idx[None, :] + logp[None, :]
+    """``log sum_i p_i e^(order idx_i)`` for every order (a plain, stable log-sum-exp).
+
+    In place on one ``(orders, support)`` matrix: the same floating-point operations as
+    ``orders[:, None] * idx + logp`` and ``exp(exponents - top)``, so the same bits.
+    """
+    exponents = np.multiply.outer(orders, idx)
+    exponents += logp
     top = exponents.max(axis=1)
-    return top + np.log(np.exp(exponents - top[:, None]).sum(axis=1))
+    exponents -= top[:, None]
+    np.exp(exponents, out=exponents)
+    return top + np.log(exponents.sum(axis=1))
 
 
 def _chernoff_window(probs: np.ndarray, count: int, discretization: float, tail: float):
@@ -647,8 +658,14 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
     # |a^k - b^k| <= k max(|a|, |b|)^(k-1) |a - b|; Parseval (rfft: each coefficient twice)
     # turns the coefficient errors into the L2, then (Cauchy-Schwarz) L1 error of the outputs.
     perturbation = 4 * _EPS * log_n * float(np.sum(probs))
-    growth = np.exp((count - 1) * np.log(np.minimum(np.abs(spec) + perturbation, 1 + 1e-3)))
-    power_error = perturbation * count * math.sqrt(2.0 * float(np.sum(growth * growth)))
+    growth = np.abs(spec)  # exp((count - 1) log(min(|spec| + perturbation, 1 + 1e-3))), in place
+    growth += perturbation
+    np.minimum(growth, 1 + 1e-3, out=growth)
+    np.log(growth, out=growth)
+    growth *= count - 1
+    np.exp(growth, out=growth)
+    growth *= growth
+    power_error = perturbation * count * math.sqrt(2.0 * float(np.sum(growth)))
     result = np.ones_like(spec)
     k = count
     while True:  # repeated squaring of the spectrum
@@ -803,6 +820,68 @@ def _laplace_leaves(a, discretization: float, upper: bool) -> tuple[list, float]
         pmfs.append((offset, probs))
         margin += 4 * _EPS * probs.size
     return pmfs, margin
+
+
+def laplace_group_pld(
+    a, discretization: float = 1e-4, *, upper: bool = True, tail_mass=1e-15, counts=None
+):
+    """The audit path's Laplace PLD with equal parameters grouped and powered.
+
+    Distinct parameters are composed exactly as
+    :func:`~dpaudit.accounting.profiles.laplace_pld` does (bit for bit when no parameter
+    repeats). Each parameter repeated ``count > 1`` times is one closed-form pmf raised to
+    its ``count``-th power by :func:`self_compose_pmf` (repeated squaring of its spectrum on
+    a Chernoff window); the power's round-off and the Chernoff bound of the mass that
+    wrapped around the window go into the margin, and so does ``count`` times the
+    closed-form pmf's own round-off (``|p^k - q^k|_1 <= k |p - q|_1``).
+
+    Args:
+        a: ``(K,)`` non-negative Laplace loss parameters.
+        discretization: grid spacing.
+        upper: the pessimistic (upper) curve, else the optimistic (lower) one.
+        tail_mass: the mass the windows of the powers may wrap around, in all.
+        counts: how many times each entry of ``a`` is repeated (then ``a`` holds distinct
+            values); default: count the equal entries of ``a``.
+
+    Returns:
+        A :class:`~dpaudit.accounting.profiles.DiscretePLD`.
+    """
+    estimate = "pessimistic" if upper else "optimistic"
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    if counts is None:
+        values, counts = np.unique(a[a > 0], return_counts=True)
+    else:
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        keep = (a > 0) & (counts > 0)
+        values, counts = a[keep], counts[keep]
+    repeated = counts > 1
+    if not np.any(repeated):
+        return laplace_pld(values, discretization, estimate=estimate)
+    singles = values[~repeated]
+    parts = laplace_pmfs(singles, discretization, estimate) if singles.size else []
+    margin = 0.0
+    powers = values[repeated]
+    closed = (powers >= 2 * discretization) & (powers / discretization < 2.0**25)
+    build = _laplace_upper_pmfs if upper else _laplace_lower_pmfs
+    pmfs = build(powers[closed], discretization) if np.any(closed) else []
+    pmfs += laplace_pmfs(powers[~closed], discretization, estimate)
+    per_pmf = [_CLOSED_FORM_MARGIN] * int(np.sum(closed))
+    per_pmf += [4 * _EPS * p.size for _, p in pmfs[len(per_pmf) :]]
+    order = np.concatenate([counts[repeated][closed], counts[repeated][~closed]])
+    budget = tail_mass / max(1, len(pmfs))
+    for (offset, probs), count, error in zip(pmfs, order, per_pmf, strict=True):
+        offset, probs, extra = self_compose_pmf(offset, probs, int(count), discretization, budget)
+        parts.append((offset, probs))
+        margin += extra + int(count) * error
+    offset, probs = compose_pmfs(parts)
+    return DiscretePLD(
+        discretization=float(discretization),
+        offset=offset,
+        probs=probs,
+        infinity_mass=0.0,
+        margin=margin + float(probs.size) * _EPS,
+        estimate=estimate,
+    )
 
 
 # ------------------------------------------------------------ windowed composition tree
@@ -1078,8 +1157,25 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
     return pmfs, 1.0 - finite, margin
 
 
+def _laplace_direction(items, discretization: float, tail: float, *, upper: bool) -> DiscretePLD:
+    """Plain Laplace parts: the audit path's engine (:func:`laplace_group_pld`), vectorised.
+
+    The margin also charges the round-off of building the single parts' pmfs (4 ulp per
+    grid point, as the general route does); the powered parts already carry theirs.
+    """
+    a = np.array([c.a for c, _ in items], dtype=np.float64)
+    order = np.argsort(a, kind="stable")  # the audit path's order (np.unique sorts)
+    a, counts = a[order], np.array([k for _, k in items], dtype=np.int64)[order]
+    pld = laplace_group_pld(a, discretization, upper=upper, tail_mass=tail / 2, counts=counts)
+    singles = a[(counts == 1) & (a > 0)]
+    points = float(np.sum(np.ceil(singles / discretization) - np.floor(-singles / discretization)))
+    return dataclasses.replace(pld, margin=pld.margin + 4 * _EPS * (points + singles.size))
+
+
 def _compose_direction(items, discretization: float, tail: float, *, forward: bool, upper: bool):
     """One direction's :class:`~dpaudit.accounting.profiles.DiscretePLD` (upper or lower curve)."""
+    if _LAPLACE_ROUTE and all(type(c) is LaplaceComponent for c, _ in items):
+        return _laplace_direction(items, discretization, tail, upper=upper)
     pmfs, infinity, margin = _component_pmfs(
         items, discretization, tail, forward=forward, upper=upper
     )
@@ -1110,10 +1206,15 @@ def _merge(parts, counts) -> list | None:
         raise ValueError(f"counts has {len(counts)} entries for {len(parts)} parts; give one each.")
     merged: dict = {}
     for part, count in zip(parts, counts, strict=True):
-        if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+        if type(count) is not int and (
+            isinstance(count, bool) or not isinstance(count, int | np.integer)
+        ):
             raise ValueError(f"counts must be non-negative integers, got {count!r}.")
-        for component, k in components_of(part):
-            if component == _SINGULAR and count:
+        if count < 0:
+            raise ValueError(f"counts must be non-negative integers, got {count!r}.")
+        pairs = [(part, 1)] if type(part) is LaplaceComponent else components_of(part)
+        for component, k in pairs:
+            if component is _SINGULAR and count:
                 return None
             if count * k:
                 merged[component] = merged.get(component, 0) + int(count) * int(k)
@@ -1342,7 +1443,7 @@ def exact_accounting(shift, *, discretization: float = 1e-4) -> ExactAccounting:
         family="laplace",
         sup_loss=float(math.fsum(a)),
         laplace_parameters=a,
-        upper_pld=laplace_pld(a, discretization, estimate="pessimistic"),
-        lower_pld=laplace_pld(a, discretization, estimate="optimistic"),
+        upper_pld=laplace_group_pld(a, discretization, upper=True),
+        lower_pld=laplace_group_pld(a, discretization, upper=False),
         sup_loss_error=sup_error,
     )

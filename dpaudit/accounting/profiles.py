@@ -259,6 +259,16 @@ class DiscretePLD:
     def epsilon(self, delta: float) -> float:
         """Smallest epsilon with ``self.delta(epsilon) <= delta`` (to 1e-12; ``inf`` if none).
 
+        One pass of suffix sums finds the grid interval where the curve crosses ``delta``
+        (on ``[l_j, l_{j+1})`` the curve is ``A_j - e^epsilon B_j`` with ``A_j``, ``B_j``
+        the masses and ``e^-l``-weighted masses above ``l_j``) and the crossing is solved
+        in closed form from the interval's sums, recomputed by pairwise summation. The
+        bisection that this replaces (about 90 evaluations of the curve) is then replayed
+        against that crossing without evaluating the curve, so the answer is the
+        bisection's to the last bit unless a midpoint falls within round-off of the
+        crossing, and one evaluation of :meth:`delta` checks it (if the check fails, the
+        real bisection finishes from there).
+
         Args:
             delta: the target delta.
 
@@ -267,26 +277,83 @@ class DiscretePLD:
         """
         if self.infinity_mass + (self.margin if self.estimate == "pessimistic" else 0) > delta:
             return math.inf
-        support = self.losses[self.probs > 0]
-        if not support.size:
+        nonzero = np.flatnonzero(self.probs)
+        if not nonzero.size:
             return 0.0
-        hi = float(support[-1])
-        lo = min(float(support[0]), 0.0) - 1.0
-
-        def f(e):
-            return float(self.delta(e)) - delta
-
-        if f(lo) <= 0:
+        first, last = int(nonzero[0]), int(nonzero[-1])
+        hi = self.discretization * (self.offset + last)
+        lo = min(self.discretization * (self.offset + first), 0.0) - 1.0
+        probs = self.probs[first : last + 1]
+        crossing = _crossing(self.offset + first, probs, self._offset_delta(delta), self)
+        if crossing is None:
+            return self._bisect(delta, lo, hi)
+        if crossing <= lo:
             return lo
-        if f(hi) > 0:
+        below, above = lo, hi
+        while above - below > 1e-12 * max(1.0, abs(above)):  # the bisection, replayed
+            mid = 0.5 * (below + above)
+            if mid < crossing:
+                below = mid
+            else:
+                above = mid
+        if float(self.delta(above)) <= delta:
+            return above
+        return self._bisect(delta, below, hi)
+
+    def _offset_delta(self, delta: float) -> float:
+        """The target for the bare sum ``sum (1 - e^(epsilon - l))_+ p_l`` (no +inf, no margin)."""
+        shift = self.margin if self.estimate == "pessimistic" else -self.margin
+        return delta - shift - self.infinity_mass
+
+    def _bisect(self, delta: float, lo: float, hi: float) -> float:
+        """Bisection on ``[lo, hi]`` (``delta(lo) > delta``), to 1e-12 relative."""
+        if float(self.delta(hi)) > delta:
             return math.inf
         while hi - lo > 1e-12 * max(1.0, abs(hi)):
             mid = 0.5 * (lo + hi)
-            if f(mid) > 0:
+            if float(self.delta(mid)) > delta:
                 lo = mid
             else:
                 hi = mid
         return hi
+
+
+def _crossing(start: int, probs: np.ndarray, target: float, pld: DiscretePLD) -> float | None:
+    """Where ``sum_i (1 - e^(e - l_i))_+ p_i`` falls to ``target``, by suffix sums.
+
+    ``probs[i]`` is the mass at ``l_i = d (start + i)``. The suffix sums are taken from the
+    top over a part that grows fourfold until it holds the crossing (the curve at the grid
+    points is non-increasing), so a crossing in the upper tail costs only that tail.
+    Returns ``None`` when the weights overflow (a loss range over ~700) or the curve never
+    reaches ``target`` (the caller then bisects).
+    """
+    d, n = pld.discretization, probs.size
+    ref = d * (start + n - 1)
+    size = min(n, 4096)
+    while True:
+        losses = d * (start + np.arange(n - size, n))
+        scale = np.exp(ref - losses)
+        weights = probs[n - size :] * scale  # p_i e^(ref - l_i) >= p_i
+        if not np.all(np.isfinite(weights)):
+            return None
+        mass_above = np.cumsum(probs[n - size :][::-1])[::-1]  # sum over i >= j
+        weight_above = np.cumsum(weights[::-1])[::-1]
+        # the curve at l_j: mass and weights strictly above l_j
+        at_grid = np.append(mass_above[1:] - weight_above[1:] / scale[:-1], 0.0)
+        if size == n or at_grid[0] > target:
+            break
+        size = min(n, 4 * size)
+    j = int(np.argmax(at_grid <= target))  # first grid point at or below the target
+    if at_grid[j] > target:
+        return None
+    # on [l_(j-1), l_j] (or below l_0 when j = 0) the curve is A - e^(e - ref) B
+    mass = float(np.sum(probs[n - size + j :]))
+    weight = float(np.sum(weights[j:]))
+    if weight <= 0 or mass - target <= 0:
+        return float(losses[j])
+    crossing = ref + math.log((mass - target) / weight)
+    low = float(losses[j - 1]) if j else -math.inf
+    return min(max(crossing, low), float(losses[j]))
 
 
 def _connect_dots_components(a: np.ndarray, discretization: float):
@@ -311,7 +378,8 @@ def _connect_dots_components(a: np.ndarray, discretization: float):
     probs[first] = 1.0 - deltas[first] + (nxt[first] - deltas[first]) / em1
     probs[last] = (deltas[last] - prev[last]) / math.expm1(-discretization)
     probs = np.maximum(probs, 0.0)
-    return [(int(lo[j]), probs[starts[j] : starts[j] + lengths[j]]) for j in range(a.size)]
+    ends = (starts + lengths).tolist()
+    return [(o, probs[b:e]) for o, b, e in zip(lo.tolist(), starts.tolist(), ends, strict=True)]
 
 
 def laplace_pmfs(a, discretization: float, estimate: str) -> list[tuple[int, np.ndarray]]:
@@ -377,6 +445,15 @@ def _batched_tree(rows: np.ndarray, offsets: np.ndarray):
     return int(offsets[0]), rows[0]
 
 
+def _fft_convolve(p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
+    """``scipy.signal.fftconvolve(p1, p2)`` for 1-D real inputs, bit for bit, without its overhead."""
+    size = p1.size + p2.size - 1
+    n_fft = scipy.fft.next_fast_len(size, real=True)
+    spectrum = scipy.fft.rfft(p1, n=n_fft)
+    spectrum *= scipy.fft.rfft(p2, n=n_fft)
+    return scipy.fft.irfft(spectrum, n=n_fft)[:size]
+
+
 def compose_pmfs(components) -> tuple[int, np.ndarray]:
     """Convolution of many pmfs on a common integer grid.
 
@@ -392,6 +469,10 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
     """
     if not components:
         return 0, np.ones(1)
+    if len(components) == 1:  # what the tree below returns for one pmf, without its copy
+        offset, probs = components[0]
+        nz = np.flatnonzero(probs)
+        return int(offset), np.array(probs[: nz[-1] + 1] if nz.size else probs[:1], dtype=float)
     buckets: dict[int, list] = {}
     for offset, probs in components:
         buckets.setdefault(max(0, math.ceil(math.log2(probs.size))), []).append((offset, probs))
@@ -407,10 +488,6 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
         probs = probs[: nz[-1] + 1] if nz.size else probs[:1]
         parts.append((probs.size, len(parts), off, probs))  # index breaks ties: no array compares
     heapq.heapify(parts)
-    # Imported here: scipy.signal (and the scipy.stats it loads) costs seconds at import
-    # time, and only compositions of large pmfs need it.
-    from scipy.signal import fftconvolve
-
     tie = len(parts)
     while len(parts) > 1:
         n1, _, o1, p1 = heapq.heappop(parts)
@@ -418,7 +495,7 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
         if min(n1, n2) <= 64:
             p = np.convolve(p1, p2)
         else:
-            p = np.maximum(fftconvolve(p1, p2), 0.0)
+            p = np.maximum(_fft_convolve(p1, p2), 0.0)
         heapq.heappush(parts, (p.size, tie, o1 + o2, p))
         tie += 1
     _, _, offset, probs = parts[0]

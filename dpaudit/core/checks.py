@@ -337,6 +337,8 @@ def check_loss_parameter(name: str, value: Any) -> None:
         TypeError: if ``value`` is not a real number.
         ValueError: if it is NaN, infinite or negative.
     """
+    if type(value) in (float, int) and 0 <= value < math.inf:  # the common case, fast
+        return
     if not is_concrete(value):
         return
     check_finite_parameter(name, value)

@@ -7,6 +7,7 @@ import pytest
 import scipy.integrate
 from dp_accounting.pld import privacy_loss_distribution as dp_pld
 
+from dpaudit.accounting import composition
 from dpaudit.accounting.composition import (
     GaussianComponent,
     LaplaceComponent,
@@ -236,8 +237,9 @@ def _laplace_mix(n, lo, hi, seed):
     return a
 
 
-def test_many_laplace_components_equal_the_plain_convolution():
+def test_many_laplace_components_equal_the_plain_convolution(monkeypatch):
     """>= 32 distinct parts: closed-form pmfs + windowed tree = the plain tree (laplace_pld)."""
+    monkeypatch.setattr(composition, "_LAPLACE_ROUTE", False)  # plain Laplace: tree forced
     a = _laplace_mix(120, 0.002, 0.08, 3)
     acc = compose_accounting([LaplaceComponent(float(x)) for x in a], discretization=1e-3)
     eps = np.linspace(-1.0, 0.99 * acc.sup_loss, 60)
@@ -257,8 +259,9 @@ def test_many_laplace_components_equal_the_plain_convolution():
     assert np.all(acc.delta_upper(eps[eps >= 0]) >= theirs - 1e-12)
 
 
-def test_windowed_tree_moves_the_cut_tails_the_safe_way():
+def test_windowed_tree_moves_the_cut_tails_the_safe_way(monkeypatch):
     """A large tail budget makes the windows cut ~1e-5 of mass: the curves must stay sound."""
+    monkeypatch.setattr(composition, "_LAPLACE_ROUTE", False)  # plain Laplace: tree forced
     a = np.random.default_rng(4).uniform(0.05, 0.1, 64)
     acc = compose_accounting(
         [LaplaceComponent(float(x)) for x in a], discretization=1e-3, tail_mass=1e-3

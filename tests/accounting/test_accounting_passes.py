@@ -1,0 +1,195 @@
+"""Single-pass epsilon(delta) and grouped equal Laplace parts on the audit path (issue 29 item 4).
+
+Counts, not seconds: how many evaluations of the curve ``epsilon`` makes, how many forward
+FFTs the grouped route runs. Correctness: the one-pass search against the old bisection and
+an exactly summed curve; grouped against ungrouped and dp_accounting's ``self_compose``.
+"""
+
+import math
+from unittest import mock
+
+import numpy as np
+import pytest
+import scipy.fft
+
+from dpaudit.accounting.composition import (
+    GaussianComponent,
+    LaplaceComponent,
+    compose_accounting,
+    exact_accounting,
+    laplace_group_pld,
+)
+from dpaudit.accounting.profiles import DiscretePLD, laplace_pld
+from dpaudit.accounting.subsampling import subsampled_accounting
+from dpaudit.model.loss import NoiseShift
+
+DELTAS = (0.3, 1e-2, 1e-3, 1e-5, 1e-8, 1e-11)
+
+
+def _bisection(pld: DiscretePLD, delta: float) -> float:
+    """The search ``DiscretePLD.epsilon`` ran before: ~90 evaluations of the curve."""
+    if pld.infinity_mass + (pld.margin if pld.estimate == "pessimistic" else 0) > delta:
+        return math.inf
+    support = pld.losses[pld.probs > 0]
+    hi, lo = float(support[-1]), min(float(support[0]), 0.0) - 1.0
+    if float(pld.delta(lo)) <= delta:
+        return lo
+    if float(pld.delta(hi)) > delta:
+        return math.inf
+    while hi - lo > 1e-12 * max(1.0, abs(hi)):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if float(pld.delta(mid)) > delta else (lo, mid)
+    return hi
+
+
+def _summed_delta(pld: DiscretePLD, epsilon: float) -> float:
+    """The curve summed exactly (math.fsum of the rounded terms), with the margin applied."""
+    losses = pld.losses
+    above = losses > epsilon
+    terms = pld.probs[above] * -np.expm1(epsilon - losses[above])
+    bare = math.fsum(terms.tolist()) + pld.infinity_mass
+    return bare + pld.margin if pld.estimate == "pessimistic" else bare - pld.margin
+
+
+def _curves():
+    rng = np.random.default_rng(29)
+    out = []
+    for n, spacing in ((7, 0.3), (400, 1e-3), (5000, 1e-4)):
+        probs = rng.exponential(1.0, n) * (rng.uniform(size=n) < 0.8)
+        probs /= 1.3 * probs.sum()
+        for estimate in ("pessimistic", "optimistic"):
+            out.append(DiscretePLD(spacing, -n // 3, probs, 1e-13, 1e-12, estimate))
+    a = rng.uniform(0.01, 0.1, 20)
+    out += [laplace_pld(a, 1e-3), laplace_pld(a, 1e-3, estimate="optimistic")]
+    acc = subsampled_accounting(GaussianComponent(1.0), 0.05, 30, discretization=1e-3)
+    return [*out, acc.upper_pld, acc.lower_pld]
+
+
+@pytest.mark.parametrize("index", range(10))
+def test_one_pass_epsilon_equals_the_bisection_and_is_never_below_the_exact_answer(index):
+    pld = _curves()[index]
+    same = 0
+    for delta in DELTAS:
+        new, old = pld.epsilon(delta), _bisection(pld, delta)
+        if math.isinf(old):
+            assert new == old
+            continue
+        # the replayed bisection: the same float unless a midpoint is within round-off
+        assert abs(new - old) <= 1e-12 * max(1.0, abs(old)), (delta, new, old)
+        same += new == old
+        if pld.estimate == "pessimistic":  # an upper bound: the curve is at most delta there
+            assert _summed_delta(pld, new) <= delta * (1 + 1e-12)
+            step = 1e-12 * max(1.0, abs(new))
+            if new - step > pld.losses[0] - 1.0:  # and just below it the curve is above delta
+                assert _summed_delta(pld, new - step) > delta
+    assert same >= len(DELTAS) - 1
+
+
+def test_epsilon_evaluates_the_curve_once_instead_of_bisecting():
+    acc = subsampled_accounting(GaussianComponent(1.0), 0.05, 30, discretization=1e-3)
+    pld = acc.upper_pld
+    with mock.patch.object(DiscretePLD, "delta", autospec=True, side_effect=DiscretePLD.delta) as m:
+        pld.epsilon(1e-5)
+        new_calls = m.call_count
+        m.reset_mock()
+        _bisection(pld, 1e-5)
+        old_calls = m.call_count
+    assert new_calls <= 1 < 30 <= old_calls
+
+
+# ------------------------------------------------------------ grouped equal parts
+
+
+def _laplace_shift(a):
+    a = np.asarray(a, dtype=float)
+    # a_j = sqrt(2) |h_j| / (sigma sqrt(lambda_j)): lambda = 2, sigma = 1 gives a_j = |h_j|
+    lam = np.full(a.size, 2.0)
+    return NoiseShift("laplace", a, lam, 1.0, False, 0.0, a, a * 0, None, "independent")
+
+
+def test_grouped_audit_path_equals_the_plain_convolution_within_margins():
+    a = np.concatenate([np.full(120, 0.05), np.full(80, 0.031), [0.02, 0.013, 0.0004]])
+    d = 1e-3
+    acc = exact_accounting(
+        _laplace_shift(np.random.default_rng(1).permutation(a)), discretization=d
+    )
+    eps = np.linspace(-0.5, 0.98 * acc.sup_loss, 50)
+    for upper, estimate in ((True, "pessimistic"), (False, "optimistic")):
+        grouped = acc.upper_pld if upper else acc.lower_pld
+        plain = laplace_pld(a, d, estimate=estimate)
+        assert grouped.probs.size < plain.probs.size or grouped.margin > 0
+        bare = DiscretePLD(d, plain.offset, plain.probs, 0.0, 0.0, estimate).delta(eps)
+        ours = grouped.delta(eps)
+        assert np.all(np.abs(ours - bare) <= grouped.margin + plain.margin + 1e-15)
+        if upper:
+            assert np.all(ours >= bare)
+        else:
+            assert np.all(ours <= bare)
+
+
+def test_grouped_equal_parts_stay_above_dp_accountings_self_compose():
+    dp_pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    acc = exact_accounting(_laplace_shift(np.full(2000, 0.02)), discretization=1e-3)
+    ref = dp_pld.from_laplace_mechanism(
+        1.0, sensitivity=0.02, value_discretization_interval=1e-3
+    ).self_compose(2000)
+    eps = np.array([0.5, 1.0, 2.0, 3.0, 4.0, 5.0])
+    theirs = np.array([ref.get_delta_for_epsilon(e) for e in eps])
+    assert np.all(acc.delta_upper(eps) >= theirs - 1e-12)
+    assert np.all(acc.delta_lower(eps) <= theirs + 1e-12)
+    for delta in (1e-3, 1e-5, 1e-8):
+        assert acc.epsilon_upper(delta) >= ref.get_epsilon_for_delta(delta) - 1e-9
+
+
+def test_power_window_moves_the_wrapped_tails_the_safe_way():
+    """A large tail budget makes the power's Chernoff window cut mass: the curves stay sound."""
+    a, d = np.full(400, 0.05), 1e-3
+    eps = np.linspace(0.0, 6.0, 121)
+    for upper, estimate in ((True, "pessimistic"), (False, "optimistic")):
+        wide = laplace_group_pld(a, d, upper=upper, tail_mass=1e-3)
+        plain = laplace_pld(a, d, estimate=estimate)
+        assert wide.probs.size < plain.probs.size  # the window did cut
+        exact = DiscretePLD(d, plain.offset, plain.probs, 0.0, 0.0, estimate).delta(eps)
+        if upper:
+            assert np.all(wide.delta(eps) >= exact)
+        else:
+            assert np.all(wide.delta(eps) <= exact)
+
+
+def test_equal_parts_take_one_forward_fft_per_group():
+    a = np.full(1000, 0.05)
+    with mock.patch.object(scipy.fft, "rfft", side_effect=scipy.fft.rfft) as m:
+        laplace_group_pld(a, 1e-3)
+        grouped = m.call_count
+        m.reset_mock()
+        laplace_pld(a, 1e-3)
+        plain = m.call_count
+    assert grouped == 1 < 8 <= plain
+
+
+def test_composition_api_takes_the_audit_paths_engine_for_plain_laplace():
+    """Same pmfs as the audit path, the single parts' construction round-off on top."""
+    rng = np.random.default_rng(3)
+    a = np.concatenate([rng.uniform(0.002, 0.05, 40), [0.05, 0.05, 0.05, 0.02, 0.02]])
+    parts = [LaplaceComponent(float(x)) for x in a]
+    acc = compose_accounting(parts, discretization=1e-3)
+    audit = exact_accounting(_laplace_shift(a), discretization=1e-3)
+    eps = np.linspace(0.0, 0.98 * acc.sup_loss, 30)
+    bare = DiscretePLD(1e-3, audit.upper_pld.offset, audit.upper_pld.probs, 0, 0, "pessimistic")
+    up, low = acc.delta_upper(eps), acc.delta_lower(eps)
+    assert acc.upper_pld.margin > audit.upper_pld.margin  # the single parts' construction
+    assert np.all(up >= bare.delta(eps))
+    assert np.all(np.abs(up - audit.delta_upper(eps)) <= acc.upper_pld.margin)
+    assert np.all(low <= audit.delta_lower(eps) + audit.lower_pld.margin)
+
+
+def test_distinct_plain_laplace_parts_give_the_audit_paths_pmf_and_a_larger_margin():
+    a = np.sort(np.random.default_rng(8).uniform(0.002, 0.05, 40))  # the route sorts them
+    d = 1e-3
+    audit = exact_accounting(_laplace_shift(a), discretization=d)
+    a = audit.laplace_parameters  # the same floats on both sides
+    acc = compose_accounting([LaplaceComponent(float(x)) for x in a], discretization=d)
+    for ours, theirs in ((acc.upper_pld, audit.upper_pld), (acc.lower_pld, audit.lower_pld)):
+        assert np.array_equal(ours.probs, theirs.probs) and ours.offset == theirs.offset
+        points = np.sum(np.ceil(a / d) - np.floor(-a / d) + 1)
+        assert ours.margin - theirs.margin == pytest.approx(4 * np.finfo(float).eps * points)
