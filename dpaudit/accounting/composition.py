@@ -1147,7 +1147,9 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
             offset, probs, inf_mass = component.upper_pmf(discretization, per_copy, forward)
         else:
             (offset, probs), inf_mass = component.lower_pmf(discretization, per_copy, forward), 0
-        margin += 4 * _EPS * probs.size
+        # Each copy's pmf carries its rounding; a k-fold convolution of probability vectors
+        # adds the copies' L1 errors (||p^k - q^k||_1 <= k ||p - q||_1), so charge it k times.
+        margin += count * 4 * _EPS * probs.size
         finite *= (1.0 - inf_mass) ** count
         offset, probs, extra = self_compose_pmf(
             offset, probs, count, discretization, tail / (4 * len(items))

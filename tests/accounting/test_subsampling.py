@@ -86,8 +86,15 @@ def test_poisson_subsampled_gaussian_matches_dp_accounting(steps):
     ours = subsampled_accounting(GaussianComponent(1.0), 0.01, steps)
     ref = dp_pld.from_gaussian_mechanism(1.0, sampling_prob=0.01).self_compose(steps)
     assert ours.family == "composed" and ours.reverse_upper_pld is not None
-    _agree(ours, ref, np.array([0.0, 0.1, 0.3, 0.6, 1.0, 1.5]), atol=1e-10)
-    assert ours.epsilon_upper(1e-5) == pytest.approx(ref.get_epsilon_for_delta(1e-5), abs=1e-5)
+    # the upper curve carries its round-off margin (each copy's pmf rounding, charged once
+    # per copy of the composition): agreement is within that margin
+    margin = max(ours.upper_pld.margin, ours.reverse_upper_pld.margin)
+    assert margin <= 1e-8 * steps
+    _agree(ours, ref, np.array([0.0, 0.1, 0.3, 0.6, 1.0, 1.5]), atol=1e-10 + margin)
+    # at delta = 1e-5 the curve falls about 1e-4 per unit of epsilon: the margin moves
+    # epsilon up by about margin / 1e-4 (never down)
+    theirs = ref.get_epsilon_for_delta(1e-5)
+    assert theirs - 1e-9 <= ours.epsilon_upper(1e-5) <= theirs + 1e-5 + margin / 1e-4
     assert ours.epsilon_lower(1e-5) <= ref.get_epsilon_for_delta(1e-5)
 
 
