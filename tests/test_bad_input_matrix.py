@@ -1,0 +1,77 @@
+"""Issue 34: the bad-input set and the fault scenarios, re-run as tables.
+
+Each row is one bad input (or one fault) and what every entry point must answer: one
+sentence naming the argument and the fix, with the documented exit code (2: refused before
+running, nothing written; 3: user code crashed mid-audit; 130: interrupted). The rows of one
+table go through every entry point that takes the input (the Python API, a spec checked and
+run by the CLI), so an entry point that skips the shared check fails its row.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from spec_fixtures import BLACK_BOX_SPEC, SAMPLER, write_spec
+
+import dpaudit
+from dpaudit.cli.main import EXIT_INVALID, main
+
+D0 = np.zeros(5)
+D1 = np.array([1.0, 0, 0, 0, 0])
+
+
+def _laplace(data, n, key):
+    return float(np.sum(data)) + dpaudit.blackbox.numpy_generator(key).laplace(size=n)
+
+
+def _one_sentence(text: str) -> str:
+    """``text`` stripped, checked to be one line without a traceback."""
+    text = text.strip()
+    assert "Traceback" not in text and len(text.splitlines()) == 1, text
+    return text
+
+
+# (TOML value, Python value, reason): every classifier option out of range.
+CLASSIFIER_OPTIONS = [
+    ("learning_rate = nan", {"learning_rate": math.nan}, "must be a finite number > 0"),
+    ("learning_rate = inf", {"learning_rate": math.inf}, "must be a finite number > 0"),
+    ("learning_rate = 0", {"learning_rate": 0}, "must be a finite number > 0"),
+    ("learning_rate = -0.1", {"learning_rate": -0.1}, "must be a finite number > 0"),
+    ("l2 = -1", {"l2": -1}, "must be a finite number >= 0"),
+    ("l2 = nan", {"l2": math.nan}, "must be a finite number >= 0"),
+    ("l2 = inf", {"l2": math.inf}, "must be a finite number >= 0"),
+    ("hidden = []", {"hidden": []}, "must be a non-empty list of layer widths >= 1"),
+    ("hidden = [0]", {"hidden": [0]}, "must be a non-empty list of layer widths >= 1"),
+    ("hidden = [8, -2]", {"hidden": [8, -2]}, "must be a non-empty list of layer widths >= 1"),
+    ("hidden = [1.5]", {"hidden": [1.5]}, "must be a non-empty list of layer widths >= 1"),
+    ("steps = 0", {"steps": 0}, "must be an integer >= 1"),
+    ("steps = -3", {"steps": -3}, "must be an integer >= 1"),
+    ("steps = 2.5", {"steps": 2.5}, "must be an integer >= 1"),
+    ("batch = 0", {"batch": 0}, "must be an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize(("toml", "options", "reason"), CLASSIFIER_OPTIONS)
+def test_classifier_options_out_of_range_python_api(toml, options, reason):
+    (key,) = options
+    for statistic in ("logistic", "mlp"):
+        with pytest.raises(ValueError, match=rf"classifier_options\['{key}'\] {reason}") as err:
+            dpaudit.blackbox_audit(
+                _laplace, D0, D1, dpaudit.Claim(epsilon=1.0), statistic=statistic,
+                classifier_options=options, samples=100, progress=False,
+            )  # fmt: skip
+        _one_sentence(str(err.value))
+
+
+@pytest.mark.parametrize(("toml", "options", "reason"), CLASSIFIER_OPTIONS)
+def test_classifier_options_out_of_range_spec(tmp_path, capsys, toml, options, reason):
+    (key,) = options
+    (tmp_path / "sampler.py").write_text(SAMPLER)
+    text = BLACK_BOX_SPEC.format(expected="", scale=1.0)
+    text = text.replace('method = "logistic"', f'method = "mlp"\nclassifier_options = {{ {toml} }}')
+    spec = write_spec(tmp_path, text)
+    for command in ("check", "run"):
+        assert main([command, str(spec), "--report", str(tmp_path / "rep")]) == EXIT_INVALID
+        line = _one_sentence(capsys.readouterr().err)
+        assert f"spec.toml: blackbox.classifier_options.{key}: {reason}" in line, line
+    assert not (tmp_path / "rep").exists()
