@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from spec_fixtures import BLACK_BOX_SPEC, SAMPLER, write_spec
+from spec_fixtures import BLACK_BOX_SPEC, SAMPLER, WHITE_BOX_SPEC, write_spec
 
 import dpaudit
 from dpaudit.cli.main import EXIT_INVALID, main
@@ -74,4 +74,28 @@ def test_classifier_options_out_of_range_spec(tmp_path, capsys, toml, options, r
         assert main([command, str(spec), "--report", str(tmp_path / "rep")]) == EXIT_INVALID
         line = _one_sentence(capsys.readouterr().err)
         assert f"spec.toml: blackbox.classifier_options.{key}: {reason}" in line, line
+    assert not (tmp_path / "rep").exists()
+
+
+NP_RANDOM_MODEL = """
+import jax.numpy as jnp, numpy as np, numpyro, numpyro.distributions as dist
+from dpaudit import Claim, Mechanism
+
+def build(n=20, epsilon=1.0, scale_factor=1.0):
+    def model(data):
+        mean = jnp.mean(jnp.clip(data[:, 0], 0.0, 1.0)) + np.random.normal(0.0, 0.1)
+        numpyro.sample("release", dist.Laplace(mean, scale_factor / (n * epsilon)))
+    return Mechanism("np-random-mean", model,
+                     Claim(epsilon=epsilon, sensitivity=1 / n, sensitivity_norm="l1"),
+                     difference_norm=jnp.abs, params={"n": n})
+"""
+
+
+def test_a_model_drawing_np_random_is_refused_by_check_and_run(tmp_path, capsys):
+    (tmp_path / "user.py").write_text(NP_RANDOM_MODEL)
+    spec = write_spec(tmp_path, WHITE_BOX_SPEC.format(expected="", scale=1.0))
+    for command in ("check", "run"):
+        assert main([command, str(spec), "--report", str(tmp_path / "rep")]) == EXIT_INVALID
+        line = _one_sentence(capsys.readouterr().err)
+        assert "spec.toml: mechanism:" in line and "outside numpyro (np.random" in line, line
     assert not (tmp_path / "rep").exists()
