@@ -18,6 +18,7 @@ from dpaudit.cli.main import EXIT_INVALID, main
 
 D0 = np.zeros(5)
 D1 = np.array([1.0, 0, 0, 0, 0])
+FAST_BB = {"samples": 4000, "select_samples": 2000, "progress": False}
 
 
 def _laplace(data, n, key):
@@ -99,3 +100,58 @@ def test_a_model_drawing_np_random_is_refused_by_check_and_run(tmp_path, capsys)
         line = _one_sentence(capsys.readouterr().err)
         assert "spec.toml: mechanism:" in line and "outside numpyro (np.random" in line, line
     assert not (tmp_path / "rep").exists()
+
+
+# Budgets: estimated before running, refused beyond a day or 2 GiB unless forced.
+def test_samples_10_15_is_refused_with_its_estimate_black_box():
+    with pytest.raises(ValueError, match=r"estimated to take .* years and .* PiB \(a pilot") as err:
+        dpaudit.blackbox_audit(_laplace, D0, D1, dpaudit.Claim(epsilon=1.0), samples=10**15)
+    assert "force=True" in _one_sentence(str(err.value))
+
+
+def test_selection_at_10_9_samples_is_refused_with_its_memory_estimate():
+    with pytest.raises(ValueError, match=r"and 1\d\.\d GiB .* 100000000 selection releases"):
+        dpaudit.blackbox_audit(_laplace, D0, D1, dpaudit.Claim(epsilon=1.0), samples=10**9)
+
+
+def test_samples_10_15_is_refused_with_its_estimate_white_box():
+    from mechanisms.classic import laplace_mean
+
+    data = np.zeros((5, 1))
+    other = data.copy()
+    other[0, 0] = 1.0
+    with pytest.raises(
+        ValueError, match=r"estimated to take 23.1 days and .* \(at least 1 ns"
+    ) as err:
+        dpaudit.audit(laplace_mean(epsilon=1.0, n=5), data, other, samples=10**15)
+    assert "lower samples or keep_samples" in _one_sentence(str(err.value))
+
+
+def test_force_runs_an_audit_beyond_the_limits(monkeypatch):
+    import dpaudit.core.budget
+
+    monkeypatch.setattr(dpaudit.core.budget, "MAX_BYTES", 1000)
+    with pytest.raises(ValueError, match=r"beyond the limit of 1\.0 days and 1000 B"):
+        dpaudit.blackbox_audit(_laplace, D0, D1, dpaudit.Claim(epsilon=1.0), **FAST_BB)
+    res = dpaudit.blackbox_audit(
+        _laplace, D0, D1, dpaudit.Claim(epsilon=1.0), force=True, **FAST_BB
+    )
+    assert res.verdict in ("pass", "inconclusive", "violation")
+
+
+def test_the_command_line_refuses_a_budget_beyond_the_limits_and_force_runs_it(
+    tmp_path, capsys, monkeypatch
+):
+    import dpaudit.core.budget
+
+    (tmp_path / "sampler.py").write_text(SAMPLER)
+    spec = write_spec(tmp_path, BLACK_BOX_SPEC.format(expected="", scale=1.0))
+    rep = str(tmp_path / "rep")
+    assert main(["run", str(spec), "--samples", str(10**15), "--report", rep]) == EXIT_INVALID
+    line = _one_sentence(capsys.readouterr().err.strip().splitlines()[-1])
+    assert "spec.toml" in line and "estimated to take" in line and "--force" in line
+    assert not (tmp_path / "rep").exists()
+    monkeypatch.setattr(dpaudit.core.budget, "MAX_BYTES", 1000)
+    assert main(["run", str(spec), "--samples", "4000"]) == EXIT_INVALID
+    capsys.readouterr()
+    assert main(["run", str(spec), "--samples", "4000", "--force"]) in (0, 1)

@@ -219,6 +219,7 @@ class PreparedAudit:
         pair: the neighbouring datasets ``(D, D')``.
         claim_note: for a ``FILE.py:CALLABLE`` target, which claim is audited
             and where it comes from; empty for a spec.
+        force: run even beyond the estimated-cost limits (``--force``).
     """
 
     spec: object
@@ -227,6 +228,7 @@ class PreparedAudit:
     features: object = None
     pair: tuple = ()
     claim_note: str = ""
+    force: bool = False
 
 
 def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
@@ -330,6 +332,7 @@ def run_audit(item: PreparedAudit):
         "seed": spec.seed,
         "confidence": spec.confidence,
         "progress": False,
+        "force": item.force,
     }
     if item.target is None:
         return dpaudit.audit(item.mechanism, data, data_prime, **budget)
@@ -1191,6 +1194,8 @@ def _prepare_targets(args) -> list[PreparedAudit]:
     if not prepared:
         raise _spec_error(f"-k {args.k!r} selects none of the audits of {' '.join(args.targets)}.")
     _check_unique(prepared)
+    if getattr(args, "force", False):
+        prepared = [dataclasses.replace(p, force=True) for p in prepared]
     return prepared
 
 
@@ -1659,6 +1664,9 @@ def _add_error_options(p: argparse.ArgumentParser) -> None:
                    help="1 - the run's false-alarm level: the probability that correct, exactly "
                    "tight mechanisms show any violation in the run is at most 1 - C (Holm's "
                    f"correction over the run's audits; default {SUITE_CONFIDENCE})")  # fmt: skip
+    e.add_argument("--force", action="store_true",
+                   help="run audits whose estimated time or memory is beyond the limits (a day, "
+                   "2 GiB); without it they are refused with their estimate")  # fmt: skip
 
 
 def _check_error_options(args) -> None:
