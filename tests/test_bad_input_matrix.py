@@ -8,6 +8,7 @@ run by the CLI), so an entry point that skips the shared check fails its row.
 """
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from spec_fixtures import BLACK_BOX_SPEC, SAMPLER, WHITE_BOX_SPEC, write_spec
 
 import dpaudit
 from dpaudit.cli.main import EXIT_INVALID, main
+from dpaudit.io.report import REPORT_FILES, REPORT_MARKER, STAGING_PREFIX, clean_debris
 
 D0 = np.zeros(5)
 D1 = np.array([1.0, 0, 0, 0, 0])
@@ -155,3 +157,63 @@ def test_the_command_line_refuses_a_budget_beyond_the_limits_and_force_runs_it(
     assert main(["run", str(spec), "--samples", "4000"]) == EXIT_INVALID
     capsys.readouterr()
     assert main(["run", str(spec), "--samples", "4000", "--force"]) in (0, 1)
+
+
+# Reports: a previous report holding files dpaudit did not write is refused, never emptied;
+# what a kill left beside the report (staging, old report moved aside) is cleaned next run.
+def _bb_spec(tmp_path):
+    (tmp_path / "sampler.py").write_text(SAMPLER)
+    text = BLACK_BOX_SPEC.format(expected="", scale=1.0)
+    return write_spec(tmp_path, text.replace("samples = 20000", "samples = 4000"))
+
+
+def _debris(parent, name: str, *files: str):
+    path = parent / name
+    path.mkdir()
+    for file in files:
+        (path / file).write_text("left by a killed run\n")
+    return path
+
+
+def test_a_report_folder_holding_user_files_is_refused_and_kept(tmp_path, capsys):
+    spec, rep = _bb_spec(tmp_path), tmp_path / "rep"
+    assert main(["run", str(spec), "--report", str(rep)]) in (0, 1)
+    (rep / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in rep.iterdir())
+    capsys.readouterr()
+    assert main(["run", str(spec), "--report", str(rep)]) == EXIT_INVALID
+    line = _one_sentence(capsys.readouterr().err)
+    assert "files dpaudit did not write (notes.txt)" in line, line
+    assert sorted(p.name for p in rep.iterdir()) == before
+    assert (rep / "notes.txt").read_text() == "mine"
+
+
+def test_a_kills_debris_is_cleaned_at_the_next_run(tmp_path):
+    spec, rep = _bb_spec(tmp_path), tmp_path / "rep"
+    gone = os.getpid() + 10**6  # no such process (above pid_max)
+    _debris(tmp_path, f"{STAGING_PREFIX}{gone}-abc", REPORT_MARKER, "results.json")
+    _debris(tmp_path, f"{STAGING_PREFIX}{gone}-empty")
+    old = _debris(tmp_path, f".rep.old-{gone}-xyz", REPORT_MARKER, "results.json", "index.html")
+    alive = _debris(tmp_path, f"{STAGING_PREFIX}{os.getpid()}-live", REPORT_MARKER)
+    foreign = _debris(tmp_path, f"{STAGING_PREFIX}{gone}-foreign", "user.txt")
+    # the kill came between the two renames: the report folder is missing, the old one aside
+    assert main(["run", str(spec), "--report", str(rep)]) in (0, 1)
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert left == sorted([alive.name, foreign.name]), left
+    assert sorted(p.name for p in rep.iterdir()) == sorted(REPORT_FILES) and not old.exists()
+
+
+def test_an_old_report_moved_aside_by_a_kill_is_put_back(tmp_path):
+    gone = os.getpid() + 10**6
+    old = _debris(tmp_path, f".rep.old-{gone}-xyz", REPORT_MARKER, "results.json", "index.html")
+    assert clean_debris(tmp_path / "rep") == [old]
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == sorted(REPORT_FILES)
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_an_unwritable_report_folder_is_refused_before_running(tmp_path, capsys):
+    spec, locked = _bb_spec(tmp_path), tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    assert main(["run", str(spec), "--report", str(locked / "rep")]) == EXIT_INVALID
+    assert "permission denied" in _one_sentence(capsys.readouterr().err)
