@@ -5,6 +5,15 @@ sentence naming the argument and the fix, with the documented exit code (2: refu
 running, nothing written; 3: user code crashed mid-audit; 130: interrupted). The rows of one
 table go through every entry point that takes the input (the Python API, a spec checked and
 run by the CLI), so an entry point that skips the shared check fails its row.
+
+The rows that need their own set-up live beside the code they pin: the infinite-release
+sampler (a certified violation) and bad releases in ``tests/blackbox/test_bad_releases_checked.py``,
+the key-ignoring sampler in ``tests/blackbox/test_reproducibility_checked.py``, D = D' and the
+same-file spec in ``tests/core/test_distinct_pair.py`` and ``tests/cli/test_bad_inputs.py``,
+accounting components in ``tests/accounting/test_component_checks.py``, a model drawing
+``np.random`` in ``tests/model/test_traced_randomness.py``, user code raising mid-audit (exit 3)
+in ``tests/cli/test_user_code_crash.py``, Ctrl-C (exit 130, in a subprocess) in
+``tests/cli/test_interrupts.py``, interrupted report swaps in ``tests/cli/test_report_files.py``.
 """
 
 import math
@@ -15,6 +24,7 @@ import pytest
 from spec_fixtures import BLACK_BOX_SPEC, SAMPLER, WHITE_BOX_SPEC, write_spec
 
 import dpaudit
+from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, compose_accounting
 from dpaudit.cli.main import EXIT_INVALID, main
 from dpaudit.io.report import REPORT_FILES, REPORT_MARKER, STAGING_PREFIX, clean_debris
 
@@ -217,3 +227,63 @@ def test_an_unwritable_report_folder_is_refused_before_running(tmp_path, capsys)
     locked.mkdir(mode=0o500)
     assert main(["run", str(spec), "--report", str(locked / "rep")]) == EXIT_INVALID
     assert "permission denied" in _one_sentence(capsys.readouterr().err)
+
+
+def _complex_sampler(data, n, key):
+    return np.zeros(n) + 1j
+
+
+def _features(rows):
+    return lambda x: rows(np.asarray(x).reshape(len(x), -1))
+
+
+# The issue's quick refusals through the Python API, one row each: (call, error, fragment).
+API_ROWS = {
+    "complex releases": (
+        lambda: dpaudit.blackbox_audit(_complex_sampler, D0, D1, (1.0, 0.0), **FAST_BB),
+        TypeError,
+        r"not real numbers \(dtype complex128\)",
+    ),
+    "features NaN": (
+        lambda: dpaudit.blackbox_audit(
+            _laplace, D0, D1, (1.0, 0.0), features=_features(lambda z: z * np.nan), **FAST_BB
+        ),
+        ValueError,
+        "contain NaN values",
+    ),
+    "features with the wrong number of rows": (
+        lambda: dpaudit.blackbox_audit(
+            _laplace, D0, D1, (1.0, 0.0), features=_features(lambda z: z[:-1]), **FAST_BB
+        ),
+        ValueError,
+        "when asked for",
+    ),
+    "D equal to D' (black-box)": (
+        lambda: dpaudit.blackbox_audit(_laplace, D0, D0.copy(), (1.0, 0.0), **FAST_BB),
+        ValueError,
+        "data and data_prime are the same dataset",
+    ),
+    "GaussianComponent(inf)": (
+        lambda: compose_accounting([GaussianComponent(math.inf)]),
+        ValueError,
+        r"GaussianComponent\.mu",
+    ),
+    "LaplaceComponent(nan)": (
+        lambda: compose_accounting([LaplaceComponent(math.nan)]),
+        ValueError,
+        r"LaplaceComponent\.a",
+    ),
+    "samples = 10**15": (
+        lambda: dpaudit.blackbox_audit(_laplace, D0, D1, (1.0, 0.0), samples=10**15),
+        ValueError,
+        "estimated to take",
+    ),
+}
+
+
+@pytest.mark.parametrize("row", list(API_ROWS))
+def test_the_issues_bad_inputs_are_one_sentence_each(row):
+    call, error, fragment = API_ROWS[row]
+    with pytest.raises(error, match=fragment) as err:
+        call()
+    _one_sentence(str(err.value))
