@@ -37,7 +37,7 @@ from dpaudit.blackbox.result import (
     verdict_notes,
     violation_p_value,
 )
-from dpaudit.blackbox.samplers import chunks_of, open_sources, replays
+from dpaudit.blackbox.samplers import Pilot, chunks_of, open_sources, pilot_run
 from dpaudit.blackbox.selection import resolve_objective, select_event
 from dpaudit.blackbox.statistics import (
     ClassifierOptions,
@@ -45,6 +45,7 @@ from dpaudit.blackbox.statistics import (
     fit_statistics,
 )
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
+from dpaudit.core.budget import CostEstimate, check_cost
 from dpaudit.core.checks import check_distinct_pair
 from dpaudit.core.executors import resolve_executor
 from dpaudit.core.progress import progress_bar, should_show
@@ -120,6 +121,7 @@ def blackbox_audit(
     method: str | None = None,
     executor=None,
     stopping: str = "fixed",
+    force: bool = False,
 ) -> BlackBoxResult:
     """Audit an implementation's claim from its samples alone.
 
@@ -178,6 +180,10 @@ def blackbox_audit(
             all of ``samples``) whose bound certifies a violation, each look at its share
             of ``1 - confidence`` so the stopped bound keeps the stated confidence
             (``result.stopping`` says when and why; see ``docs/blackbox.md``).
+        force: run even when the cost estimated from the pilot (the timed two short runs
+            of the reproducibility check) is beyond the limits of :mod:`dpaudit.core.budget`
+            (a day, 2 GiB of selection memory); otherwise such an audit is refused with
+            its estimate before the selection draws anything.
 
     Returns:
         A :class:`~dpaudit.blackbox.BlackBoxResult`, the same as
@@ -214,6 +220,7 @@ def blackbox_audit(
         progress=progress,
         executor=executor,
         stopping=stopping,
+        force=force,
     )
     return run_blackbox_audit(sampler, data, data_prime, claim, options)
 
@@ -246,9 +253,19 @@ def run_blackbox_audit(
         executor = resolve_executor(executor)
     root = jax.random.key(options.seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.options.chunk_size, root)
-    # reproducible only if two short runs from one key agree (checked, not assumed)
-    if plan.reproducible and not replays(sources[0][0], jax.random.fold_in(root, _REPLAY_FOLD)):
+    # reproducible only if two short runs from one key agree (checked, not assumed); the runs,
+    # timed, are the pilot of the cost estimate, refused beyond the limits unless forced
+    pilot = pilot_run(
+        sources[0][0], jax.random.fold_in(root, _REPLAY_FOLD), replay=plan.reproducible
+    )
+    if plan.reproducible and not pilot.replays:
         plan = plan._replace(reproducible=False)
+    check_cost(
+        blackbox_cost(plan.options, len(plan.pairs), pilot),
+        what=f"the black-box audit of {plan.name!r}",
+        force=plan.options.force,
+        budget="samples or select_samples",
+    )
     chunk = sources[0][0].chunk
     # sequential certification draws chunks of at most 1/64 of the budget (its looks)
     cert_chunk = (
@@ -276,6 +293,43 @@ def run_blackbox_audit(
     result = _result(plan, arms, selected, certified, timings, start)
     # zCDP / RDP / GDP / f-DP claims: judged in their notion (dpaudit.blackbox.tradeoff)
     return notion_blackbox_result(result, plan.claim) if is_notion_claim(plan.claim) else result
+
+
+#: Bytes held per selection release and pair beyond the releases themselves: features,
+#: their standardised copies, labels and scores (measured: 124 bytes per scalar release
+#: pair, 16 of them the two float64 releases).
+SELECTION_OVERHEAD_BYTES = 108
+#: Bytes of one kept selection score (a float64), per arm, dataset and pair.
+SCORE_BYTES = 8
+
+
+def blackbox_cost(options: BlackBoxOptions, pairs: int, pilot: Pilot) -> CostEstimate:
+    """A black-box audit's time and memory, estimated from its pilot.
+
+    Time: every release drawn (selection: both datasets of every pair; certification:
+    both datasets) at the pilot's time per release. Memory: one pair's selection releases
+    at a time (:data:`SELECTION_OVERHEAD_BYTES` beyond the releases), plus every arm's
+    selection scores of every pair; certification counts chunk by chunk.
+
+    Args:
+        options: the audit's options (``samples``, ``select``, ``kinds``).
+        pairs: the number of candidate pairs.
+        pilot: the sampler's :class:`~dpaudit.blackbox.samplers.Pilot`.
+
+    Returns:
+        The :class:`~dpaudit.core.budget.CostEstimate`.
+    """
+    select, samples = options.select, options.samples
+    releases = 2 * pairs * select + 2 * samples
+    held = select * (SELECTION_OVERHEAD_BYTES + 2 * pilot.bytes_per_release)
+    held += 2 * pairs * len(options.kinds) * select * SCORE_BYTES
+    return CostEstimate(
+        seconds=releases * pilot.seconds_per_release,
+        bytes=held,
+        basis=f"a pilot of {pilot.releases} releases at {pilot.seconds_per_release * 1e6:.3g} us "
+        f"and {pilot.bytes_per_release:g} bytes each; {select} selection releases per dataset "
+        f"and pair, {pairs} pair(s), {samples} certification releases per dataset",
+    )
 
 
 class _Arm(NamedTuple):

@@ -66,6 +66,8 @@ class BlackBoxOptions:
         progress: show a progress bar (``None``: on a terminal, for long runs).
         executor: ``None``, ``"ray"`` or a :mod:`dpaudit.distributed` executor.
         stopping: ``"fixed"`` or ``"sequential"``.
+        force: run even when the estimated cost is beyond the limits of
+            :mod:`dpaudit.core.budget`.
 
     Raises:
         ValueError, TypeError: one sentence naming the bad argument.
@@ -87,6 +89,7 @@ class BlackBoxOptions:
     progress: bool | None = None
     executor: Any = None
     stopping: str = "fixed"
+    force: bool = False
 
     def __post_init__(self) -> None:
         """Check every option once (one sentence naming the bad one) and normalise its type."""

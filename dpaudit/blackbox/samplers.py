@@ -16,7 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -29,12 +31,14 @@ __all__ = [
     "REPLAY_RELEASES",
     "Categories",
     "OutputLayout",
+    "Pilot",
     "ReleaseSource",
     "as_sampler",
     "check_same_shape",
     "chunks_of",
     "numpy_generator",
     "open_sources",
+    "pilot_run",
     "replays",
 ]
 
@@ -465,6 +469,47 @@ def replays(source: ReleaseSource, key, n: int = REPLAY_RELEASES) -> bool:
         ValueError, TypeError: if the sampler fails or returns bad releases.
     """
     return bool(np.array_equal(source.call(n, key), source.call(n, key)))
+
+
+class Pilot(NamedTuple):
+    """What the short runs before an audit measured of a sampler.
+
+    Attributes:
+        replays: two runs from one key gave the same releases (``None``: not checked).
+        seconds_per_release: wall time per release of the last (warm) run.
+        bytes_per_release: memory of one release as the audit holds it.
+        releases: releases per run.
+    """
+
+    replays: bool | None
+    seconds_per_release: float
+    bytes_per_release: float
+    releases: int
+
+
+def pilot_run(source: ReleaseSource, key, *, replay: bool, n: int = REPLAY_RELEASES) -> Pilot:
+    """Time short runs of ``source``'s sampler; with ``replay``, check that they agree.
+
+    The second run is timed (the first may compile); without ``replay`` there is one run.
+
+    Args:
+        source: a :class:`ReleaseSource` (its sampler and dataset).
+        key: the JAX key of the runs (not one the audit draws with).
+        replay: run twice from ``key`` and compare (:func:`replays`).
+        n: releases per run.
+
+    Returns:
+        The :class:`Pilot`.
+
+    Raises:
+        ValueError, TypeError: if the sampler fails or returns bad releases.
+    """
+    first = source.call(n, key) if replay else None
+    start = time.perf_counter()
+    last = source.call(n, key)
+    seconds = time.perf_counter() - start
+    same = bool(np.array_equal(first, last)) if replay else None
+    return Pilot(same, seconds / n, np.asarray(last).nbytes / n, n)
 
 
 def check_same_shape(sources: tuple[ReleaseSource, ReleaseSource], name: str) -> None:

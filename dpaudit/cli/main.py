@@ -44,12 +44,15 @@ Exit codes:
   a previous dpaudit report, a ``--json`` path that cannot be written, ``-k``
   selecting nothing); found before any audit runs where possible, and nothing
   is written.
-* **3** — an internal error or an interrupted run: a builder, sampler or audit
+* **3** — an internal error: a builder, sampler or audit
   that crashed (a sampler or model raising any exception mid-audit, even a
   ``ValueError``, is a crash in the mechanism, named with the audit), a user's
-  ``sys.exit`` inside a mechanism or sampler file,
-  Ctrl-C, a full disk, a report that could not be drawn. No verdict is
-  reported and nothing partial is published.
+  ``sys.exit`` inside a mechanism or sampler file, a full disk, a report that
+  could not be drawn. No verdict is reported and nothing partial is published.
+* **130** — interrupted (Ctrl-C, ``SIGINT``): no verdict, nothing partial is
+  published, the report's staging folder is removed; run as the ``dpaudit``
+  program, the process then ends without the interpreter's shutdown (which has
+  crashed natively with XLA's threads mid-computation: exit 139).
 
 Errors are one sentence on stderr; ``-v``/``--verbose`` adds the traceback.
 A black-box audit's verdict is ``violation`` or ``inconclusive``.
@@ -64,6 +67,7 @@ and ``--version`` answer at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
 import json
@@ -84,6 +88,7 @@ __all__ = [
     "BAD_VERDICTS",
     "EXIT_ERROR",
     "EXIT_FOUND",
+    "EXIT_INTERRUPTED",
     "EXIT_INVALID",
     "EXIT_OK",
     "AuditCrash",
@@ -105,6 +110,8 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_FOUND, EXIT_INVALID, EXIT_ERROR = 0, 1, 2, 3
+#: Exit code of an interrupted run (128 + SIGINT, as shells report Ctrl-C).
+EXIT_INTERRUPTED = 130
 #: Default ``--suite-confidence``: a run of correct, exactly tight mechanisms shows a
 #: violation with probability at most 5 % (Holm's correction, :mod:`dpaudit.estimation.significance`).
 SUITE_CONFIDENCE = 0.95
@@ -213,6 +220,7 @@ class PreparedAudit:
         pair: the neighbouring datasets ``(D, D')``.
         claim_note: for a ``FILE.py:CALLABLE`` target, which claim is audited
             and where it comes from; empty for a spec.
+        force: run even beyond the estimated-cost limits (``--force``).
     """
 
     spec: object
@@ -221,6 +229,7 @@ class PreparedAudit:
     features: object = None
     pair: tuple = ()
     claim_note: str = ""
+    force: bool = False
 
 
 def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
@@ -332,6 +341,7 @@ def run_audit(item: PreparedAudit):
         "seed": spec.seed,
         "confidence": spec.confidence,
         "progress": False,
+        "force": item.force,
     }
     if item.target is None:
         return dpaudit.audit(item.mechanism, data, data_prime, **budget)
@@ -1201,6 +1211,8 @@ def _prepare_targets(args) -> list[PreparedAudit]:
     if not prepared:
         raise _spec_error(f"-k {args.k!r} selects none of the audits of {' '.join(args.targets)}.")
     _check_unique(prepared)
+    if getattr(args, "force", False):
+        prepared = [dataclasses.replace(p, force=True) for p in prepared]
     return prepared
 
 
@@ -1676,6 +1688,9 @@ def _add_error_options(p: argparse.ArgumentParser) -> None:
                    help="1 - the run's false-alarm level: the probability that correct, exactly "
                    "tight mechanisms show any violation in the run is at most 1 - C (Holm's "
                    f"correction over the run's audits; default {SUITE_CONFIDENCE})")  # fmt: skip
+    e.add_argument("--force", action="store_true",
+                   help="run audits whose estimated time or memory is beyond the limits (a day, "
+                   "2 GiB); without it they are refused with their estimate")  # fmt: skip
 
 
 def _check_error_options(args) -> None:
@@ -1754,9 +1769,10 @@ def _verbose_parent() -> argparse.ArgumentParser:
 _EPILOG = (
     "Exit codes: 0 every audit finished and every verdict is acceptable; 1 an unexpected "
     "verdict (a violation, or a missed expected verdict); 2 invalid input (nothing written); 3 "
-    "an internal error or an interrupted run (a crash, a user's sys.exit, Ctrl-C, a full disk; no "
-    "verdict, nothing published). Results go to stdout, progress and logs to stderr. Errors are "
-    "one sentence on stderr; -v adds the traceback."
+    "an internal error (a crash, a user's sys.exit, a full disk; no verdict, nothing "
+    "published); 130 interrupted (Ctrl-C; no verdict, nothing published). Results go to "
+    "stdout, progress and logs to stderr. Errors are one sentence on stderr; -v adds the "
+    "traceback."
 )
 
 
@@ -1808,7 +1824,7 @@ def _error_sentence(err: BaseException) -> tuple[str, int]:
     if isinstance(err, ValueError | TypeError):  # SpecError and ReportPathError included
         return str(err), EXIT_INVALID
     if isinstance(err, KeyboardInterrupt):
-        return "interrupted; no verdict, nothing was published.", EXIT_ERROR
+        return "interrupted; no verdict, nothing was published.", EXIT_INTERRUPTED
     if isinstance(err, SystemExit):
         return (
             f"user code called sys.exit({err.code!r}) while the audits were loaded or run; "
@@ -1844,7 +1860,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns:
         The exit code (see the module docstring): :data:`EXIT_OK`,
-        :data:`EXIT_FOUND`, :data:`EXIT_INVALID` or :data:`EXIT_ERROR`. An
+        :data:`EXIT_FOUND`, :data:`EXIT_INVALID`, :data:`EXIT_ERROR` or
+        :data:`EXIT_INTERRUPTED` (run as the program, Ctrl-C ends the process). An
         error is one sentence on stderr, with the traceback under ``--verbose``.
     """
     parser = build_parser()
@@ -1867,7 +1884,23 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             traceback.print_exc()
         print(f"dpaudit: {message}".splitlines()[0], file=sys.stderr)
+        if code == EXIT_INTERRUPTED and argv is None:
+            _end_interrupted()
         return code
+
+
+def _end_interrupted() -> None:
+    """End the ``dpaudit`` program after Ctrl-C, once its files are cleaned up.
+
+    The interpreter's shutdown, with XLA's worker threads still inside an interrupted
+    computation, has ended in a segmentation fault (exit 139). Every staging file is removed
+    by the ``finally`` blocks that ran before this point; the process flushes its streams
+    and leaves at once with :data:`EXIT_INTERRUPTED`.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -53,13 +53,16 @@ from dpaudit.model.claims import (
 from dpaudit.whitebox.scope import scope_text
 
 __all__ = [
+    "REPORT_FILES",
     "REPORT_MARKER",
     "SCHEMA",
+    "STAGING_PREFIX",
     "AuditOutcome",
     "ReportPathError",
     "check_json_path",
     "check_output_file",
     "check_report_folder",
+    "clean_debris",
     "counts_line",
     "json_document",
     "now",
@@ -504,6 +507,25 @@ def _check_parent(path: Path, what: str) -> None:
         raise ReportPathError(f"{what} {path}: cannot write into {ancestor} (permission denied).")
 
 
+#: The files of a report folder, as its marker lists them (the manifest of what dpaudit wrote).
+REPORT_FILES = (REPORT_MARKER, "index.html", "results.json")
+_MANIFEST_PREFIX = "files: "
+
+
+def _manifest(folder: Path) -> set[str]:
+    """The files the marker of ``folder`` says dpaudit wrote (markers without a list: the
+    three files every report holds)."""
+    for line in (folder / REPORT_MARKER).read_text(encoding="utf-8").splitlines():
+        if line.startswith(_MANIFEST_PREFIX):
+            return set(line[len(_MANIFEST_PREFIX) :].split())
+    return set(REPORT_FILES)
+
+
+def _foreign_files(folder: Path) -> list[str]:
+    """Names in a marked report folder that dpaudit did not write (sorted)."""
+    return sorted(p.name for p in folder.iterdir() if p.name not in _manifest(folder))
+
+
 def _is_previous_report(folder: Path) -> bool:
     """A folder dpaudit wrote: it holds the marker, or (reports written before the
     marker existed) exactly ``results.json`` and ``index.html`` with our schema."""
@@ -541,6 +563,13 @@ def check_report_folder(folder: str | Path) -> Path:
         raise ReportPathError(
             f"--report {folder} is a folder that is not a previous dpaudit report (no "
             f"{REPORT_MARKER} file); choose a new or empty folder."
+        )
+    if folder.is_dir() and (folder / REPORT_MARKER).is_file() and _foreign_files(folder):
+        foreign = _foreign_files(folder)
+        raise ReportPathError(
+            f"--report {folder} is a previous dpaudit report holding files dpaudit did not "
+            f"write ({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); move them "
+            "out or choose another folder (dpaudit never deletes what it did not write)."
         )
     _check_parent(folder, "--report")
     return folder
@@ -971,6 +1000,71 @@ def _training_section(o: AuditOutcome) -> list[str]:
 
 _SECTIONS = {"black-box": _blackbox_section, "training": _training_section}
 
+#: Prefix of the hidden staging folder a report is written into, then the process id.
+STAGING_PREFIX = ".dpaudit-report-"
+
+
+def _aside_prefix(folder: Path) -> str:
+    """Prefix of the hidden name an old report is moved to while it is replaced."""
+    return f".{folder.name}.old-{os.getpid()}-"
+
+
+def _owner_gone(name: str, prefix: str) -> bool:
+    """Whether the process named after ``prefix`` in ``name`` has ended (a kill's debris).
+
+    Names without a process id (written by an older dpaudit) are never taken for debris.
+    """
+    pid = name[len(prefix) :].partition("-")[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
+
+
+def _ours(path: Path) -> bool:
+    """A folder dpaudit made: it holds the marker, or nothing (killed before writing it)."""
+    return (path / REPORT_MARKER).is_file() or not any(path.iterdir())
+
+
+def clean_debris(folder: str | Path) -> list[Path]:
+    """Remove what a killed run left beside ``folder``: staging and ``.old`` folders.
+
+    A hard kill (``SIGKILL``, a power cut) skips the clean-up every other exit path runs:
+    it can leave the staging folder of a report and, between the two renames that replace
+    a report, the old report under its hidden ``.NAME.old-PID-*`` name. Only folders whose
+    process has ended and that dpaudit wrote (the marker, or empty) are touched: a staging
+    folder is removed; an old report is put back when ``folder`` is missing (the kill came
+    after it was moved aside), else removed.
+
+    Args:
+        folder: the report folder about to be written.
+
+    Returns:
+        The debris folders handled.
+    """
+    folder = Path(folder)
+    if not folder.parent.is_dir():
+        return []
+    handled = []
+    aside = f".{folder.name}.old-"
+    for path in sorted(folder.parent.iterdir()):
+        for prefix in (STAGING_PREFIX, aside):
+            if not (path.name.startswith(prefix) and path.is_dir()):
+                continue
+            if not (_owner_gone(path.name, prefix) and _ours(path)):
+                continue
+            if prefix == aside and not folder.exists():
+                os.rename(path, folder)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+            handled.append(path)
+    return handled
+
 
 def _publish(staging: Path, folder: Path) -> None:
     """Move the complete report ``staging`` to ``folder``; an old report there is replaced.
@@ -988,7 +1082,7 @@ def _publish(staging: Path, folder: Path) -> None:
     if not folder.exists():
         os.rename(staging, folder)
         return
-    aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
+    aside = Path(tempfile.mkdtemp(prefix=_aside_prefix(folder), dir=folder.parent))
     aside.rmdir()  # a unique free name for the old report
     os.rename(folder, aside)
     try:
@@ -1034,11 +1128,12 @@ def write_report(
     folder = check_report_folder(folder)
     started = started or now()
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".dpaudit-report-", dir=folder.parent))
+    clean_debris(folder)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder.parent))
     try:
         (staging / REPORT_MARKER).write_text(
             f"written by dpaudit {dpaudit.__version__}; dpaudit replaces only folders holding "
-            "this file\n",
+            f"this file\n{_MANIFEST_PREFIX}{' '.join(REPORT_FILES)}\n",
             encoding="utf-8",
         )
         write_json(outcomes, staging / "results.json", started=started)

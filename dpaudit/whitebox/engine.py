@@ -57,6 +57,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from dpaudit.core.budget import check_cost
 from dpaudit.core.checks import check_distinct_pair
 from dpaudit.core.errors import UserCodeError, raised_in, user_code_error
 from dpaudit.core.executors import resolve_executor
@@ -67,7 +68,7 @@ from dpaudit.model.mechanism import Mechanism
 from dpaudit.model.sites import JointRelease
 from dpaudit.whitebox.certificate import find_certificate
 from dpaudit.whitebox.kernels import loss_kernel
-from dpaudit.whitebox.options import AuditOptions
+from dpaudit.whitebox.options import AuditOptions, whitebox_cost
 from dpaudit.whitebox.plan import AuditPlan, choose_chunk_size, plan_audit, release_width
 from dpaudit.whitebox.result import AuditResult, Certificate
 from dpaudit.whitebox.run import (
@@ -181,6 +182,7 @@ def audit(
     progress: bool | None = None,
     method: str | None = None,
     executor=None,
+    force: bool = False,
 ) -> AuditResult:
     """Audit ``mechanism``'s claim on the neighbouring datasets ``data`` and ``data_prime``.
 
@@ -208,6 +210,9 @@ def audit(
         method: deprecated alias of ``bound_method`` (emits a ``DeprecationWarning``).
         executor: ``None`` (this process) or ``"ray"`` / a :mod:`dpaudit.runtime`
             executor: the chunks run as shards on workers, with bit-identical results.
+        force: run even when the estimated cost (:func:`whitebox_cost`) is beyond the
+            limits of :mod:`dpaudit.core.budget` (a day, 2 GiB); otherwise such an audit is
+            refused before it runs.
 
     Returns:
         An :class:`~dpaudit.AuditResult`, the same as :func:`run_audit` with an
@@ -233,6 +238,7 @@ def audit(
         discretization=discretization,
         progress=progress,
         executor=executor,
+        force=force,
     )
     return run_audit(mechanism, data, data_prime, options)
 
@@ -257,6 +263,12 @@ def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> 
         raise TypeError(f"options must be a dpaudit.AuditOptions, got {type(options).__name__}.")
     _check_mechanism(mechanism)
     check_distinct_pair("data and data_prime", data, data_prime)
+    check_cost(
+        whitebox_cost(options),
+        what=f"the audit of {mechanism.name!r}",
+        force=options.force,
+        budget="samples or keep_samples",
+    )
     notion = mechanism.claim if is_notion_claim(mechanism.claim) else None
     if notion is not None:  # audit the (epsilon, delta) anchor, then judge the notion
         mechanism = dataclasses.replace(mechanism, claim=notion.as_dp())

@@ -20,10 +20,18 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit.core.budget import CostEstimate
 from dpaudit.estimation.pld import BOUND_METHODS
 from dpaudit.model.loss import ROUTES
 
-__all__ = ["AuditOptions"]
+__all__ = ["KEPT_LOSS_BYTES", "SECONDS_PER_RELEASE_FLOOR", "AuditOptions", "whitebox_cost"]
+
+#: A floor on the time of one Monte Carlo release and its loss in one direction (the
+#: fastest white-box audits measured take tens of nanoseconds): a budget refused on this
+#: floor is beyond the limit whatever the mechanism.
+SECONDS_PER_RELEASE_FLOOR = 1e-9
+#: Bytes of one kept loss (a float64) of ``keep_samples``.
+KEPT_LOSS_BYTES = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +57,8 @@ class AuditOptions:
         discretization: grid spacing of the numerical Laplace accounting, finite and > 0.
         progress: show a progress bar (``None``: for long runs on a terminal).
         executor: ``None``, ``"ray"`` or a :mod:`dpaudit.distributed` executor.
+        force: run even when the audit's estimated cost is beyond
+            :data:`dpaudit.core.budget.MAX_SECONDS` or :data:`~dpaudit.core.budget.MAX_BYTES`.
 
     Raises:
         ValueError: one sentence naming the bad argument.
@@ -68,6 +78,7 @@ class AuditOptions:
     discretization: float = 1e-4
     progress: bool | None = None
     executor: Any = None
+    force: bool = False
 
     def __post_init__(self) -> None:
         """Check every option once (one sentence naming the bad one) and normalise its type."""
@@ -100,6 +111,29 @@ class AuditOptions:
         }
         for field, value in values.items():
             object.__setattr__(self, field, value)
+
+
+def whitebox_cost(options: AuditOptions) -> CostEstimate:
+    """A lower estimate of a white-box audit's cost, known before anything runs.
+
+    The Monte Carlo losses are folded chunk by chunk, so the memory that grows with the
+    budget is the ``keep_samples`` losses kept per direction; the time is at least
+    :data:`SECONDS_PER_RELEASE_FLOOR` per release and direction.
+
+    Args:
+        options: the audit's options.
+
+    Returns:
+        The :class:`~dpaudit.core.budget.CostEstimate` (a floor: refusing on it never
+        refuses an audit that would fit the limits).
+    """
+    return CostEstimate(
+        seconds=2 * options.samples * SECONDS_PER_RELEASE_FLOOR,
+        bytes=2 * min(options.keep_samples, options.samples) * KEPT_LOSS_BYTES,
+        basis=f"at least {SECONDS_PER_RELEASE_FLOOR * 1e9:g} ns per release and direction, "
+        f"{options.samples} releases per direction, {options.keep_samples} losses kept per "
+        "direction",
+    )
 
 
 def _epsilon_grid(epsilons) -> tuple[float, ...] | None:

@@ -28,6 +28,7 @@ from dpaudit.model.densities import check_has_density
 from dpaudit.model.mechanism import Mechanism
 from dpaudit.model.shift import NoiseShift, joint_noise_shift, noise_shift
 from dpaudit.model.sites import JointRelease, undeclared_adaptive_sites
+from dpaudit.model.traced_randomness import check_traced_randomness
 from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.subsampled_sites import (
     DECLARE_SUBSAMPLING,
@@ -315,13 +316,16 @@ def plan_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) ->
         An :class:`AuditPlan`.
 
     Raises:
-        ValueError: non-adjacent datasets, or ``route="closed-form"`` on unstructured noise.
+        ValueError: non-adjacent datasets, ``route="closed-form"`` on unstructured noise, or
+            a model whose traces differ under one seed (it draws outside numpyro).
         TypeError: a release distribution without a density.
     """
     claim = mechanism.claim
     route, exact, discretization = options.route, options.exact, options.discretization
     if options.check_adjacency:
         check_adjacent(data, data_prime, claim.adjacency)
+    # a model drawing np.random numbers while traced would be audited as two mechanisms
+    check_traced_randomness(mechanism.model, data, mechanism.name)
     dist_d = mechanism.release_distribution(data)
     dist_dp = mechanism.release_distribution(data_prime)
     if isinstance(dist_d, JointRelease) and isinstance(dist_dp, JointRelease):

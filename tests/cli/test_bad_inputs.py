@@ -147,7 +147,7 @@ def _check_black_box_spec(tmp_path, sampler_text, *replacements) -> int:
         ("learning_rate = nan", "learning_rate: must be a finite number > 0"),
         ("learning_rate = inf", "learning_rate: must be a finite number > 0"),
         ("l2 = nan", "l2: must be a finite number >= 0"),
-        ("hidden = []", "hidden: must be a list of layer widths"),
+        ("hidden = []", "hidden: must be a non-empty list of layer widths"),
     ],
 )
 def test_classifier_options_must_be_finite(tmp_path, capsys, option, fragment):

@@ -9,7 +9,14 @@ from spec_fixtures import USER, write_correct_spec
 
 import dpaudit.cli.main
 import dpaudit.io.report
-from dpaudit.cli.main import EXIT_ERROR, EXIT_FOUND, EXIT_INVALID, EXIT_OK, main
+from dpaudit.cli.main import (
+    EXIT_ERROR,
+    EXIT_FOUND,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_OK,
+    main,
+)
 
 
 @pytest.fixture
@@ -75,13 +82,14 @@ def test_a_crashing_builder_is_exit_3_with_the_traceback_only_under_verbose(spec
     assert "Traceback" in capsys.readouterr().err
 
 
-def test_an_interrupted_run_is_exit_3_and_publishes_nothing(spec, tmp_path, capsys, monkeypatch):
+def test_an_interrupted_run_is_exit_130_and_publishes_nothing(spec, tmp_path, capsys, monkeypatch):
     def interrupted(item):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(dpaudit.cli.main, "run_audit", interrupted)
     reports, results = tmp_path / "reports", tmp_path / "r.json"
-    assert main(["run", str(spec), "--report", str(reports), "--json", str(results)]) == EXIT_ERROR
+    code = main(["run", str(spec), "--report", str(reports), "--json", str(results)])
+    assert code == EXIT_INTERRUPTED == 130
     assert "interrupted" in _one_sentence(capsys)
     assert not reports.exists() and not results.exists()
 

@@ -8,7 +8,7 @@ import pytest
 from spec_fixtures import write_correct_spec
 
 import dpaudit.cli.main
-from dpaudit.cli.main import EXIT_ERROR, EXIT_INVALID, EXIT_OK, main
+from dpaudit.cli.main import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, main
 from dpaudit.io.report import REPORT_MARKER
 
 
@@ -117,7 +117,8 @@ def test_an_interrupted_swap_leaves_the_old_report(
 
     monkeypatch.setattr(os, "rename", rename_failing_once)
     monkeypatch.setattr(os, "replace", rename_failing_once)
-    assert _run(spec, "--report", str(reports), seed=1) == EXIT_ERROR
+    expected = EXIT_INTERRUPTED if isinstance(failure, KeyboardInterrupt) else EXIT_ERROR
+    assert _run(spec, "--report", str(reports), seed=1) == expected
     assert {p.name: p.read_text() for p in reports.iterdir()} == old
     assert sorted(p.name for p in tmp_path.iterdir()) == ["audits", "reports"]
     assert len(calls) >= failing_call

@@ -29,7 +29,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.blackbox.samplers import ReleaseSource, check_same_shape
-from dpaudit.blackbox.statistics.classifiers import ClassifierOptions, logistic_fit, mlp_fit
+from dpaudit.blackbox.statistics.classifiers import (
+    ClassifierOptions,
+    classifier_option_problem,
+    logistic_fit,
+    mlp_fit,
+)
 from dpaudit.blackbox.statistics.features import (
     feature_description,
     fit_standard_features,
@@ -54,6 +59,7 @@ __all__ = [
     "STATISTIC_RESOLUTION",
     "ClassifierOptions",
     "FittedStatistic",
+    "classifier_option_problem",
     "classifier_settings",
     "feature_description",
     "fit_standard_features",

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.optimize
 import threadpoolctl
 
-__all__ = ["ClassifierOptions", "logistic_fit", "mlp_fit"]
+__all__ = ["ClassifierOptions", "classifier_option_problem", "logistic_fit", "mlp_fit"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,40 +61,69 @@ class ClassifierOptions:
 
     def __post_init__(self) -> None:
         """Check every option (the trainers would otherwise fail deep inside JAX)."""
+        for field in dataclasses.fields(self):
+            problem = classifier_option_problem(field.name, getattr(self, field.name))
+            if problem is not None:
+                raise ValueError(f"classifier_options[{field.name!r}] {problem}")
+        object.__setattr__(self, "hidden", tuple(int(w) for w in self.hidden))
+
+
+def classifier_option_problem(key: str, value) -> str | None:
+    """What is wrong with one classifier option, the check of every entry point.
+
+    :class:`ClassifierOptions` (the Python API) and the spec loader
+    (``[blackbox.classifier_options]``) both ask this function, so a value is refused in
+    one place, with the same reason, whichever way it came in.
+
+    Args:
+        key: a field of :class:`ClassifierOptions`.
+        value: its value.
+
+    Returns:
+        ``None`` if ``value`` is allowed, else the end of one sentence (``"must be ...,
+        got ..."``) that the caller prefixes with the option's name.
+
+    Raises:
+        ValueError: if ``key`` is not a field of :class:`ClassifierOptions`.
+
+    Example:
+        >>> classifier_option_problem("learning_rate", float("nan"))
+        'must be a finite number > 0, got nan.'
+        >>> classifier_option_problem("hidden", [8]) is None
+        True
+    """
+    if key in ("l2", "learning_rate"):
         # NaN compares False with everything, and an infinite rate or penalty trains nothing
         # (the audit would read epsilon_lower = 0): both are refused here
-        _check_rate("l2", self.l2, inclusive=True)
-        _check_rate("learning_rate", self.learning_rate, inclusive=False)
-        for key in ("steps", "batch"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(
-                    f"classifier_options[{key!r}] must be an integer >= 1, got {value!r}."
-                )
-        hidden = self.hidden
-        widths = list(hidden) if isinstance(hidden, list | tuple) else None
-        if not widths or not all(
-            isinstance(w, int | np.integer) and not isinstance(w, bool) and w >= 1 for w in widths
-        ):
-            raise ValueError(
-                "classifier_options['hidden'] must be a non-empty list of layer widths >= 1 (e.g. "
-                f"[32, 16]), got {hidden!r}."
-            )
-        object.__setattr__(self, "hidden", tuple(int(w) for w in widths))
+        return _rate_problem(value, inclusive=key == "l2")
+    if key in ("steps", "batch"):
+        if _is_integer(value) and value >= 1:
+            return None
+        return f"must be an integer >= 1, got {value!r}."
+    if key == "hidden":
+        widths = list(value) if isinstance(value, list | tuple) else None
+        if widths and all(_is_integer(w) and w >= 1 for w in widths):
+            return None
+        return f"must be a non-empty list of layer widths >= 1 (e.g. [32, 16]), got {value!r}."
+    raise ValueError(f"unknown classifier option {key!r}.")
 
 
-def _check_rate(key: str, value, *, inclusive: bool) -> None:
-    """A finite number ``>= 0`` (``inclusive``) or ``> 0``, else one sentence naming ``key``."""
+def _is_integer(value) -> bool:
+    """An integer that is not a bool."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def _rate_problem(value, *, inclusive: bool) -> str | None:
+    """A finite number ``>= 0`` (``inclusive``) or ``> 0``, else the reason it is not."""
     number = isinstance(value, int | float | np.integer | np.floating)
     if isinstance(value, bool) or not number or not math.isfinite(value):
         ok = False
     else:
         ok = value >= 0 if inclusive else value > 0
-    if not ok:
-        relation = ">=" if inclusive else ">"
-        raise ValueError(
-            f"classifier_options[{key!r}] must be a finite number {relation} 0, got {value!r}."
-        )
+    if ok:
+        return None
+    relation = ">=" if inclusive else ">"
+    return f"must be a finite number {relation} 0, got {value!r}."
 
 
 def _labelled(z_p, z_q):

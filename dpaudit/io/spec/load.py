@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from dpaudit.blackbox import METHODS, OBJECTIVES, AutoPairs
 from dpaudit.blackbox.options import STOPPING_RULES
+from dpaudit.blackbox.statistics import classifier_option_problem
 from dpaudit.io.datasets import generators
 from dpaudit.io.spec.schema import (
     BLACKBOX_VERDICTS,
@@ -479,24 +480,10 @@ def _check_classifier_option(path: Path, key: str, value) -> None:
     field = f"blackbox.classifier_options.{key}"
     if key not in CLASSIFIER_OPTIONS:
         raise field_error(path, field, f"unknown option; known are {list(CLASSIFIER_OPTIONS)}.")
-    if key == "hidden":
-        widths_ok = (
-            isinstance(value, list)
-            and value
-            and all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in value)
-        )
-        if not widths_ok:
-            raise field_error(path, field, f"must be a list of layer widths >= 1, got {value!r}.")
-    elif key in ("steps", "batch"):
-        if _number(path, field, value, integer=True) < 1:
-            raise field_error(path, field, f"must be >= 1, got {value!r}.")
-    # NaN compares False with everything, so `nan <= 0` let it through: a NaN or
-    # infinite rate or penalty trains nothing and the audit read epsilon_lower = 0
-    elif key == "l2":
-        if not (math.isfinite(_number(path, field, value)) and value >= 0):
-            raise field_error(path, field, f"must be a finite number >= 0, got {value!r}.")
-    elif not (math.isfinite(_number(path, field, value)) and value > 0):  # learning_rate
-        raise field_error(path, field, f"must be a finite number > 0, got {value!r}.")
+    # the same check as the Python API's ClassifierOptions (one rule, one reason)
+    problem = classifier_option_problem(key, value)
+    if problem is not None:
+        raise field_error(path, field, problem)
 
 
 def _blackbox_classifier_options(path: Path, table: Mapping, *, classifier: bool) -> dict:

@@ -1,0 +1,71 @@
+"""Issue 34: Ctrl-C during ``dpaudit audit`` exits 130, with no native crash and no debris.
+
+The command runs in a subprocess (as the ``dpaudit`` program); SIGINT is sent once the model
+has run inside the audit (a file it touches), while the Monte Carlo chunks run in XLA.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dpaudit.cli.main import EXIT_INTERRUPTED
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MODEL = """
+import pathlib
+import jax, jax.numpy as jnp, numpyro, numpyro.distributions as dist
+from dpaudit import Claim, Mechanism
+
+FLAG = pathlib.Path(__file__).with_name("running")
+
+def _mark(value):
+    FLAG.touch()
+
+def build(n=20):
+    def model(data):
+        mean = jnp.mean(jnp.clip(data[:, 0], 0.0, 1.0))
+        jax.debug.callback(_mark, mean)
+        numpyro.sample("release", dist.Laplace(mean, 1.0 / n))
+    return Mechanism("slow-mean", model,
+                     Claim(epsilon=1.0, sensitivity=1 / n, sensitivity_norm="l1"),
+                     difference_norm=jnp.abs, params={"n": n})
+"""
+
+
+def _start(tmp_path: Path, *options: str) -> subprocess.Popen:
+    (tmp_path / "user.py").write_text(MODEL)
+    command = [sys.executable, "-m", "dpaudit.cli.main", "audit", "user.py:build"]
+    command += ["--generator", "points", "--data-param", "n=20", "--cache-dir", "none"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    return subprocess.Popen(
+        [*command, *options], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _wait_for(path: Path, process: subprocess.Popen) -> None:
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+
+
+def test_sigint_during_an_audit_exits_130_and_leaves_nothing(tmp_path):
+    process = _start(tmp_path, "--samples", str(10**9), "--report", "reports", "--json", "r.json")
+    try:
+        _wait_for(tmp_path / "running", process)
+        time.sleep(1.0)  # the audit's chunks are running
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == EXIT_INTERRUPTED, err
+    lines = err.strip().splitlines()
+    assert lines[-1] == "dpaudit: interrupted; no verdict, nothing was published.", err
+    assert "Segmentation" not in err and "Traceback" not in err
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["running", "user.py"], left
