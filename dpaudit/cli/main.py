@@ -54,11 +54,13 @@ Exit codes:
 Errors are one sentence on stderr; ``-v``/``--verbose`` adds the traceback.
 A black-box audit's verdict is ``violation`` or ``inconclusive``.
 
-JAX compilation cache: run as the ``dpaudit`` program, the command keeps
-compiled XLA programs in ``--cache-dir`` (default ``$DPAUDIT_CACHE_DIR``, else
-``~/.cache/dpaudit/jax``; ``none`` turns it off), so a second run skips most
-compilation. Nothing here imports JAX before a command needs it, so ``--help``
-and ``--version`` answer at once.
+JAX compilation cache (:mod:`dpaudit.core.compilation_cache`): ``audit``, ``run``
+and ``check`` keep compiled XLA programs in ``--cache-dir`` (default
+``$DPAUDIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/dpaudit/jax`` or
+``~/.cache/dpaudit/jax``), so a second run skips most compilation; ``--no-cache``,
+``--cache-dir none`` or ``DPAUDIT_CACHE=0`` turn it off. A folder that cannot be
+written gives one warning line and the run continues uncached. Nothing here
+imports JAX before a command needs it, so ``--help`` and ``--version`` answer at once.
 """
 
 from __future__ import annotations
@@ -74,9 +76,11 @@ import tempfile
 import time
 import tomllib
 import traceback
+import warnings
 from pathlib import Path
 
 import dpaudit
+from dpaudit.core import compilation_cache
 from dpaudit.core.errors import UserCodeError
 
 __all__ = [
@@ -1528,25 +1532,28 @@ def info(args) -> int:
 # ------------------------------------------------------------------ the command line
 
 
-def _default_cache() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return os.environ.get("DPAUDIT_CACHE_DIR") or str(Path(base) / "dpaudit" / "jax")
+def _configure_cache(args: argparse.Namespace) -> None:
+    """This run's compilation cache: off, ``--cache-dir``, or the per-user default.
 
-
-def _configure_cache(folder: str) -> None:
-    """Keep compiled XLA programs in ``folder`` across runs (``"none"``: no cache).
-
-    Compilation dominates small audits (most of their first call); a warm cache
-    turns it into a file read.
+    A folder that cannot be written is one ``dpaudit:`` line on stderr; the run goes on
+    without the cache.
     """
-    if folder.lower() in ("", "none", "off"):
-        return
-    import jax
-
-    jax.config.update("jax_compilation_cache_dir", folder)
-    # jax caches only programs that took >= 1 s to compile by default; an audit compiles
-    # many smaller ones (0.1-1 s each), which together dominate a suite's run time
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
+    folder = getattr(args, "cache_dir", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", compilation_cache.CompilationCacheWarning)
+        if getattr(args, "no_cache", False) or (folder or "").lower() in ("none", "off"):
+            compilation_cache.disable_compilation_cache()
+        elif folder:
+            compilation_cache.enable_compilation_cache(folder)
+        else:
+            compilation_cache.ensure_compilation_cache()
+    for warning in caught:
+        if issubclass(warning.category, compilation_cache.CompilationCacheWarning):
+            print(str(warning.message).splitlines()[0], file=sys.stderr)
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
 
 
 def _add_target_options(p: argparse.ArgumentParser) -> None:
@@ -1714,7 +1721,9 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
                    help="an inconclusive verdict without an expected one fails the run")  # fmt: skip
     p.add_argument("--cache-dir", metavar="DIR",
                    help="JAX compilation cache (default $DPAUDIT_CACHE_DIR, else "
-                   "~/.cache/dpaudit/jax; 'none' turns it off)")  # fmt: skip
+                   "$XDG_CACHE_HOME/dpaudit/jax or ~/.cache/dpaudit/jax; 'none' turns it off)")  # fmt: skip
+    p.add_argument("--no-cache", action="store_true",
+                   help="compile without the JAX compilation cache (as DPAUDIT_CACHE=0)")  # fmt: skip
     p.add_argument("--workers", type=int, help="run the specs in parallel on N local Ray workers")
     p.add_argument("--ray", metavar="ADDRESS", help="run the specs on the Ray cluster at ADDRESS")
 
@@ -1816,7 +1825,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Args:
         argv: the arguments (without the program name); ``None`` reads
-            ``sys.argv`` (and turns on the compilation cache by default).
+            ``sys.argv``. ``audit``, ``run`` and ``check`` turn the compilation
+            cache on unless told otherwise (:mod:`dpaudit.core.compilation_cache`).
 
     Returns:
         The exit code (see the module docstring): :data:`EXIT_OK`,
@@ -1833,10 +1843,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dpaudit: --{option.replace('_', '-')} must be >= 1.", file=sys.stderr)
             return EXIT_INVALID
     try:
-        cache = getattr(args, "cache_dir", None)
-        if cache is not None or (argv is None and hasattr(args, "cache_dir")):
-            # in-process callers (tests, notebooks) keep their own JAX configuration
-            _configure_cache(cache if cache is not None else _default_cache())
+        if hasattr(args, "cache_dir"):
+            _configure_cache(args)
         return _COMMANDS[args.command](args)
     except (Exception, KeyboardInterrupt, SystemExit) as err:
         message, code = _error_sentence(err)
