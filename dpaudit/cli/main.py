@@ -226,11 +226,16 @@ class PreparedAudit:
     claim_note: str = ""
 
 
-def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
-    """One spec prepared; a builder, sampler or generator that crashes is an :class:`AuditCrash`."""
+def _prepare_one(path, seed: int | None, samples: int | None, draw: bool = True) -> PreparedAudit:
+    """One spec prepared; a builder, sampler or generator that crashes is an :class:`AuditCrash`.
+
+    ``draw=False`` (``dpaudit validate``): the model is traced, not run (no XLA program).
+    """
     from dpaudit.io.spec import load_spec, with_overrides
 
-    return _guarded(path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples)))
+    return _guarded(
+        path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples), draw=draw)
+    )
 
 
 def _guarded(where, build, what: str = "the audit"):
@@ -243,16 +248,20 @@ def _guarded(where, build, what: str = "the audit"):
         raise AuditCrash(f"{where}: building {what} crashed ({_first_line(err)}).") from err
 
 
-def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> PreparedAudit:
+def _build_spec(
+    spec, mechanism=None, claim_note: str = "", worst=None, draw: bool = True
+) -> PreparedAudit:
     """Build a loaded spec's mechanism or target and its datasets, and run each once.
 
     ``mechanism``: the white-box mechanism when the caller built it already. ``worst``:
     ``(lo, hi)`` of ``--pairs worst``, which replaces the pair by the neighbour of its
     first dataset whose summary moves most (:func:`dpaudit.testing.worst_pair.worst_pair`).
+    ``draw=False``: a white-box model is traced abstractly instead of run (``validate``).
     """
     from dpaudit.io.spec import (
         blackbox_features,
         check_model_runs,
+        check_model_traces,
         check_pair_differs,
         check_sampler_runs,
         load_pair,
@@ -276,7 +285,7 @@ def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> Prepa
     except ValueError as err:
         raise _spec_error(f"{spec.path}: data: {err}") from None
     if mechanism is not None:
-        check_model_runs(spec.path, mechanism, pair)
+        (check_model_runs if draw else check_model_traces)(spec.path, mechanism, pair)
     features = None if target is None else blackbox_features(spec, target, pair[0])
     if target is not None:
         check_sampler_runs(spec, target.sampler, features, pair)
@@ -1163,8 +1172,11 @@ def _log(args, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def _prepare_targets(args) -> list[PreparedAudit]:
-    """Every target validated and built (specs first, then callables), ``-k`` applied."""
+def _prepare_targets(args, draw: bool = True) -> list[PreparedAudit]:
+    """Every target validated and built (specs first, then callables), ``-k`` applied.
+
+    ``draw=False`` (``validate``): spec models are traced, not run (see :func:`_prepare_one`).
+    """
     from dpaudit.io.spec import find_specs
 
     for target in args.targets:
@@ -1181,7 +1193,7 @@ def _prepare_targets(args) -> list[PreparedAudit]:
             )
     paths = [p for t in args.targets if t not in refs for p in find_specs(t)]
     paths = _select_paths(list(dict.fromkeys(Path(p) for p in paths)), args.k)
-    prepared = [_prepare_one(path, args.seed, args.samples) for path in paths]
+    prepared = [_prepare_one(path, args.seed, args.samples, draw) for path in paths]
     prepared += [
         _prepare_callable(ref, args) for ref in refs if args.k is None or matches(args.k, [ref])
     ]
@@ -1424,7 +1436,7 @@ def validate(args) -> int:
     Raises:
         SpecError: for an invalid target.
     """
-    prepared = _prepare_targets(args)
+    prepared = _prepare_targets(args, draw=False)
     for item in prepared:
         print(_describe(item.spec) + (f" ({item.claim_note})" if item.claim_note else ""))
     kinds = [p.spec.kind for p in prepared]

@@ -417,6 +417,47 @@ def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
             )
 
 
+def check_model_traces(spec_path: Path, mechanism: Mechanism, pair) -> None:
+    """Trace the model on ``D`` and ``D'`` abstractly: :func:`check_model_runs` without running it.
+
+    ``dpaudit validate`` builds every spec and audits none; tracing (``jax.eval_shape``)
+    compiles no XLA program, yet catches a duplicate site name, data of the wrong shape or
+    type, and a release that is not real. What only a draw shows (a NaN or infinite
+    release, a parameter a distribution rejects on these values) is left to
+    :func:`check_model_runs` when the audit starts.
+
+    Args:
+        spec_path: the spec file, for the message.
+        mechanism: the white-box mechanism (the spec's claim applied).
+        pair: ``(D, D')``.
+
+    Raises:
+        SpecError: naming ``mechanism``: the model fails on the data, or its release
+            is not real.
+    """
+    import jax
+
+    key = jax.ShapeDtypeStruct((2,), np.uint32)  # a PRNGKey(0), abstract: nothing runs
+    for label, data in zip(("D", "D'"), pair, strict=True):
+        try:
+            release = jax.eval_shape(lambda k, d=data: mechanism.sample(d, k), key)
+        except _MODEL_INPUT_ERRORS as err:
+            text = str(err).strip().splitlines()
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model fails on {label} ({type(err).__name__}: {text[0] if text else ''}); "
+                "check the data's shape and the model's parameters and site names.",
+            ) from None
+        if np.dtype(release.dtype).kind not in "biuf":
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model draws a release that is not a real number on {label} "
+                f"(dtype {release.dtype}); check its location and scale on these data.",
+            )
+
+
 def check_sampler_runs(spec: AuditSpec, sampler: Callable, features, pair) -> None:
     """Draw two releases of ``D`` and ``D'`` from a black-box spec's sampler before auditing.
 

@@ -1,0 +1,28 @@
+"""``dpaudit validate`` builds every mechanism and audits none: it compiles no XLA program."""
+
+import jax
+from spec_fixtures import USER, WHITE_BOX_SPEC
+
+from dpaudit.cli.main import main
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+def test_validate_compiles_no_program(tmp_path, capsys):
+    (tmp_path / "user.py").write_text(USER)
+    specs = []
+    for name, scale in (("mean", 1.0), ("mean-half", 0.5)):
+        specs.append(tmp_path / f"{name}.toml")
+        specs[-1].write_text(WHITE_BOX_SPEC.format(expected="", scale=scale))
+    compiled = []
+
+    def listener(event, duration, **kwargs):
+        compiled.append(event == BACKEND_COMPILE)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        assert main(["validate", *map(str, specs)]) == 0
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert "2 spec(s) valid" in capsys.readouterr().out
+    assert sum(compiled) == 0, f"validate compiled {sum(compiled)} XLA program(s)"
