@@ -239,6 +239,37 @@ def kl_basis(
         raise TypeError(
             f"grid must be a dpaudit Grid (see uniform_grid), got {type(grid).__name__}."
         )
+    key = _basis_key(kernel, grid, (n_components, rtol, psd_tol, symmetry_tol))
+    if key is not None and key in _BASES:
+        return _BASES[key]
+    basis = _decompose(kernel, grid, n_components, rtol, psd_tol, symmetry_tol)
+    if key is not None:
+        if len(_BASES) >= _CACHED_BASES:
+            _BASES.pop(next(iter(_BASES)))
+        _BASES[key] = basis
+    return basis
+
+
+#: Bases kept per (kernel, grid, truncation) in this process: building the catalogue builds
+#: the same Matern / Gaussian basis on the same grid for many mechanisms.
+_CACHED_BASES = 64
+_BASES: dict = {}
+
+
+def _basis_key(kernel, grid: Grid, options: tuple):
+    """The cache key of a :class:`Kernel` on a grid (``None``: not cached, e.g. a matrix)."""
+    if not isinstance(kernel, Kernel):
+        return None
+    try:
+        hash(kernel)
+    except TypeError:
+        return None
+    arrays = (np.asarray(grid.points), np.asarray(grid.weights))
+    return (kernel, *((a.shape, a.tobytes()) for a in arrays), options)
+
+
+def _decompose(kernel, grid: Grid, n_components, rtol, psd_tol, symmetry_tol):
+    """:func:`kl_basis` without its cache."""
     m = grid.size
     if isinstance(kernel, np.ndarray | jax.Array):
         gram = np.asarray(kernel, dtype=np.float64)
