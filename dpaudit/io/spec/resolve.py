@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from jax import errors as jax_errors
 
 from dpaudit.blackbox import as_sampler
 from dpaudit.core.checks import check_distinct_pair, check_finite, check_release_values
@@ -417,12 +418,22 @@ def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
             )
 
 
+#: A model that converts its data to numpy or branches on its values cannot be traced.
+_NEEDS_VALUES = (
+    jax_errors.ConcretizationTypeError,
+    jax_errors.TracerArrayConversionError,
+    jax_errors.TracerBoolConversionError,
+    jax_errors.TracerIntegerConversionError,
+)
+
+
 def check_model_traces(spec_path: Path, mechanism: Mechanism, pair) -> None:
     """Trace the model on ``D`` and ``D'`` abstractly: :func:`check_model_runs` without running it.
 
     ``dpaudit validate`` builds every spec and audits none; tracing (``jax.eval_shape``)
     compiles no XLA program, yet catches a duplicate site name, data of the wrong shape or
-    type, and a release that is not real. What only a draw shows (a NaN or infinite
+    type, and a release that is not real. A model that reads its data's values (converts
+    them to numpy, branches on them) is run as :func:`check_model_runs` does. What only a draw shows (a NaN or infinite
     release, a parameter a distribution rejects on these values) is left to
     :func:`check_model_runs` when the audit starts.
 
@@ -441,6 +452,8 @@ def check_model_traces(spec_path: Path, mechanism: Mechanism, pair) -> None:
     for label, data in zip(("D", "D'"), pair, strict=True):
         try:
             release = jax.eval_shape(lambda k, d=data: mechanism.sample(d, k), key)
+        except _NEEDS_VALUES:  # a model that reads its data's values (numpy): run it
+            return check_model_runs(spec_path, mechanism, pair)
         except _MODEL_INPUT_ERRORS as err:
             text = str(err).strip().splitlines()
             raise field_error(
