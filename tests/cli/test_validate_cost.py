@@ -29,12 +29,12 @@ def test_validate_compiles_no_program(tmp_path, capsys):
 
 
 NUMPY_MODEL = """
-import numpy as np, numpyro, numpyro.distributions as dist
+import jax.numpy as jnp, numpy as np, numpyro, numpyro.distributions as dist
 from dpaudit import Claim, Mechanism
 
 def build(n=20, scale_factor=1.0):
     def model(data):
-        mean = float(np.mean(np.clip(np.asarray(data)[:, 0], 0.0, 1.0)))  # reads the values
+        mean = float(np.mean(np.asarray(jnp.clip(data[:, 0], 0.0, 1.0))))  # reads values
         numpyro.sample("release", dist.Laplace(mean, scale_factor / n))
     return Mechanism("numpy-mean", model, Claim(epsilon=1.0, sensitivity=1 / n,
                      sensitivity_norm="l1"), params={"n": n})
