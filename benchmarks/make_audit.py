@@ -111,10 +111,12 @@ def profile(args) -> None:
     import jax
 
     sys.path.insert(0, str(ROOT))
+    from dpaudit.core.compilation_cache import disable_compilation_cache, enable_compilation_cache
+
     if args.cache != "none":
-        Path(args.cache).mkdir(parents=True, exist_ok=True)
-        jax.config.update("jax_compilation_cache_dir", args.cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
+        enable_compilation_cache(args.cache)  # as the command: every program cached
+    else:
+        disable_compilation_cache()
     from dpaudit.cli.main import prepare, run_audit
     from dpaudit.io.spec import find_specs
 

@@ -11,6 +11,11 @@ reproducible; ``HYPOTHESIS_PROFILE=long`` explores far more examples locally.
 
 import os
 
+# The suite compiles without the persistent compilation cache (the compilation-count tests
+# count backend compilations; a cache hit is none), and writes nothing to the user's cache.
+# Subprocesses inherit it. tests/core/test_compilation_cache.py turns it on in tmp folders.
+os.environ["DPAUDIT_CACHE"] = "0"
+
 import jax
 from hypothesis import settings
 

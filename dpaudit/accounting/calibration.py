@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.optimize
 import scipy.special
 
 from dpaudit.core.checks import check_delta, check_epsilon, check_positive
@@ -161,6 +160,8 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
         >>> bool(gaussian_delta(1.0, 1.0 / s) <= 1e-5) and round(s, 3) == 3.731
         True
     """
+    import scipy.optimize
+
     check_positive("sensitivity", sensitivity)
     check_epsilon(epsilon)
     check_delta(delta)

@@ -28,9 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.optimize
 import scipy.special
-import scipy.stats
 
 from dpaudit.accounting.calibration import gaussian_delta
 
@@ -79,6 +77,8 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     Returns:
         The epsilon (``0`` when ``delta_mu(0) <= delta``).
     """
+    import scipy.optimize
+
     if float(gdp_delta(0.0, mu)) <= delta:
         return 0.0
     hi = 1.0
@@ -182,6 +182,7 @@ def rdp_epsilon(delta: float, orders, epsilons) -> float:
 
 def _zcdp_log_delta(epsilon: float, rho: float) -> float:
     """min over ``alpha > 1`` of the CKS log-delta with ``tau = rho alpha`` (bounded search)."""
+    import scipy.optimize
 
     def objective(log_am1):
         alpha = 1.0 + math.exp(log_am1)
@@ -231,6 +232,7 @@ def zcdp_epsilon(delta: float, rho: float) -> float:
         >>> round(zcdp_epsilon(1e-5, 0.5), 3)  # dp_accounting's RDP accountant: 4.728
         4.728
     """
+    import scipy.optimize
 
     def eps_at(log_am1):
         alpha = 1.0 + math.exp(log_am1)

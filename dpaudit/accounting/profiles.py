@@ -51,7 +51,6 @@ import math
 
 import numpy as np
 import scipy.fft
-import scipy.optimize
 
 from dpaudit.accounting.calibration import gaussian_delta
 from dpaudit.core.serialize import json_float
@@ -149,6 +148,8 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
         >>> round(gaussian_epsilon(0.126937, 1.0), 4)
         1.0
     """
+    import scipy.optimize
+
     if delta <= 0:
         return 0.0 if mu == 0 else math.inf
     if mu == 0 or float(_gaussian_delta(0.0, mu)) <= delta:

@@ -47,6 +47,7 @@ from dpaudit.blackbox.statistics import (
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
 from dpaudit.core.budget import CostEstimate, check_cost
 from dpaudit.core.checks import check_distinct_pair
+from dpaudit.core.compilation_cache import ensure_compilation_cache
 from dpaudit.core.executors import resolve_executor
 from dpaudit.core.progress import progress_bar, should_show
 from dpaudit.estimation.bounds import bound_method, certified_epsilon_by
@@ -243,6 +244,7 @@ def run_blackbox_audit(
         ValueError, TypeError: one sentence naming the bad argument.
     """
     start = time.perf_counter()
+    ensure_compilation_cache()
     if not isinstance(options, BlackBoxOptions):
         raise TypeError(
             f"options must be a dpaudit.blackbox.BlackBoxOptions, got {type(options).__name__}."

@@ -32,7 +32,6 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.optimize
 
 from dpaudit.accounting.conversions import gdp_mu_for_point, zcdp_delta
 from dpaudit.model.claims import (
@@ -94,6 +93,8 @@ def _profile_excess(claim, p_lo: float, q_hi: float) -> tuple[float, np.ndarray]
 
 def _certified_rho(p_lo: float, q_hi: float, grid: np.ndarray) -> float:
     """The largest rho whose implied profile lies below a certified point (0 when none)."""
+    import scipy.optimize
+
     best = 0.0
     for e in grid:
         d = p_lo - math.exp(e) * q_hi

@@ -57,11 +57,13 @@ Exit codes:
 Errors are one sentence on stderr; ``-v``/``--verbose`` adds the traceback.
 A black-box audit's verdict is ``violation`` or ``inconclusive``.
 
-JAX compilation cache: run as the ``dpaudit`` program, the command keeps
-compiled XLA programs in ``--cache-dir`` (default ``$DPAUDIT_CACHE_DIR``, else
-``~/.cache/dpaudit/jax``; ``none`` turns it off), so a second run skips most
-compilation. Nothing here imports JAX before a command needs it, so ``--help``
-and ``--version`` answer at once.
+JAX compilation cache (:mod:`dpaudit.core.compilation_cache`): ``audit``, ``run``
+and ``check`` keep compiled XLA programs in ``--cache-dir`` (default
+``$DPAUDIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/dpaudit/jax`` or
+``~/.cache/dpaudit/jax``), so a second run skips most compilation; ``--no-cache``,
+``--cache-dir none`` or ``DPAUDIT_CACHE=0`` turn it off. A folder that cannot be
+written gives one warning line and the run continues uncached. Nothing here
+imports JAX before a command needs it, so ``--help`` and ``--version`` answer at once.
 """
 
 from __future__ import annotations
@@ -78,9 +80,11 @@ import tempfile
 import time
 import tomllib
 import traceback
+import warnings
 from pathlib import Path
 
 import dpaudit
+from dpaudit.core import compilation_cache
 from dpaudit.core.errors import UserCodeError
 from dpaudit.core.memory import release_memory
 
@@ -232,11 +236,16 @@ class PreparedAudit:
     force: bool = False
 
 
-def _prepare_one(path, seed: int | None, samples: int | None) -> PreparedAudit:
-    """One spec prepared; a builder, sampler or generator that crashes is an :class:`AuditCrash`."""
+def _prepare_one(path, seed: int | None, samples: int | None, draw: bool = True) -> PreparedAudit:
+    """One spec prepared; a builder, sampler or generator that crashes is an :class:`AuditCrash`.
+
+    ``draw=False`` (``dpaudit validate``): the model is traced, not run (no XLA program).
+    """
     from dpaudit.io.spec import load_spec, with_overrides
 
-    return _guarded(path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples)))
+    return _guarded(
+        path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples), draw=draw)
+    )
 
 
 def _guarded(where, build, what: str = "the audit"):
@@ -249,16 +258,20 @@ def _guarded(where, build, what: str = "the audit"):
         raise AuditCrash(f"{where}: building {what} crashed ({_first_line(err)}).") from err
 
 
-def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> PreparedAudit:
+def _build_spec(
+    spec, mechanism=None, claim_note: str = "", worst=None, draw: bool = True
+) -> PreparedAudit:
     """Build a loaded spec's mechanism or target and its datasets, and run each once.
 
     ``mechanism``: the white-box mechanism when the caller built it already. ``worst``:
     ``(lo, hi)`` of ``--pairs worst``, which replaces the pair by the neighbour of its
     first dataset whose summary moves most (:func:`dpaudit.testing.worst_pair.worst_pair`).
+    ``draw=False``: a white-box model is traced abstractly instead of run (``validate``).
     """
     from dpaudit.io.spec import (
         blackbox_features,
         check_model_runs,
+        check_model_traces,
         check_pair_differs,
         check_sampler_runs,
         load_pair,
@@ -286,7 +299,7 @@ def _build_spec(spec, mechanism=None, claim_note: str = "", worst=None) -> Prepa
     except ValueError as err:
         raise _spec_error(f"{spec.path}: data: {err}") from None
     if mechanism is not None:
-        check_model_runs(spec.path, mechanism, pair)
+        (check_model_runs if draw else check_model_traces)(spec.path, mechanism, pair)
     features = None if target is None else blackbox_features(spec, target, pair[0])
     if target is not None:
         check_sampler_runs(spec, target.sampler, features, pair)
@@ -1186,8 +1199,11 @@ def _log(args, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def _prepare_targets(args) -> list[PreparedAudit]:
-    """Every target validated and built (specs first, then callables), ``-k`` applied."""
+def _prepare_targets(args, draw: bool = True) -> list[PreparedAudit]:
+    """Every target validated and built (specs first, then callables), ``-k`` applied.
+
+    ``draw=False`` (``validate``): spec models are traced, not run (see :func:`_prepare_one`).
+    """
     from dpaudit.io.spec import find_specs
 
     for target in args.targets:
@@ -1204,7 +1220,7 @@ def _prepare_targets(args) -> list[PreparedAudit]:
             )
     paths = [p for t in args.targets if t not in refs for p in find_specs(t)]
     paths = _select_paths(list(dict.fromkeys(Path(p) for p in paths)), args.k)
-    prepared = [_prepare_one(path, args.seed, args.samples) for path in paths]
+    prepared = [_prepare_one(path, args.seed, args.samples, draw) for path in paths]
     prepared += [
         _prepare_callable(ref, args) for ref in refs if args.k is None or matches(args.k, [ref])
     ]
@@ -1459,7 +1475,7 @@ def validate(args) -> int:
     Raises:
         SpecError: for an invalid target.
     """
-    prepared = _prepare_targets(args)
+    prepared = _prepare_targets(args, draw=False)
     for item in prepared:
         print(_describe(item.spec) + (f" ({item.claim_note})" if item.claim_note else ""))
     kinds = [p.spec.kind for p in prepared]
@@ -1564,25 +1580,28 @@ def info(args) -> int:
 # ------------------------------------------------------------------ the command line
 
 
-def _default_cache() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return os.environ.get("DPAUDIT_CACHE_DIR") or str(Path(base) / "dpaudit" / "jax")
+def _configure_cache(args: argparse.Namespace) -> None:
+    """This run's compilation cache: off, ``--cache-dir``, or the per-user default.
 
-
-def _configure_cache(folder: str) -> None:
-    """Keep compiled XLA programs in ``folder`` across runs (``"none"``: no cache).
-
-    Compilation dominates small audits (most of their first call); a warm cache
-    turns it into a file read.
+    A folder that cannot be written is one ``dpaudit:`` line on stderr; the run goes on
+    without the cache.
     """
-    if folder.lower() in ("", "none", "off"):
-        return
-    import jax
-
-    jax.config.update("jax_compilation_cache_dir", folder)
-    # jax caches only programs that took >= 1 s to compile by default; an audit compiles
-    # many smaller ones (0.1-1 s each), which together dominate a suite's run time
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
+    folder = getattr(args, "cache_dir", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", compilation_cache.CompilationCacheWarning)
+        if getattr(args, "no_cache", False) or (folder or "").lower() in ("none", "off"):
+            compilation_cache.disable_compilation_cache()
+        elif folder:
+            compilation_cache.enable_compilation_cache(folder)
+        else:
+            compilation_cache.ensure_compilation_cache()
+    for warning in caught:
+        if issubclass(warning.category, compilation_cache.CompilationCacheWarning):
+            print(str(warning.message).splitlines()[0], file=sys.stderr)
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
 
 
 def _add_target_options(p: argparse.ArgumentParser) -> None:
@@ -1753,7 +1772,9 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
                    help="an inconclusive verdict without an expected one fails the run")  # fmt: skip
     p.add_argument("--cache-dir", metavar="DIR",
                    help="JAX compilation cache (default $DPAUDIT_CACHE_DIR, else "
-                   "~/.cache/dpaudit/jax; 'none' turns it off)")  # fmt: skip
+                   "$XDG_CACHE_HOME/dpaudit/jax or ~/.cache/dpaudit/jax; 'none' turns it off)")  # fmt: skip
+    p.add_argument("--no-cache", action="store_true",
+                   help="compile without the JAX compilation cache (as DPAUDIT_CACHE=0)")  # fmt: skip
     p.add_argument("--workers", type=int, help="run the specs in parallel on N local Ray workers")
     p.add_argument("--ray", metavar="ADDRESS", help="run the specs on the Ray cluster at ADDRESS")
 
@@ -1856,7 +1877,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Args:
         argv: the arguments (without the program name); ``None`` reads
-            ``sys.argv`` (and turns on the compilation cache by default).
+            ``sys.argv``. ``audit``, ``run`` and ``check`` turn the compilation
+            cache on unless told otherwise (:mod:`dpaudit.core.compilation_cache`).
 
     Returns:
         The exit code (see the module docstring): :data:`EXIT_OK`,
@@ -1874,10 +1896,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dpaudit: --{option.replace('_', '-')} must be >= 1.", file=sys.stderr)
             return EXIT_INVALID
     try:
-        cache = getattr(args, "cache_dir", None)
-        if cache is not None or (argv is None and hasattr(args, "cache_dir")):
-            # in-process callers (tests, notebooks) keep their own JAX configuration
-            _configure_cache(cache if cache is not None else _default_cache())
+        if hasattr(args, "cache_dir"):
+            _configure_cache(args)
         return _COMMANDS[args.command](args)
     except (Exception, KeyboardInterrupt, SystemExit) as err:
         message, code = _error_sentence(err)

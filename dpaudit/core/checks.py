@@ -8,9 +8,9 @@ inputs with these functions. They are skipped for JAX tracers (values inside
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
-import jax
 import numpy as np
 
 
@@ -23,7 +23,8 @@ def is_concrete(value: Any) -> bool:
     Returns:
         False for a JAX tracer, True otherwise.
     """
-    return not isinstance(value, jax.core.Tracer)
+    jax = sys.modules.get("jax")  # no JAX loaded: no value can be a tracer
+    return jax is None or not isinstance(value, jax.core.Tracer)
 
 
 def check_positive(name: str, value: Any) -> None:
@@ -290,6 +291,8 @@ def check_distinct_pair(name: str, data: Any, data_prime: Any) -> None:
 
 def _same_values(data: Any, data_prime: Any) -> bool:
     """Whether two datasets (arrays or pytrees of arrays) hold the same values."""
+    import jax
+
     leaves, tree = jax.tree_util.tree_flatten(data)
     leaves_prime, tree_prime = jax.tree_util.tree_flatten(data_prime)
     if tree != tree_prime:

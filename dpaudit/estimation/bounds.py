@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.stats
 
 __all__ = [
     "BOUND_METHODS",
@@ -112,6 +111,8 @@ def _beta_ppf(level: float, a, b) -> np.ndarray:
     """``Beta(a, b)`` quantiles, computed once per distinct ``(a, b)`` (elementwise: the same
     numbers). Planning asks for thousands of candidate events whose counts repeat (a few
     hundred distinct counts under ``Q`` in the tail), at 10-20 us per quantile."""
+    import scipy.stats
+
     a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
     if a.size < _DEDUPLICATE_FROM:
         return scipy.stats.beta.ppf(level, a, b)

@@ -15,12 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from dpaudit.core.compilation_cache import disable_compilation_cache, enable_compilation_cache
 from dpaudit.core.errors import UserCodeError
 from dpaudit.io.spec import SpecError
 from dpaudit.runtime.executors import connect_ray, gather, ship
-
-# Programs that took at least this long to compile are kept in the cache (as the CLI does).
-_MIN_COMPILE_SECONDS = 0.05
 
 __all__ = ["SuiteRunner", "SuiteTarget", "run_spec", "run_suite_parallel", "start_suite"]
 
@@ -63,13 +61,10 @@ class SuiteRunner(NamedTuple):
 
 def _configure_worker(cache_dir: str | None) -> None:
     """The driver's compilation cache on this worker (a worker is a fresh JAX process)."""
-    if not cache_dir:
-        return
-    import jax
-
-    if jax.config.jax_compilation_cache_dir != cache_dir:
-        jax.config.update("jax_compilation_cache_dir", cache_dir)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", _MIN_COMPILE_SECONDS)
+    if cache_dir:
+        enable_compilation_cache(cache_dir)
+    else:  # the driver runs without a cache: so do its workers
+        disable_compilation_cache()
 
 
 def _prepare(target: SuiteTarget, seed, samples, runner: SuiteRunner):

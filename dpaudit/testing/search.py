@@ -47,7 +47,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 
 from dpaudit.core.checks import check_finite_number
 from dpaudit.core.executors import resolve_executor
@@ -746,6 +745,8 @@ def worst_neighbours(
 
 def _evolution_phase(problem, evaluate, base, index, u0, budget: SearchBudget, seed: int):
     """Differential evolution over the unit-cube coordinates of (old, new), base and index fixed."""
+    import scipy.optimize
+
     dim = 2 * problem.space.unit_dim
     popsize = max(1, math.ceil(budget.evolution_population / dim))
     calls = 0

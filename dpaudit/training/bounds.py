@@ -38,9 +38,7 @@ import dataclasses
 import math
 
 import numpy as np
-import scipy.optimize
 import scipy.special
-import scipy.stats
 
 from dpaudit.accounting.conversions import gdp_epsilon, gdp_mu_for_point
 from dpaudit.estimation.bounds import clopper_pearson, one_sided_pair
@@ -380,6 +378,8 @@ def one_run_p_value(m: int, guesses: int, correct: int, epsilon: float, delta: f
     Returns:
         ``min(1, beta + 2 m delta alpha_v)`` (Steinke, Nasr & Jagielski 2023, Thm 3.1).
     """
+    import scipy.stats
+
     p = scipy.special.expit(epsilon)
     beta = float(scipy.stats.binom.sf(correct - 1, guesses, p))
     if delta == 0 or correct <= 0:
@@ -407,6 +407,8 @@ def one_run_epsilon(m: int, guesses: int, correct: int, *, delta: float, confide
         ValueError: for counts that are not ``0 <= correct <= guesses <= m`` or an argument
             outside its range.
     """
+    import scipy.optimize
+
     delta, confidence = _check_delta(delta), _check_confidence(confidence)
     if not (0 <= correct <= guesses <= m):
         raise ValueError("one_run_epsilon needs 0 <= correct <= guesses <= m.")

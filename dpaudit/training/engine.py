@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.accounting.conversions import gdp_epsilon, gdp_mu_for_point
+from dpaudit.core.compilation_cache import ensure_compilation_cache
 from dpaudit.core.executors import resolve_executor
 from dpaudit.core.serialize import jsonable
 from dpaudit.estimation.bounds import clopper_pearson
@@ -347,6 +348,7 @@ def training_audit(
             claim delta ``>= 1``, states of different shapes, or non-finite scores.
         TypeError: for a claim of another kind.
     """
+    ensure_compilation_cache()
     described, delta, target, profile = _check_claim(claim)
     if not (isinstance(confidence, float | int) and 0 < confidence < 1):
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
@@ -449,6 +451,7 @@ def one_run_audit(
             counts outside ``[1, m]``, or non-finite scores.
         TypeError: for a claim of another kind.
     """
+    ensure_compilation_cache()
     if isinstance(claim, ProfileClaim):
         delta = claim.delta
         epsilon = float(_profile_epsilon(claim))

@@ -59,6 +59,7 @@ import numpy as np
 
 from dpaudit.core.budget import check_cost
 from dpaudit.core.checks import check_distinct_pair
+from dpaudit.core.compilation_cache import ensure_compilation_cache
 from dpaudit.core.errors import UserCodeError, raised_in, user_code_error
 from dpaudit.core.executors import resolve_executor
 from dpaudit.core.progress import progress_bar, should_show
@@ -259,6 +260,7 @@ def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> 
         ValueError, TypeError: as :func:`audit`.
     """
     started = time.perf_counter()
+    ensure_compilation_cache()
     if not isinstance(options, AuditOptions):
         raise TypeError(f"options must be a dpaudit.AuditOptions, got {type(options).__name__}.")
     _check_mechanism(mechanism)

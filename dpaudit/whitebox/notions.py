@@ -31,7 +31,6 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.optimize
 import scipy.special
 
 from dpaudit.accounting.composition import LaplaceComponent, SupremumComponent
@@ -269,6 +268,8 @@ def gdp_mu_for_delta(epsilon: float, delta: float) -> float:
     Returns:
         ``0`` for ``delta <= delta_0(epsilon)``, ``inf`` for ``delta >= 1``, else the root.
     """
+    import scipy.optimize
+
     if delta <= 0.0 or (epsilon > 0 and delta <= 0.0):
         return 0.0
     if delta >= 1.0:

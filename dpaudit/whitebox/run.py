@@ -17,7 +17,6 @@ places the default epsilon grid from a short pilot run.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -26,6 +25,7 @@ import numpy as np
 
 from dpaudit.accounting.profiles import ExactAccounting
 from dpaudit.core.progress import ProgressBar
+from dpaudit.estimation.diagnostics import ess_bulk, mcse_mean
 from dpaudit.estimation.pld import (
     HockeyStickState,
     delta_bounds,
@@ -34,7 +34,7 @@ from dpaudit.estimation.pld import (
     merge_hockey_stick,
 )
 from dpaudit.whitebox.kernels import LossKernel, loss_kernel
-from dpaudit.whitebox.result import DIRECTIONS, DirectionResult, import_arviz
+from dpaudit.whitebox.result import DIRECTIONS, DirectionResult
 from dpaudit.whitebox.summaries import DirectionAtClaim
 
 __all__ = [
@@ -506,7 +506,10 @@ def direction_result(d_index: int, state, losses: np.ndarray, settings: RunSetti
 
 
 def arviz_diagnostics(y: np.ndarray) -> tuple[float, float]:
-    """ArviZ effective sample size and Monte Carlo standard error of i.i.d. draws.
+    """ArviZ's effective sample size and Monte Carlo standard error of i.i.d. draws.
+
+    The numbers of ``arviz.ess`` and ``arviz.mcse`` on four pseudo-chains, computed by
+    :mod:`dpaudit.estimation.diagnostics` without importing ArviZ.
 
     Args:
         y: the draws (the hockey-stick terms at the claimed epsilon).
@@ -516,16 +519,11 @@ def arviz_diagnostics(y: np.ndarray) -> tuple[float, float]:
     """
     if y.size < 16:
         return math.nan, math.nan
-    az = import_arviz()
     n = (y.size // 4) * 4
     draws = y[:n].reshape(4, -1)  # four pseudo-chains: ArviZ's diagnostics need chains
     if np.all(draws == draws.flat[0]):
         return float(n), 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ess = float(az.ess(draws))
-        mcse = float(az.mcse(draws))
-    return ess, mcse
+    return ess_bulk(draws), mcse_mean(draws)
 
 
 def _pilot_top(kernels, key, chunk: int, samples: int) -> float:

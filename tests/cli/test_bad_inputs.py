@@ -87,14 +87,16 @@ def test_bad_data_files_fail_check_and_run(folder, capsys, files, fragments):
 
 
 @pytest.mark.parametrize(
-    ("params", "fragments"),
+    ("command", "params", "fragments"),
     [
-        (", twice = true", ("mechanism", "unique names")),
-        (", loc = nan", ("mechanism", "fails on D", "invalid loc")),
+        ("check", ", twice = true", ("mechanism", "unique names")),
+        # validate (check) traces the model without running it (no XLA program); a value
+        # the distribution rejects shows when the audit draws its first release, before it runs
+        ("run", ", loc = nan", ("mechanism", "fails on D", "invalid loc")),
     ],
 )
-def test_malformed_models_fail_check(folder, capsys, params, fragments):
-    assert main(["check", str(_spec(folder, params=params))]) == EXIT_INVALID
+def test_malformed_models_fail_check(folder, capsys, command, params, fragments):
+    assert main([command, str(_spec(folder, params=params))]) == EXIT_INVALID
     _refused(capsys, *fragments)
 
 

@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 import threadpoolctl
 
 __all__ = ["ClassifierOptions", "classifier_option_problem", "logistic_fit", "mlp_fit"]
@@ -163,6 +162,8 @@ def logistic_fit(z_p, z_q, l2: float) -> Callable:
     Returns:
         The fitted log-odds, a jitted ``features (n, p) -> (n,)``.
     """
+    import scipy.optimize
+
     zs, y, mean, std = _labelled(z_p, z_q)
     d = zs.shape[1]
     l2 = jnp.asarray(l2)

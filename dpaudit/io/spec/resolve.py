@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from jax import errors as jax_errors
 
 from dpaudit.blackbox import as_sampler
 from dpaudit.core.checks import check_distinct_pair, check_finite, check_release_values
@@ -414,6 +415,59 @@ def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
                 f"the model draws a release that is not a finite real number on {label} "
                 f"(dtype {release.dtype}, e.g. {release.ravel()[:3]}); check its location and "
                 "scale on these data.",
+            )
+
+
+#: A model that converts its data to numpy or branches on its values cannot be traced.
+_NEEDS_VALUES = (
+    jax_errors.ConcretizationTypeError,
+    jax_errors.TracerArrayConversionError,
+    jax_errors.TracerBoolConversionError,
+    jax_errors.TracerIntegerConversionError,
+)
+
+
+def check_model_traces(spec_path: Path, mechanism: Mechanism, pair) -> None:
+    """Trace the model on ``D`` and ``D'`` abstractly: :func:`check_model_runs` without running it.
+
+    ``dpaudit validate`` builds every spec and audits none; tracing (``jax.eval_shape``)
+    compiles no XLA program, yet catches a duplicate site name, data of the wrong shape or
+    type, and a release that is not real. A model that reads its data's values (converts
+    them to numpy, branches on them) is run as :func:`check_model_runs` does. What only a draw shows (a NaN or infinite
+    release, a parameter a distribution rejects on these values) is left to
+    :func:`check_model_runs` when the audit starts.
+
+    Args:
+        spec_path: the spec file, for the message.
+        mechanism: the white-box mechanism (the spec's claim applied).
+        pair: ``(D, D')``.
+
+    Raises:
+        SpecError: naming ``mechanism``: the model fails on the data, or its release
+            is not real.
+    """
+    import jax
+
+    key = jax.ShapeDtypeStruct((2,), np.uint32)  # a PRNGKey(0), abstract: nothing runs
+    for label, data in zip(("D", "D'"), pair, strict=True):
+        try:
+            release = jax.eval_shape(lambda k, d=data: mechanism.sample(d, k), key)
+        except _NEEDS_VALUES:  # a model that reads its data's values (numpy): run it
+            return check_model_runs(spec_path, mechanism, pair)
+        except _MODEL_INPUT_ERRORS as err:
+            text = str(err).strip().splitlines()
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model fails on {label} ({type(err).__name__}: {text[0] if text else ''}); "
+                "check the data's shape and the model's parameters and site names.",
+            ) from None
+        if np.dtype(release.dtype).kind not in "biuf":
+            raise field_error(
+                spec_path,
+                "mechanism",
+                f"the model draws a release that is not a real number on {label} "
+                f"(dtype {release.dtype}); check its location and scale on these data.",
             )
 
 

@@ -59,7 +59,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
@@ -121,6 +120,8 @@ def linear_laplace_sensitivity(matrix, shift) -> float:
         >>> round(linear_laplace_sensitivity([[1.0, 1.0], [0.0, 1.0]], [1.0, 1.0]), 6)  # nu = (0, 1)
         1.0
     """
+    import scipy.optimize
+
     a = _as_matrix(matrix)
     s = np.asarray(shift, dtype=float)
     if s.shape != (a.shape[0],):
@@ -220,6 +221,8 @@ def _explanation_cost(factor: _RowFactor | None, width: int, error: np.ndarray) 
 
 def _solve_primal_dual(a: np.ndarray, s: np.ndarray):
     """HiGHS on ``min 1'(nu+ + nu-)``, ``[A, -A] nu+- = s``; ``None`` when infeasible."""
+    import scipy.optimize
+
     p = a.shape[1]
     result = scipy.optimize.linprog(
         np.ones(2 * p), A_eq=np.hstack([a, -a]), b_eq=s, bounds=(0, None), method="highs"

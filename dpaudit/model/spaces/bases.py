@@ -34,6 +34,7 @@ import numpy as np
 import scipy.linalg
 
 from dpaudit.core.checks import check_finite, check_last_axis, check_positive
+from dpaudit.core.threads import one_blas_thread
 from dpaudit.model.spaces.grids import Grid
 from dpaudit.model.spaces.kernels import Kernel
 
@@ -238,6 +239,37 @@ def kl_basis(
         raise TypeError(
             f"grid must be a dpaudit Grid (see uniform_grid), got {type(grid).__name__}."
         )
+    key = _basis_key(kernel, grid, (n_components, rtol, psd_tol, symmetry_tol))
+    if key is not None and key in _BASES:
+        return _BASES[key]
+    basis = _decompose(kernel, grid, n_components, rtol, psd_tol, symmetry_tol)
+    if key is not None:
+        if len(_BASES) >= _CACHED_BASES:
+            _BASES.pop(next(iter(_BASES)))
+        _BASES[key] = basis
+    return basis
+
+
+#: Bases kept per (kernel, grid, truncation) in this process: building the catalogue builds
+#: the same Matern / Gaussian basis on the same grid for many mechanisms.
+_CACHED_BASES = 64
+_BASES: dict = {}
+
+
+def _basis_key(kernel, grid: Grid, options: tuple):
+    """The cache key of a :class:`Kernel` on a grid (``None``: not cached, e.g. a matrix)."""
+    if not isinstance(kernel, Kernel):
+        return None
+    try:
+        hash(kernel)
+    except TypeError:
+        return None
+    arrays = (np.asarray(grid.points), np.asarray(grid.weights))
+    return (kernel, *((a.shape, a.tobytes()) for a in arrays), options)
+
+
+def _decompose(kernel, grid: Grid, n_components, rtol, psd_tol, symmetry_tol):
+    """:func:`kl_basis` without its cache."""
     m = grid.size
     if isinstance(kernel, np.ndarray | jax.Array):
         gram = np.asarray(kernel, dtype=np.float64)
@@ -265,7 +297,8 @@ def kl_basis(
         raise ValueError(f"rtol must lie in [0, 1), got {rtol!r}.")
     sqrt_w = np.sqrt(np.asarray(grid.weights))
     operator = 0.5 * (gram + gram.T) * sqrt_w[:, None] * sqrt_w[None, :]
-    eigenvalues, vectors = scipy.linalg.eigh(operator, check_finite=False)
+    with one_blas_thread():  # small eigenproblems: far faster on one thread (core/threads.py)
+        eigenvalues, vectors = scipy.linalg.eigh(operator, check_finite=False)
     eigenvalues, vectors = eigenvalues[::-1], vectors[:, ::-1]
     top = eigenvalues[0]
     if top <= 0:
