@@ -333,8 +333,9 @@ def _crossing(start: int, probs: np.ndarray, target: float, pld: DiscretePLD) ->
     size = min(n, 4096)
     while True:
         losses = d * (start + np.arange(n - size, n))
-        scale = np.exp(ref - losses)
-        weights = probs[n - size :] * scale  # p_i e^(ref - l_i) >= p_i
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked just below
+            scale = np.exp(ref - losses)
+            weights = probs[n - size :] * scale  # p_i e^(ref - l_i) >= p_i
         if not np.all(np.isfinite(weights)):
             return None
         mass_above = np.cumsum(probs[n - size :][::-1])[::-1]  # sum over i >= j

@@ -23,7 +23,8 @@ from dpaudit import Claim, Mechanism
 FLAG = pathlib.Path(__file__).with_name("running")
 
 def _mark(value):
-    FLAG.touch()
+    with FLAG.open("a") as f:  # one line per evaluation: traces first, then the chunks
+        f.write("x\\n")
 
 def build(n=20):
     def model(data):
@@ -47,8 +48,8 @@ def _start(tmp_path: Path, *options: str) -> subprocess.Popen:
     )  # fmt: skip
 
 
-def _wait_for(path: Path, process: subprocess.Popen) -> None:
-    while not path.exists():
+def _wait_for(path: Path, process: subprocess.Popen, marks: int = 1) -> None:
+    while not path.exists() or len(path.read_text().splitlines()) < marks:
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
 
@@ -56,8 +57,10 @@ def _wait_for(path: Path, process: subprocess.Popen) -> None:
 def test_sigint_during_an_audit_exits_130_and_leaves_nothing(tmp_path):
     process = _start(tmp_path, "--samples", str(10**9), "--report", "reports", "--json", "r.json")
     try:
-        _wait_for(tmp_path / "running", process)
-        time.sleep(1.0)  # the audit's chunks are running
+        # the model's two checking traces write a mark each; from the fourth on, the
+        # audit's Monte Carlo chunks are running
+        _wait_for(tmp_path / "running", process, marks=4)
+        time.sleep(1.0)
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=120)
     finally:
