@@ -1111,7 +1111,8 @@ def _audit_all(prepared: list[PreparedAudit], out, quiet: bool = False) -> list:
             t0 = time.perf_counter()
             outcome = _outcome(item, _run_checked(item))
             outcomes.append(outcome)
-            release_memory()  # what the audit left behind (docs/memory.md, "A whole suite")
+            if len(prepared) > 1:  # a suite: what the audit left behind (docs/memory.md)
+                release_memory()
             if not quiet:
                 line = _audit_line(outcome, time.perf_counter() - t0)
                 if show_bar and not _plain(out):  # the same terminal: print above the bar
