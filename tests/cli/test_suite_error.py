@@ -49,6 +49,7 @@ def _flaky_suite(tmp_path, monkeypatch, p_value: float):
     return spec.parent, seen
 
 
+@pytest.mark.slow  # the default suite stays well under 15 minutes
 def test_a_violation_at_the_resolution_is_demoted_by_the_suite_correction(
     tmp_path, capsys, monkeypatch
 ):

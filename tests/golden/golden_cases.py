@@ -45,7 +45,6 @@ FAST = (
     "catalogue/gaussian-mean-analytic",
     "catalogue/iclp-qr-mean",
     "catalogue/geometric-count",
-    "catalogue/svt",
     "faulty/gaussian-pure-claim",
     "faulty/iclp-unscaled-sigma",
     "faulty/rough-mean-smooth-noise",

@@ -253,6 +253,7 @@ def _digest(array):
     return hashlib.sha256(np.ascontiguousarray(array, dtype=np.float64).tobytes()).hexdigest()
 
 
+@pytest.mark.slow  # the default suite stays well under 15 minutes
 def test_selection_and_search_on_ray_give_the_serial_bits(local_ray):
     """Selection over 4 candidate pairs (one Ray task per pair, the sampler shipped once) and a
     neighbour search from 4 start points (one task per start): every number of the serial run,
