@@ -39,15 +39,18 @@ def build(n=20):
 
 def _start(tmp_path: Path, *options: str) -> subprocess.Popen:
     (tmp_path / "user.py").write_text(MODEL)
-    command = [sys.executable, "-m", "dpaudit.cli.main", "audit", "user.py:build"]
+    # a pytest-xdist worker ignores SIGINT, and a child inherits that (Python then installs no
+    # KeyboardInterrupt handler): a launcher restores the default action and execs the program,
+    # as a shell does (no fork from this JAX process)
+    launch = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    launch += "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    command = [sys.executable, "-c", launch]
+    command += ["-m", "dpaudit.cli.main", "audit", "user.py:build"]
     command += ["--generator", "points", "--data-param", "n=20", "--cache-dir", "none"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
-    # a pytest-xdist worker ignores SIGINT, and a child inherits that (Python then installs no
-    # KeyboardInterrupt handler): start the program with the default action, as a shell does
     return subprocess.Popen(
         [*command, *options], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
 
 
