@@ -336,7 +336,11 @@ def spec_text(audit: OpenDPAudit) -> str:
 
 
 def spec_datasets(audit: OpenDPAudit) -> tuple:
-    """``(D, D')`` of the spec: the adapter's pair, or its base dataset twice (with ``pairs``).
+    """``(D, D')`` of the spec: the adapter's pair, or its base dataset and one neighbour.
+
+    With automatic ``pairs`` the audit's candidates are neighbours of ``D``; ``D'`` only has to
+    be a valid neighbour for the spec's check (one record removed under add/remove, the last
+    record moved to the other end of the domain under replace-one).
 
     Args:
         audit: the :class:`OpenDPAudit`.
@@ -346,7 +350,13 @@ def spec_datasets(audit: OpenDPAudit) -> tuple:
     """
     target = auditable(audit)
     if isinstance(target.pairs, AutoPairs):
-        return target.data, target.data
+        data = np.asarray(target.data)
+        if target.claim.adjacency == "add-remove":
+            return data, data[:-1]
+        lo, hi = target.pairs.domain
+        moved = data.copy()
+        moved[-1] = lo if moved[-1] != lo else hi
+        return data, moved
     return target.pairs[0]
 
 
