@@ -53,6 +53,11 @@ def check_traced_randomness(model, data, name: str, *, rng_seed: int = 0) -> Non
         a, b = first[site], second[site]
         if not _same(a["value"], b["value"]):
             _refuse(name, f"values at site {site!r}: {_show(a['value'])} then {_show(b['value'])}")
+        parameters = _parameters(a["fn"]), _parameters(b["fn"])
+        if None not in parameters:
+            if not _same_parameters(*parameters):
+                _refuse(name, f"parameters of the distribution at site {site!r}")
+            continue
         density = _log_densities(a["fn"], b["fn"], a["value"])
         if density is not None and not _same(*density):
             _refuse(
@@ -60,6 +65,60 @@ def check_traced_randomness(model, data, name: str, *, rng_seed: int = 0) -> Non
                 f"log densities at site {site!r} of one release: {_show(density[0])} then "
                 f"{_show(density[1])}",
             )
+
+
+def _parameters(obj, depth: int = 0):
+    """Everything a site's distribution computes its density from, as a flat list, or ``None``.
+
+    A numpyro distribution's (or transform's) density is a deterministic function of its class
+    and its attributes: equal attributes mean equal densities at every value, so comparing them
+    replaces evaluating both densities (which, unjitted, cost seconds for large structured
+    laws). Arrays, numbers, strings and ``None`` are compared; distributions, transforms,
+    lists, tuples and dicts are walked; anything else (a function, an unknown object) makes
+    the answer ``None`` and the caller compares densities instead.
+    """
+    if depth > 20:
+        return None
+    if obj is None or isinstance(obj, bool | int | float | complex | str | np.generic):
+        return [obj]
+    if isinstance(obj, np.ndarray) or hasattr(obj, "__jax_array__") or _is_jax_array(obj):
+        return [np.asarray(obj)]
+    if isinstance(obj, list | tuple):
+        items = list(obj)
+    elif isinstance(obj, dict):
+        items = [value for _, value in sorted(obj.items(), key=lambda kv: str(kv[0]))]
+    elif _is_numpyro_object(obj):
+        items = [value for _, value in sorted(vars(obj).items())]
+    else:
+        return None
+    flat: list = [type(obj).__qualname__, len(items)]
+    for item in items:
+        part = _parameters(item, depth + 1)
+        if part is None:
+            return None
+        flat.extend(part)
+    return flat
+
+
+def _is_jax_array(obj) -> bool:
+    return type(obj).__module__.startswith(("jax", "jaxlib")) and hasattr(obj, "shape")
+
+
+def _is_numpyro_object(obj) -> bool:
+    return any(cls.__module__.startswith("numpyro.distributions") for cls in type(obj).__mro__)
+
+
+def _same_parameters(a: list, b: list) -> bool:
+    """Two flat parameter lists equal: arrays up to :data:`TRACE_RTOL`, the rest exactly."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not _same(x, y):
+                return False
+        elif not (x == y or (x != x and y != y)):  # NaN equal to NaN
+            return False
+    return True
 
 
 def _log_densities(fn_a, fn_b, value):

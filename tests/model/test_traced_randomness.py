@@ -68,3 +68,48 @@ def test_sites_that_appear_in_one_trace_only_are_refused():
     with pytest.raises(ValueError, match="sample sites"):
         for _ in range(20):
             check_traced_randomness(model, D0, "branching")
+
+
+def test_an_observed_site_with_a_parameter_drawn_outside_numpyro_is_refused():
+    # the value is the data's (equal in both traces): only the law's parameters differ
+    def model(data):
+        loc = np.random.normal()  # noqa: NPY002 - the global generator under test
+        numpyro.sample("release", dist.Normal(loc, 1.0), obs=jnp.mean(data))
+
+    with pytest.raises(ValueError, match="parameters of the distribution at site 'release'"):
+        check_traced_randomness(model, D0, "observed")
+
+
+class _CountingLaplace(dist.Laplace):
+    calls = 0
+
+    def log_prob(self, value):
+        type(self).calls += 1
+        return super().log_prob(value)
+
+
+class _ClosureLaw(dist.Normal):
+    """A law whose density reads a function attribute: its parameters cannot be compared."""
+
+    def __init__(self, loc, shift):
+        super().__init__(loc, 1.0)
+        self.shift = lambda x: x + shift
+
+    def log_prob(self, value):
+        return super().log_prob(self.shift(value))
+
+
+def test_laws_are_compared_by_their_parameters_and_densities_only_when_needed():
+    def model(data):
+        numpyro.sample("release", _CountingLaplace(jnp.mean(data), 1.0))
+
+    _CountingLaplace.calls = 0
+    check_traced_randomness(model, D0, "counted")
+    assert _CountingLaplace.calls == 0  # equal parameters: no density evaluated
+
+    def hidden(data):  # the random number lives in a closure, outside the compared attributes
+        law = _ClosureLaw(jnp.mean(data), np.random.normal())  # noqa: NPY002
+        numpyro.sample("release", law, obs=jnp.mean(data))
+
+    with pytest.raises(ValueError, match="log densities at site 'release'"):
+        check_traced_randomness(hidden, D0, "closure")
