@@ -69,7 +69,10 @@ def test_correct_dpsgd_not_a_violation_and_ignored_steps_are():
         )
         assert result.verdict == verdict
         assert result.bound.confidence == 0.95 and result.runs == (500, 500)
-        json.loads(result.to_json())
+        record = json.loads(result.to_json())
+        # The rank bound of the same runs rides along and decides nothing.
+        assert record["rank"]["runs"] == [500, 500] and 1.2 < result.rank.mu < 1.8
+        assert "if the score's ROC curve is Gaussian" in result.report()
 
 
 def test_noise_scaled_to_the_batch_is_a_violation():
