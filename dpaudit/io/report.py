@@ -969,6 +969,17 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
     return parts
 
 
+def _rank_row(rank) -> list[str]:
+    """The training audit's rank-bound row (none when it was not computed)."""
+    if rank is None:
+        return []
+    return [
+        f"<tr><th>if the score's ROC curve is Gaussian</th><td>ε ≥ {_fmt(rank.epsilon)} at "
+        f"δ = {_fmt(rank.delta)}; μ ≥ {_fmt(rank.mu)} (rank test of all runs, confidence "
+        f"{_fmt(rank.confidence)}; decides no verdict)</td></tr>"
+    ]
+
+
 def _training_section(o: AuditOutcome) -> list[str]:
     """The HTML of one training audit: the claim, the certified bounds, the runs."""
     esc = html.escape
@@ -985,6 +996,7 @@ def _training_section(o: AuditOutcome) -> list[str]:
         f"{_fmt(b.delta)}; μ ≥ {_fmt(b.mu)} (confidence {_fmt(b.confidence)})</td></tr>",
         f"<tr><th>ε if the trade-off curve is Gaussian</th><td>{_fmt(b.epsilon_gdp_shape)} "
         "(an assumption, not a certified bound)</td></tr>",
+        *_rank_row(r.rank),
         f"<tr><th>rates</th><td>TPR ≥ {_fmt(b.tpr_lower)}, FPR ≤ {_fmt(b.fpr_upper)} at "
         f"threshold {_fmt(b.threshold)} ({esc(b.side)} line); counts {b.counts}</td></tr>",
         f"<tr><th>runs</th><td>{r.runs[0]} with the canary, {r.runs[1]} without "

@@ -22,6 +22,8 @@ from dpaudit.training.engine import TrainingAuditResult as TrainingAuditResult
 from dpaudit.training.engine import TrainingTarget as TrainingTarget
 from dpaudit.training.engine import one_run_audit as one_run_audit
 from dpaudit.training.engine import training_audit as training_audit
+from dpaudit.training.rank import RankBound as RankBound
+from dpaudit.training.rank import rank_bound as rank_bound
 
 __all__ = [
     "DiracCanaries",
@@ -30,6 +32,7 @@ __all__ = [
     "ManyRunBound",
     "OneRunBound",
     "ProfileClaim",
+    "RankBound",
     "TrainingAuditResult",
     "TrainingTarget",
     "UserCanary",
@@ -39,6 +42,7 @@ __all__ = [
     "one_run_epsilon",
     "one_run_mu",
     "one_run_p_value",
+    "rank_bound",
     "subsampled_gaussian_loss",
     "training_audit",
 ]

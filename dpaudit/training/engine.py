@@ -42,6 +42,7 @@ from dpaudit.training.bounds import (
     one_run_bound,
     profile_excess,
 )
+from dpaudit.training.rank import RankBound, rank_bound
 
 __all__ = [
     "ProfileClaim",
@@ -80,6 +81,9 @@ class TrainingAuditResult:
         p_value: for a violation, the smallest level at which the certification runs
             still refute the claim (for a suite's multiple-testing correction); else ``None``.
         borderline: set by a suite's correction when it demotes the violation.
+        rank: the rank test of all runs (:func:`~dpaudit.training.rank.rank_bound`):
+            mu and epsilon(delta) certified if the score's ROC curve is Gaussian (an
+            assumption stated in it; it decides no verdict); ``None`` when not computed.
     """
 
     name: str
@@ -97,6 +101,7 @@ class TrainingAuditResult:
     adjacency: str = "add-remove"
     p_value: float | None = None
     borderline: dict | None = None
+    rank: RankBound | None = None
 
     #: The kind of audit, beside the white-box and black-box results' (reports, JSON).
     kind = "training"
@@ -120,6 +125,7 @@ class TrainingAuditResult:
         """The record as JSON-able builtins."""
         out = dataclasses.asdict(self)
         out["bound"] = self.bound.to_dict()
+        out["rank"] = None if self.rank is None else self.rank.to_dict()
         return jsonable(out)
 
     def to_json(self) -> str:
@@ -138,9 +144,19 @@ class TrainingAuditResult:
                 f"mu >= {b.mu:.4g}",
                 f"epsilon({b.delta:g}) if the trade-off curve is Gaussian: {b.epsilon_gdp_shape:.4g}",
                 f"strength: at most epsilon {self.strength:.4g} certifiable with these runs",
+                *self._rank_lines(),
                 *self.notes,
             ]
         )
+
+    def _rank_lines(self) -> list[str]:
+        r = self.rank
+        if r is None:
+            return []
+        return [
+            f"if the score's ROC curve is Gaussian (rank test of all runs, {r.confidence:g}): "
+            f"mu >= {r.mu:.4g}, epsilon({r.delta:g}) >= {r.epsilon:.4g}"
+        ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -392,6 +408,7 @@ def training_audit(
         seconds=seconds,
         notes=_notes(violated, bound),
         p_value=_p_value(claim, bound) if violated else None,
+        rank=rank_bound(s_in, s_out, delta=delta, confidence=confidence, seed=int(seed)),
         **_claimed(claim, delta),
     )
 

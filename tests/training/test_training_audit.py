@@ -69,7 +69,10 @@ def test_correct_dpsgd_not_a_violation_and_ignored_steps_are():
         )
         assert result.verdict == verdict
         assert result.bound.confidence == 0.95 and result.runs == (500, 500)
-        json.loads(result.to_json())
+        record = json.loads(result.to_json())
+        # The rank bound of the same runs rides along and decides nothing.
+        assert record["rank"]["runs"] == [500, 500] and 1.2 < result.rank.mu < 1.8
+        assert "if the score's ROC curve is Gaussian" in result.report()
 
 
 def test_noise_scaled_to_the_batch_is_a_violation():
@@ -114,9 +117,26 @@ def test_many_run_bound_approaches_the_exact_epsilon():
             select_fraction=0.2,
         )
         ratios.append(result.bound.epsilon_gdp_shape / exact_epsilon(config))
-    # Measured 0.58-0.70 (median 0.69) on these seeds: the issue's 0.8 is not reached at
-    # 1000 runs (docs/training.md); this pins the achieved level.
+    # Measured 0.58-0.70 (median 0.69) on these seeds: one certified point does not reach
+    # the issue's 0.8 at 1000 runs; the rank bound of all runs does (next test).
     assert np.median(ratios) >= 0.6, ratios
+
+
+@pytest.mark.slow
+def test_rank_bound_reaches_08_of_the_exact_epsilon_at_1000_runs():
+    # Issue 30's acceptance: T = 100, gradient canary, all iterates, 1000 runs, 95 %, against
+    # the exact epsilon(1e-5) = 8.39 (q = 0.5, noise multiplier 3). Seeds 20-24 were not used
+    # for anything else; benchmarks/training_tightness.py measures 20 more.
+    exact = exact_epsilon(_CORRECT)
+    ratios = []
+    for seed in range(20, 25):
+        result = training_audit(
+            _CORRECT_TRAIN, None, claim_of(_CORRECT), _canary(_CORRECT), runs=1000,
+            vectorize=True, seed=seed,
+        )  # fmt: skip
+        assert result.verdict == "inconclusive"
+        ratios.append(result.rank.epsilon / exact)
+    assert np.median(ratios) >= 0.8 and max(ratios) < 1.0, ratios
 
 
 def _final_theta(releases, config, n):

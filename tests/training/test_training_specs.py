@@ -86,6 +86,8 @@ def test_a_training_spec_runs_through_the_cli_into_the_table_and_json(tmp_path, 
     assert record["kind"] == "training" and record["verdict"] == "inconclusive"
     assert record["samples"] == 40 and record["claim"]["epsilon"] == 8.0
     assert record["details"]["bound"]["counts"][1] == 15  # 20 runs per group, 5 select
+    assert record["details"]["rank"]["runs"] == [20, 20]  # the rank bound uses every run
+    assert "if the score's ROC curve is Gaussian" in page
     printed = capsys.readouterr().out
     assert "tiny" in printed and "training" in printed and "(8, 1e-05)-DP" in printed
 
