@@ -9,9 +9,8 @@ prints each variant's claimed and exact epsilon (the numbers in the specs' ``[cl
 
 from __future__ import annotations
 
-import math
-
 from dpaudit.training import TrainingTarget, subsampled_gaussian_loss
+from mechanisms.dpsgd.library_targets import claim_rounding
 from mechanisms.dpsgd.training import DPSGDConfig, claimed_epsilon, simulated_train
 
 
@@ -42,9 +41,7 @@ def target(**params) -> TrainingTarget:
 
 def claim_epsilon(**params) -> float:
     """The variant's accountant's epsilon, rounded up to 4 significant digits (the spec's claim)."""
-    eps = claimed_epsilon(config_of(**params))
-    scale = 10 ** (3 - math.floor(math.log10(eps)))
-    return math.ceil(eps * scale) / scale
+    return claim_rounding(claimed_epsilon(config_of(**params)))
 
 
 if __name__ == "__main__":

@@ -15,14 +15,12 @@ to the noise multiplier, forgetting the clipping norm: a misuse, not a jax-priva
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax_privacy import accounting, clipping, noise_addition
 
 from dpaudit.training import TrainingTarget, subsampled_gaussian_loss
+from mechanisms.dpsgd.library_targets import claim_rounding, library_target
 
 VARIANTS = ("correct", "noise-without-clip")
 
@@ -57,13 +55,6 @@ def make_train(steps: int, q: float, noise_multiplier: float, clip: float, varia
     return train
 
 
-def example_data(n: int, dim: int, seed: int = 0) -> np.ndarray:
-    """``n`` records of ``dim`` features, zero on coordinate 0 (the canary's)."""
-    x = np.random.default_rng(seed).normal(size=(n, dim))
-    x[:, 0] = 0.0
-    return x
-
-
 def accountant_epsilon(
     steps: int, q: float, noise_multiplier: float, n: int, delta: float = 1e-5
 ) -> float:
@@ -84,9 +75,7 @@ def accountant_epsilon(
         noise_multipliers=noise_multiplier, num_samples=n, delta=delta, batch_size=round(q * n)
     )
     accountant = accounting.DpsgdTrainingAccountant(accounting.PldAccountantConfig())
-    eps = float(accountant.compute_epsilon(num_updates=steps, dp_params=params))
-    scale = 10 ** (3 - math.floor(math.log10(eps)))
-    return math.ceil(eps * scale) / scale
+    return claim_rounding(float(accountant.compute_epsilon(num_updates=steps, dp_params=params)))
 
 
 def target(
@@ -112,15 +101,15 @@ def target(
     Returns:
         The :class:`~dpaudit.training.TrainingTarget`.
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
-    return TrainingTarget(
-        train=make_train(steps, q, noise_multiplier, clip, variant),
-        dataset=example_data(n, dim),
+    return library_target(
+        make_train(steps, q, noise_multiplier, clip, variant),
+        variant=variant,
+        variants=VARIANTS,
+        n=n,
         dim=dim,
         llr=subsampled_gaussian_loss(q, noise_multiplier * clip, clip),
-        vectorize=True,
         name=f"jax-privacy DP-SGD ({variant}, T={steps}, q={q:g})",
+        vectorize=True,
     )
 
 

@@ -19,7 +19,6 @@ coordinate over the steps whose batch holds the canary).
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import jax
@@ -30,6 +29,7 @@ from opacus import PrivacyEngine
 from opacus.accountants import create_accountant
 
 from dpaudit.training import ProfileClaim, TrainingTarget, subsampled_gaussian_loss
+from mechanisms.dpsgd.library_targets import claim_rounding, library_target
 
 VARIANTS = ("poisson", "fixed-batches")
 
@@ -73,13 +73,6 @@ def make_train(steps: int, batch_size: int, noise_multiplier: float, clip: float
     return train
 
 
-def example_data(n: int, dim: int, seed: int = 0) -> np.ndarray:
-    """``n`` records of ``dim`` features, zero on coordinate 0 (the canary's)."""
-    x = np.random.default_rng(seed).normal(size=(n, dim))
-    x[:, 0] = 0.0
-    return x
-
-
 def accountant_epsilon(
     steps: int, batch_size: int, n: int, noise_multiplier: float, delta: float = 1e-5
 ) -> float:
@@ -98,9 +91,7 @@ def accountant_epsilon(
     """
     accountant = create_accountant("prv")
     accountant.history = [(noise_multiplier, batch_size / n, steps)]
-    eps = float(accountant.get_epsilon(delta=delta))
-    scale = 10 ** (3 - math.floor(math.log10(eps)))
-    return math.ceil(eps * scale) / scale
+    return claim_rounding(float(accountant.get_epsilon(delta=delta)))
 
 
 def accountant_profile(
@@ -173,8 +164,6 @@ def target(
     Returns:
         The :class:`~dpaudit.training.TrainingTarget`.
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
     if variant == "poisson":
         llr = subsampled_gaussian_loss(batch_size / n, noise_multiplier * clip, clip)
     else:  # the canary's batches: the last of each epoch of ceil((n + 1) / batch_size)
@@ -184,13 +173,15 @@ def target(
         def llr(x):
             return x * known
 
-    return TrainingTarget(
-        train=make_train(steps, batch_size, noise_multiplier, clip, variant),
-        dataset=example_data(n, dim),
+    return library_target(
+        make_train(steps, batch_size, noise_multiplier, clip, variant),
+        variant=variant,
+        variants=VARIANTS,
+        n=n,
         dim=dim,
         llr=llr,
-        profile=accountant_profile(steps, batch_size, n, noise_multiplier),
         name=f"Opacus DP-SGD ({variant}, T={steps}, batch {batch_size} of {n})",
+        profile=accountant_profile(steps, batch_size, n, noise_multiplier),
     )
 
 

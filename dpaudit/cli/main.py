@@ -976,7 +976,8 @@ def _strength_cell(r) -> str:
     if r.verdict != "inconclusive" or strength is None:
         return ""
     if getattr(r, "kind", "") == "training":  # the largest epsilon these runs could certify
-        return f"ε ≥ {_number(strength)} (runs)"
+        unit = "guesses" if getattr(r, "mode", "") == "one-run" else "runs"
+        return f"ε ≥ {_number(strength)} ({unit})"
     from dpaudit.blackbox.result import strength_in_notion
 
     event = f"ε ≥ {_number(strength.epsilon_any_event)} (event)"
@@ -1440,6 +1441,8 @@ def _describe(spec) -> str:
         t = spec.training
         what = f"training {Path(t.train).name}"
         how = f"gradient canary on coordinate {t.coordinate}, score {t.score}, {spec.samples} runs"
+        if t.mode == "one-run":
+            how = f"one run, {t.canaries} Dirac canaries, {t.guesses_in} + {t.guesses_out} guesses"
     elif bb is None:
         what = f"mechanism {Path(spec.mechanism).name if ':' in spec.mechanism else spec.mechanism}"
         how = f"{spec.samples} samples per direction"

@@ -980,10 +980,39 @@ def _rank_row(rank) -> list[str]:
     ]
 
 
+def _one_run_rows(o: AuditOutcome) -> list[str]:
+    """The table rows of a one-run training audit: the canaries, the guesses, the bounds."""
+    r, b = o.result, o.result.bound
+    return [
+        f"<tr><th>kind</th><td>training audit ({html.escape(r.canary)} canaries, one run)"
+        "</td></tr>",
+        f"<tr><th>training</th><td>{html.escape(r.mechanism)}</td></tr>",
+        f"<tr><th>claim</th><td>{html.escape(r.claim)}</td></tr>",
+        f"<tr><th>expected</th><td>{html.escape(str(o.expected))}</td></tr>",
+        f"<tr><th>certified ε lower bound</th><td><b>{_fmt(b.epsilon)}</b> at δ = "
+        f"{_fmt(b.delta)} (confidence {_fmt(b.confidence)}); μ ≥ {_fmt(b.mu)} (f-DP one-run "
+        "bound, same confidence on its own)</td></tr>",
+        f"<tr><th>guesses</th><td>{b.canaries} canaries; {b.k_plus} guessed in, {b.k_minus} "
+        f"out; {b.correct} of {b.guesses} right; seed {r.seed}, {_fmt(r.seconds)} s</td></tr>",
+        f"<tr><th>strength</th><td>at most ε {_fmt(r.strength)} certifiable with these "
+        "guesses</td></tr>",
+    ]
+
+
 def _training_section(o: AuditOutcome) -> list[str]:
     """The HTML of one training audit: the claim, the certified bounds, the runs."""
     esc = html.escape
     r, b = o.result, o.result.bound
+    if r.mode == "one-run":
+        parts = [
+            f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(o)}</h2>",
+            f"<p>{esc(o.description)}</p>" if o.description else "",
+            "<table>",
+            *_one_run_rows(o),
+            "</table>",
+        ]
+        parts += [f"<p class='note'>{esc(n)}</p>" for n in (*r.notes, *b.assumptions)]
+        return [*parts, "</div>"]
     parts = [
         f"<div class='audit' id='{esc(o.name)}'><h2>{esc(o.name)} {_verdict_badge(o)}</h2>",
         f"<p>{esc(o.description)}</p>" if o.description else "",

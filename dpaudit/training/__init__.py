@@ -21,6 +21,7 @@ from dpaudit.training.engine import ProfileClaim as ProfileClaim
 from dpaudit.training.engine import TrainingAuditResult as TrainingAuditResult
 from dpaudit.training.engine import TrainingTarget as TrainingTarget
 from dpaudit.training.engine import one_run_audit as one_run_audit
+from dpaudit.training.engine import one_run_training_audit as one_run_training_audit
 from dpaudit.training.engine import training_audit as training_audit
 from dpaudit.training.rank import RankBound as RankBound
 from dpaudit.training.rank import rank_bound as rank_bound
@@ -42,6 +43,7 @@ __all__ = [
     "one_run_epsilon",
     "one_run_mu",
     "one_run_p_value",
+    "one_run_training_audit",
     "rank_bound",
     "subsampled_gaussian_loss",
     "training_audit",

@@ -40,6 +40,8 @@ from dpaudit.training.bounds import (
     many_run_bound,
     many_run_p_value,
     one_run_bound,
+    one_run_epsilon,
+    one_run_p_value,
     profile_excess,
 )
 from dpaudit.training.rank import RankBound, rank_bound
@@ -49,6 +51,7 @@ __all__ = [
     "TrainingAuditResult",
     "TrainingTarget",
     "one_run_audit",
+    "one_run_training_audit",
     "training_audit",
 ]
 
@@ -60,17 +63,19 @@ _PROFILE_EPSILON_MAX = 60.0
 
 @dataclasses.dataclass(frozen=True)
 class TrainingAuditResult:
-    """The outcome of :func:`training_audit` (frozen; ``to_dict`` / ``to_json``).
+    """The outcome of :func:`training_audit` or :func:`one_run_training_audit` (frozen).
 
     Attributes:
         name: what was audited.
         claim: the claim, described (``"(8, 1e-05)-DP"`` or ``"1.5-GDP"``).
         verdict: ``"violation"`` or ``"inconclusive"``.
-        bound: the certified bounds (:class:`~dpaudit.training.bounds.ManyRunBound`).
+        bound: the certified bounds: a :class:`~dpaudit.training.bounds.ManyRunBound`
+            (many runs) or a :class:`~dpaudit.training.bounds.OneRunBound` (one run).
         canary: the canary design's kind (``"input"``, ``"gradient"``, ``"user"``).
-        runs: ``(with canary, without)``.
+        runs: ``(with canary, without)``; ``(1, 0)`` for a one-run audit (one training
+            holding the included canaries; ``bound.canaries`` counts them).
         strength: the largest epsilon (at the claim's delta) these runs could certify at
-            this confidence (every certification run classified right).
+            this confidence (every certification run, or every guess, right).
         seed: the root seed.
         seconds: wall time of the trainings.
         notes: sentences qualifying the verdict.
@@ -84,6 +89,7 @@ class TrainingAuditResult:
         rank: the rank test of all runs (:func:`~dpaudit.training.rank.rank_bound`):
             mu and epsilon(delta) certified if the score's ROC curve is Gaussian (an
             assumption stated in it; it decides no verdict); ``None`` when not computed.
+        mode: ``"many-run"`` or ``"one-run"``.
     """
 
     name: str
@@ -102,6 +108,7 @@ class TrainingAuditResult:
     p_value: float | None = None
     borderline: dict | None = None
     rank: RankBound | None = None
+    mode: str = "many-run"
 
     #: The kind of audit, beside the white-box and black-box results' (reports, JSON).
     kind = "training"
@@ -135,6 +142,19 @@ class TrainingAuditResult:
     def report(self) -> str:
         """A few lines for people: verdict, claim, certified bounds, strength."""
         b = self.bound
+        if self.mode == "one-run":
+            return "\n".join(
+                [
+                    f"{self.name}: {self.verdict} (one-run training audit, {b.canaries} "
+                    f"{self.canary} canaries, {b.guesses} guesses, {b.correct} right)",
+                    f"claim: {self.claim}",
+                    f"certified at {b.confidence:g}: epsilon({b.delta:g}) >= {b.epsilon:.4g}, "
+                    f"mu >= {b.mu:.4g}",
+                    f"strength: at most epsilon {self.strength:.4g} certifiable with these guesses",
+                    *self.notes,
+                    *(f"assumes: {a}" for a in b.assumptions),
+                ]
+            )
         return "\n".join(
             [
                 f"{self.name}: {self.verdict} (training audit, {self.canary} canary, "
@@ -426,13 +446,103 @@ def _claimed(claim, delta: float) -> dict:
     }
 
 
-def _notes(violated: bool, bound: ManyRunBound) -> tuple[str, ...]:
+def _notes(violated: bool, bound: ManyRunBound | OneRunBound) -> tuple[str, ...]:
     if violated:
         return (
             "The certified lower bound exceeds the claim: the pipeline does not keep it "
             f"(with probability >= {bound.confidence:g} over the audit's randomness).",
         )
     return ("No violation certified; a lower bound below the claim does not prove the claim.",)
+
+
+def _one_run_claim(claim) -> tuple[str, float, float, str]:
+    """A one-run claim's description, epsilon, delta and adjacency."""
+    if isinstance(claim, ProfileClaim):
+        return claim.description, float(_profile_epsilon(claim)), claim.delta, "add-remove"
+    if isinstance(claim, Claim):
+        described, delta, _, _ = _check_claim(claim)
+        return described, float(claim.epsilon), delta, claim.adjacency
+    raise TypeError("claim must be a dpaudit.Claim or a ProfileClaim for a one-run audit.")
+
+
+def one_run_training_audit(
+    train: Callable,
+    dataset,
+    claim,
+    canaries,
+    *,
+    k_plus: int,
+    k_minus: int = 0,
+    confidence: float = 0.95,
+    seed: int = 0,
+    name: str = "training",
+) -> TrainingAuditResult:
+    """The one-run audit as a result record: coins include canaries, one training, guesses.
+
+    Args:
+        train: ``train(dataset, key, gradient_canary) -> updates (T, dim)``; the canaries
+            arrive as an ``(m, dim)`` matrix (zero rows for the excluded ones).
+        dataset: the training data.
+        claim: a :class:`~dpaudit.Claim` (its epsilon at its delta) or a
+            :class:`ProfileClaim` (its epsilon at its delta).
+        canaries: a :class:`~dpaudit.training.canaries.DiracCanaries`.
+        k_plus: guesses *in* (highest scores), fixed in advance.
+        k_minus: guesses *out* (lowest scores), fixed in advance.
+        confidence: the confidence of the bound, in ``(0, 1)``.
+        seed: the seed of the inclusion coins and of the training key.
+        name: what is audited (for the report).
+
+    Returns:
+        A :class:`TrainingAuditResult` with ``mode = "one-run"`` and a
+        :class:`~dpaudit.training.bounds.OneRunBound`: ``"violation"`` when the certified
+        epsilon exceeds the claimed epsilon, else ``"inconclusive"``.
+
+    Raises:
+        ValueError: for a confidence outside ``(0, 1)``, a claim delta ``>= 1``, guess
+            counts outside ``[1, m]``, updates that are not ``(steps, dim)``, or
+            non-finite scores.
+        TypeError: for a claim of another kind.
+    """
+    ensure_compilation_cache()
+    described, epsilon, delta, adjacency = _one_run_claim(claim)
+    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+    coins, train_key = jax.random.split(jax.random.PRNGKey(int(seed)))
+    included = np.asarray(jax.random.bernoulli(coins, 0.5, (canaries.m,)))
+    start = time.perf_counter()
+    updates = train(dataset, train_key, canaries.gradients(included))
+    shape = tuple(np.shape(updates))
+    if len(shape) != 2 or shape[1] != canaries.dim:
+        raise ValueError(
+            f"train returned updates of shape {shape}; a one-run audit needs (steps, dim = "
+            f"{canaries.dim}) updates, every iterate with one column per parameter."
+        )
+    scores = canaries.scores(updates)
+    seconds = time.perf_counter() - start
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("the canary scores are not all finite; make train and the score finite.")
+    bound = one_run_bound(
+        scores, included, k_plus=k_plus, k_minus=k_minus, delta=delta, confidence=confidence
+    )
+    violated = bound.epsilon > epsilon
+    m, r, v = bound.canaries, bound.guesses, bound.correct
+    return TrainingAuditResult(
+        name=name,
+        claim=described,
+        verdict="violation" if violated else "inconclusive",
+        bound=bound,
+        canary="gradient",
+        runs=(1, 0),
+        strength=one_run_epsilon(m, r, r, delta=delta, confidence=confidence),
+        seed=int(seed),
+        seconds=seconds,
+        notes=_notes(violated, bound),
+        claimed_epsilon=epsilon,
+        claimed_delta=delta,
+        adjacency=adjacency,
+        p_value=one_run_p_value(m, r, v, epsilon, delta) if violated else None,
+        mode="one-run",
+    )
 
 
 def one_run_audit(
@@ -446,13 +556,12 @@ def one_run_audit(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[str, OneRunBound]:
-    """The one-run audit: canaries included by fair coins, one training, guesses certified.
+    """The one-run audit's verdict and bound (:func:`one_run_training_audit`, shortened).
 
     Args:
         train: ``train(dataset, key, gradient_canary) -> updates (T, dim)``.
         dataset: the training data.
-        claim: a :class:`~dpaudit.Claim` (its epsilon at its delta) or a
-            :class:`ProfileClaim` (its epsilon at its delta).
+        claim: a :class:`~dpaudit.Claim` or a :class:`ProfileClaim`.
         canaries: a :class:`~dpaudit.training.canaries.DiracCanaries`.
         k_plus: guesses *in* (highest scores), fixed in advance.
         k_minus: guesses *out* (lowest scores), fixed in advance.
@@ -464,33 +573,14 @@ def one_run_audit(
         claimed epsilon, else ``"inconclusive"``; the :class:`OneRunBound`.
 
     Raises:
-        ValueError: for a confidence outside ``(0, 1)``, a claim delta ``>= 1``, guess
-            counts outside ``[1, m]``, or non-finite scores.
+        ValueError: as :func:`one_run_training_audit`.
         TypeError: for a claim of another kind.
     """
-    ensure_compilation_cache()
-    if isinstance(claim, ProfileClaim):
-        delta = claim.delta
-        epsilon = float(_profile_epsilon(claim))
-    elif isinstance(claim, Claim):
-        _check_claim(claim)
-        delta, epsilon = float(claim.delta), float(claim.epsilon)
-    else:
-        raise TypeError("claim must be a dpaudit.Claim or a ProfileClaim for a one-run audit.")
-    if not (isinstance(confidence, float | int) and 0 < confidence < 1):
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
-    coins, train_key = jax.random.split(jax.random.PRNGKey(int(seed)))
-    included = np.asarray(jax.random.bernoulli(coins, 0.5, (canaries.m,)))
-    updates = train(dataset, train_key, canaries.gradients(included))
-    bound = one_run_bound(
-        canaries.scores(updates),
-        included,
-        k_plus=k_plus,
-        k_minus=k_minus,
-        delta=delta,
-        confidence=confidence,
-    )
-    return ("violation" if bound.epsilon > epsilon else "inconclusive"), bound
+    result = one_run_training_audit(
+        train, dataset, claim, canaries, k_plus=k_plus, k_minus=k_minus,
+        confidence=confidence, seed=seed,
+    )  # fmt: skip
+    return result.verdict, result.bound
 
 
 def _profile_epsilon(claim: ProfileClaim) -> float:

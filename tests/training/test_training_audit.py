@@ -18,6 +18,8 @@ from dpaudit.training import (
     ProfileClaim,
     UserCanary,
     one_run_audit,
+    one_run_p_value,
+    one_run_training_audit,
     subsampled_gaussian_loss,
     training_audit,
 )
@@ -224,6 +226,15 @@ def test_one_run_audit_of_dpsgd():
     faulty = DPSGDConfig(dim=300, variant="ignores-steps")
     verdict, bound = one_run_audit(train, None, claim_of(faulty), canaries, k_plus=40, k_minus=40)
     assert verdict == "violation"
+    # the record of the same audit: its p-value at the claimed epsilon, for a suite's Holm
+    record = one_run_training_audit(
+        train, None, claim_of(faulty), canaries, k_plus=40, k_minus=40, name="ignores-steps"
+    )
+    assert record.mode == "one-run" and record.bound == bound and record.runs == (1, 0)
+    m, r, v = bound.canaries, bound.guesses, bound.correct
+    claimed = record.claimed_epsilon
+    assert record.p_value == one_run_p_value(m, r, v, claimed, 1e-5) <= 0.05
+    assert "one-run training audit" in record.report() and "assumes:" in record.report()
     with pytest.raises(ValueError, match="m must be"):
         DiracCanaries(m=301, dim=300)
 

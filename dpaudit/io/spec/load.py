@@ -29,6 +29,7 @@ from dpaudit.io.spec.schema import (
     SECTIONS,
     TOP_LEVEL,
     TRAINING_CLAIMS,
+    TRAINING_MODES,
     TRAINING_SCORES,
     TRAINING_VERDICTS,
     VERDICTS,
@@ -600,7 +601,38 @@ def _load_training(path: Path, raw: Mapping) -> TrainingSpec:
         runs=runs,
         select_fraction=float(fraction),
         claim=_choice(path, "training.claim", table.get("claim", "point"), TRAINING_CLAIMS),
+        **_one_run_fields(path, table),
     )
+
+
+def _one_run_fields(path: Path, table: Mapping) -> dict:
+    """``mode`` and, for ``mode = "one-run"``, the canary count and the guesses (checked)."""
+    mode = _choice(path, "training.mode", table.get("mode", "many-run"), TRAINING_MODES)
+    one_run = ("canaries", "guesses_in", "guesses_out")
+    if mode == "many-run":
+        for key in one_run:
+            if key in table:
+                raise field_error(path, f"training.{key}", "is for mode = 'one-run'; remove it.")
+        return {"mode": mode}
+    for key in ("runs", "select_fraction", "coordinate"):
+        if key in table:
+            raise field_error(path, f"training.{key}", "a one-run audit trains once; remove it.")
+    if table.get("score") == "last":
+        raise field_error(path, "training.score", "a one-run audit sums: use 'sum' or 'llr'.")
+    if "canaries" not in table:
+        raise field_error(path, "training.canaries", "missing; a one-run audit needs it.")
+    m = _number(path, "training.canaries", table["canaries"], integer=True)
+    if m < 1:
+        raise field_error(path, "training.canaries", f"must be an integer >= 1, got {m}.")
+    k_in = _number(path, "training.guesses_in", table.get("guesses_in", m // 10), integer=True)
+    k_out = _number(path, "training.guesses_out", table.get("guesses_out", k_in), integer=True)
+    if min(k_in, k_out) < 0 or not 1 <= k_in + k_out <= m:
+        raise field_error(
+            path,
+            "training.guesses_in",
+            f"guesses_in + guesses_out must lie in [1, canaries = {m}], got {k_in + k_out}.",
+        )
+    return {"mode": mode, "canaries": m, "guesses_in": k_in, "guesses_out": k_out}
 
 
 def _load_training_spec(path: Path, raw: Mapping) -> AuditSpec:
@@ -609,7 +641,10 @@ def _load_training_spec(path: Path, raw: Mapping) -> AuditSpec:
     claim = _load_claim(path, raw)
     if not isinstance(claim, Claim | GDPClaim):
         raise field_error(path, "claim", "a training audit takes (epsilon, delta) or gdp_mu.")
-    budget = _load_budget(path, raw, None)._replace(samples=training.runs)
+    if training.mode == "one-run" and not isinstance(claim, Claim):
+        raise field_error(path, "claim", "a one-run training audit takes (epsilon, delta).")
+    runs = 1 if training.mode == "one-run" else training.runs
+    budget = _load_budget(path, raw, None)._replace(samples=runs)
     expected = raw.get("expected")
     if expected is not None and expected not in TRAINING_VERDICTS:
         raise field_error(

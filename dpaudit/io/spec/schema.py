@@ -24,6 +24,7 @@ __all__ = [
     "SECTIONS",
     "TOP_LEVEL",
     "TRAINING_CLAIMS",
+    "TRAINING_MODES",
     "TRAINING_SCORES",
     "TRAINING_VERDICTS",
     "VERDICTS",
@@ -43,6 +44,8 @@ TRAINING_VERDICTS = ("violation", "inconclusive")
 TRAINING_SCORES = ("sum", "last", "llr")
 #: What a training spec audits: the ``[claim]`` point, or the target's whole accountant profile.
 TRAINING_CLAIMS = ("point", "profile")
+#: How a training spec audits: many runs with and without one canary, or one run with many.
+TRAINING_MODES = ("many-run", "one-run")
 #: Classifier features of a black-box spec: the release values, or Karhunen–Loève coefficients.
 FEATURES = ("values", "kl")
 #: The keys allowed at the top level of a spec file.
@@ -94,7 +97,20 @@ SECTIONS: Mapping[str, frozenset[str]] = {
         }
     ),
     "training": frozenset(
-        {"train", "params", "coordinate", "norm", "score", "runs", "select_fraction", "claim"}
+        {
+            "train",
+            "params",
+            "coordinate",
+            "norm",
+            "score",
+            "runs",
+            "select_fraction",
+            "claim",
+            "mode",
+            "canaries",
+            "guesses_in",
+            "guesses_out",
+        }
     ),
     "data": frozenset({"generator", "files", "params"}),
     "budget": frozenset({"samples", "select_samples", "confidence", "seed"}),
@@ -203,6 +219,12 @@ class TrainingSpec:
         select_fraction: fraction of the runs that choose the threshold.
         claim: ``"point"`` (the ``[claim]`` table's epsilon at its delta) or ``"profile"``
             (the target's accountant profile, whose epsilon at delta the ``[claim]`` states).
+        mode: one of :data:`TRAINING_MODES`; ``"one-run"``: one training with ``canaries``
+            Dirac canaries, each included by a fair coin
+            (:func:`dpaudit.training.one_run_training_audit`).
+        canaries: one-run: the number of canaries ``m`` (one parameter each); else 0.
+        guesses_in: one-run: the highest scores guessed *in* (fixed before training).
+        guesses_out: one-run: the lowest scores guessed *out* (fixed before training).
     """
 
     train: str
@@ -213,6 +235,10 @@ class TrainingSpec:
     runs: int = 200
     select_fraction: float = 0.25
     claim: str = "point"
+    mode: str = "many-run"
+    canaries: int = 0
+    guesses_in: int = 0
+    guesses_out: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from dpaudit.io.spec.resolve import load_callable
 from dpaudit.io.spec.schema import AuditSpec, field_error
-from dpaudit.training import GradientCanary, TrainingTarget, training_audit
+from dpaudit.training import (
+    DiracCanaries,
+    GradientCanary,
+    TrainingTarget,
+    one_run_training_audit,
+    training_audit,
+)
 
 __all__ = ["resolve_training", "run_training", "training_canary"]
 
@@ -26,7 +32,8 @@ def resolve_training(spec: AuditSpec) -> TrainingTarget:
 
     Raises:
         SpecError: when the callable returns something else, the canary coordinate is not
-            below the target's ``dim``, or ``score = "llr"`` and the target has no ``llr``.
+            below the target's ``dim``, a one-run audit has more canaries than the target
+            has parameters, or ``score = "llr"`` and the target has no ``llr``.
     """
     t = spec.training
     build = load_callable(spec.path, t.train, "training.train")
@@ -36,6 +43,13 @@ def resolve_training(spec: AuditSpec) -> TrainingTarget:
             spec.path,
             "training.train",
             f"must return a dpaudit.training.TrainingTarget, got {type(target).__name__}.",
+        )
+    if t.canaries > target.dim:  # one-run: each Dirac canary takes a parameter of its own
+        raise field_error(
+            spec.path,
+            "training.canaries",
+            f"{t.canaries} canaries do not fit the target's {target.dim} parameters (one "
+            "Dirac canary each); lower canaries or give the target a larger dim.",
         )
     if t.coordinate >= target.dim:
         raise field_error(
@@ -75,10 +89,10 @@ def training_canary(spec: AuditSpec, target: TrainingTarget) -> GradientCanary:
 
 
 def run_training(spec: AuditSpec, target: TrainingTarget):
-    """The spec's many-run training audit.
+    """The spec's training audit: many runs, or one run with many canaries (``training.mode``).
 
     Args:
-        spec: a validated training spec (``samples`` is its run count).
+        spec: a validated training spec (``samples`` is its run count; 1 for one run).
         target: its resolved target.
 
     Returns:
@@ -88,10 +102,19 @@ def run_training(spec: AuditSpec, target: TrainingTarget):
         ValueError: for bad input found while training (states of different shapes,
             non-finite scores).
     """
+    t = spec.training
+    claim = target.profile if t.claim == "profile" else spec.claim
+    if t.mode == "one-run":
+        transform = target.llr if t.score == "llr" else None
+        canaries = DiracCanaries(m=t.canaries, dim=target.dim, norm=t.norm, transform=transform)
+        return one_run_training_audit(
+            target.train, target.dataset, claim, canaries, k_plus=t.guesses_in,
+            k_minus=t.guesses_out, confidence=spec.confidence, seed=spec.seed, name=target.name,
+        )  # fmt: skip
     return training_audit(
         target.train,
         target.dataset,
-        target.profile if spec.training.claim == "profile" else spec.claim,
+        claim,
         training_canary(spec, target),
         runs=spec.samples,
         confidence=spec.confidence,
