@@ -64,10 +64,13 @@ The package's modules:
   loaded, mechanisms and black-box targets built (:func:`resolve_mechanism`,
   :func:`resolve_blackbox`, :func:`load_pair`);
 * :mod:`dpaudit.io.spec.training` — ``[training]`` specs: the target built
-  (:func:`resolve_training`) and audited (:func:`run_training`);
+  (:func:`resolve_training`) and audited (:func:`run_training`); imported on first use
+  (module ``__getattr__``), so loading the spec reader does not load the training engine;
 * :mod:`dpaudit.io.spec.features` — classifier features of black-box specs
   (:func:`blackbox_features`).
 """
+
+import importlib
 
 from dpaudit.io.spec import schema
 from dpaudit.io.spec.features import blackbox_features
@@ -95,7 +98,6 @@ from dpaudit.io.spec.resolve import (
     resolve_mechanism,
 )
 from dpaudit.io.spec.schema import *  # noqa: F403  (the records, constants and error of a spec)
-from dpaudit.io.spec.training import resolve_training, run_training, training_canary
 
 __all__ = [
     *schema.__all__,
@@ -123,3 +125,26 @@ __all__ = [
     "training_canary",
     "with_overrides",
 ]
+
+#: The names of :mod:`dpaudit.io.spec.training`, imported on first use: the training engine
+#: (and its bounds, canaries and scipy) is loaded only when a ``[training]`` spec is resolved.
+_TRAINING = ("resolve_training", "run_training", "training_canary")
+
+
+def __getattr__(name: str):
+    """Import a training name on first use and keep it in the package namespace.
+
+    Args:
+        name: an attribute of ``dpaudit.io.spec``.
+
+    Returns:
+        The function of :mod:`dpaudit.io.spec.training`.
+
+    Raises:
+        AttributeError: for a name the package does not export.
+    """
+    if name not in _TRAINING:
+        raise AttributeError(f"module 'dpaudit.io.spec' has no attribute {name!r}")
+    value = getattr(importlib.import_module("dpaudit.io.spec.training"), name)
+    globals()[name] = value
+    return value
