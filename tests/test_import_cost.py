@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENGINE = "import dpaudit.whitebox.engine, dpaudit.blackbox.engine, dpaudit.io.spec, dpaudit.cli.main"
+ENGINE = (
+    "import dpaudit.whitebox.engine, dpaudit.blackbox.engine, dpaudit.io.spec, dpaudit.cli.main"
+)
 #: Imported on use only: none is needed to load the engine.
 ON_USE = (
     "arviz",

@@ -55,7 +55,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-
 from typing import TYPE_CHECKING
 
 import numpy as np

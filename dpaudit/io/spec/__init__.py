@@ -99,8 +99,13 @@ from dpaudit.io.spec.resolve import (
 )
 from dpaudit.io.spec.schema import *  # noqa: F403  (the records, constants and error of a spec)
 
+#: The names of :mod:`dpaudit.io.spec.training`, imported on first use: the training engine
+#: (and its bounds, canaries and scipy) is loaded only when a ``[training]`` spec is resolved.
+_TRAINING = ("resolve_training", "run_training", "training_canary")
+
 __all__ = [
     *schema.__all__,
+    *_TRAINING,
     "BlackBoxTarget",
     "PublicParameters",
     "blackbox_features",
@@ -119,16 +124,9 @@ __all__ = [
     "load_spec",
     "resolve_blackbox",
     "resolve_mechanism",
-    "resolve_training",
-    "run_training",
     "split_callable_path",
-    "training_canary",
     "with_overrides",
 ]
-
-#: The names of :mod:`dpaudit.io.spec.training`, imported on first use: the training engine
-#: (and its bounds, canaries and scipy) is loaded only when a ``[training]`` spec is resolved.
-_TRAINING = ("resolve_training", "run_training", "training_canary")
 
 
 def __getattr__(name: str):
