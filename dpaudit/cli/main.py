@@ -302,7 +302,7 @@ def _build_spec(
         raise _spec_error(f"{spec.path}: data: {err}") from None
     if mechanism is not None:
         (check_model_runs if draw else check_model_traces)(spec.path, mechanism, pair)
-    features = None if target is None else blackbox_features(spec, target, pair[0])
+    features = None if target is None else blackbox_features(spec, target, pair[0], not draw)
     if target is not None and target.mechanism is not None and not draw:
         check_sampler_traces(spec, target.mechanism, features, pair)  # validate: no program
     elif target is not None:
