@@ -127,3 +127,20 @@ def test_validate_reads_the_kl_basis_of_a_catalogue_release_by_tracing(tmp_path)
         return 0
 
     assert _programs_outside_parameter_checks(check) == 0
+
+
+def test_building_a_grid_compiles_nothing():
+    """Catalogue builders make their grids at build time: the arrays are put on the device
+    as they are (jnp.asarray compiled a program per shape), with the same values."""
+    import numpy as np
+
+    from dpaudit.model.spaces.grids import custom_grid, uniform_grid
+
+    def build():
+        grids = [uniform_grid(23, dim=2), custom_grid(np.linspace(0, 1, 13), np.full(13, 1 / 13))]
+        assert all(g.points.dtype == g.weights.dtype == np.float64 for g in grids)
+        np.testing.assert_array_equal(np.asarray(grids[1].points)[:, 0], np.linspace(0, 1, 13))
+        return 0
+
+    jax.clear_caches()
+    assert _programs_outside_parameter_checks(build) == 0
