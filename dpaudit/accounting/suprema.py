@@ -55,12 +55,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpyro.distributions as dist
-from numpyro.distributions import Distribution
 
 from dpaudit.core.serialize import json_float
+
+if TYPE_CHECKING:  # numpyro is imported where a law is read: accounting alone loads no JAX
+    from numpyro.distributions import Distribution
 
 __all__ = [
     "ExactSupLoss",
@@ -81,15 +83,15 @@ _EPS = float(np.finfo(float).eps)
 _MAX_ENUMERATED = 1 << 22
 
 # numpyro families whose log_prob is a closed form (no quadrature): enumerating their
-# support gives the supremum up to float round-off only.
+# support gives the supremum up to float round-off only (names in numpyro.distributions).
 _ENUMERABLE = (
-    dist.BernoulliProbs,
-    dist.BernoulliLogits,
-    dist.CategoricalProbs,
-    dist.CategoricalLogits,
-    dist.BinomialProbs,
-    dist.BinomialLogits,
-    dist.DiscreteUniform,
+    "BernoulliProbs",
+    "BernoulliLogits",
+    "CategoricalProbs",
+    "CategoricalLogits",
+    "BinomialProbs",
+    "BinomialLogits",
+    "DiscreteUniform",
 )
 
 
@@ -535,6 +537,8 @@ def log_density_error(distribution: Distribution, release) -> float:
 
 
 def _unwrap(d: Distribution) -> Distribution:
+    import numpyro.distributions as dist  # already loaded: d is a numpyro law
+
     while isinstance(d, dist.Independent):
         d = d.base_dist
     return d
@@ -598,6 +602,8 @@ def exact_sup_loss(dist_p: Distribution, dist_q: Distribution) -> ExactSupLoss |
     declared = getattr(p, "exact_sup_loss", None)
     if callable(declared) and type(p) is type(q):
         return declared(q)
-    if type(p) is type(q) and isinstance(p, _ENUMERABLE):
+    import numpyro.distributions as dist  # already loaded: p is a numpyro law
+
+    if type(p) is type(q) and isinstance(p, tuple(getattr(dist, n) for n in _ENUMERABLE)):
         return _enumerated_sup_loss(p, q)
     return None

@@ -266,7 +266,8 @@ def _build_spec(
     ``mechanism``: the white-box mechanism when the caller built it already. ``worst``:
     ``(lo, hi)`` of ``--pairs worst``, which replaces the pair by the neighbour of its
     first dataset whose summary moves most (:func:`dpaudit.testing.worst_pair.worst_pair`).
-    ``draw=False``: a white-box model is traced abstractly instead of run (``validate``).
+    ``draw=False``: a white-box model, or a catalogue mechanism sampled as a black box, is
+    traced abstractly instead of run (``validate``).
     """
     from dpaudit.io.spec import (
         blackbox_features,
@@ -274,6 +275,7 @@ def _build_spec(
         check_model_traces,
         check_pair_differs,
         check_sampler_runs,
+        check_sampler_traces,
         load_pair,
         resolve_blackbox,
         resolve_mechanism,
@@ -300,8 +302,10 @@ def _build_spec(
         raise _spec_error(f"{spec.path}: data: {err}") from None
     if mechanism is not None:
         (check_model_runs if draw else check_model_traces)(spec.path, mechanism, pair)
-    features = None if target is None else blackbox_features(spec, target, pair[0])
-    if target is not None:
+    features = None if target is None else blackbox_features(spec, target, pair[0], not draw)
+    if target is not None and target.mechanism is not None and not draw:
+        check_sampler_traces(spec, target.mechanism, features, pair)  # validate: no program
+    elif target is not None:
         check_sampler_runs(spec, target.sampler, features, pair)
     return PreparedAudit(spec, mechanism, target, features, tuple(pair), claim_note)
 

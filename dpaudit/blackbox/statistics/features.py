@@ -68,8 +68,11 @@ def kl_features(basis, n_components: int | None = None, *, whiten: bool = True) 
     """
     k = basis.n_components if n_components is None else check_count("n_components", n_components)
     k = min(k, basis.n_components)
-    phi = jnp.asarray(basis.eigenfunctions[:, :k] * basis.grid.weights[:, None])
-    scale = jnp.sqrt(basis.eigenvalues[:k]) if whiten else jnp.ones(k)
+    # the constants stay numpy arrays (exact products and square roots, the same bits as
+    # XLA's; jnp.asarray would compile a program per shape): building the map compiles none
+    weights = np.asarray(basis.grid.weights)[:, None]
+    phi = np.asarray(basis.eigenfunctions)[:, :k] * weights
+    scale = np.sqrt(np.asarray(basis.eigenvalues)[:k]) if whiten else np.ones(k)
     m = int(phi.shape[0])
 
     def features(x):

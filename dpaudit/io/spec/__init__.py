@@ -64,10 +64,13 @@ The package's modules:
   loaded, mechanisms and black-box targets built (:func:`resolve_mechanism`,
   :func:`resolve_blackbox`, :func:`load_pair`);
 * :mod:`dpaudit.io.spec.training` — ``[training]`` specs: the target built
-  (:func:`resolve_training`) and audited (:func:`run_training`);
+  (:func:`resolve_training`) and audited (:func:`run_training`); imported on first use
+  (module ``__getattr__``), so loading the spec reader does not load the training engine;
 * :mod:`dpaudit.io.spec.features` — classifier features of black-box specs
   (:func:`blackbox_features`).
 """
+
+import importlib
 
 from dpaudit.io.spec import schema
 from dpaudit.io.spec.features import blackbox_features
@@ -88,6 +91,7 @@ from dpaudit.io.spec.resolve import (
     check_model_traces,
     check_pair_differs,
     check_sampler_runs,
+    check_sampler_traces,
     load_array_file,
     load_callable,
     load_pair,
@@ -95,10 +99,14 @@ from dpaudit.io.spec.resolve import (
     resolve_mechanism,
 )
 from dpaudit.io.spec.schema import *  # noqa: F403  (the records, constants and error of a spec)
-from dpaudit.io.spec.training import resolve_training, run_training, training_canary
+
+#: The names of :mod:`dpaudit.io.spec.training`, imported on first use: the training engine
+#: (and its bounds, canaries and scipy) is loaded only when a ``[training]`` spec is resolved.
+_TRAINING = ("resolve_training", "run_training", "training_canary")
 
 __all__ = [
     *schema.__all__,
+    *_TRAINING,
     "BlackBoxTarget",
     "PublicParameters",
     "blackbox_features",
@@ -108,6 +116,7 @@ __all__ = [
     "check_model_traces",
     "check_pair_differs",
     "check_sampler_runs",
+    "check_sampler_traces",
     "check_samples",
     "check_seed",
     "find_specs",
@@ -117,9 +126,25 @@ __all__ = [
     "load_spec",
     "resolve_blackbox",
     "resolve_mechanism",
-    "resolve_training",
-    "run_training",
     "split_callable_path",
-    "training_canary",
     "with_overrides",
 ]
+
+
+def __getattr__(name: str):
+    """Import a training name on first use and keep it in the package namespace.
+
+    Args:
+        name: an attribute of ``dpaudit.io.spec``.
+
+    Returns:
+        The function of :mod:`dpaudit.io.spec.training`.
+
+    Raises:
+        AttributeError: for a name the package does not export.
+    """
+    if name not in _TRAINING:
+        raise AttributeError(f"module 'dpaudit.io.spec' has no attribute {name!r}")
+    value = getattr(importlib.import_module("dpaudit.io.spec.training"), name)
+    globals()[name] = value
+    return value

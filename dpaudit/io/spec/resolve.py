@@ -35,6 +35,7 @@ __all__ = [
     "check_model_runs",
     "check_pair_differs",
     "check_sampler_runs",
+    "check_sampler_traces",
     "load_array_file",
     "load_callable",
     "load_pair",
@@ -505,6 +506,51 @@ def check_sampler_runs(spec: AuditSpec, sampler: Callable, features, pair) -> No
         _check_rows(spec.path, field, f"the releases of {label}", releases, categorical=True)
         if features is not None:
             rows = np.asarray(features(releases))
+            _check_rows(spec.path, "blackbox.features", f"the features of {label}", rows)
+
+
+def check_sampler_traces(spec: AuditSpec, mechanism: Mechanism, features, pair) -> None:
+    """:func:`check_sampler_runs` for a catalogue mechanism sampled as a black box, traced.
+
+    ``dpaudit validate`` builds every spec and audits none: the two releases of ``D`` and
+    ``D'`` are traced abstractly (``jax.eval_shape``, no XLA program) and their shape and
+    dtype checked as :func:`check_sampler_runs` checks drawn releases, and so are the
+    features' rows. What only values show (a NaN release, a non-finite feature) is left to
+    :func:`check_sampler_runs` when the audit starts. A model that reads its data's values
+    is drawn from as :func:`check_sampler_runs` does. A plain sampler (user code, often
+    numpy) is not traced: its draws are checked by :func:`check_sampler_runs`.
+
+    Args:
+        spec: the black-box spec, for the message.
+        mechanism: the catalogue mechanism the spec samples (``blackbox.mechanism``).
+        features: the classifier features (``releases -> rows``) or ``None``.
+        pair: ``(D, D')``.
+
+    Raises:
+        SpecError: naming ``blackbox.mechanism`` (or ``blackbox.features``).
+    """
+    import jax
+
+    sampler = as_sampler(mechanism)
+    key = jax.eval_shape(lambda: jax.random.key(0))  # abstract: nothing runs
+    for label, data in zip(("D", "D'"), pair, strict=True):
+        try:
+            shape = jax.eval_shape(lambda k, d=data: sampler(d, 2, k), key)
+        except _NEEDS_VALUES:  # a model that reads its data's values (numpy): draw from it
+            return check_sampler_runs(spec, sampler, features, pair)
+        except _MODEL_INPUT_ERRORS as err:
+            text = str(err).strip().splitlines()
+            raise field_error(
+                spec.path,
+                "blackbox.mechanism",
+                f"drawing 2 releases of {label} fails ({type(err).__name__}: "
+                f"{text[0] if text else ''}); check the data's shape and the sampler's params.",
+            ) from None
+        releases = np.zeros(shape.shape, shape.dtype)  # the traced shape and dtype, values 0
+        _check_rows(spec.path, "blackbox.mechanism", f"the releases of {label}", releases, True)
+        if features is not None:
+            rows = jax.eval_shape(features, jax.ShapeDtypeStruct(shape.shape, shape.dtype))
+            rows = np.zeros(rows.shape, rows.dtype)
             _check_rows(spec.path, "blackbox.features", f"the features of {label}", rows)
 
 

@@ -103,7 +103,8 @@ def uniform_grid(size: int | tuple[int, ...], dim: int = 1, *, rule: str = "midp
             raise ValueError(f"rule must be 'midpoint' or 'trapezoid', got {rule!r}.")
     points = np.array(list(itertools.product(*axes)), dtype=float).reshape(-1, dim)
     weights = np.array([np.prod(w) for w in itertools.product(*axis_weights)], dtype=float)
-    return Grid(points=jnp.asarray(points), weights=jnp.asarray(weights))
+    # device_put: the same float64 arrays, without the program jnp.asarray compiles per shape
+    return Grid(points=jax.device_put(points), weights=jax.device_put(weights))
 
 
 def custom_grid(points, weights) -> Grid:
@@ -131,4 +132,4 @@ def custom_grid(points, weights) -> Grid:
         raise ValueError(
             f"weights must have shape ({pts.shape[0]},) to match the points, got {w.shape}."
         )
-    return Grid(points=jnp.asarray(pts), weights=jnp.asarray(w))
+    return Grid(points=jax.device_put(pts), weights=jax.device_put(w))

@@ -1,0 +1,48 @@
+"""Loading the audit engine loads what an audit needs and nothing it only sometimes needs.
+
+The engine is what ``dpaudit audit`` imports before its first audit (the white-box and
+black-box engines, the spec reader, the command). The statistics stacks, the training
+engine, the testing tier, the adapters and the figures are imported where they are used.
+Checked in a fresh process by ``sys.modules`` (a count, not a time).
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINE = (
+    "import dpaudit.whitebox.engine, dpaudit.blackbox.engine, dpaudit.io.spec, dpaudit.cli.main"
+)
+#: Imported on use only: none is needed to load the engine.
+ON_USE = (
+    "arviz",
+    "scipy.stats",
+    "scipy.optimize",
+    "matplotlib",
+    "dpaudit.training",
+    "dpaudit.io.spec.training",
+    "dpaudit.testing",
+    "dpaudit.adapters",
+    "dpaudit.io.plot",
+)
+
+
+def _loaded(code: str) -> list[str]:
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in sys.modules))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return ast.literal_eval(out.stdout.strip().splitlines()[-1])
+
+
+def test_loading_the_engine_leaves_the_occasional_modules_unloaded():
+    loaded = _loaded(ENGINE)
+    found = [m for m in loaded if any(m == h or m.startswith(h + ".") for h in ON_USE)]
+    assert found == [], found
+
+
+def test_a_training_name_of_the_spec_reader_loads_the_training_engine_on_use():
+    loaded = _loaded("from dpaudit.io.spec import resolve_training")
+    assert "dpaudit.training" in loaded and "dpaudit.io.spec.training" in loaded
