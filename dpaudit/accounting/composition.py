@@ -89,6 +89,7 @@ from dpaudit.core.serialize import json_float
 __all__ = [
     "BoundedComposition",
     "GaussianComponent",
+    "LaplaceBatch",
     "LaplaceComponent",
     "SupremumComponent",
     "components_of",
@@ -438,6 +439,47 @@ class LaplaceComponent:
         return laplace_pmfs(np.array([self.a]), discretization, "optimistic")[0]
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class LaplaceBatch:
+    """Many Laplace parts in one object: the vectorised :class:`LaplaceComponent`.
+
+    :func:`compose_accounting` takes it as one part standing for ``a.size`` Laplace parts
+    (one per entry; equal entries are grouped and powered) without making a Python object
+    per part; the composition's ``components`` hold one :class:`LaplaceComponent` per
+    distinct value.
+
+    Attributes:
+        a: ``(K,)`` loss parameters ``a_j >= 0``
+            (:func:`~dpaudit.accounting.profiles.laplace_parameters`).
+
+    Example:
+        >>> acc = compose_accounting([LaplaceBatch(np.array([0.25, 0.25, 0.5]))])
+        >>> acc.sup_loss, acc.components
+        (1.0, ((LaplaceComponent(a=0.25), 2), (LaplaceComponent(a=0.5), 1)))
+    """
+
+    a: np.ndarray
+
+    def __post_init__(self) -> None:
+        """Refuse anything but finite numbers ``>= 0`` (one sentence, before any work)."""
+        try:
+            a = np.asarray(self.a, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"LaplaceBatch.a must be an array of numbers, got {type(self.a).__name__}."
+            ) from None
+        if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
+            raise ValueError("LaplaceBatch.a must hold finite numbers >= 0; remove the others.")
+        object.__setattr__(self, "a", a)
+
+
+def _laplace_component(a: float) -> LaplaceComponent:
+    """A :class:`LaplaceComponent` of an already checked ``a`` (no per-object check)."""
+    component = object.__new__(LaplaceComponent)
+    object.__setattr__(component, "a", a)
+    return component
+
+
 @dataclasses.dataclass(frozen=True)
 class SupremumComponent:
     """A part known only through ``sup L <= epsilon`` in both directions (pure epsilon-DP).
@@ -578,7 +620,9 @@ def components_of(part) -> list:
 def _laplace_groups(a) -> list:
     a = np.asarray(a, dtype=np.float64).reshape(-1)
     values, counts = np.unique(a[a > 0], return_counts=True)
-    return [(LaplaceComponent(float(v)), int(c)) for v, c in zip(values, counts, strict=True)]
+    return [
+        (_laplace_component(v), c) for v, c in zip(values.tolist(), counts.tolist(), strict=True)
+    ]
 
 
 # ------------------------------------------------------------- pmf algebra
@@ -1159,15 +1203,12 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
     return pmfs, 1.0 - finite, margin
 
 
-def _laplace_direction(items, discretization: float, tail: float, *, upper: bool) -> DiscretePLD:
+def _laplace_direction(a, counts, discretization: float, tail: float, *, upper: bool):
     """Plain Laplace parts: the audit path's engine (:func:`laplace_group_pld`), vectorised.
 
     The margin also charges the round-off of building the single parts' pmfs (4 ulp per
     grid point, as the general route does); the powered parts already carry theirs.
     """
-    a = np.array([c.a for c, _ in items], dtype=np.float64)
-    order = np.argsort(a, kind="stable")  # the audit path's order (np.unique sorts)
-    a, counts = a[order], np.array([k for _, k in items], dtype=np.int64)[order]
     pld = laplace_group_pld(a, discretization, upper=upper, tail_mass=tail / 2, counts=counts)
     singles = a[(counts == 1) & (a > 0)]
     points = float(np.sum(np.ceil(singles / discretization) - np.floor(-singles / discretization)))
@@ -1176,8 +1217,6 @@ def _laplace_direction(items, discretization: float, tail: float, *, upper: bool
 
 def _compose_direction(items, discretization: float, tail: float, *, forward: bool, upper: bool):
     """One direction's :class:`~dpaudit.accounting.profiles.DiscretePLD` (upper or lower curve)."""
-    if _LAPLACE_ROUTE and all(type(c) is LaplaceComponent for c, _ in items):
-        return _laplace_direction(items, discretization, tail, upper=upper)
     pmfs, infinity, margin = _component_pmfs(
         items, discretization, tail, forward=forward, upper=upper
     )
@@ -1207,6 +1246,7 @@ def _merge(parts, counts) -> list | None:
     if len(counts) != len(parts):
         raise ValueError(f"counts has {len(counts)} entries for {len(parts)} parts; give one each.")
     merged: dict = {}
+    batches = []
     for part, count in zip(parts, counts, strict=True):
         if type(count) is not int and (
             isinstance(count, bool) or not isinstance(count, int | np.integer)
@@ -1214,13 +1254,42 @@ def _merge(parts, counts) -> list | None:
             raise ValueError(f"counts must be non-negative integers, got {count!r}.")
         if count < 0:
             raise ValueError(f"counts must be non-negative integers, got {count!r}.")
+        if type(part) is LaplaceBatch:
+            batches += [(part.a, int(count))] if count and part.a.size else []
+            continue
         pairs = [(part, 1)] if type(part) is LaplaceComponent else components_of(part)
         for component, k in pairs:
             if component is _SINGULAR and count:
                 return None
             if count * k:
                 merged[component] = merged.get(component, 0) + int(count) * int(k)
-    return list(merged.items())
+    grouped = _merge_batches(merged, batches) if batches else []  # takes plain Laplace out
+    return list(merged.items()) + grouped
+
+
+def _merge_batches(merged: dict, batches: list) -> list:
+    """Group the batches' parameters with the plain Laplace parts taken out of ``merged``.
+
+    One sort of all parameters (``np.unique``) instead of a dictionary entry per part; each
+    distinct value becomes one :class:`LaplaceComponent` with its total count.
+
+    Returns:
+        The ``(LaplaceComponent, count)`` pairs, one per distinct value.
+    """
+    plain = [(c, k) for c, k in merged.items() if type(c) is LaplaceComponent]
+    for component, _ in plain:
+        del merged[component]
+    values = np.concatenate([a for a, _ in batches] + [np.array([c.a for c, _ in plain])])
+    weights = np.concatenate(
+        [np.full(a.size, k, dtype=np.int64) for a, k in batches]
+        + [np.array([k for _, k in plain], dtype=np.int64)]
+    )
+    values, inverse = np.unique(values, return_inverse=True)
+    totals = np.zeros(values.size, dtype=np.int64)
+    np.add.at(totals, inverse.reshape(-1), weights)
+    return [
+        (_laplace_component(v), k) for v, k in zip(values.tolist(), totals.tolist(), strict=True)
+    ]
 
 
 def compose_accounting(
@@ -1271,6 +1340,8 @@ def compose_accounting(
     items = _merge(list(parts), None if counts is None else list(counts))
     if items is None:
         return ExactAccounting(family="singular", sup_loss=math.inf)
+    if _LAPLACE_ROUTE and items and all(type(c) is LaplaceComponent for c, _ in items):
+        return _laplace_accounting(items, discretization, tail_mass, lower=lower)
     gaussian = [(c, k) for c, k in items if type(c) is GaussianComponent]
     mu = math.sqrt(math.fsum(k * c.mu**2 for c, k in gaussian)) if gaussian else 0.0
     others = [(c, k) for c, k in items if type(c) is not GaussianComponent]
@@ -1302,6 +1373,25 @@ def compose_accounting(
         lower_pld=plds[(True, False)],
         reverse_upper_pld=None if symmetric else plds[(False, True)],
         reverse_lower_pld=None if symmetric else plds[(False, False)],
+        components=tuple(items),
+    )
+
+
+def _laplace_accounting(items, discretization: float, tail: float, *, lower: bool):
+    """:func:`compose_accounting` of plain Laplace parts only: arrays, no per-part Python."""
+    given = np.array([c.a for c, _ in items], dtype=np.float64)
+    repeats = np.array([k for _, k in items], dtype=np.int64)
+    order = np.argsort(given, kind="stable")  # the audit path's order (np.unique sorts)
+    a, counts = given[order], repeats[order]
+    identity = DiscretePLD(discretization, 0, np.ones(1), 0.0, 0.0, "optimistic")
+    return ExactAccounting(
+        family="laplace",
+        sup_loss=math.fsum((repeats * given).tolist()),
+        laplace_parameters=np.repeat(given, repeats),
+        upper_pld=_laplace_direction(a, counts, discretization, tail, upper=True),
+        lower_pld=_laplace_direction(a, counts, discretization, tail, upper=False)
+        if lower
+        else identity,
         components=tuple(items),
     )
 

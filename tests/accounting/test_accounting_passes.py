@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 import scipy.fft
 
+from dpaudit.accounting import composition
 from dpaudit.accounting.composition import (
     GaussianComponent,
+    LaplaceBatch,
     LaplaceComponent,
     compose_accounting,
     exact_accounting,
@@ -193,3 +195,75 @@ def test_distinct_plain_laplace_parts_give_the_audit_paths_pmf_and_a_larger_marg
         assert np.array_equal(ours.probs, theirs.probs) and ours.offset == theirs.offset
         points = np.sum(np.ceil(a / d) - np.floor(-a / d) + 1)
         assert ours.margin - theirs.margin == pytest.approx(4 * np.finfo(float).eps * points)
+
+
+def test_a_laplace_batch_is_the_parts_one_by_one_without_an_object_per_part():
+    """One object for K parts: same curves, components grouped, no per-part check or hash."""
+    rng = np.random.default_rng(11)
+    a = np.concatenate([rng.uniform(0.002, 0.05, 60), [0.03] * 5, [0.0, 0.01, 0.01]])
+    d = 1e-3
+    one_by_one = compose_accounting([LaplaceComponent(float(x)) for x in a], discretization=d)
+    with (
+        mock.patch.object(
+            LaplaceComponent,
+            "__post_init__",
+            autospec=True,
+            side_effect=LaplaceComponent.__post_init__,
+        ) as checks,
+        mock.patch.object(
+            composition, "components_of", side_effect=composition.components_of
+        ) as per_part,
+    ):
+        batch = compose_accounting([LaplaceBatch(a)], discretization=d)
+    assert checks.call_count == 0 and per_part.call_count == 0
+    distinct = np.unique(a)
+    assert [c.a for c, _ in batch.components] == distinct.tolist()
+    assert [k for _, k in batch.components] == [int(np.sum(a == v)) for v in distinct]
+    assert sorted(batch.components, key=lambda p: p[0].a) == sorted(
+        one_by_one.components, key=lambda p: p[0].a
+    )
+    for ours, theirs in (
+        (batch.upper_pld, one_by_one.upper_pld),
+        (batch.lower_pld, one_by_one.lower_pld),
+    ):
+        assert np.array_equal(ours.probs, theirs.probs) and ours.offset == theirs.offset
+        assert ours.margin == theirs.margin
+    assert batch.sup_loss == one_by_one.sup_loss and batch.family == "laplace"
+
+
+def test_a_laplace_batch_groups_with_plain_parts_and_composes_with_others():
+    d = 1e-3
+    mixed = compose_accounting(
+        [LaplaceBatch([0.02, 0.04]), LaplaceComponent(0.02), LaplaceBatch([0.04])],
+        [2, 1, 3],
+        discretization=d,
+    )
+    assert sorted((c.a, k) for c, k in mixed.components) == [(0.02, 3), (0.04, 5)]
+    plain = compose_accounting(
+        [LaplaceComponent(0.02), LaplaceComponent(0.04)], [3, 5], discretization=d
+    )
+    eps = np.linspace(0.0, 0.2, 9)
+    assert np.array_equal(mixed.delta_upper(eps), plain.delta_upper(eps))
+    with_gauss = compose_accounting(
+        [LaplaceBatch([0.02, 0.04]), GaussianComponent(0.1)], discretization=d
+    )
+    reference = compose_accounting(
+        [LaplaceComponent(0.02), LaplaceComponent(0.04), GaussianComponent(0.1)], discretization=d
+    )
+    assert np.array_equal(with_gauss.delta_upper(eps), reference.delta_upper(eps))
+    again = compose_accounting([mixed], discretization=d)  # its components compose further
+    assert np.array_equal(again.delta_upper(eps), plain.delta_upper(eps))
+
+
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        ([0.1, -0.2], ValueError),
+        ([0.1, math.nan], ValueError),
+        ([math.inf], ValueError),
+        ("ab", TypeError),
+    ],
+)
+def test_a_bad_laplace_batch_is_refused_in_one_sentence(values, error):
+    with pytest.raises(error, match=r"LaplaceBatch\.a"):
+        LaplaceBatch(values)
