@@ -91,6 +91,7 @@ __all__ = [
     "GaussianComponent",
     "LaplaceBatch",
     "LaplaceComponent",
+    "LaplacePairs",
     "SupremumComponent",
     "components_of",
     "compose_accounting",
@@ -445,8 +446,8 @@ class LaplaceBatch:
 
     :func:`compose_accounting` takes it as one part standing for ``a.size`` Laplace parts
     (one per entry; equal entries are grouped and powered) without making a Python object
-    per part; the composition's ``components`` hold one :class:`LaplaceComponent` per
-    distinct value.
+    per part; the composition's ``components`` are :class:`LaplacePairs` (one
+    :class:`LaplaceComponent` per distinct value, made when read).
 
     Attributes:
         a: ``(K,)`` loss parameters ``a_j >= 0``
@@ -454,8 +455,8 @@ class LaplaceBatch:
 
     Example:
         >>> acc = compose_accounting([LaplaceBatch(np.array([0.25, 0.25, 0.5]))])
-        >>> acc.sup_loss, acc.components
-        (1.0, ((LaplaceComponent(a=0.25), 2), (LaplaceComponent(a=0.5), 1)))
+        >>> acc.sup_loss, list(acc.components)
+        (1.0, [(LaplaceComponent(a=0.25), 2), (LaplaceComponent(a=0.5), 1)])
     """
 
     a: np.ndarray
@@ -1255,7 +1256,11 @@ def _merge(parts, counts) -> list | None:
         if count < 0:
             raise ValueError(f"counts must be non-negative integers, got {count!r}.")
         if type(part) is LaplaceBatch:
-            batches += [(part.a, int(count))] if count and part.a.size else []
+            batches += [(part.a, np.full(part.a.size, count, dtype=np.int64))] if count else []
+            continue
+        grouped = getattr(part, "components", None)
+        if isinstance(part, ExactAccounting) and isinstance(grouped, LaplacePairs):
+            batches += [(grouped.values, grouped.counts * int(count))] if count else []
             continue
         pairs = [(part, 1)] if type(part) is LaplaceComponent else components_of(part)
         for component, k in pairs:
@@ -1263,33 +1268,68 @@ def _merge(parts, counts) -> list | None:
                 return None
             if count * k:
                 merged[component] = merged.get(component, 0) + int(count) * int(k)
-    grouped = _merge_batches(merged, batches) if batches else []  # takes plain Laplace out
-    return list(merged.items()) + grouped
+    if not batches:
+        return list(merged.items())
+    grouped = _merge_batches(merged, batches)  # takes the plain Laplace parts out of merged
+    return [*merged.items(), grouped]
 
 
-def _merge_batches(merged: dict, batches: list) -> list:
+def _merge_batches(merged: dict, batches: list) -> LaplacePairs:
     """Group the batches' parameters with the plain Laplace parts taken out of ``merged``.
 
-    One sort of all parameters (``np.unique``) instead of a dictionary entry per part; each
-    distinct value becomes one :class:`LaplaceComponent` with its total count.
+    One sort of all parameters (``np.unique``) instead of a dictionary entry per part.
 
     Returns:
-        The ``(LaplaceComponent, count)`` pairs, one per distinct value.
+        The grouped parts as :class:`LaplacePairs` (no object per part).
     """
     plain = [(c, k) for c, k in merged.items() if type(c) is LaplaceComponent]
     for component, _ in plain:
         del merged[component]
     values = np.concatenate([a for a, _ in batches] + [np.array([c.a for c, _ in plain])])
     weights = np.concatenate(
-        [np.full(a.size, k, dtype=np.int64) for a, k in batches]
-        + [np.array([k for _, k in plain], dtype=np.int64)]
+        [k for _, k in batches] + [np.array([k for _, k in plain], dtype=np.int64)]
     )
     values, inverse = np.unique(values, return_inverse=True)
     totals = np.zeros(values.size, dtype=np.int64)
     np.add.at(totals, inverse.reshape(-1), weights)
-    return [
-        (_laplace_component(v), k) for v, k in zip(values.tolist(), totals.tolist(), strict=True)
-    ]
+    return LaplacePairs(values, totals)
+
+
+class LaplacePairs(Sequence):
+    """The ``(LaplaceComponent, count)`` pairs of grouped Laplace parts, made on demand.
+
+    What :func:`compose_accounting` of :class:`LaplaceBatch` parts keeps as its
+    ``components``: the distinct parameters and their counts as arrays; a pair (and its
+    :class:`LaplaceComponent`) is made only when it is read, so composing 10 000 parts
+    creates no Python object per part (thousands of objects would also trigger full
+    garbage collections of the process).
+
+    Args:
+        values: ``(n,)`` distinct, checked parameters ``a >= 0``, ascending.
+        counts: ``(n,)`` positive counts.
+    """
+
+    def __init__(self, values: np.ndarray, counts: np.ndarray) -> None:
+        self.values, self.counts = values, counts
+
+    def __len__(self) -> int:
+        """The number of distinct parameters."""
+        return int(self.values.size)
+
+    def __getitem__(self, index):
+        """The pair at ``index`` (a list of pairs for a slice)."""
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return (_laplace_component(float(self.values[index])), int(self.counts[index]))
+
+    def __iter__(self):
+        """The pairs in ascending order of the parameter."""
+        for v, k in zip(self.values.tolist(), self.counts.tolist(), strict=True):
+            yield _laplace_component(v), k
+
+    def __repr__(self) -> str:
+        """``LaplacePairs(n distinct, total parts)``."""
+        return f"LaplacePairs({len(self)} distinct, {int(np.sum(self.counts))} parts)"
 
 
 def compose_accounting(
@@ -1340,6 +1380,10 @@ def compose_accounting(
     items = _merge(list(parts), None if counts is None else list(counts))
     if items is None:
         return ExactAccounting(family="singular", sup_loss=math.inf)
+    grouped = items.pop() if items and isinstance(items[-1], LaplacePairs) else None
+    if _LAPLACE_ROUTE and grouped is not None and not items:
+        return _laplace_accounting(grouped, discretization, tail_mass, lower=lower)
+    items += list(grouped) if grouped is not None else []
     if _LAPLACE_ROUTE and items and all(type(c) is LaplaceComponent for c, _ in items):
         return _laplace_accounting(items, discretization, tail_mass, lower=lower)
     gaussian = [(c, k) for c, k in items if type(c) is GaussianComponent]
@@ -1378,9 +1422,12 @@ def compose_accounting(
 
 
 def _laplace_accounting(items, discretization: float, tail: float, *, lower: bool):
-    """:func:`compose_accounting` of plain Laplace parts only: arrays, no per-part Python."""
-    given = np.array([c.a for c, _ in items], dtype=np.float64)
-    repeats = np.array([k for _, k in items], dtype=np.int64)
+    """:func:`compose_accounting` of plain Laplace parts only (pairs or :class:`LaplacePairs`)."""
+    if isinstance(items, LaplacePairs):
+        given, repeats = items.values, items.counts
+    else:
+        given = np.array([c.a for c, _ in items], dtype=np.float64)
+        repeats = np.array([k for _, k in items], dtype=np.int64)
     order = np.argsort(given, kind="stable")  # the audit path's order (np.unique sorts)
     a, counts = given[order], repeats[order]
     identity = DiscretePLD(discretization, 0, np.ones(1), 0.0, 0.0, "optimistic")
@@ -1392,7 +1439,7 @@ def _laplace_accounting(items, discretization: float, tail: float, *, lower: boo
         lower_pld=_laplace_direction(a, counts, discretization, tail, upper=False)
         if lower
         else identity,
-        components=tuple(items),
+        components=items if isinstance(items, LaplacePairs) else tuple(items),
     )
 
 

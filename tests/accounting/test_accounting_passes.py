@@ -213,9 +213,15 @@ def test_a_laplace_batch_is_the_parts_one_by_one_without_an_object_per_part():
         mock.patch.object(
             composition, "components_of", side_effect=composition.components_of
         ) as per_part,
+        mock.patch.object(
+            composition, "_laplace_component", side_effect=composition._laplace_component
+        ) as made,
     ):
         batch = compose_accounting([LaplaceBatch(a)], discretization=d)
-    assert checks.call_count == 0 and per_part.call_count == 0
+        again = compose_accounting([batch, LaplaceBatch([0.03])], discretization=d)
+    assert checks.call_count == 0 and per_part.call_count == 0 and made.call_count == 0
+    assert batch.summary()["n_components"] == a.size
+    assert again.summary()["n_components"] == a.size + 1
     distinct = np.unique(a)
     assert [c.a for c, _ in batch.components] == distinct.tolist()
     assert [k for _, k in batch.components] == [int(np.sum(a == v)) for v in distinct]
