@@ -116,6 +116,9 @@ _CURVE_RTOL = 1e-12
 # orders differ by a factor 1.9, which widens the window by under 20 % over the best order.
 _CHERNOFF_ORDERS = np.geomspace(1.0 / 30.0, 3.0, 8)
 
+# The power path leaves out (sets to 0, and charges) the coefficients whose exact power has
+# modulus at most this: their effect on the composed pmf is below 1e-27 in L1.
+_DROPPED_POWER = 1e-30
 # Compositions of at least this many distinct pmfs use closed-form Laplace pmfs and the
 # windowed tree (:func:`_windowed_tree`); below it the plain convolution (compose_pmfs) is
 # cheap, and results of small compositions stay as they were, bit for bit.
@@ -670,6 +673,27 @@ def _chernoff_window(probs: np.ndarray, count: int, discretization: float, tail:
     return lo, hi, upper + lower
 
 
+def _powered_frequencies(spec: np.ndarray, perturbation: float, count: int):
+    """The coefficients worth powering, and the indices of the others.
+
+    A coefficient with ``|s| + perturbation <= floor = _DROPPED_POWER^(1/count)`` (its exact
+    value is within ``perturbation`` of ``s``) has an exact ``count``-th power of modulus at
+    most ``_DROPPED_POWER``; it is not powered but set to 0, and
+    :func:`self_compose_pmf` charges that. ``|s|^2`` is computed to 3 ulp, so the test
+    ``|s|^2 <= (floor - perturbation)^2 (1 - 4 eps)`` is a safe one.
+
+    Returns:
+        ``(kept coefficients, dropped indices)``.
+    """
+    floor = _DROPPED_POWER ** (1.0 / count)
+    if floor <= perturbation:
+        return spec, np.empty(0, dtype=np.int64)
+    modulus2 = spec.real * spec.real
+    modulus2 += spec.imag * spec.imag
+    low = modulus2 <= (floor - perturbation) ** 2 * (1 - 4 * _EPS)
+    return spec[~low], np.flatnonzero(low)
+
+
 def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail: float):
     """The ``count``-fold convolution of a pmf with itself by one FFT power.
 
@@ -703,6 +727,8 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
     # |a^k - b^k| <= k max(|a|, |b|)^(k-1) |a - b|; Parseval (rfft: each coefficient twice)
     # turns the coefficient errors into the L2, then (Cauchy-Schwarz) L1 error of the outputs.
     perturbation = 4 * _EPS * log_n * float(np.sum(probs))
+    spec, dropped = _powered_frequencies(spec, perturbation, count)
+    floor = _DROPPED_POWER ** (1.0 / count)
     growth = np.abs(spec)  # exp((count - 1) log(min(|spec| + perturbation, 1 + 1e-3))), in place
     growth += perturbation
     np.minimum(growth, 1 + 1e-3, out=growth)
@@ -710,7 +736,11 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
     growth *= count - 1
     np.exp(growth, out=growth)
     growth *= growth
-    power_error = perturbation * count * math.sqrt(2.0 * float(np.sum(growth)))
+    # a dropped coefficient's (|s| + perturbation)^(count-1) is at most floor^(count-1), and the
+    # exact power left out at most floor^count (both through Parseval, as above)
+    squares = float(np.sum(growth)) + dropped.size * floor ** (2 * (count - 1))
+    power_error = perturbation * count * math.sqrt(2.0 * squares)
+    power_error += math.sqrt(2.0 * dropped.size) * floor**count
     result = np.ones_like(spec)
     k = count
     while True:  # repeated squaring of the spectrum
@@ -720,6 +750,12 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
         if not k:
             break
         spec *= spec
+    if dropped.size:
+        full = np.zeros(n_fft // 2 + 1, dtype=result.dtype)
+        keep = np.ones(full.size, dtype=bool)
+        keep[dropped] = False
+        full[keep] = result
+        result = full
     out = scipy.fft.irfft(result, n=n_fft)
     inverse_error = 4 * _EPS * log_n * math.sqrt(n_fft * float(np.sum(out * out)))
     out = np.maximum(np.roll(out, -lo)[:n], 0.0)

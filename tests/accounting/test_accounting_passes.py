@@ -273,3 +273,40 @@ def test_a_laplace_batch_groups_with_plain_parts_and_composes_with_others():
 def test_a_bad_laplace_batch_is_refused_in_one_sentence(values, error):
     with pytest.raises(error, match=r"LaplaceBatch\.a"):
         LaplaceBatch(values)
+
+
+def _direct_power(p: np.ndarray, count: int) -> np.ndarray:
+    out = p.copy()
+    for _ in range(count - 1):
+        out = np.convolve(out, p)
+    return out
+
+
+@pytest.mark.parametrize("dropped_power", [1e-30, 1e-6])
+def test_power_path_powers_only_the_coefficients_that_matter_and_charges_the_rest(
+    monkeypatch, dropped_power
+):
+    """Coefficients whose power is negligible are set to 0; the result stays within its margin.
+
+    With the threshold raised to 1e-6 the left-out coefficients move the pmf visibly, and
+    the margin must still cover it (without their charge it would not).
+    """
+    monkeypatch.setattr(composition, "_DROPPED_POWER", dropped_power)
+    rng = np.random.default_rng(4)
+    p = rng.uniform(0, 1, 60)
+    p /= p.sum()
+    count = 40
+    off, out, margin = composition.self_compose_pmf(0, p, count, 1e-2, 1e-15)
+    n_fft = scipy.fft.next_fast_len(out.size, real=True)
+    perturbation = 4 * np.finfo(float).eps * math.log2(n_fft) * float(np.sum(p))
+    kept, dropped = composition._powered_frequencies(
+        scipy.fft.rfft(p, n=n_fft), perturbation, count
+    )
+    assert dropped.size > kept.size  # most coefficients are not powered
+    direct = _direct_power(p, count)
+    full = np.zeros(direct.size)
+    full[off : off + out.size] = out
+    error = float(np.sum(np.abs(full - direct)))
+    assert error <= margin
+    if dropped_power > 1e-10:
+        assert error > 1e-9  # the left-out coefficients matter here, and are charged
