@@ -1326,8 +1326,12 @@ def _merge_batches(merged: dict, batches: list) -> LaplacePairs:
         [k for _, k in batches] + [np.array([k for _, k in plain], dtype=np.int64)]
     )
     values, inverse = np.unique(values, return_inverse=True)
-    totals = np.zeros(values.size, dtype=np.int64)
-    np.add.at(totals, inverse.reshape(-1), weights)
+    inverse = inverse.reshape(-1)
+    if float(np.max(weights)) * weights.size < 2.0**53:  # float sums of integers: exact
+        totals = np.bincount(inverse, weights=weights, minlength=values.size).astype(np.int64)
+    else:
+        totals = np.zeros(values.size, dtype=np.int64)
+        np.add.at(totals, inverse, weights)
     return LaplacePairs(values, totals)
 
 
