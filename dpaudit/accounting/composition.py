@@ -99,6 +99,7 @@ __all__ = [
     "exact_accounting",
     "fold_tails",
     "laplace_group_pld",
+    "powered_coefficients",
     "rounded_down_pmf",
     "self_compose_pmf",
     "upper_curve_values",
@@ -673,7 +674,7 @@ def _chernoff_window(probs: np.ndarray, count: int, discretization: float, tail:
     return lo, hi, upper + lower
 
 
-def _powered_frequencies(spec: np.ndarray, perturbation: float, count: int):
+def powered_coefficients(spec: np.ndarray, perturbation: float, count: int):
     """The coefficients worth powering, and the indices of the others.
 
     A coefficient with ``|s| + perturbation <= floor = _DROPPED_POWER^(1/count)`` (its exact
@@ -681,6 +682,11 @@ def _powered_frequencies(spec: np.ndarray, perturbation: float, count: int):
     most ``_DROPPED_POWER``; it is not powered but set to 0, and
     :func:`self_compose_pmf` charges that. ``|s|^2`` is computed to 3 ulp, so the test
     ``|s|^2 <= (floor - perturbation)^2 (1 - 4 eps)`` is a safe one.
+
+    Args:
+        spec: the pmf's real-FFT coefficients.
+        perturbation: the bound on each coefficient's FFT error.
+        count: the power.
 
     Returns:
         ``(kept coefficients, dropped indices)``.
@@ -727,7 +733,7 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
     # |a^k - b^k| <= k max(|a|, |b|)^(k-1) |a - b|; Parseval (rfft: each coefficient twice)
     # turns the coefficient errors into the L2, then (Cauchy-Schwarz) L1 error of the outputs.
     perturbation = 4 * _EPS * log_n * float(np.sum(probs))
-    spec, dropped = _powered_frequencies(spec, perturbation, count)
+    spec, dropped = powered_coefficients(spec, perturbation, count)
     floor = _DROPPED_POWER ** (1.0 / count)
     growth = np.abs(spec)  # exp((count - 1) log(min(|spec| + perturbation, 1 + 1e-3))), in place
     growth += perturbation
