@@ -1298,11 +1298,13 @@ def _merge(parts, counts) -> list | None:
         if count < 0:
             raise ValueError(f"counts must be non-negative integers, got {count!r}.")
         if type(part) is LaplaceBatch:
-            batches += [(part.a, np.full(part.a.size, count, dtype=np.int64))] if count else []
+            if count and part.a.size:
+                batches.append((part.a, np.full(part.a.size, count, dtype=np.int64)))
             continue
         grouped = getattr(part, "components", None)
         if isinstance(part, ExactAccounting) and isinstance(grouped, LaplacePairs):
-            batches += [(grouped.values, grouped.counts * int(count))] if count else []
+            if count and len(grouped):
+                batches.append((grouped.values, grouped.counts * int(count)))
             continue
         pairs = [(part, 1)] if type(part) is LaplaceComponent else components_of(part)
         for component, k in pairs:

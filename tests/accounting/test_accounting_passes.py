@@ -259,6 +259,9 @@ def test_a_laplace_batch_groups_with_plain_parts_and_composes_with_others():
         [LaplaceComponent(0.02), LaplaceComponent(0.04), GaussianComponent(0.1)], discretization=d
     )
     assert np.array_equal(with_gauss.delta_upper(eps), reference.delta_upper(eps))
+    for nothing in ([LaplaceBatch([])], [LaplaceBatch([0.1])], [LaplaceBatch([0.0, 0.0])]):
+        empty = compose_accounting(nothing, [0] if nothing[0].a.size == 1 else None)
+        assert empty.sup_loss == 0.0 and float(empty.delta_upper(0.0)) == 0.0
     again = compose_accounting([mixed], discretization=d)  # its components compose further
     assert np.array_equal(again.delta_upper(eps), plain.delta_upper(eps))
 
