@@ -89,7 +89,9 @@ from dpaudit.core.serialize import json_float
 __all__ = [
     "BoundedComposition",
     "GaussianComponent",
+    "LaplaceBatch",
     "LaplaceComponent",
+    "LaplacePairs",
     "SupremumComponent",
     "components_of",
     "compose_accounting",
@@ -97,6 +99,7 @@ __all__ = [
     "exact_accounting",
     "fold_tails",
     "laplace_group_pld",
+    "powered_coefficients",
     "rounded_down_pmf",
     "self_compose_pmf",
     "upper_curve_values",
@@ -114,6 +117,9 @@ _CURVE_RTOL = 1e-12
 # orders differ by a factor 1.9, which widens the window by under 20 % over the best order.
 _CHERNOFF_ORDERS = np.geomspace(1.0 / 30.0, 3.0, 8)
 
+# The power path leaves out (sets to 0, and charges) the coefficients whose exact power has
+# modulus at most this: their effect on the composed pmf is below 1e-27 in L1.
+_DROPPED_POWER = 1e-30
 # Compositions of at least this many distinct pmfs use closed-form Laplace pmfs and the
 # windowed tree (:func:`_windowed_tree`); below it the plain convolution (compose_pmfs) is
 # cheap, and results of small compositions stay as they were, bit for bit.
@@ -438,6 +444,47 @@ class LaplaceComponent:
         return laplace_pmfs(np.array([self.a]), discretization, "optimistic")[0]
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class LaplaceBatch:
+    """Many Laplace parts in one object: the vectorised :class:`LaplaceComponent`.
+
+    :func:`compose_accounting` takes it as one part standing for ``a.size`` Laplace parts
+    (one per entry; equal entries are grouped and powered) without making a Python object
+    per part; the composition's ``components`` are :class:`LaplacePairs` (one
+    :class:`LaplaceComponent` per distinct value, made when read).
+
+    Attributes:
+        a: ``(K,)`` loss parameters ``a_j >= 0``
+            (:func:`~dpaudit.accounting.profiles.laplace_parameters`).
+
+    Example:
+        >>> acc = compose_accounting([LaplaceBatch(np.array([0.25, 0.25, 0.5]))])
+        >>> acc.sup_loss, list(acc.components)
+        (1.0, [(LaplaceComponent(a=0.25), 2), (LaplaceComponent(a=0.5), 1)])
+    """
+
+    a: np.ndarray
+
+    def __post_init__(self) -> None:
+        """Refuse anything but finite numbers ``>= 0`` (one sentence, before any work)."""
+        try:
+            a = np.asarray(self.a, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"LaplaceBatch.a must be an array of numbers, got {type(self.a).__name__}."
+            ) from None
+        if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
+            raise ValueError("LaplaceBatch.a must hold finite numbers >= 0; remove the others.")
+        object.__setattr__(self, "a", a)
+
+
+def _laplace_component(a: float) -> LaplaceComponent:
+    """A :class:`LaplaceComponent` of an already checked ``a`` (no per-object check)."""
+    component = object.__new__(LaplaceComponent)
+    object.__setattr__(component, "a", a)
+    return component
+
+
 @dataclasses.dataclass(frozen=True)
 class SupremumComponent:
     """A part known only through ``sup L <= epsilon`` in both directions (pure epsilon-DP).
@@ -578,7 +625,9 @@ def components_of(part) -> list:
 def _laplace_groups(a) -> list:
     a = np.asarray(a, dtype=np.float64).reshape(-1)
     values, counts = np.unique(a[a > 0], return_counts=True)
-    return [(LaplaceComponent(float(v)), int(c)) for v, c in zip(values, counts, strict=True)]
+    return [
+        (_laplace_component(v), c) for v, c in zip(values.tolist(), counts.tolist(), strict=True)
+    ]
 
 
 # ------------------------------------------------------------- pmf algebra
@@ -625,6 +674,32 @@ def _chernoff_window(probs: np.ndarray, count: int, discretization: float, tail:
     return lo, hi, upper + lower
 
 
+def powered_coefficients(spec: np.ndarray, perturbation: float, count: int):
+    """The coefficients worth powering, and the indices of the others.
+
+    A coefficient with ``|s| + perturbation <= floor = _DROPPED_POWER^(1/count)`` (its exact
+    value is within ``perturbation`` of ``s``) has an exact ``count``-th power of modulus at
+    most ``_DROPPED_POWER``; it is not powered but set to 0, and
+    :func:`self_compose_pmf` charges that. ``|s|^2`` is computed to 3 ulp, so the test
+    ``|s|^2 <= (floor - perturbation)^2 (1 - 4 eps)`` is a safe one.
+
+    Args:
+        spec: the pmf's real-FFT coefficients.
+        perturbation: the bound on each coefficient's FFT error.
+        count: the power.
+
+    Returns:
+        ``(kept coefficients, dropped indices)``.
+    """
+    floor = _DROPPED_POWER ** (1.0 / count)
+    if floor <= perturbation:
+        return spec, np.empty(0, dtype=np.int64)
+    modulus2 = spec.real * spec.real
+    modulus2 += spec.imag * spec.imag
+    low = modulus2 <= (floor - perturbation) ** 2 * (1 - 4 * _EPS)
+    return spec[~low], np.flatnonzero(low)
+
+
 def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail: float):
     """The ``count``-fold convolution of a pmf with itself by one FFT power.
 
@@ -658,6 +733,8 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
     # |a^k - b^k| <= k max(|a|, |b|)^(k-1) |a - b|; Parseval (rfft: each coefficient twice)
     # turns the coefficient errors into the L2, then (Cauchy-Schwarz) L1 error of the outputs.
     perturbation = 4 * _EPS * log_n * float(np.sum(probs))
+    spec, dropped = powered_coefficients(spec, perturbation, count)
+    floor = _DROPPED_POWER ** (1.0 / count)
     growth = np.abs(spec)  # exp((count - 1) log(min(|spec| + perturbation, 1 + 1e-3))), in place
     growth += perturbation
     np.minimum(growth, 1 + 1e-3, out=growth)
@@ -665,7 +742,11 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
     growth *= count - 1
     np.exp(growth, out=growth)
     growth *= growth
-    power_error = perturbation * count * math.sqrt(2.0 * float(np.sum(growth)))
+    # a dropped coefficient's (|s| + perturbation)^(count-1) is at most floor^(count-1), and the
+    # exact power left out at most floor^count (both through Parseval, as above)
+    squares = float(np.sum(growth)) + dropped.size * floor ** (2 * (count - 1))
+    power_error = perturbation * count * math.sqrt(2.0 * squares)
+    power_error += math.sqrt(2.0 * dropped.size) * floor**count
     result = np.ones_like(spec)
     k = count
     while True:  # repeated squaring of the spectrum
@@ -675,6 +756,12 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
         if not k:
             break
         spec *= spec
+    if dropped.size:
+        full = np.zeros(n_fft // 2 + 1, dtype=result.dtype)
+        keep = np.ones(full.size, dtype=bool)
+        keep[dropped] = False
+        full[keep] = result
+        result = full
     out = scipy.fft.irfft(result, n=n_fft)
     inverse_error = 4 * _EPS * log_n * math.sqrt(n_fft * float(np.sum(out * out)))
     out = np.maximum(np.roll(out, -lo)[:n], 0.0)
@@ -1159,15 +1246,12 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
     return pmfs, 1.0 - finite, margin
 
 
-def _laplace_direction(items, discretization: float, tail: float, *, upper: bool) -> DiscretePLD:
+def _laplace_direction(a, counts, discretization: float, tail: float, *, upper: bool):
     """Plain Laplace parts: the audit path's engine (:func:`laplace_group_pld`), vectorised.
 
     The margin also charges the round-off of building the single parts' pmfs (4 ulp per
     grid point, as the general route does); the powered parts already carry theirs.
     """
-    a = np.array([c.a for c, _ in items], dtype=np.float64)
-    order = np.argsort(a, kind="stable")  # the audit path's order (np.unique sorts)
-    a, counts = a[order], np.array([k for _, k in items], dtype=np.int64)[order]
     pld = laplace_group_pld(a, discretization, upper=upper, tail_mass=tail / 2, counts=counts)
     singles = a[(counts == 1) & (a > 0)]
     points = float(np.sum(np.ceil(singles / discretization) - np.floor(-singles / discretization)))
@@ -1176,8 +1260,6 @@ def _laplace_direction(items, discretization: float, tail: float, *, upper: bool
 
 def _compose_direction(items, discretization: float, tail: float, *, forward: bool, upper: bool):
     """One direction's :class:`~dpaudit.accounting.profiles.DiscretePLD` (upper or lower curve)."""
-    if _LAPLACE_ROUTE and all(type(c) is LaplaceComponent for c, _ in items):
-        return _laplace_direction(items, discretization, tail, upper=upper)
     pmfs, infinity, margin = _component_pmfs(
         items, discretization, tail, forward=forward, upper=upper
     )
@@ -1207,6 +1289,7 @@ def _merge(parts, counts) -> list | None:
     if len(counts) != len(parts):
         raise ValueError(f"counts has {len(counts)} entries for {len(parts)} parts; give one each.")
     merged: dict = {}
+    batches = []
     for part, count in zip(parts, counts, strict=True):
         if type(count) is not int and (
             isinstance(count, bool) or not isinstance(count, int | np.integer)
@@ -1214,13 +1297,87 @@ def _merge(parts, counts) -> list | None:
             raise ValueError(f"counts must be non-negative integers, got {count!r}.")
         if count < 0:
             raise ValueError(f"counts must be non-negative integers, got {count!r}.")
+        if type(part) is LaplaceBatch:
+            if count and part.a.size:
+                batches.append((part.a, np.full(part.a.size, count, dtype=np.int64)))
+            continue
+        grouped = getattr(part, "components", None)
+        if isinstance(part, ExactAccounting) and isinstance(grouped, LaplacePairs):
+            if count and len(grouped):
+                batches.append((grouped.values, grouped.counts * int(count)))
+            continue
         pairs = [(part, 1)] if type(part) is LaplaceComponent else components_of(part)
         for component, k in pairs:
             if component is _SINGULAR and count:
                 return None
             if count * k:
                 merged[component] = merged.get(component, 0) + int(count) * int(k)
-    return list(merged.items())
+    if not batches:
+        return list(merged.items())
+    grouped = _merge_batches(merged, batches)  # takes the plain Laplace parts out of merged
+    return [*merged.items(), grouped]
+
+
+def _merge_batches(merged: dict, batches: list) -> LaplacePairs:
+    """Group the batches' parameters with the plain Laplace parts taken out of ``merged``.
+
+    One sort of all parameters (``np.unique``) instead of a dictionary entry per part.
+
+    Returns:
+        The grouped parts as :class:`LaplacePairs` (no object per part).
+    """
+    plain = [(c, k) for c, k in merged.items() if type(c) is LaplaceComponent]
+    for component, _ in plain:
+        del merged[component]
+    values = np.concatenate([a for a, _ in batches] + [np.array([c.a for c, _ in plain])])
+    weights = np.concatenate(
+        [k for _, k in batches] + [np.array([k for _, k in plain], dtype=np.int64)]
+    )
+    values, inverse = np.unique(values, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if float(np.max(weights)) * weights.size < 2.0**53:  # float sums of integers: exact
+        totals = np.bincount(inverse, weights=weights, minlength=values.size).astype(np.int64)
+    else:
+        totals = np.zeros(values.size, dtype=np.int64)
+        np.add.at(totals, inverse, weights)
+    return LaplacePairs(values, totals)
+
+
+class LaplacePairs(Sequence):
+    """The ``(LaplaceComponent, count)`` pairs of grouped Laplace parts, made on demand.
+
+    What :func:`compose_accounting` of :class:`LaplaceBatch` parts keeps as its
+    ``components``: the distinct parameters and their counts as arrays; a pair (and its
+    :class:`LaplaceComponent`) is made only when it is read, so composing 10 000 parts
+    creates no Python object per part (thousands of objects would also trigger full
+    garbage collections of the process).
+
+    Args:
+        values: ``(n,)`` distinct, checked parameters ``a >= 0``, ascending.
+        counts: ``(n,)`` positive counts.
+    """
+
+    def __init__(self, values: np.ndarray, counts: np.ndarray) -> None:
+        self.values, self.counts = values, counts
+
+    def __len__(self) -> int:
+        """The number of distinct parameters."""
+        return int(self.values.size)
+
+    def __getitem__(self, index):
+        """The pair at ``index`` (a list of pairs for a slice)."""
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return (_laplace_component(float(self.values[index])), int(self.counts[index]))
+
+    def __iter__(self):
+        """The pairs in ascending order of the parameter."""
+        for v, k in zip(self.values.tolist(), self.counts.tolist(), strict=True):
+            yield _laplace_component(v), k
+
+    def __repr__(self) -> str:
+        """``LaplacePairs(n distinct, total parts)``."""
+        return f"LaplacePairs({len(self)} distinct, {int(np.sum(self.counts))} parts)"
 
 
 def compose_accounting(
@@ -1271,6 +1428,12 @@ def compose_accounting(
     items = _merge(list(parts), None if counts is None else list(counts))
     if items is None:
         return ExactAccounting(family="singular", sup_loss=math.inf)
+    grouped = items.pop() if items and isinstance(items[-1], LaplacePairs) else None
+    if _LAPLACE_ROUTE and grouped is not None and not items:
+        return _laplace_accounting(grouped, discretization, tail_mass, lower=lower)
+    items += list(grouped) if grouped is not None else []
+    if _LAPLACE_ROUTE and items and all(type(c) is LaplaceComponent for c, _ in items):
+        return _laplace_accounting(items, discretization, tail_mass, lower=lower)
     gaussian = [(c, k) for c, k in items if type(c) is GaussianComponent]
     mu = math.sqrt(math.fsum(k * c.mu**2 for c, k in gaussian)) if gaussian else 0.0
     others = [(c, k) for c, k in items if type(c) is not GaussianComponent]
@@ -1303,6 +1466,28 @@ def compose_accounting(
         reverse_upper_pld=None if symmetric else plds[(False, True)],
         reverse_lower_pld=None if symmetric else plds[(False, False)],
         components=tuple(items),
+    )
+
+
+def _laplace_accounting(items, discretization: float, tail: float, *, lower: bool):
+    """:func:`compose_accounting` of plain Laplace parts only (pairs or :class:`LaplacePairs`)."""
+    if isinstance(items, LaplacePairs):
+        given, repeats = items.values, items.counts
+    else:
+        given = np.array([c.a for c, _ in items], dtype=np.float64)
+        repeats = np.array([k for _, k in items], dtype=np.int64)
+    order = np.argsort(given, kind="stable")  # the audit path's order (np.unique sorts)
+    a, counts = given[order], repeats[order]
+    identity = DiscretePLD(discretization, 0, np.ones(1), 0.0, 0.0, "optimistic")
+    return ExactAccounting(
+        family="laplace",
+        sup_loss=math.fsum((repeats * given).tolist()),
+        laplace_parameters=np.repeat(given, repeats),
+        upper_pld=_laplace_direction(a, counts, discretization, tail, upper=True),
+        lower_pld=_laplace_direction(a, counts, discretization, tail, upper=False)
+        if lower
+        else identity,
+        components=items if isinstance(items, LaplacePairs) else tuple(items),
     )
 
 

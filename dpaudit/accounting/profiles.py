@@ -670,7 +670,9 @@ class ExactAccounting:
         if self.mu is not None:
             out["mu"] = float(self.mu)
         if self.components is not None:
-            out["n_components"] = int(sum(count for _, count in self.components))
+            counts = getattr(self.components, "counts", None)  # LaplacePairs: an array
+            total = np.sum(counts) if counts is not None else sum(k for _, k in self.components)
+            out["n_components"] = int(total)
             out["discretization"] = self.upper_pld.discretization
             out["symmetric"] = self.reverse_upper_pld is None
         elif self.laplace_parameters is not None:

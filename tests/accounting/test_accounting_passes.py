@@ -5,6 +5,7 @@ FFTs the grouped route runs. Correctness: the one-pass search against the old bi
 an exactly summed curve; grouped against ungrouped and dp_accounting's ``self_compose``.
 """
 
+import gc
 import math
 from unittest import mock
 
@@ -12,9 +13,12 @@ import numpy as np
 import pytest
 import scipy.fft
 
+from dpaudit.accounting import composition
 from dpaudit.accounting.composition import (
     GaussianComponent,
+    LaplaceBatch,
     LaplaceComponent,
+    LaplacePairs,
     compose_accounting,
     exact_accounting,
     laplace_group_pld,
@@ -193,3 +197,121 @@ def test_distinct_plain_laplace_parts_give_the_audit_paths_pmf_and_a_larger_marg
         assert np.array_equal(ours.probs, theirs.probs) and ours.offset == theirs.offset
         points = np.sum(np.ceil(a / d) - np.floor(-a / d) + 1)
         assert ours.margin - theirs.margin == pytest.approx(4 * np.finfo(float).eps * points)
+
+
+def test_a_laplace_batch_is_the_parts_one_by_one_without_an_object_per_part():
+    """One object for K parts: same curves, components grouped, no per-part check or hash."""
+    rng = np.random.default_rng(11)
+    a = np.concatenate([rng.uniform(0.002, 0.05, 60), [0.03] * 5, [0.0, 0.01, 0.01]])
+    d = 1e-3
+    one_by_one = compose_accounting([LaplaceComponent(float(x)) for x in a], discretization=d)
+    with (
+        mock.patch.object(
+            LaplaceComponent,
+            "__post_init__",
+            autospec=True,
+            side_effect=LaplaceComponent.__post_init__,
+        ) as checks,
+        mock.patch.object(
+            composition, "components_of", side_effect=composition.components_of
+        ) as per_part,
+    ):
+        before = sum(type(o) is LaplaceComponent for o in gc.get_objects())
+        batch = compose_accounting([LaplaceBatch(a)], discretization=d)
+        again = compose_accounting([batch, LaplaceBatch([0.03])], discretization=d)
+        made = sum(type(o) is LaplaceComponent for o in gc.get_objects()) - before
+    assert checks.call_count == 0 and per_part.call_count == 0 and made == 0
+    assert isinstance(batch.components, LaplacePairs) and len(batch.components) == 63
+    assert batch.summary()["n_components"] == a.size
+    assert again.summary()["n_components"] == a.size + 1
+    distinct = np.unique(a)
+    assert [c.a for c, _ in batch.components] == distinct.tolist()
+    assert [k for _, k in batch.components] == [int(np.sum(a == v)) for v in distinct]
+    assert sorted(batch.components, key=lambda p: p[0].a) == sorted(
+        one_by_one.components, key=lambda p: p[0].a
+    )
+    for ours, theirs in (
+        (batch.upper_pld, one_by_one.upper_pld),
+        (batch.lower_pld, one_by_one.lower_pld),
+    ):
+        assert np.array_equal(ours.probs, theirs.probs) and ours.offset == theirs.offset
+        assert ours.margin == theirs.margin
+    assert batch.sup_loss == one_by_one.sup_loss and batch.family == "laplace"
+
+
+def test_a_laplace_batch_groups_with_plain_parts_and_composes_with_others():
+    d = 1e-3
+    mixed = compose_accounting(
+        [LaplaceBatch([0.02, 0.04]), LaplaceComponent(0.02), LaplaceBatch([0.04])],
+        [2, 1, 3],
+        discretization=d,
+    )
+    assert sorted((c.a, k) for c, k in mixed.components) == [(0.02, 3), (0.04, 5)]
+    plain = compose_accounting(
+        [LaplaceComponent(0.02), LaplaceComponent(0.04)], [3, 5], discretization=d
+    )
+    eps = np.linspace(0.0, 0.2, 9)
+    assert np.array_equal(mixed.delta_upper(eps), plain.delta_upper(eps))
+    with_gauss = compose_accounting(
+        [LaplaceBatch([0.02, 0.04]), GaussianComponent(0.1)], discretization=d
+    )
+    reference = compose_accounting(
+        [LaplaceComponent(0.02), LaplaceComponent(0.04), GaussianComponent(0.1)], discretization=d
+    )
+    assert np.array_equal(with_gauss.delta_upper(eps), reference.delta_upper(eps))
+    for nothing in ([LaplaceBatch([])], [LaplaceBatch([0.1])], [LaplaceBatch([0.0, 0.0])]):
+        empty = compose_accounting(nothing, [0] if nothing[0].a.size == 1 else None)
+        assert empty.sup_loss == 0.0 and float(empty.delta_upper(0.0)) == 0.0
+    again = compose_accounting([mixed], discretization=d)  # its components compose further
+    assert np.array_equal(again.delta_upper(eps), plain.delta_upper(eps))
+
+
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        ([0.1, -0.2], ValueError),
+        ([0.1, math.nan], ValueError),
+        ([math.inf], ValueError),
+        ("ab", TypeError),
+    ],
+)
+def test_a_bad_laplace_batch_is_refused_in_one_sentence(values, error):
+    with pytest.raises(error, match=r"LaplaceBatch\.a"):
+        LaplaceBatch(values)
+
+
+def _direct_power(p: np.ndarray, count: int) -> np.ndarray:
+    out = p.copy()
+    for _ in range(count - 1):
+        out = np.convolve(out, p)
+    return out
+
+
+@pytest.mark.parametrize("dropped_power", [1e-30, 1e-6])
+def test_power_path_powers_only_the_coefficients_that_matter_and_charges_the_rest(
+    monkeypatch, dropped_power
+):
+    """Coefficients whose power is negligible are set to 0; the result stays within its margin.
+
+    With the threshold raised to 1e-6 the left-out coefficients move the pmf visibly, and
+    the margin must still cover it (without their charge it would not).
+    """
+    monkeypatch.setattr(composition, "_DROPPED_POWER", dropped_power)
+    rng = np.random.default_rng(4)
+    p = rng.uniform(0, 1, 60)
+    p /= p.sum()
+    count = 40
+    off, out, margin = composition.self_compose_pmf(0, p, count, 1e-2, 1e-15)
+    n_fft = scipy.fft.next_fast_len(out.size, real=True)
+    perturbation = 4 * np.finfo(float).eps * math.log2(n_fft) * float(np.sum(p))
+    kept, dropped = composition.powered_coefficients(
+        scipy.fft.rfft(p, n=n_fft), perturbation, count
+    )
+    assert dropped.size > kept.size  # most coefficients are not powered
+    direct = _direct_power(p, count)
+    full = np.zeros(direct.size)
+    full[off : off + out.size] = out
+    error = float(np.sum(np.abs(full - direct)))
+    assert error <= margin
+    if dropped_power > 1e-10:
+        assert error > 1e-9  # the left-out coefficients matter here, and are charged
