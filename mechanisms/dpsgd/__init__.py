@@ -40,6 +40,7 @@ one step for all ``T``. Their true guarantees come from the same accounting.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -211,9 +212,7 @@ class DPSGDTrajectory(Distribution):
         Returns:
             ``sample_shape + (T, d)`` releases.
         """
-        keys = jax.random.split(key, math.prod(sample_shape) or 1)
-        draws = jax.vmap(self._sample_one)(keys)
-        return draws.reshape(sample_shape + self.event_shape)
+        return _sample_trajectories(self, key, tuple(sample_shape))
 
     def _sample_one(self, key):
         steps, dim = self.event_shape
@@ -289,6 +288,16 @@ class DPSGDTrajectory(Distribution):
             GaussianComponent(mu), self.q, self.event_shape[0],
             discretization=discretization * max(1.0, mu),
         )  # fmt: skip
+
+
+@partial(jax.jit, static_argnames=("sample_shape",))
+def _sample_trajectories(law: DPSGDTrajectory, key, sample_shape: tuple):
+    # One compiled program per law shape and sample shape, the law a jit argument: run
+    # eagerly, the vmapped scan compiled anew on every call (the model's trace draws a
+    # trajectory each time the release law is read: dpsgd-logistic-rdp compiled it 10 times).
+    keys = jax.random.split(key, math.prod(sample_shape) or 1)
+    draws = jax.vmap(law._sample_one)(keys)
+    return draws.reshape(sample_shape + law.event_shape)
 
 
 def _check(steps, q, noise_multiplier, clip, learning_rate, n, delta):

@@ -750,17 +750,7 @@ class AncestorLaplace(Distribution):
         Returns:
             Draws of shape ``sample_shape + batch_shape + event_shape``.
         """
-        eta = self.scale * jax.random.laplace(
-            key, sample_shape + self.batch_shape + (self.n_noise,)
-        )
-        leaves, m = 2**self.depth, self.event_shape[0]
-        rows, offset = np.arange(m), 0
-        noise = None
-        for level in range(self.depth + 1):  # level by level from the leaves, as A's columns
-            term = eta[..., offset + (rows >> level)]
-            noise = term if noise is None else noise + term
-            offset += leaves >> level
-        return self.loc + noise / self.count_scale
+        return _ancestor_draws(self, key, tuple(sample_shape))
 
     @property
     def density_work_elements(self) -> int:
@@ -877,6 +867,22 @@ class AncestorLaplace(Distribution):
 #: vmaps were measured 2-5x slower per release (memory-bound), and a deep tree's block
 #: shrinks to one release, so the working memory stays bounded.
 _BLOCK_VALUES = 1 << 19
+
+
+@functools.partial(jax.jit, static_argnames=("sample_shape",))
+def _ancestor_draws(law: AncestorLaplace, key, sample_shape: tuple):
+    # one compiled program per law shape and sample shape, the law a jit argument: run
+    # eagerly, each of the depth + 1 gathers and sums was its own dispatch and compilation
+    # (the model's trace draws a release every time the release law is read)
+    eta = law.scale * jax.random.laplace(key, sample_shape + law.batch_shape + (law.n_noise,))
+    leaves, m = 2**law.depth, law.event_shape[0]
+    rows, offset = np.arange(m), 0
+    noise = None
+    for level in range(law.depth + 1):  # level by level from the leaves, as A's columns
+        term = eta[..., offset + (rows >> level)]
+        noise = term if noise is None else noise + term
+        offset += leaves >> level
+    return law.loc + noise / law.count_scale
 
 
 def _blocked_vmap(fn, rows, scales, per_row: int):
