@@ -6,6 +6,7 @@ mechanisms (a correct Laplace mean was reported a violation in 6 of 7 audits, a 
 
 import random
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
@@ -68,3 +69,35 @@ def test_sites_that_appear_in_one_trace_only_are_refused():
     with pytest.raises(ValueError, match="sample sites"):
         for _ in range(20):
             check_traced_randomness(model, D0, "branching")
+
+
+def test_a_user_law_whose_density_draws_outside_numpyro_is_still_refused():
+    """Equal parameters prove equal densities only for numpyro's and dpaudit's own laws."""
+
+    class NoisyLaplace(dist.Laplace):
+        def log_prob(self, value):
+            return super().log_prob(value) + np.random.uniform()  # noqa: NPY002
+
+    def model(data):
+        numpyro.sample("release", NoisyLaplace(jnp.mean(data), 1.0))
+
+    with pytest.raises(ValueError, match="log densities at site 'release'"):
+        check_traced_randomness(model, D0, "noisy")
+
+
+def test_equal_laws_are_compared_by_their_parameters_without_a_program():
+    compiled = []
+
+    def listener(event, duration, **kwargs):
+        compiled.append(event == "/jax/core/compile/backend_compile_duration")
+
+    def model(data):
+        numpyro.sample("release", dist.Laplace(jnp.mean(data), 1.0).expand([3]).to_event(1))
+
+    numpyro.handlers.seed(model, 0)(D0)  # the model's own operations compile here
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        check_traced_randomness(model, D0, "laplace")
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert not any(compiled)
