@@ -37,7 +37,6 @@ from dpaudit.model.loss import (
     loss_at_releases,
 )
 from dpaudit.model.shift import NoiseShift
-from dpaudit.model.sites import JointRelease
 from dpaudit.whitebox.plan import density_batch_size
 
 __all__ = ["LossKernel", "batched_density_losses", "fold_chunk", "loss_kernel"]
@@ -162,15 +161,14 @@ def _joint_draws(key, dist_p, n):
 
 def _sample_release(dist_p):
     def release(key, n: int, index: int) -> np.ndarray:
-        if isinstance(dist_p, JointRelease):
-            # a joint release runs the model forward per draw: jitted, not op by op
-            draws = traced_or_closed(
-                (dist_p,),
-                lambda: _joint_draws(key, dist_p, n=n),
-                lambda: jax.jit(lambda k: dist_p.sample(k, (n,)))(key),
-            )
-            return np.asarray(draws)[index]
-        return np.asarray(dist_p.sample(key, (n,)))[index]  # indexed on the host: no program
+        # one jitted program, not one per operation of the sampler (indexed on the host);
+        # a joint release runs the model forward per draw
+        draws = traced_or_closed(
+            (dist_p,),
+            lambda: _joint_draws(key, dist_p, n=n),
+            lambda: jax.jit(lambda k: dist_p.sample(k, (n,)))(key),
+        )
+        return np.asarray(draws)[index]
 
     return release
 
