@@ -37,6 +37,7 @@ from dpaudit.model.loss import (
     loss_at_releases,
 )
 from dpaudit.model.shift import NoiseShift
+from dpaudit.model.sites import JointRelease
 from dpaudit.whitebox.plan import density_batch_size
 
 __all__ = ["LossKernel", "batched_density_losses", "fold_chunk", "loss_kernel"]
@@ -162,12 +163,14 @@ def _joint_draws(key, dist_p, n):
 def _sample_release(dist_p):
     def release(key, n: int, index: int) -> np.ndarray:
         # one jitted program, not one per operation of the sampler (indexed on the host);
-        # a joint release runs the model forward per draw
-        draws = traced_or_closed(
-            (dist_p,),
-            lambda: _joint_draws(key, dist_p, n=n),
-            lambda: jax.jit(lambda k: dist_p.sample(k, (n,)))(key),
-        )
+        # closed over, a joint release (the model run forward per draw) is jitted per call
+        # and any other law sampled op by op (programs kept from one audit to the next)
+        def closed_over():
+            if isinstance(dist_p, JointRelease):
+                return jax.jit(lambda k: dist_p.sample(k, (n,)))(key)
+            return dist_p.sample(key, (n,))
+
+        draws = traced_or_closed((dist_p,), lambda: _joint_draws(key, dist_p, n=n), closed_over)
         return np.asarray(draws)[index]
 
     return release
