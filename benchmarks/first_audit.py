@@ -14,6 +14,13 @@ The cache is set up as ``dpaudit audit`` does, before the spec is prepared.
 The acceptance of issue 29: first <= 2 x warm + 1 s with a filled cache, <= 5 x warm + 2 s
 with an empty one. The load average is printed before and after; a loaded machine
 stretches wall time and inflates CPU time.
+
+``--baseline DIR`` runs every child a second time on another checkout of the repository
+(e.g. ``git worktree add /tmp/base BASE`` or ``git archive BASE | tar -x -C /tmp/base``),
+alternating with this one, so the two trees are measured side by side at the same load.
+The second table splits the first audit: preparation (reading the spec, building the
+mechanism, the spec checks; most of it imports) and the audit itself, each with its
+compilations and its CPU seconds.
 """
 
 import argparse
@@ -64,6 +71,7 @@ def child(spec: str, samples: int) -> None:
     start = _clock()
     (item,) = prepare([ROOT / spec], samples=samples)
     row["prepare"] = _since(start)
+    row["prepare_compiles"] = events["compiles"]
     start = _clock()
     verdict = str(run_audit(item).verdict)
     row["first"] = _since(start)
@@ -75,46 +83,80 @@ def child(spec: str, samples: int) -> None:
     print(json.dumps(row))
 
 
-def _run(spec: str, samples: int, env: dict) -> dict:
+def _run(spec: str, samples: int, env: dict, tree: Path = ROOT) -> dict:
     command = [sys.executable, __file__, "--child", spec, "--samples", str(samples)]
-    out = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=True)
+    env = {**env, "PYTHONPATH": str(tree)}
+    out = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _cache_states(spec: str, samples: int, tree: Path) -> list[tuple[str, dict]]:
+    """The three fresh processes of one spec on one tree: empty cache, filled, off."""
+    folder = tempfile.mkdtemp(prefix="dpaudit-first-")
+    env = {**os.environ, "DPAUDIT_CACHE_DIR": folder}
+    env.pop("DPAUDIT_CACHE", None)
+    try:
+        runs = [("empty", _run(spec, samples, env, tree))]
+        runs.append(("filled", _run(spec, samples, env, tree)))
+        runs.append(("off", _run(spec, samples, {**env, "DPAUDIT_CACHE": "0"}, tree)))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return runs
+
+
+def _split_rows(spec: str, tree: str, runs) -> list[str]:
+    """Preparation and audit, separately: CPU seconds and compilations (hits)."""
+    rows = []
+    for state, r in runs:
+        audit = r["first_compiles"] - r["prepare_compiles"]
+        rows.append(
+            f"| {Path(spec).stem} | {tree} | {state} | {r['prepare'][1]} s "
+            f"({r['prepare_compiles']}) | {r['first'][1]} s ({audit}) | {r['warm'][1]} s | "
+            f"{r['first'][1] / (2 * r['warm'][1] + 1):.2f} | "
+            f"{r['first'][1] / (5 * r['warm'][1] + 2):.2f} |"
+        )
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("specs", nargs="*", default=SPECS)
     parser.add_argument("--samples", type=int, default=20_000)
+    parser.add_argument("--baseline", type=Path, help="another checkout, run side by side")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args.child, args.samples)
+    trees = [("this", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
     print(f"load before {os.getloadavg()[0]:.1f}, {args.samples} samples per direction")
     print("| spec | cache | import | prepare + first audit (compiles, hits) | warm audit | "
           "first / (2 warm + 1 s) | first / (5 warm + 2 s) |")  # fmt: skip
     print("| --- | --- | --- | --- | --- | --- | --- |")
+    split = []
     for spec in args.specs:
-        folder = tempfile.mkdtemp(prefix="dpaudit-first-")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "DPAUDIT_CACHE_DIR": folder}
-        env.pop("DPAUDIT_CACHE", None)
-        try:
-            runs = [("empty", _run(spec, args.samples, env))]
-            runs.append(("filled", _run(spec, args.samples, env)))
-            runs.append(("off", _run(spec, args.samples, {**env, "DPAUDIT_CACHE": "0"})))
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        for state, r in runs:
-            first = r["prepare"][0] + r["first"][0]
-            first_cpu = r["prepare"][1] + r["first"][1]
-            warm = r["warm"][0]
-            print(
-                f"| {Path(spec).stem} | {state} | {r['import'][0]} s / {r['import'][1]} s CPU | "
-                f"{first:.2f} s / {first_cpu:.2f} s CPU ({r['first_compiles']}, "
-                f"{r['first_hits']}) | {warm} s / {r['warm'][1]} s CPU "
-                f"({r['warm_compiles']} compiles) | {first / (2 * warm + 1):.2f} | "
-                f"{first / (5 * warm + 2):.2f} |",
-                flush=True,
-            )
+        for name, tree in trees:
+            runs = _cache_states(spec, args.samples, tree)
+            split += _split_rows(spec, name, runs)
+            for state, r in runs:
+                first = r["prepare"][0] + r["first"][0]
+                first_cpu = r["prepare"][1] + r["first"][1]
+                warm = r["warm"][0]
+                print(
+                    f"| {Path(spec).stem} ({name}) | {state} | {r['import'][0]} s / "
+                    f"{r['import'][1]} s CPU | "
+                    f"{first:.2f} s / {first_cpu:.2f} s CPU ({r['first_compiles']}, "
+                    f"{r['first_hits']}) | {warm} s / {r['warm'][1]} s CPU "
+                    f"({r['warm_compiles']} compiles) | {first / (2 * warm + 1):.2f} "
+                    f"(CPU {first_cpu / (2 * r['warm'][1] + 1):.2f}) | "
+                    f"{first / (5 * warm + 2):.2f} (CPU {first_cpu / (5 * r['warm'][1] + 2):.2f}) |",
+                    flush=True,
+                )
+    print(
+        "\n| spec | tree | cache | prepare CPU (compiles) | audit CPU (compiles) | warm CPU | "
+        "audit / (2 warm + 1 s) | audit / (5 warm + 2 s) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(split))
     print(f"load after {os.getloadavg()[0]:.1f}")
 
 

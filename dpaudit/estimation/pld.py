@@ -189,16 +189,19 @@ def init_hockey_stick(n_epsilons: int) -> HockeyStickState:
         n_epsilons: the number ``G`` of grid points.
 
     Returns:
-        A :class:`HockeyStickState` with no losses.
+        A :class:`HockeyStickState` with no losses, of numpy float64 arrays: a jitted
+        update takes them as arguments as it would JAX arrays (the same compiled program),
+        and building them compiles nothing (``jnp.zeros`` would compile a program per shape
+        in a fresh process).
     """
-    zeros = jnp.zeros(int(n_epsilons), dtype=jnp.float64)
+    zeros = np.zeros(int(n_epsilons), dtype=np.float64)
     return HockeyStickState(
-        count=jnp.zeros((), jnp.float64),
+        count=np.zeros((), np.float64),
         mean=zeros,
-        m2=zeros,
-        max_loss=jnp.full((), -jnp.inf, dtype=jnp.float64),  # strong dtype: no recompiles
-        n_infinite=jnp.zeros((), jnp.float64),
-        n_nan=jnp.zeros((), jnp.float64),
+        m2=zeros.copy(),
+        max_loss=np.full((), -np.inf, dtype=np.float64),  # strong dtype: no recompiles
+        n_infinite=np.zeros((), np.float64),
+        n_nan=np.zeros((), np.float64),
     )
 
 

@@ -14,6 +14,8 @@ over (``traced_or_closed``).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from numpyro.distributions import Distribution
@@ -26,6 +28,7 @@ __all__ = [
     "check_has_density",
     "combine_log_probs",
     "jit_safe",
+    "law_jit",
     "model_log_prob",
     "pytree_safe",
     "release_log_prob",
@@ -164,6 +167,105 @@ def jit_safe(*dists: Distribution) -> bool:
         True when all can be ``jit`` arguments.
     """
     return all(pytree_safe(d) and type(d) not in _TRACE_UNSAFE for d in dists)
+
+
+@jax.tree_util.register_pytree_node_class
+class _LawArgument:
+    """A distribution as a ``jit`` argument whose leaves come in one order in every process.
+
+    numpyro flattens a distribution's fields in the order of a Python ``set`` of their names
+    (``Distribution.gather_pytree_data_fields``), which changes with the process's string
+    hash seed: the compiled program's parameters, hence its persistent-cache key, changed
+    from one process to the next, and a filled cache missed the program. Here the fields of
+    numpyro's own flattening are keyed by name (a ``dict``, flattened in sorted key order);
+    a class with its own ``tree_flatten`` keeps its children's order (its own, fixed).
+    """
+
+    def __init__(self, kind, aux, children):
+        self.kind, self.aux, self.children = kind, aux, children
+
+    def tree_flatten(self):
+        return (self.children,), (self.kind, self.aux)
+
+    @classmethod
+    def tree_unflatten(cls, static, leaves):
+        return cls(static[0], static[1], leaves[0])
+
+    @classmethod
+    def of(cls, d: Distribution) -> _LawArgument:
+        kind = type(d)
+        children, aux = d.tree_flatten()
+        children = _laws_as_arguments(tuple(children))
+        if _numpyro_fields(kind):
+            names = kind.gather_pytree_data_fields()
+            if len(names) == len(children):
+                return cls((kind, names), aux, dict(zip(names, children, strict=True)))
+        return cls((kind, None), aux, children)
+
+    def law(self) -> Distribution:
+        (kind, names), children = self.kind, self.children
+        if names is not None:
+            children = tuple(children[name] for name in names)
+        return kind.tree_unflatten(self.aux, _laws_from_arguments(children))
+
+
+def _numpyro_fields(kind) -> bool:
+    """Whether ``kind`` flattens with numpyro's own name-gathering ``tree_flatten``."""
+    return (
+        getattr(kind, "tree_flatten", None) is Distribution.tree_flatten
+        and getattr(kind.tree_unflatten, "__func__", None) is Distribution.tree_unflatten.__func__
+    )
+
+
+def _laws_as_arguments(tree):
+    return jax.tree_util.tree_map(
+        lambda x: _LawArgument.of(x) if isinstance(x, Distribution) else x,
+        tree,
+        is_leaf=lambda x: isinstance(x, Distribution),
+    )
+
+
+def _laws_from_arguments(tree):
+    return jax.tree_util.tree_map(
+        lambda x: x.law() if isinstance(x, _LawArgument) else x,
+        tree,
+        is_leaf=lambda x: isinstance(x, _LawArgument),
+    )
+
+
+def law_jit(fun=None, **jit_kwargs):
+    """``jax.jit`` for functions of distributions: one program, one cache key, in every process.
+
+    Distribution arguments (anywhere in the arguments' pytrees) enter the program with their
+    fields in a fixed order (by name), instead of numpyro's order, which follows Python's
+    per-process string hashing: with plain ``jax.jit`` the same audit compiled a program
+    with permuted parameters in each new process, and a filled persistent compilation cache
+    missed it. ``fun.__wrapped__`` is ``fun`` itself (for the closed-over route).
+
+    Args:
+        fun: the function; ``None`` to use ``law_jit(**jit_kwargs)`` as a decorator.
+        **jit_kwargs: ``jax.jit`` keywords (``static_argnames``).
+
+    Returns:
+        The jitted function, called with the arguments ``fun`` takes.
+    """
+    if fun is None:
+        return functools.partial(law_jit, **jit_kwargs)
+    static = set(jit_kwargs.get("static_argnames", ()))
+
+    @functools.wraps(fun)  # the program keeps the function's name
+    def inner(*args, **kwargs):
+        return fun(*_laws_from_arguments(args), **_laws_from_arguments(kwargs))
+
+    jitted = jax.jit(inner, **jit_kwargs)
+
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+        dynamic = {k: v for k, v in kwargs.items() if k not in static}
+        fixed = {k: v for k, v in kwargs.items() if k in static}
+        return jitted(*_laws_as_arguments(args), **_laws_as_arguments(dynamic), **fixed)
+
+    return call
 
 
 def traced_or_closed(dists, as_arguments, closed_over):

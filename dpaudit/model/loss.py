@@ -62,6 +62,7 @@ from dpaudit.model.densities import (
     check_has_density,
     combine_log_probs,
     jit_safe,
+    law_jit,
     model_log_prob,
     pytree_safe,
     release_log_prob,
@@ -232,10 +233,10 @@ def density_losses(key, dist_p, dist_q, n: int) -> jax.Array:
 
 _closed_form_losses_jit = jax.jit(closed_form_losses, static_argnames=("n", "family"))
 _closed_form_draws_jit = jax.jit(closed_form_draws, static_argnames=("n", "family"))
-_density_losses_jit = jax.jit(density_losses, static_argnames=("n",))
+_density_losses_jit = law_jit(density_losses, static_argnames=("n",))
 
 
-@partial(jax.jit, static_argnames=("n",))
+@partial(law_jit, static_argnames=("n",))
 def _density_draws_jit(key, dist_p, n):
     return dist_p.sample(key, (n,))
 
@@ -472,7 +473,7 @@ def _abs_terms(d: Distribution, x) -> jax.Array:
     return jnp.abs(jnp.sum(jnp.where(jnp.isfinite(log_prob), log_prob, 0.0)))
 
 
-@jax.jit
+@law_jit
 def _evaluate_at(dist_p, dist_q, release):
     x = release[None]
     log_p = site_log_prob(dist_p, x)[0]
@@ -497,7 +498,7 @@ def evaluate_release(dist_p: Distribution, dist_q: Distribution, release) -> tup
     Returns:
         ``(loss, log_p, log_q, tolerance)`` as Python floats.
     """
-    release = jnp.asarray(release, dtype=jnp.float64)
+    release = np.asarray(release, dtype=np.float64)  # a host array: no conversion program
     loss, log_p, log_q, mag = traced_or_closed(
         (dist_p, dist_q),
         lambda: _evaluate_at(dist_p, dist_q, release),

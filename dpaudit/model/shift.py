@@ -159,7 +159,7 @@ def _grid_shift(dist_p: GridNoise, dist_q: GridNoise) -> NoiseShift | None:
     weights = np.asarray(bp.grid.weights)
     h = (diff * weights) @ phi
     residual = diff - phi @ h
-    noise_scale = float(cp.sigma) * math.sqrt(float(cp.eigenvalues[0]))
+    noise_scale = float(cp.sigma) * math.sqrt(float(np.asarray(cp.eigenvalues)[0]))
     residual_norm = _grid_size(residual, weights)
     # The residual is measured against the noise's own support tolerance, relative to the
     # sizes involved, so projection round-off never reads as a singular pair.

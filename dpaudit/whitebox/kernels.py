@@ -26,6 +26,7 @@ from numpyro.distributions import Distribution
 from dpaudit.estimation.pld import HockeyStickState, init_hockey_stick, update_hockey_stick
 from dpaudit.model.densities import (
     combine_log_probs,
+    law_jit,
     model_log_prob,
     traced_or_closed,
 )
@@ -130,15 +131,17 @@ def batched_density_losses(key, dist_p, dist_q, n: int, batch: int) -> jax.Array
     return jax.lax.map(losses, batches).reshape(-1)[:n]
 
 
-@partial(jax.jit, static_argnames=("n", "batch"))
+@partial(law_jit, static_argnames=("n", "batch"))
 def _density_step(state, key, dist_p, dist_q, epsilons, n_valid, *, n, batch):
     losses = batched_density_losses(key, dist_p, dist_q, n, batch)
     return fold_chunk(state, losses, epsilons, n_valid)
 
 
 def _closed_form_kernel(shift: NoiseShift, dist_p, dist_q) -> LossKernel:
-    h, eigenvalues = jnp.asarray(shift.shift), jnp.asarray(shift.eigenvalues)
-    sigma, singular = jnp.asarray(shift.sigma, dtype=jnp.float64), jnp.asarray(shift.singular)
+    # numpy arguments: the jitted step takes them as JAX arrays would be (one program),
+    # while jnp.asarray would compile a transfer program per shape in a fresh process
+    h, eigenvalues = np.asarray(shift.shift), np.asarray(shift.eigenvalues)
+    sigma, singular = np.asarray(shift.sigma, dtype=np.float64), np.asarray(shift.singular)
 
     def step(state, key, epsilons, n_valid, n):
         return _closed_form_step(
@@ -147,27 +150,28 @@ def _closed_form_kernel(shift: NoiseShift, dist_p, dist_q) -> LossKernel:
 
     def release(key, n: int, index: int) -> np.ndarray:
         z = _draws_jit(key, eigenvalues, sigma, n=n, family=shift.family)
-        return shift.release(np.asarray(z[index]))
+        return shift.release(np.asarray(z)[index])  # indexed on the host: no program
 
     return LossKernel("closed-form", dist_p, dist_q, init_hockey_stick, step, release)
 
 
-@partial(jax.jit, static_argnames=("n",))
+@partial(law_jit, static_argnames=("n",))
 def _joint_draws(key, dist_p, n):
     return dist_p.sample(key, (n,))
 
 
 def _sample_release(dist_p):
     def release(key, n: int, index: int) -> np.ndarray:
-        if isinstance(dist_p, JointRelease):
-            # a joint release runs the model forward per draw: jitted, not op by op
-            draws = traced_or_closed(
-                (dist_p,),
-                lambda: _joint_draws(key, dist_p, n=n),
-                lambda: jax.jit(lambda k: dist_p.sample(k, (n,)))(key),
-            )
-            return np.asarray(draws[index])
-        return np.asarray(dist_p.sample(key, (n,))[index])
+        # one jitted program, not one per operation of the sampler (indexed on the host);
+        # closed over, a joint release (the model run forward per draw) is jitted per call
+        # and any other law sampled op by op (programs kept from one audit to the next)
+        def closed_over():
+            if isinstance(dist_p, JointRelease):
+                return jax.jit(lambda k: dist_p.sample(k, (n,)))(key)
+            return dist_p.sample(key, (n,))
+
+        draws = traced_or_closed((dist_p,), lambda: _joint_draws(key, dist_p, n=n), closed_over)
+        return np.asarray(draws)[index]
 
     return release
 

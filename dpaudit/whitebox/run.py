@@ -198,6 +198,9 @@ class DirectionState(NamedTuple):
 
 # One compilation of the merge for every audit (states have the grid's shape).
 _merge_jit = jax.jit(merge_hockey_stick)
+# One program for every key folding of the run (``jax.random.fold_in`` called eagerly
+# compiles two: the conversion of its integer, then the fold).
+_fold_in = jax.jit(jax.random.fold_in)
 
 
 def _host(state: HockeyStickState) -> HockeyStickState:
@@ -236,11 +239,10 @@ def chunk_part(kernel: LossKernel, d_index: int, key, settings: RunSettings, c: 
     """
     s = settings
     n_valid = min(s.chunk, s.samples - c * s.chunk)
-    dkey = jax.random.fold_in(key, d_index)
+    chunk_key = _fold_in(_fold_in(key, d_index), c)
     state, loss, top, where = kernel.step(
-        kernel.init(s.grid.size), jax.random.fold_in(dkey, c), jnp.asarray(s.grid), n_valid, s.chunk
+        kernel.init(s.grid.size), chunk_key, np.asarray(s.grid, dtype=np.float64), n_valid, s.chunk
     )
-    chunk_key = jax.random.fold_in(dkey, c)
 
     def cause():
         first = int(np.flatnonzero(np.isnan(np.asarray(loss[:n_valid])))[0])
@@ -258,7 +260,11 @@ def _fold(state: DirectionState) -> DirectionState:
     pending = dict(pending)
     while c in pending:
         part = pending.pop(c)
-        folded = _host(_merge_jit(folded, part.state))
+        # Merging into the empty state (no loss yet) returns the chunk's state exactly
+        # (n_a = 0: frac = 1, mean = 0 + d, m2 = 0 + m2_b + 0): skipped, so a run of one
+        # chunk never compiles the merge.
+        empty = c == 0 and float(folded.count) == 0.0
+        folded = part.state if empty else _host(_merge_jit(folded, part.state))
         if part.top > best[0]:
             best = (part.top, c, part.where)
         if part.kept.size:
@@ -346,8 +352,7 @@ def finish_direction(
     best_loss, c, where = state.best
     best_release = None
     if c >= 0:
-        dkey = jax.random.fold_in(key, d_index)
-        best_release = kernel.release(jax.random.fold_in(dkey, c), settings.chunk, where)
+        best_release = kernel.release(_fold_in(_fold_in(key, d_index), c), settings.chunk, where)
     return DirectionRun(result, best_loss, best_release)
 
 
@@ -537,8 +542,8 @@ def _pilot_top(kernels, key, chunk: int, samples: int) -> float:
         state = init_hockey_stick(GRID_POINTS + 1)
         _, loss, _, _ = kernel.step(
             state,
-            jax.random.fold_in(key, _PILOT_KEY_OFFSET + d_index),
-            jnp.zeros(GRID_POINTS + 1),
+            _fold_in(key, _PILOT_KEY_OFFSET + d_index),
+            np.zeros(GRID_POINTS + 1),
             n_valid,
             shape,
         )

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpaudit.blackbox.statistics.resolution import snap
-from dpaudit.model.densities import combine_log_probs, site_log_prob, traced_or_closed
+from dpaudit.model.densities import combine_log_probs, law_jit, site_log_prob, traced_or_closed
 from dpaudit.model.mechanism import Mechanism
 
 __all__ = ["model_statistic"]
@@ -37,7 +37,7 @@ def _blocked_loss(dist_p, dist_q, blocks):
     return jax.lax.map(lambda x: _loss(dist_p, dist_q, x), blocks).reshape(-1)
 
 
-_loss_jit = jax.jit(_blocked_loss)
+_loss_jit = law_jit(_blocked_loss)
 
 
 def model_statistic(reference: Mechanism, data, data_prime) -> tuple[Callable, str]:
