@@ -49,10 +49,9 @@ verdict differs from its expectation. The same audits ship as specs
 
 from __future__ import annotations
 
-import argparse
+import functools
 import math
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from typing import NamedTuple
@@ -60,7 +59,12 @@ from typing import NamedTuple
 import numpy as np
 
 import dpaudit
-from dpaudit.adapters import find_named
+from dpaudit.adapters import (
+    find_named,
+    library_arguments,
+    run_library_audits,
+    write_library_specs,
+)
 from dpaudit.blackbox import blackbox_audit, per_call
 
 # Budgets: releases per dataset for certification, then for selection. A mechanism call
@@ -489,19 +493,9 @@ AUDITS = [
 ]
 
 
-def audit_named(name: str) -> LibraryAudit:
-    """The audit called ``name`` (:func:`dpaudit.adapters.find_named` on :data:`AUDITS`).
-
-    Args:
-        name: one of the names in :data:`AUDITS`.
-
-    Returns:
-        The :class:`LibraryAudit`.
-
-    Raises:
-        ValueError: for an unknown name.
-    """
-    return find_named(AUDITS, name, "diffprivlib")
+#: The audit called ``name`` (:func:`dpaudit.adapters.find_named` on :data:`AUDITS`): a
+#: ValueError for an unknown name.
+audit_named = functools.partial(find_named, AUDITS, library="diffprivlib")
 
 
 def sampler_of(audit: LibraryAudit, seeded: bool = True) -> Callable:
@@ -629,20 +623,10 @@ def write_specs(folder) -> list:
     Returns:
         The paths written.
     """
-    from pathlib import Path
-
-    folder = Path(folder)
-    (folder / "data").mkdir(parents=True, exist_ok=True)
-    written = []
-    for audit in AUDITS:
-        spec = folder / f"diffprivlib-{audit.name}.toml"
-        spec.write_text(spec_text(audit))
-        written.append(spec)
-        for suffix, data in zip(("D", "D-prime"), audit.inputs, strict=True):
-            path = folder / "data" / f"{audit.name}.{suffix}.npy"
-            np.save(path, np.asarray(data))
-            written.append(path)
-    return written
+    return write_library_specs(
+        folder,
+        ((f"diffprivlib-{a.name}.toml", spec_text(a), a.name, a.inputs) for a in AUDITS),
+    )
 
 
 def summary(audit: LibraryAudit, res, seconds: float, cpu: float) -> str:
@@ -679,34 +663,17 @@ def main(argv=None) -> int:
     Returns:
         The exit code: 1 if a verdict differs from its expectation.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=None, help="default: each audit's budget")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = library_arguments(__doc__.splitlines()[0])
     parser.add_argument("--unseeded", action="store_true", help="diffprivlib's secure RNG")
-    parser.add_argument("-k", dest="names", action="append", help="run only these audits")
-    parser.add_argument(
-        "--write-specs",
-        metavar="DIR",
-        help="write the TOML specs and data files into DIR, run none",
-    )
     args = parser.parse_args(argv)
-    if args.write_specs:
-        print(f"{len(write_specs(args.write_specs))} files written to {args.write_specs}")
-        return 0
-    audits = [audit_named(n) for n in args.names] if args.names else AUDITS
-    failures = 0
-    start, cpu_start = time.perf_counter(), time.process_time()
-    for audit in audits:
-        t0, c0 = time.perf_counter(), time.process_time()
-        res = run(audit, args.samples, args.seed, seeded=not args.unseeded)
-        failures += res.verdict != audit.expected
-        line = summary(audit, res, time.perf_counter() - t0, time.process_time() - c0)
-        print(line, flush=True)
-    print(
-        f"{len(audits)} audits, {failures} unexpected, {time.perf_counter() - start:.1f} s "
-        f"(CPU {time.process_time() - cpu_start:.1f} s)"
+    return run_library_audits(
+        args,
+        AUDITS,
+        "diffprivlib",
+        lambda a: run(a, args.samples, args.seed, seeded=not args.unseeded),
+        summary,
+        write_specs,
     )
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":

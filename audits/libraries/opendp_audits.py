@@ -31,16 +31,21 @@ be seeded: the runs are not reproducible, and every result says so.
 
 from __future__ import annotations
 
-import argparse
+import functools
 import sys
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from dpaudit.adapters import Auditable, find_named, from_opendp
+from dpaudit.adapters import (
+    Auditable,
+    find_named,
+    from_opendp,
+    library_arguments,
+    run_library_audits,
+    write_library_specs,
+)
 from dpaudit.blackbox import AutoPairs
 from dpaudit.model.claims import Claim
 
@@ -204,19 +209,9 @@ AUDITS = [
 ]
 
 
-def audit_named(name: str) -> OpenDPAudit:
-    """The audit called ``name`` (:func:`dpaudit.adapters.find_named` on :data:`AUDITS`).
-
-    Args:
-        name: one of the names in :data:`AUDITS`.
-
-    Returns:
-        The :class:`OpenDPAudit`.
-
-    Raises:
-        ValueError: for an unknown name.
-    """
-    return find_named(AUDITS, name, "OpenDP")
+#: The audit called ``name`` (:func:`dpaudit.adapters.find_named` on :data:`AUDITS`): a
+#: ValueError for an unknown name.
+audit_named = functools.partial(find_named, AUDITS, library="OpenDP")
 
 
 def auditable(audit: OpenDPAudit) -> Auditable:
@@ -369,18 +364,21 @@ def write_specs(folder) -> list:
     Returns:
         The paths written.
     """
-    folder = Path(folder)
-    (folder / "data").mkdir(parents=True, exist_ok=True)
-    written = []
-    for audit in AUDITS:
-        spec = folder / f"opendp-{audit.name}.toml"
-        spec.write_text(spec_text(audit))
-        written.append(spec)
-        for suffix, data in zip(("D", "D-prime"), spec_datasets(audit), strict=True):
-            path = folder / "data" / f"opendp-{audit.name}.{suffix}.npy"
-            np.save(path, np.asarray(data))
-            written.append(path)
-    return written
+    return write_library_specs(
+        folder,
+        (
+            (f"opendp-{a.name}.toml", spec_text(a), f"opendp-{a.name}", spec_datasets(a))
+            for a in AUDITS
+        ),
+    )
+
+
+def _line(audit: OpenDPAudit, res, seconds: float, cpu: float) -> str:
+    return (
+        f"{'ok ' if res.verdict == audit.expected else 'BAD'} {audit.name:28s} "
+        f"{res.verdict:12s} eps >= {res.epsilon_lower:.3f} (claim {res.claim.epsilon:.3g}, "
+        f"{res.claim.delta:g}); {seconds:.1f} s (CPU {cpu:.1f} s)"
+    )
 
 
 def main(argv=None) -> int:
@@ -392,34 +390,10 @@ def main(argv=None) -> int:
     Returns:
         The exit code: 1 if a verdict differs from its expectation.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=None, help="default: each audit's budget")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("-k", dest="names", action="append", help="run only these audits")
-    parser.add_argument("--write-specs", metavar="DIR", help="write the specs into DIR, run none")
-    args = parser.parse_args(argv)
-    if args.write_specs:
-        print(f"{len(write_specs(args.write_specs))} files written to {args.write_specs}")
-        return 0
-    audits = [audit_named(n) for n in args.names] if args.names else AUDITS
-    failures = 0
-    start, cpu_start = time.perf_counter(), time.process_time()
-    for audit in audits:
-        t0, c0 = time.perf_counter(), time.process_time()
-        res = run(audit, args.samples, args.seed)
-        failures += res.verdict != audit.expected
-        print(
-            f"{'ok ' if res.verdict == audit.expected else 'BAD'} {audit.name:28s} "
-            f"{res.verdict:12s} eps >= {res.epsilon_lower:.3f} (claim {res.claim.epsilon:.3g}, "
-            f"{res.claim.delta:g}); {time.perf_counter() - t0:.1f} s (CPU "
-            f"{time.process_time() - c0:.1f} s)",
-            flush=True,
-        )
-    print(
-        f"{len(audits)} audits, {failures} unexpected, {time.perf_counter() - start:.1f} s "
-        f"(CPU {time.process_time() - cpu_start:.1f} s)"
+    args = library_arguments(__doc__.splitlines()[0]).parse_args(argv)
+    return run_library_audits(
+        args, AUDITS, "OpenDP", lambda a: run(a, args.samples, args.seed), _line, write_specs
     )
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ verdict differs from its expectation.
 
 from __future__ import annotations
 
-import argparse
+import functools
 import importlib.metadata
 import math
 import sys
@@ -53,7 +53,7 @@ from typing import NamedTuple
 import numpy as np
 
 import dpaudit
-from dpaudit.adapters import find_named
+from dpaudit.adapters import find_named, library_arguments
 from dpaudit.blackbox import blackbox_audit, per_call
 
 # A mechanism call costs a few microseconds and an algorithm's quick_result ~10: 50 000
@@ -169,19 +169,9 @@ AUDITS = [
 ]
 
 
-def audit_named(name: str) -> LibraryAudit:
-    """The audit called ``name`` (:func:`dpaudit.adapters.find_named` on :data:`AUDITS`).
-
-    Args:
-        name: one of the names in :data:`AUDITS`.
-
-    Returns:
-        The :class:`LibraryAudit`.
-
-    Raises:
-        ValueError: for an unknown name.
-    """
-    return find_named(AUDITS, name, "python-dp")
+#: The audit called ``name`` (:func:`dpaudit.adapters.find_named` on :data:`AUDITS`): a
+#: ValueError for an unknown name.
+audit_named = functools.partial(find_named, AUDITS, library="python-dp")
 
 
 def version() -> str:
@@ -239,13 +229,10 @@ def main(argv=None) -> int:
     Returns:
         The exit code: 1 if a verdict differs from its expectation.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=None, help="default: each audit's budget")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = library_arguments(__doc__.splitlines()[0], write_specs=False)
     parser.add_argument(
         "--statistic", default=None, help="default: each audit's own; another drops the expectation"
     )
-    parser.add_argument("-k", dest="names", action="append", help="run only these audits")
     args = parser.parse_args(argv)
     audits = [audit_named(n) for n in args.names] if args.names else AUDITS
     chosen = args.statistic or "each audit's own"

@@ -8,7 +8,13 @@ this package loads without them.
 """
 
 from dpaudit.adapters.accountants import claim_from_accountant, profile_claim
-from dpaudit.adapters.auditable import Auditable, find_named
+from dpaudit.adapters.auditable import (
+    Auditable,
+    find_named,
+    library_arguments,
+    run_library_audits,
+    write_library_specs,
+)
 from dpaudit.adapters.diffprivlib import from_diffprivlib, model_parameters
 from dpaudit.adapters.opendp import from_opendp
 
@@ -18,6 +24,9 @@ __all__ = [
     "find_named",
     "from_diffprivlib",
     "from_opendp",
+    "library_arguments",
     "model_parameters",
     "profile_claim",
+    "run_library_audits",
+    "write_library_specs",
 ]

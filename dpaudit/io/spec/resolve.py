@@ -24,7 +24,7 @@ from dpaudit.blackbox import as_sampler
 from dpaudit.core.checks import check_distinct_pair, check_finite, check_release_values
 from dpaudit.io.datasets import generate
 from dpaudit.io.spec.load import split_callable_path
-from dpaudit.io.spec.schema import AuditSpec, field_error
+from dpaudit.io.spec.schema import AuditSpec, SpecError, field_error
 from dpaudit.model.mechanism import Mechanism
 from dpaudit.model.registry import entry
 
@@ -379,6 +379,27 @@ def check_pair_differs(spec: AuditSpec, pair) -> None:
 _MODEL_INPUT_ERRORS = (TypeError, ValueError, IndexError, AssertionError)
 
 
+def _model_fails(spec_path: Path, label: str, err: Exception) -> SpecError:
+    """The spec error for a model that raises ``err`` on the dataset ``label``."""
+    text = str(err).strip().splitlines()
+    return field_error(
+        spec_path,
+        "mechanism",
+        f"the model fails on {label} ({type(err).__name__}: {text[0] if text else ''}); "
+        "check the data's shape and the model's parameters and site names.",
+    )
+
+
+def _release_not(spec_path: Path, label: str, wanted: str, seen: str) -> SpecError:
+    """The spec error for a model whose release on ``label`` is not ``wanted`` (``seen``)."""
+    return field_error(
+        spec_path,
+        "mechanism",
+        f"the model draws a release that is not {wanted} on {label} ({seen}); check its "
+        "location and scale on these data.",
+    )
+
+
 def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
     """Run the model once on ``D`` and ``D'`` before auditing, and draw one release of each.
 
@@ -402,21 +423,10 @@ def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
         try:
             release = np.asarray(mechanism.sample(data, jax.random.PRNGKey(0)))
         except _MODEL_INPUT_ERRORS as err:
-            text = str(err).strip().splitlines()
-            raise field_error(
-                spec_path,
-                "mechanism",
-                f"the model fails on {label} ({type(err).__name__}: {text[0] if text else ''}); "
-                "check the data's shape and the model's parameters and site names.",
-            ) from None
+            raise _model_fails(spec_path, label, err) from None
         if release.dtype.kind not in "biuf" or not np.all(np.isfinite(release)):
-            raise field_error(
-                spec_path,
-                "mechanism",
-                f"the model draws a release that is not a finite real number on {label} "
-                f"(dtype {release.dtype}, e.g. {release.ravel()[:3]}); check its location and "
-                "scale on these data.",
-            )
+            seen = f"dtype {release.dtype}, e.g. {release.ravel()[:3]}"
+            raise _release_not(spec_path, label, "a finite real number", seen)
 
 
 #: A model that converts its data to numpy or branches on its values cannot be traced.
@@ -456,20 +466,9 @@ def check_model_traces(spec_path: Path, mechanism: Mechanism, pair) -> None:
         except _NEEDS_VALUES:  # a model that reads its data's values (numpy): run it
             return check_model_runs(spec_path, mechanism, pair)
         except _MODEL_INPUT_ERRORS as err:
-            text = str(err).strip().splitlines()
-            raise field_error(
-                spec_path,
-                "mechanism",
-                f"the model fails on {label} ({type(err).__name__}: {text[0] if text else ''}); "
-                "check the data's shape and the model's parameters and site names.",
-            ) from None
+            raise _model_fails(spec_path, label, err) from None
         if np.dtype(release.dtype).kind not in "biuf":
-            raise field_error(
-                spec_path,
-                "mechanism",
-                f"the model draws a release that is not a real number on {label} "
-                f"(dtype {release.dtype}); check its location and scale on these data.",
-            )
+            raise _release_not(spec_path, label, "a real number", f"dtype {release.dtype}")
 
 
 def check_sampler_runs(spec: AuditSpec, sampler: Callable, features, pair) -> None:

@@ -1,0 +1,55 @@
+"""The pre-audit model checks of a white-box spec: one sentence naming ``mechanism``."""
+
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+from dpaudit import Claim, Mechanism
+from dpaudit.io.spec.resolve import check_model_runs, check_model_traces
+from dpaudit.io.spec.schema import SpecError
+
+PAIR = (jnp.zeros((3, 1)), jnp.ones((3, 1)))
+SPEC = Path("spec.toml")
+
+
+def _mechanism(law):
+    def model(data):
+        numpyro.sample("release", law(data))
+
+    return Mechanism("m", model, Claim(epsilon=1.0))
+
+
+@pytest.mark.parametrize("check", [check_model_runs, check_model_traces])
+def test_a_failing_model_is_blamed_on_mechanism(check):
+    with pytest.raises(SpecError) as err:
+        check(SPEC, _mechanism(lambda d: dist.Delta(d[:, 0] + jnp.zeros(2))), PAIR)
+    message = str(err.value)
+    assert message.startswith("spec.toml: mechanism: the model fails on D (")
+    assert message.endswith("check the data's shape and the model's parameters and site names.")
+
+
+def test_an_infinite_release_is_refused_when_run():
+    with pytest.raises(SpecError) as err:
+        check_model_runs(SPEC, _mechanism(lambda d: dist.LogNormal(d[:, 0] + 1e3, 1.0)), PAIR)
+    assert str(err.value) == (
+        "spec.toml: mechanism: the model draws a release that is not a finite real number on D "
+        "(dtype float64, e.g. [inf inf inf]); check its location and scale on these data."
+    )
+
+
+@pytest.mark.parametrize("check", [check_model_runs, check_model_traces])
+def test_a_complex_release_is_refused(check):
+    with pytest.raises(SpecError, match=r"not a (finite )?real number on D \(dtype complex128"):
+        check(SPEC, _mechanism(lambda d: dist.Delta(d[:, 0] + 1j)), PAIR)
+
+
+def test_a_traced_complex_release_names_its_dtype_only():
+    with pytest.raises(SpecError) as err:
+        check_model_traces(SPEC, _mechanism(lambda d: dist.Delta(d[:, 0] + 1j)), PAIR)
+    assert str(err.value) == (
+        "spec.toml: mechanism: the model draws a release that is not a real number on D "
+        "(dtype complex128); check its location and scale on these data."
+    )
