@@ -197,11 +197,16 @@ EXTRA = {
 }
 
 
+#: Specs with no golden record: OpenDP cannot be seeded (its samplers draw from the operating
+#: system), so its audits are not reproducible and their results say so.
+UNSEEDED = ("libraries/opendp-",)
+
+
 def all_cases() -> list[str]:
     specs = sorted(
         str(p.relative_to(ROOT / "audits").with_suffix("")) for p in ROOT.glob("audits/*/*.toml")
     )
-    return specs + sorted(EXTRA)
+    return [s for s in specs if not s.startswith(UNSEEDED)] + sorted(EXTRA)
 
 
 def run_case(name: str) -> dict:
