@@ -19,6 +19,8 @@ coordinate over the steps whose batch holds the canary).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import warnings
 
 import jax
@@ -59,18 +61,38 @@ def make_train(steps: int, batch_size: int, noise_multiplier: float, clip: float
                 poisson_sampling=variant == "poisson", loss_reduction="sum",
             )  # fmt: skip
         releases = []
-        while len(releases) < steps:
-            for (batch,) in loader:
-                before = model._module.weight.detach().clone()
-                optimizer.zero_grad()
-                model(batch).sum().backward()  # an empty Poisson batch still takes a noisy step
-                optimizer.step()
-                releases.append((before - model._module.weight.detach()).numpy().ravel())
-                if len(releases) == steps:
-                    break
+        with warnings.catch_warnings(), _quiet_opacus_log():
+            # an empty Poisson batch: Opacus warns (log and hook) on every such step
+            warnings.filterwarnings("ignore", message="Full backward hook is firing")
+            _train_steps(model, optimizer, loader, steps, releases)
         return np.stack(releases)
 
     return train
+
+
+def _train_steps(model, optimizer, loader, steps: int, releases: list) -> None:
+    """Take ``steps`` optimizer steps, appending each step's update (minus the weight change)."""
+    while len(releases) < steps:
+        for (batch,) in loader:
+            before = model._module.weight.detach().clone()
+            optimizer.zero_grad()
+            model(batch).sum().backward()  # an empty Poisson batch still takes a noisy step
+            optimizer.step()
+            releases.append((before - model._module.weight.detach()).numpy().ravel())
+            if len(releases) == steps:
+                return
+
+
+@contextlib.contextmanager
+def _quiet_opacus_log():
+    """Opacus's loggers at ERROR for the block (its empty-batch warning is expected here)."""
+    logger = logging.getLogger("opacus")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def accountant_epsilon(
