@@ -48,6 +48,7 @@ __all__ = [
     "ONE_RUN_ASSUMPTIONS",
     "ManyRunBound",
     "OneRunBound",
+    "check_scores",
     "many_run_bound",
     "many_run_p_value",
     "one_run_bound",
@@ -97,7 +98,8 @@ def _check_delta(delta) -> float:
     return float(delta)
 
 
-def _check_scores(name: str, scores) -> np.ndarray:
+def check_scores(name: str, scores) -> np.ndarray:
+    """``scores`` as a flat float array: at least 2 of them, all finite (else one sentence)."""
     s = np.asarray(scores, dtype=np.float64).ravel()
     if s.size < 2:
         raise ValueError(f"{name} needs at least 2 scores, got {s.size}.")
@@ -273,7 +275,7 @@ def many_run_bound(
             outside its range.
     """
     # fmt: on
-    s_in, s_out = _check_scores("scores_in", scores_in), _check_scores("scores_out", scores_out)
+    s_in, s_out = check_scores("scores_in", scores_in), check_scores("scores_out", scores_out)
     delta, confidence = _check_delta(delta), _check_confidence(confidence)
     if not 0 <= select_fraction < 1:
         raise ValueError(f"select_fraction must be in [0, 1), got {select_fraction!r}.")
@@ -485,7 +487,7 @@ def one_run_bound(
             not in ``[1, m]``.
     """
     # fmt: on
-    s = _check_scores("scores", scores)
+    s = check_scores("scores", scores)
     inc = np.asarray(included).ravel()
     if inc.shape != s.shape or inc.dtype != bool:
         raise ValueError("included must be booleans, one per score.")

@@ -38,6 +38,7 @@ import scipy.special
 import scipy.stats
 
 from dpaudit.accounting.conversions import gdp_epsilon
+from dpaudit.training.bounds import check_scores
 
 __all__ = ["RANK_ASSUMPTIONS", "RankBound", "rank_bound"]
 
@@ -88,15 +89,6 @@ class RankBound:
         out = dataclasses.asdict(self)
         out["runs"], out["assumptions"] = list(self.runs), list(self.assumptions)
         return out
-
-
-def _check(name: str, scores) -> np.ndarray:
-    s = np.asarray(scores, dtype=np.float64).ravel()
-    if s.size < 2:
-        raise ValueError(f"{name} needs at least 2 scores, got {s.size}.")
-    if not np.all(np.isfinite(s)):
-        raise ValueError(f"{name} holds non-finite scores; make the score function finite.")
-    return s
 
 
 class _Simulations:
@@ -151,7 +143,7 @@ def rank_bound(
             outside its range.
     """
     # fmt: on
-    s_in, s_out = _check("scores_in", scores_in), _check("scores_out", scores_out)
+    s_in, s_out = check_scores("scores_in", scores_in), check_scores("scores_out", scores_out)
     if not (isinstance(delta, float | int) and 0 <= delta < 1):
         raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
     if not (isinstance(confidence, float | int) and 0 < confidence < 1):
