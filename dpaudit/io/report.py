@@ -40,7 +40,7 @@ from typing import Any
 
 import dpaudit
 from dpaudit.core.serialize import json_float
-from dpaudit.io.plot.tradeoff import notion_figures
+from dpaudit.io.plot.tradeoff import renyi_figure, tradeoff_figure
 from dpaudit.model.claims import (
     certified_lower_text,
     claim_label,
@@ -58,6 +58,7 @@ __all__ = [
     "SCHEMA",
     "STAGING_PREFIX",
     "AuditOutcome",
+    "FigureCanvas",
     "ReportPathError",
     "check_json_path",
     "check_output_file",
@@ -626,48 +627,94 @@ def now() -> str:
 # ------------------------------------------------------------------------- plots
 
 
-def _png(ax) -> str | None:
-    """The figure of ``ax`` as a PNG data URI (the figure is closed); ``None`` for no axes."""
-    if ax is None:
-        return None
-    import matplotlib.pyplot as plt
-
-    fig = ax.figure
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+#: Size (inches) and resolution of the report's figures: 416 x 256 pixels.
+FIGURE_SIZE, FIGURE_DPI = (5.2, 3.2), 80
+#: Fixed margins (figure fractions) in place of a tight bounding box, which draws every
+#: figure twice and changes its pixel size (so no text measurement is reused).
+_MARGINS = {"left": 0.15, "right": 0.97, "bottom": 0.16, "top": 0.9}
 
 
-def score_histogram(result) -> str | None:
+class FigureCanvas:
+    """One matplotlib figure reused for every plot of a report: cleared, drawn, saved as PNG.
+
+    A new figure per plot costs its construction and, worse, a new renderer, so no text
+    measurement (tick labels, legends, titles) is reused; a fixed size and fixed margins
+    keep one renderer for the whole report. No pyplot state is touched.
+
+    Attributes:
+        figure: the matplotlib figure (Agg canvas).
+        created: the figures created so far (one).
+    """
+
+    def __init__(self) -> None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        self.figure = Figure(figsize=FIGURE_SIZE, dpi=FIGURE_DPI)
+        FigureCanvasAgg(self.figure)
+        self.figure.subplots_adjust(**_MARGINS)
+        self._ax = self.figure.add_subplot()
+        self.created = 1
+
+    def axes(self):
+        """The figure's axes, cleared (linear scales, no artists, no legend).
+
+        Returns:
+            A matplotlib ``Axes``.
+        """
+        self._ax.clear()
+        return self._ax
+
+    def png(self, ax) -> str | None:
+        """The figure as a PNG data URI, or ``None`` when nothing was drawn (``ax`` is ``None``).
+
+        Args:
+            ax: what a plot function returned: the axes, its figure, or ``None``.
+
+        Returns:
+            ``"data:image/png;base64,..."`` or ``None``.
+        """
+        if ax is None:
+            return None
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", dpi=FIGURE_DPI)
+        return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def score_histogram(result, canvas: FigureCanvas | None = None) -> str | None:
     """Histograms of the certification statistic under P and Q, the threshold marked, as a PNG.
 
     The figure is :func:`dpaudit.io.plot.certification_scores`.
 
     Args:
         result: a :class:`dpaudit.BlackBoxResult`.
+        canvas: the report's :class:`FigureCanvas`; ``None``: a new one.
 
     Returns:
         The plot as a PNG data URI, or ``None`` when no score is finite.
     """
     from dpaudit.io.plot import certification_scores
 
-    return _png(certification_scores(result))
+    canvas = canvas or FigureCanvas()
+    return canvas.png(certification_scores(result, ax=canvas.axes()))
 
 
-def _whitebox_plots(o: AuditOutcome) -> list[str]:
+def _whitebox_plots(o: AuditOutcome, canvas: FigureCanvas) -> list[str]:
+    """The PNGs of one white-box audit, each drawn on the shared canvas in turn."""
     from dpaudit.io import plot
 
     r = o.result
     data = None if o.data is None else o.data[0]
-    axes = [
-        plot.loss_distribution(r),
-        plot.privacy_profile(r),
-        plot.compatibility_sums(r),
-        plot.releases(o.mechanism, data),
-        *(fig.axes[0] for fig in notion_figures(r)),  # trade-off / Renyi (dpaudit.model.claims)
+    draws = [
+        lambda ax: plot.loss_distribution(r, ax=ax),
+        lambda ax: plot.privacy_profile(r, ax=ax),
+        lambda ax: plot.compatibility_sums(r, ax=ax),
+        lambda ax: plot.releases(o.mechanism, data, ax=ax),
+        lambda ax: tradeoff_figure(r, ax=ax),  # notions (dpaudit.model.claims): GDP, f-DP
+        lambda ax: renyi_figure(r, ax=ax),  # zCDP, RDP
     ]
-    return [p for p in (_png(ax) for ax in axes) if p]
+    pngs = (canvas.png(draw(canvas.axes())) for draw in draws)
+    return [p for p in pngs if p]
 
 
 # -------------------------------------------------------------------------- html
@@ -862,13 +909,14 @@ def _html(
         *(_row(o, strict) for o in ordered),
         "</table>",
     ]
+    canvas = FigureCanvas()  # one figure for every plot of the report
     for o in ordered:
-        parts += _SECTIONS.get(o.kind, _whitebox_section)(o)
+        parts += _SECTIONS.get(o.kind, _whitebox_section)(o, canvas)
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def _whitebox_section(o: AuditOutcome) -> list[str]:
+def _whitebox_section(o: AuditOutcome, canvas: FigureCanvas) -> list[str]:
     """The HTML of one white-box audit: the claim, the bounds, the certificate and the plots."""
     esc = html.escape
     r = o.result
@@ -908,14 +956,14 @@ def _whitebox_section(o: AuditOutcome) -> list[str]:
     parts.append("</table>")
     for note in r.notes:
         parts.append(f"<p class='note'>{esc(note)}</p>")
-    plots = _whitebox_plots(o)
+    plots = _whitebox_plots(o, canvas)
     parts.append("<div class='plots'>")
     parts += [f"<img alt='plot' src='{p}'>" for p in plots if p]
     parts.append("</div></div>")
     return parts
 
 
-def _blackbox_section(o: AuditOutcome) -> list[str]:
+def _blackbox_section(o: AuditOutcome, canvas: FigureCanvas) -> list[str]:
     """The HTML of one black-box audit: bound vs claim, the certified event, the histogram."""
     from dpaudit.io.plot.blackbox import datasets_of
 
@@ -961,7 +1009,7 @@ def _blackbox_section(o: AuditOutcome) -> list[str]:
         "</table>",
     ]
     parts += [f"<p class='note'>{esc(note)}</p>" for note in r.notes]
-    plot = score_histogram(r)
+    plot = score_histogram(r, canvas)
     parts.append("<div class='plots'>")
     if plot:
         parts.append(f"<img alt='certification statistic under P and Q' src='{plot}'>")
@@ -999,8 +1047,8 @@ def _one_run_rows(o: AuditOutcome) -> list[str]:
     ]
 
 
-def _training_section(o: AuditOutcome) -> list[str]:
-    """The HTML of one training audit: the claim, the certified bounds, the runs."""
+def _training_section(o: AuditOutcome, canvas: FigureCanvas | None = None) -> list[str]:
+    """The HTML of one training audit: the claim, the certified bounds, the runs (no plot)."""
     esc = html.escape
     r, b = o.result, o.result.bound
     if r.mode == "one-run":

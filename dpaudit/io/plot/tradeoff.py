@@ -32,23 +32,31 @@ def _array(values) -> np.ndarray | None:
     return np.asarray([np.inf if v == "inf" else np.nan if v is None else v for v in values], float)
 
 
-def tradeoff_figure(result):
+def _new_axes(ax):
+    """``ax``, or the axes of a new figure of the report's size."""
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=_SIZE)[1]
+
+
+def tradeoff_figure(result, ax=None):
     """The trade-off curves of a GDP / f-DP audit: claimed, exact bracket, Monte Carlo band.
 
     Args:
         result: a white-box :class:`~dpaudit.AuditResult` of a notion claim.
+        ax: matplotlib axes to draw on, or ``None`` for a new figure.
 
     Returns:
-        A matplotlib figure, or ``None``.
+        The matplotlib figure of the axes, or ``None``.
     """
     notion = _notion(result)
     if notion is None or notion["notion"] not in ("gdp", "f-dp"):
         return None
-    import matplotlib.pyplot as plt
-
     profile = notion["profile"]
     x = _array(profile["x"])
-    fig, ax = plt.subplots(figsize=_SIZE)
+    ax = _new_axes(ax)
     ax.plot(x, 1 - x, color="0.7", lw=0.8, ls=":", label="random guessing 1 - x")
     ax.plot(x, _array(profile["claimed"]), "k--", lw=1.4, label=f"claimed ({notion['claim']})")
     low, up = _array(profile["exact_lower"]), _array(profile["exact_upper"])
@@ -72,26 +80,25 @@ def tradeoff_figure(result):
     ax.set_ylabel("type II error")
     ax.set_title(f"Trade-off curve: {result.verdict}")
     ax.legend(fontsize=7)
-    return fig
+    return ax.figure
 
 
-def renyi_figure(result):
+def renyi_figure(result, ax=None):
     """The Rényi profile of a zCDP / RDP audit: claimed bound, exact, certified lower bounds.
 
     Args:
         result: a white-box :class:`~dpaudit.AuditResult` of a notion claim.
+        ax: matplotlib axes to draw on, or ``None`` for a new figure.
 
     Returns:
-        A matplotlib figure, or ``None``.
+        The matplotlib figure of the axes, or ``None``.
     """
     notion = _notion(result)
     if notion is None or notion["notion"] not in ("zcdp", "rdp"):
         return None
-    import matplotlib.pyplot as plt
-
     profile = notion["profile"]
     orders = _array(profile["orders"])
-    fig, ax = plt.subplots(figsize=_SIZE)
+    ax = _new_axes(ax)
     ax.plot(orders, _array(profile["claimed"]), "k--", marker="o", ms=3, label="claimed")
     low, up = _array(profile["exact_lower"]), _array(profile["exact_upper"])
     if up is not None:
@@ -116,7 +123,7 @@ def renyi_figure(result):
     ax.set_ylabel("D_alpha(P_D || P_D')")
     ax.set_title(f"Renyi profile: {result.verdict}")
     ax.legend(fontsize=7)
-    return fig
+    return ax.figure
 
 
 def notion_figures(result) -> list:
