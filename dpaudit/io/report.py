@@ -40,6 +40,7 @@ from typing import Any
 
 import dpaudit
 from dpaudit.core.serialize import json_float
+from dpaudit.io.plot.svg import SvgAxes
 from dpaudit.io.plot.tradeoff import renyi_figure, tradeoff_figure
 from dpaudit.model.claims import (
     certified_lower_text,
@@ -699,8 +700,15 @@ def score_histogram(result, canvas: FigureCanvas | None = None) -> str | None:
     return canvas.png(certification_scores(result, ax=canvas.axes()))
 
 
-def _whitebox_plots(o: AuditOutcome, canvas: FigureCanvas) -> list[str]:
-    """The PNGs of one white-box audit, each drawn on the shared canvas in turn."""
+def _svg(draw, alt: str = "") -> str | None:
+    """The inline SVG of one figure function drawn on a fresh :class:`SvgAxes` (``alt``: its
+    text alternative, default its title); ``None`` when the function had nothing to draw."""
+    ax = SvgAxes()
+    return None if draw(ax) is None else ax.svg(alt)
+
+
+def _whitebox_plots(o: AuditOutcome) -> list[str]:
+    """The inline SVG figures of one white-box audit (a few milliseconds each)."""
     from dpaudit.io import plot
 
     r = o.result
@@ -713,8 +721,7 @@ def _whitebox_plots(o: AuditOutcome, canvas: FigureCanvas) -> list[str]:
         lambda ax: tradeoff_figure(r, ax=ax),  # notions (dpaudit.model.claims): GDP, f-DP
         lambda ax: renyi_figure(r, ax=ax),  # zCDP, RDP
     ]
-    pngs = (canvas.png(draw(canvas.axes())) for draw in draws)
-    return [p for p in pngs if p]
+    return [p for p in map(_svg, draws) if p]
 
 
 # -------------------------------------------------------------------------- html
@@ -738,7 +745,7 @@ body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#22
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;
 font-size:14px;text-align:left}th{background:#f3f3f3}.v{font-weight:bold;color:#fff;
 padding:2px 6px;border-radius:4px}.audit{border-top:2px solid #ddd;margin-top:2em}
-.plots img{width:48%;min-width:380px;margin:4px}.note{color:#555;font-size:13px}
+.plots img,.plots svg{width:48%;min-width:380px;height:auto;margin:4px}.note{color:#555;font-size:13px}
 .banner{padding:10px 14px;border-radius:6px;margin:1em 0;font-size:16px}
 .banner.ok{background:#e3f4e8;border:1px solid #1b7f3b}.banner.bad{background:#fbe4e8;
 border:1px solid #b00020}
@@ -909,14 +916,13 @@ def _html(
         *(_row(o, strict) for o in ordered),
         "</table>",
     ]
-    canvas = FigureCanvas()  # one figure for every plot of the report
     for o in ordered:
-        parts += _SECTIONS.get(o.kind, _whitebox_section)(o, canvas)
+        parts += _SECTIONS.get(o.kind, _whitebox_section)(o)
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def _whitebox_section(o: AuditOutcome, canvas: FigureCanvas) -> list[str]:
+def _whitebox_section(o: AuditOutcome) -> list[str]:
     """The HTML of one white-box audit: the claim, the bounds, the certificate and the plots."""
     esc = html.escape
     r = o.result
@@ -956,14 +962,14 @@ def _whitebox_section(o: AuditOutcome, canvas: FigureCanvas) -> list[str]:
     parts.append("</table>")
     for note in r.notes:
         parts.append(f"<p class='note'>{esc(note)}</p>")
-    plots = _whitebox_plots(o, canvas)
+    plots = _whitebox_plots(o)
     parts.append("<div class='plots'>")
-    parts += [f"<img alt='plot' src='{p}'>" for p in plots if p]
+    parts += plots
     parts.append("</div></div>")
     return parts
 
 
-def _blackbox_section(o: AuditOutcome, canvas: FigureCanvas) -> list[str]:
+def _blackbox_section(o: AuditOutcome) -> list[str]:
     """The HTML of one black-box audit: bound vs claim, the certified event, the histogram."""
     from dpaudit.io.plot.blackbox import datasets_of
 
@@ -1009,10 +1015,12 @@ def _blackbox_section(o: AuditOutcome, canvas: FigureCanvas) -> list[str]:
         "</table>",
     ]
     parts += [f"<p class='note'>{esc(note)}</p>" for note in r.notes]
-    plot = score_histogram(r, canvas)
+    from dpaudit.io.plot import certification_scores
+
+    plot = _svg(lambda ax: certification_scores(r, ax=ax), "certification statistic under P and Q")
     parts.append("<div class='plots'>")
     if plot:
-        parts.append(f"<img alt='certification statistic under P and Q' src='{plot}'>")
+        parts.append(plot)
     parts.append("</div></div>")
     return parts
 
@@ -1047,7 +1055,7 @@ def _one_run_rows(o: AuditOutcome) -> list[str]:
     ]
 
 
-def _training_section(o: AuditOutcome, canvas: FigureCanvas | None = None) -> list[str]:
+def _training_section(o: AuditOutcome) -> list[str]:
     """The HTML of one training audit: the claim, the certified bounds, the runs (no plot)."""
     esc = html.escape
     r, b = o.result, o.result.bound
@@ -1211,9 +1219,6 @@ def write_report(
         ReportPathError: when ``folder`` may not be written (:func:`check_report_folder`).
         OSError: when writing fails (disk full, ...); nothing is published.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
     folder = check_report_folder(folder)
     started = started or now()
     folder.parent.mkdir(parents=True, exist_ok=True)

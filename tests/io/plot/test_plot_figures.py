@@ -88,3 +88,28 @@ def test_blackbox_result_repr_and_summary():
     event_line = 4 if result.verdict == "violation" else 3  # a violation's reason leads
     assert "black-box" in lines[0] and lines[event_line].startswith("  event: ")
     assert plot.certification_scores(result) is not None
+
+
+def test_report_figures_are_inline_svg_with_no_matplotlib_figure(results, tmp_path, monkeypatch):
+    """The report draws its figures as inline SVG: no matplotlib figure (the former report
+    made one per plot, each laid out twice), a bounded size per audit, each figure once."""
+    import matplotlib.figure
+
+    from dpaudit.io.report import AuditOutcome, write_report
+
+    created, original = [], matplotlib.figure.Figure.__init__
+
+    def counting(self, *args, **kwargs):
+        created.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "__init__", counting)
+    ((name, (mech, d, result)),) = results.items()
+    d2 = generate("example", mech, seed=0)[1]
+    outcomes = [AuditOutcome(f"{name}-{i}", result, mechanism=mech, data=(d, d2)) for i in range(3)]
+    page = write_report(outcomes, tmp_path / "r").read_text(encoding="utf-8")
+    assert created == []
+    assert "data:image" not in page
+    # loss distribution, privacy profile, compatibility sums, releases: four per audit
+    assert page.count("<svg xmlns=") == 3 * 4
+    assert len(page.encode()) < 3 * 30_000  # 19.6 kB per audit when written
