@@ -54,7 +54,7 @@ def test_a_thinned_band_is_never_narrower():
     px = ax._mapper("x", *ax._range("x"))(x)
     fy = ax._mapper("y", *ax._range("y"))
     (band,) = svg_module._band(ax._items[0], px, fy)
-    (bx, by), = _paths(band)
+    ((bx, by),) = _paths(band)
     half = bx.size // 2
     top, bottom = by[:half], by[half:][::-1]  # the upper edge, then the lower one back
     col = np.floor(px).astype(int)
