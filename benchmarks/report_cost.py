@@ -74,6 +74,7 @@ def _measure(write, outcomes, folder, args, kwargs, figures, profile: bool) -> d
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     html = Path(page).read_text(encoding="utf-8")
     images = re.findall(r"src='(data:image/[^']*)'", html)
+    images += re.findall(r"<svg xmlns=.*?</svg></svg>", html, flags=re.S)  # inline figures
     return {
         "wall": wall,
         "cpu": cpu,

@@ -19,11 +19,13 @@ import math
 
 import numpy as np
 
-__all__ = ["HEIGHT", "WIDTH", "SvgAxes"]
+__all__ = ["HEIGHT", "PLOT_LEFT", "PLOT_RIGHT", "WIDTH", "SvgAxes", "thin", "widest_band"]
 
 #: The figure in pixels; the plot area leaves room for tick labels, title and axis labels.
 WIDTH, HEIGHT = 416, 256
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 8, 20, 34
+#: The plot area's left and right edges in pixels.
+PLOT_LEFT, PLOT_RIGHT = _LEFT, WIDTH - _RIGHT
 _TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
           "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
 _NAMED = {"k": "#000000", "r": "#d62728", "b": "#1f77b4", "g": "#2ca02c", "w": "#ffffff"}
@@ -347,8 +349,19 @@ def _runs(*arrays) -> list[np.ndarray]:
     return [np.arange(a, b) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
-def _thin(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per pixel column the first, lowest, highest and last point (x must not decrease)."""
+def thin(px: np.ndarray, py: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A curve in pixels thinned to the first, lowest, highest and last point of each column.
+
+    Short curves (at most two points per column of the figure) and curves whose x
+    decreases somewhere are returned as they are.
+
+    Args:
+        px: x in pixels.
+        py: y in pixels, the same length.
+
+    Returns:
+        ``(px, py)`` of the points kept, in their order.
+    """
     n = px.size
     if n <= 2 * WIDTH or np.any(np.diff(px) < 0):
         return px, py
@@ -381,7 +394,7 @@ def _draw(item: dict, fx, fy) -> list[str]:
         py = np.where(np.isnan(py) & np.isfinite(item["y"]), HEIGHT - _BOTTOM + 1, py)
     out = []
     for run in _runs(px, py):
-        tx, ty = _thin(px[run], py[run])
+        tx, ty = thin(px[run], py[run])
         if item["ls"] not in ("none", "None", "", " ") and run.size > 1:
             out.append(f"<path d='{_path(tx, ty)}' {_stroke(item)}/>")
         if item["marker"] and run.size <= 60:
@@ -391,16 +404,32 @@ def _draw(item: dict, fx, fy) -> list[str]:
     return out
 
 
+def widest_band(px, lo, hi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A band in pixels (y grows downwards) thinned to its widest extent in each column.
+
+    Short bands and bands whose x decreases somewhere are returned as they are.
+
+    Args:
+        px: x in pixels.
+        lo: the lower edge in pixels (the larger pixel y).
+        hi: the upper edge in pixels.
+
+    Returns:
+        ``(x, lo, hi)``: per column its first x, the lowest lower and highest upper edge.
+    """
+    if px.size <= 2 * WIDTH or np.any(np.diff(px) < 0):
+        return px, lo, hi
+    starts = np.flatnonzero(np.r_[True, np.diff(np.floor(px)) != 0])
+    return px[starts], np.maximum.reduceat(lo, starts), np.minimum.reduceat(hi, starts)
+
+
 def _band(item: dict, px, fy) -> list[str]:
     """A filled band; per pixel column the widest extent when the band is thinned."""
     lo, hi = fy(item["y"]), fy(item["y2"])
     lo = np.where(np.isnan(lo) & np.isfinite(item["y"]), HEIGHT - _BOTTOM + 1, lo)
     out = []
     for run in _runs(px, lo, hi):
-        x, a, b = px[run], lo[run], hi[run]
-        if x.size > 2 * WIDTH and not np.any(np.diff(x) < 0):
-            starts = np.flatnonzero(np.r_[True, np.diff(np.floor(x)) != 0])
-            x, a, b = x[starts], np.maximum.reduceat(a, starts), np.minimum.reduceat(b, starts)
+        x, a, b = widest_band(px[run], lo[run], hi[run])
         d = _path(np.r_[x, x[::-1]], np.r_[b, a[::-1]]) + "Z"
         out.append(f"<path d='{d}' fill='{item['colour']}' fill-opacity='{item['alpha']:g}' "
                    "stroke='none'/>")  # fmt: skip

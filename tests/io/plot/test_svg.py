@@ -6,8 +6,7 @@ import re
 
 import numpy as np
 
-from dpaudit.io.plot import svg as svg_module
-from dpaudit.io.plot.svg import WIDTH, SvgAxes
+from dpaudit.io.plot.svg import PLOT_LEFT, PLOT_RIGHT, WIDTH, SvgAxes, thin, widest_band
 
 
 def _paths(markup):
@@ -24,8 +23,8 @@ def test_a_long_curve_keeps_its_envelope_in_every_pixel_column():
     rng = np.random.default_rng(0)
     x = np.linspace(0.0, 1.0, 100_000)
     y = np.cumsum(rng.normal(size=x.size))
-    px = svg_module._LEFT + x * (WIDTH - svg_module._LEFT - svg_module._RIGHT)
-    tx, ty = svg_module._thin(px, y)
+    px = PLOT_LEFT + x * (PLOT_RIGHT - PLOT_LEFT)
+    tx, ty = thin(px, y)
     assert tx.size <= 4 * WIDTH  # at most first, lowest, highest, last per column
     col, tcol = np.floor(px).astype(int), np.floor(tx).astype(int)
     for c in np.unique(col):  # the exact range of the curve in every column
@@ -48,19 +47,14 @@ def test_a_figure_of_long_curves_stays_small_and_breaks_at_nan():
 
 def test_a_thinned_band_is_never_narrower():
     x = np.linspace(0.0, 1.0, 50_000)
-    lo, hi = np.sin(30 * x) - 0.2, np.sin(30 * x) + 0.2
-    ax = SvgAxes()
-    ax.fill_between(x, lo, hi)
-    px = ax._mapper("x", *ax._range("x"))(x)
-    fy = ax._mapper("y", *ax._range("y"))
-    (band,) = svg_module._band(ax._items[0], px, fy)
-    ((bx, by),) = _paths(band)
-    half = bx.size // 2
-    top, bottom = by[:half], by[half:][::-1]  # the upper edge, then the lower one back
-    col = np.floor(px).astype(int)
-    for k, c in enumerate(np.floor(bx[:half]).astype(int)):
-        assert top[k] <= fy(hi[col == c]).min() + 0.051  # pixel y grows downwards; 0.1 px print
-        assert bottom[k] >= fy(lo[col == c]).max() - 0.051
+    px = PLOT_LEFT + x * (PLOT_RIGHT - PLOT_LEFT)
+    centre = 100 + 50 * np.sin(30 * x)
+    lo, hi = centre + 10, centre - 10  # pixels: the lower edge has the larger y
+    bx, blo, bhi = widest_band(px, lo, hi)
+    assert bx.size <= WIDTH
+    col, bcol = np.floor(px).astype(int), np.floor(bx).astype(int)
+    for k, c in enumerate(bcol):
+        assert blo[k] == lo[col == c].max() and bhi[k] == hi[col == c].min()
 
 
 def test_log_axes_leave_out_non_positive_values_and_keep_empty_bins_on_the_floor():
