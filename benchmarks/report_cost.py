@@ -14,12 +14,14 @@ Usage::
 
     PYTHONPATH=$PWD python benchmarks/report_cost.py
     PYTHONPATH=$PWD python benchmarks/report_cost.py -k "laplace-mean or gdp" --profile
+    PYTHONPATH=$PWD python benchmarks/report_cost.py --copies 12   # 132 audits on the page
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import io
 import os
 import pstats
@@ -93,6 +95,9 @@ def main(argv=None) -> int:
     parser.add_argument("-k", default=DEFAULT_K, help="the audits (dpaudit's -k expression)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="cProfile the last write")
+    parser.add_argument(
+        "--copies", type=int, default=1, help="write each audit this many times (renamed)"
+    )
     parser.add_argument("--out", help="keep the report in this folder (default: a temporary one)")
     options = parser.parse_args(argv)
     import dpaudit.io.report as report
@@ -102,6 +107,11 @@ def main(argv=None) -> int:
     original, rows = report.write_report, []
 
     def wrapped(outcomes, folder, *args, **kwargs):
+        outcomes = [
+            dataclasses.replace(o, name=f"{o.name}-{i}") if i else o
+            for i in range(options.copies)
+            for o in outcomes
+        ]
         for i in range(options.repeat):
             last = i == options.repeat - 1
             rows.append(

@@ -59,7 +59,6 @@ __all__ = [
     "SCHEMA",
     "STAGING_PREFIX",
     "AuditOutcome",
-    "FigureCanvas",
     "ReportPathError",
     "check_json_path",
     "check_output_file",
@@ -628,76 +627,34 @@ def now() -> str:
 # ------------------------------------------------------------------------- plots
 
 
-#: Size (inches) and resolution of the report's figures: 416 x 256 pixels.
-FIGURE_SIZE, FIGURE_DPI = (5.2, 3.2), 80
-#: Fixed margins (figure fractions) in place of a tight bounding box, which draws every
-#: figure twice and changes its pixel size (so no text measurement is reused).
-_MARGINS = {"left": 0.15, "right": 0.97, "bottom": 0.16, "top": 0.9}
+def _png(ax) -> str | None:
+    """The figure of ``ax`` as a PNG data URI (the figure is closed); ``None`` for no axes."""
+    if ax is None:
+        return None
+    import matplotlib.pyplot as plt
+
+    fig = ax.figure
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-class FigureCanvas:
-    """One matplotlib figure reused for every plot of a report: cleared, drawn, saved as PNG.
-
-    A new figure per plot costs its construction and, worse, a new renderer, so no text
-    measurement (tick labels, legends, titles) is reused; a fixed size and fixed margins
-    keep one renderer for the whole report. No pyplot state is touched.
-
-    Attributes:
-        figure: the matplotlib figure (Agg canvas).
-        created: the figures created so far (one).
-    """
-
-    def __init__(self) -> None:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
-        self.figure = Figure(figsize=FIGURE_SIZE, dpi=FIGURE_DPI)
-        FigureCanvasAgg(self.figure)
-        self.figure.subplots_adjust(**_MARGINS)
-        self._ax = self.figure.add_subplot()
-        self.created = 1
-
-    def axes(self):
-        """The figure's axes, cleared (linear scales, no artists, no legend).
-
-        Returns:
-            A matplotlib ``Axes``.
-        """
-        self._ax.clear()
-        return self._ax
-
-    def png(self, ax) -> str | None:
-        """The figure as a PNG data URI, or ``None`` when nothing was drawn (``ax`` is ``None``).
-
-        Args:
-            ax: what a plot function returned: the axes, its figure, or ``None``.
-
-        Returns:
-            ``"data:image/png;base64,..."`` or ``None``.
-        """
-        if ax is None:
-            return None
-        buffer = io.BytesIO()
-        self.figure.savefig(buffer, format="png", dpi=FIGURE_DPI)
-        return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def score_histogram(result, canvas: FigureCanvas | None = None) -> str | None:
-    """Histograms of the certification statistic under P and Q, the threshold marked, as a PNG.
+def score_histogram(result) -> str | None:
+    """Histograms of the certification statistic under P and Q, the threshold marked, as a PNG
+    (for a notebook; the HTML report draws the same figure as inline SVG).
 
     The figure is :func:`dpaudit.io.plot.certification_scores`.
 
     Args:
         result: a :class:`dpaudit.BlackBoxResult`.
-        canvas: the report's :class:`FigureCanvas`; ``None``: a new one.
 
     Returns:
         The plot as a PNG data URI, or ``None`` when no score is finite.
     """
     from dpaudit.io.plot import certification_scores
 
-    canvas = canvas or FigureCanvas()
-    return canvas.png(certification_scores(result, ax=canvas.axes()))
+    return _png(certification_scores(result))
 
 
 def _svg(draw, alt: str = "") -> str | None:
