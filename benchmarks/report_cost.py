@@ -76,7 +76,9 @@ def _measure(write, outcomes, folder, args, kwargs, figures, profile: bool) -> d
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     html = Path(page).read_text(encoding="utf-8")
     images = re.findall(r"src='(data:image/[^']*)'", html)
-    images += re.findall(r"<svg xmlns=.*?</svg></svg>", html, flags=re.S)  # inline figures
+    for chunk in html.split("<svg xmlns=")[1:]:  # an inline figure: its plot area nested
+        inner = chunk.index("</svg>")
+        images.append(chunk[: chunk.index("</svg>", inner + 1) + 6])
     return {
         "wall": wall,
         "cpu": cpu,
