@@ -240,12 +240,15 @@ def _prepare_one(path, seed: int | None, samples: int | None, draw: bool = True)
     """One spec prepared; a builder, sampler or generator that crashes is an :class:`AuditCrash`.
 
     ``draw=False`` (``dpaudit validate``): the model is traced, not run (no XLA program).
+    Constant distribution parameters are checked in numpy (:mod:`dpaudit.model.parameter_checks`).
     """
     from dpaudit.io.spec import load_spec, with_overrides
+    from dpaudit.model.parameter_checks import host_parameter_checks
 
-    return _guarded(
-        path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples), draw=draw)
-    )
+    with host_parameter_checks():
+        return _guarded(
+            path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples), draw=draw)
+        )
 
 
 def _guarded(where, build, what: str = "the audit"):

@@ -1,9 +1,10 @@
 """``dpaudit validate`` builds every mechanism and audits none: it compiles no XLA program."""
 
 import jax
+import pytest
 from spec_fixtures import USER, WHITE_BOX_SPEC
 
-from dpaudit.cli.main import main
+from dpaudit.cli.main import EXIT_INVALID, main
 
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
@@ -144,3 +145,44 @@ def test_building_a_grid_compiles_nothing():
 
     jax.clear_caches()
     assert _programs_outside_parameter_checks(build) == 0
+
+
+ARRAY_SCALE_MODEL = """
+import jax, numpy as np, numpyro, numpyro.distributions as dist
+from dpaudit import Claim, Mechanism
+
+def build(n=20, scale_factor=1.0):
+    scale = jax.device_put(np.array([1.0, scale_factor]) / n)  # a constant array parameter
+    def model(data):
+        mean = data[:2, 0]
+        numpyro.sample("release", dist.Laplace(mean, scale).to_event(1))
+    return Mechanism("array-scale", model, Claim(epsilon=1.0, sensitivity=2 / n,
+                     sensitivity_norm="l1"), params={"n": n})
+"""
+
+
+@pytest.mark.parametrize("scale", [1.0, -1.0])
+def test_validate_checks_constant_parameters_without_compiling(tmp_path, capsys, scale):
+    """numpyro's check of a constant distribution parameter (an array on the device) is made
+    in numpy during validation: a negative scale is still refused with numpyro's sentence, a
+    good one compiles no program at all (the eager check compiled about 118 over audits/)."""
+    (tmp_path / "user.py").write_text(ARRAY_SCALE_MODEL)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(WHITE_BOX_SPEC.format(expected="", scale=scale))
+    compiled = []
+
+    def listener(event, duration, **kwargs):
+        compiled.append(event == BACKEND_COMPILE)
+
+    jax.clear_caches()
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        code = main(["validate", str(spec)])
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    err = capsys.readouterr().err
+    if scale < 0:
+        assert code == EXIT_INVALID and "Laplace distribution got invalid scale parameter" in err
+    else:
+        assert code == 0, err
+        assert sum(compiled) == 0, f"validate compiled {sum(compiled)} XLA program(s)"
