@@ -1281,7 +1281,10 @@ def audit_targets(args, legacy: bool = False) -> int:
     _check_outputs(args)
     _check_error_options(args)
     parallel = _start_workers(args)
-    prepared = _with_confidence(_prepare_targets(args), getattr(args, "confidence", None))
+    # in parallel each worker prepares its spec again and draws from it before auditing
+    # (runtime/suite.py): here the specs are validated as `validate` does, without drawing
+    prepared = _prepare_targets(args, draw=not parallel)
+    prepared = _with_confidence(prepared, getattr(args, "confidence", None))
     kinds = [p.spec.kind for p in prepared]
     _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({_kind_counts(kinds)}); "
                "running.")  # fmt: skip

@@ -222,3 +222,36 @@ def test_validating_representative_shipped_specs_compiles_few_programs(capsys):
         jax.monitoring.unregister_event_duration_listener(listener)
     assert code == 0, capsys.readouterr().err
     assert sum(compiled) <= MAX_REPRESENTATIVE_PROGRAMS, f"{sum(compiled)} programs compiled"
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_a_parallel_audit_prepares_its_specs_without_drawing(tmp_path, monkeypatch):
+    """With workers, each worker prepares (and draws from) its spec again: the parent only
+    validates, as ``dpaudit validate`` does, and compiles no program before the workers run
+    (a serial run draws from the model here: it compiles)."""
+    import dpaudit.cli.main as cli
+
+    (tmp_path / "user.py").write_text(USER)
+    spec = tmp_path / "mean.toml"
+    spec.write_text(WHITE_BOX_SPEC.format(expected="", scale=1.0))
+    compiled, seen = [], []
+
+    def listener(event, duration, **kwargs):
+        compiled.append(event == BACKEND_COMPILE)
+
+    def audit_parallel(prepared, args, out):
+        seen.append(sum(compiled))
+        raise _Stop  # main reports it as an internal error: the run stops here
+
+    monkeypatch.setattr(cli, "_start_workers", lambda args: True)
+    monkeypatch.setattr(cli, "_audit_parallel", audit_parallel)
+    jax.clear_caches()
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        main(["audit", str(spec), "--workers", "2"])
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert seen == [0], f"programs compiled before the workers: {seen}"
