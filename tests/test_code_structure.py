@@ -185,6 +185,7 @@ DEFERRED_IMPORTS = {
             "dpaudit.io.spec",
             "dpaudit.model.adjacency",
             "dpaudit.model.claims",
+            "dpaudit.model.parameter_checks",
             "dpaudit.model.registry",
             "dpaudit.runtime",
             "dpaudit.blackbox.result",

@@ -240,12 +240,15 @@ def _prepare_one(path, seed: int | None, samples: int | None, draw: bool = True)
     """One spec prepared; a builder, sampler or generator that crashes is an :class:`AuditCrash`.
 
     ``draw=False`` (``dpaudit validate``): the model is traced, not run (no XLA program).
+    Constant distribution parameters are checked in numpy (:mod:`dpaudit.model.parameter_checks`).
     """
     from dpaudit.io.spec import load_spec, with_overrides
+    from dpaudit.model.parameter_checks import host_parameter_checks
 
-    return _guarded(
-        path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples), draw=draw)
-    )
+    with host_parameter_checks():
+        return _guarded(
+            path, lambda: _build_spec(with_overrides(load_spec(path), seed, samples), draw=draw)
+        )
 
 
 def _guarded(where, build, what: str = "the audit"):
@@ -1278,7 +1281,10 @@ def audit_targets(args, legacy: bool = False) -> int:
     _check_outputs(args)
     _check_error_options(args)
     parallel = _start_workers(args)
-    prepared = _with_confidence(_prepare_targets(args), getattr(args, "confidence", None))
+    # in parallel each worker prepares its spec again and draws from it before auditing
+    # (runtime/suite.py): here the specs are validated as `validate` does, without drawing
+    prepared = _prepare_targets(args, draw=not parallel)
+    prepared = _with_confidence(prepared, getattr(args, "confidence", None))
     kinds = [p.spec.kind for p in prepared]
     _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({_kind_counts(kinds)}); "
                "running.")  # fmt: skip

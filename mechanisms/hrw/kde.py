@@ -65,6 +65,7 @@ import numpy as np
 import scipy.special
 
 from dpaudit import Mechanism, register
+from dpaudit.core.arrays import float64_array
 from dpaudit.core.checks import check_finite
 from dpaudit.model.spaces import Exponential, Gaussian, Kernel
 from mechanisms.hrw.release import (
@@ -184,7 +185,7 @@ class GaussianBandwidthKernel(Kernel):
                 f"the bandwidth matrix is {h.shape[0]}x{h.shape[0]} but the points have "
                 f"dimension {x.shape[1]}."
             )
-        whiten = jnp.asarray(np.linalg.inv(np.linalg.cholesky(h)).T)  # L^{-T}: ||(x-y) L^-T||
+        whiten = float64_array(np.linalg.inv(np.linalg.cholesky(h)).T)  # L^{-T}: ||(x-y) L^-T||
         zx, zy = x @ whiten, y @ whiten
         diff = zx[:, None, :] - zy[None, :, :]
         return jnp.exp(-0.5 * jnp.sum(diff * diff, axis=-1))
@@ -247,7 +248,7 @@ def gaussian_kde(data, points, bandwidth) -> jax.Array:
     check_finite("KDE evaluation points", p)
     d = x.shape[1]
     h = bandwidth_matrix(bandwidth, d)
-    whiten = jnp.asarray(np.linalg.inv(np.linalg.cholesky(h)).T)
+    whiten = float64_array(np.linalg.inv(np.linalg.cholesky(h)).T)
     norm = 1.0 / (x.shape[0] * (2.0 * math.pi) ** (d / 2) * math.sqrt(np.linalg.det(h)))
     return norm * _kernel_sums(x, p, whiten)
 

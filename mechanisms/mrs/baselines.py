@@ -65,6 +65,7 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from dpaudit import Claim, Mechanism, register
+from dpaudit.core.arrays import float64_array
 from dpaudit.core.checks import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.model.spaces import Grid, KarhunenLoeveBasis, Kernel, l2_norm, uniform_grid
 from mechanisms.mrs.mean import (
@@ -321,7 +322,7 @@ def lattice_interpolation_matrix(grid: Grid, degree: int) -> jax.Array:
     matrix = np.ones((1, 1))
     for axis in _tensor_axes(grid):
         matrix = np.kron(matrix, _interpolation_1d(axis, targets))
-    return jnp.asarray(matrix)
+    return float64_array(matrix)
 
 
 def _bernstein_points(points) -> tuple[jax.Array, int]:

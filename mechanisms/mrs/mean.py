@@ -77,6 +77,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from dpaudit import Claim, Mechanism, register
+from dpaudit.core.arrays import float64_array
 from dpaudit.core.checks import check_choice, check_count, check_finite, check_number, is_concrete
 from dpaudit.model.noise import (
     GaussianProcessNoise,
@@ -850,7 +851,7 @@ def mrs_linear_functionals_mechanism(
         )
     chol = jnp.linalg.cholesky(gram)
     scale_tril = sigma * chol
-    whitening = jnp.asarray(np.linalg.inv(np.asarray(chol)))
+    whitening = float64_array(np.linalg.inv(np.asarray(chol)))
 
     coefficients = summaries["coefficients"]
 

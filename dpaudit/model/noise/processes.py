@@ -29,6 +29,7 @@ import numpy as np
 from jax import lax
 from numpyro.distributions import Distribution, constraints
 
+from dpaudit.core.arrays import float64_array
 from dpaudit.core.checks import check_finite, check_last_axis, check_positive, is_concrete
 from dpaudit.model.spaces.bases import KarhunenLoeveBasis
 
@@ -65,7 +66,7 @@ class KarhunenLoeveNoise(Distribution):
     pytree_data_fields = ("loc", "sigma", "eigenvalues")
 
     def __init__(self, eigenvalues, sigma=1.0, loc=None, *, validate_args=None):
-        eigenvalues = jnp.asarray(eigenvalues, dtype=jnp.float64)
+        eigenvalues = float64_array(eigenvalues)
         if eigenvalues.ndim != 1 or eigenvalues.shape[0] == 0:
             raise ValueError(
                 f"{type(self).__name__} eigenvalues must be a non-empty 1-D array, got shape "
@@ -74,10 +75,10 @@ class KarhunenLoeveNoise(Distribution):
         check_positive(f"{type(self).__name__} eigenvalues", eigenvalues)
         check_positive(f"{type(self).__name__} sigma", sigma)
         k = eigenvalues.shape[0]
-        loc = jnp.zeros(k) if loc is None else jnp.asarray(loc, dtype=jnp.float64)
+        loc = float64_array(np.zeros(k) if loc is None else loc)
         check_last_axis(f"{type(self).__name__} loc", loc, k, "one coefficient per eigenvalue")
         check_finite(f"{type(self).__name__} loc", loc)
-        sigma = jnp.asarray(sigma, dtype=jnp.float64)
+        sigma = float64_array(sigma)
         batch_shape = lax.broadcast_shapes(jnp.shape(sigma), jnp.shape(loc)[:-1])
         self.eigenvalues = eigenvalues
         self.sigma = jnp.broadcast_to(sigma, batch_shape)

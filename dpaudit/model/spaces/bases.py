@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
+from dpaudit.core.arrays import float64_array
 from dpaudit.core.checks import check_finite, check_last_axis, check_positive
 from dpaudit.core.threads import one_blas_thread
 from dpaudit.model.spaces.grids import Grid
@@ -324,7 +325,7 @@ def _decompose(kernel, grid: Grid, n_components, rtol, psd_tol, symmetry_tol):
     vectors = vectors[:, :k] / sqrt_w[:, None]
     idx = np.argmax(np.abs(vectors), axis=0)
     vectors = vectors * np.sign(vectors[idx, np.arange(k)])
-    return KarhunenLoeveBasis(jnp.asarray(eigenvalues[:k]), jnp.asarray(vectors), grid)
+    return KarhunenLoeveBasis(float64_array(eigenvalues[:k]), float64_array(vectors), grid)
 
 
 def spectral_basis(
