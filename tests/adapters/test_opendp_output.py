@@ -75,3 +75,14 @@ def test_one_composition_is_built_per_batch_size_and_kept():
     releases = target.sampler(target.data, 3000, None)
     assert target.sampler.counts == {"builds": 2, "calls": 12}
     assert len(np.unique(releases)) == 3000  # independent continuous draws
+
+
+def test_another_opendp_version_keeps_opendps_own_conversion(monkeypatch):
+    from dpaudit.adapters import opendp_output
+
+    monkeypatch.setattr(opendp_output, "_ffi", [])
+    monkeypatch.setattr(opendp_output, "OPENDP_VERSION", "0.0.0")
+    assert opendp_output.invoke_reader() is None
+    target = from_opendp(_records(1.0), 1, domain=(0.0, 1.0), batch=4)
+    releases = target.sampler(np.array([0.25, 0.5]), 6, None)
+    assert releases.shape == (6,) and target.sampler.counts["calls"] == 2
