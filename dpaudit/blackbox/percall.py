@@ -71,6 +71,8 @@ def per_call_kind(f: Callable) -> str | None:
 def _stack(outputs: list, name: str):
     """Stack ``n`` single outputs: arrays (or strings), or per part for tuples / dicts."""
     first = outputs[0]
+    if type(first) in (float, int) and all(type(o) is type(first) for o in outputs):
+        return np.asarray(outputs)  # plain numbers: the array np.stack makes, without 0-d arrays
     if isinstance(first, dict):
         return {k: np.stack([np.asarray(o[k]) for o in outputs]) for k in first}
     if isinstance(first, tuple | list):

@@ -122,3 +122,24 @@ def test_every_diffprivlib_audit_gives_its_expected_verdict(name):
     audit = LIB.audit_named(name)
     res = LIB.run(audit, seed=2026)  # a seed never used while choosing the budgets
     assert res.verdict == audit.expected, res.notes
+
+
+@pytest.mark.parametrize("name", ["laplace", "gaussian", "geometric", "laplace-sensitivity-2"])
+def test_the_query_answer_is_computed_once_per_block_and_the_library_called_per_release(
+    name, monkeypatch
+):
+    audit = LIB.audit_named(name)
+    sums, randomised = [], []
+    real_sum = np.sum
+    monkeypatch.setattr(np, "sum", lambda *a, **k: sums.append(1) or real_sum(*a, **k))
+    mechanisms = diffprivlib.mechanisms
+    cls = {"gaussian": mechanisms.Gaussian, "geometric": mechanisms.Geometric}
+    cls = cls.get(name, mechanisms.Laplace)
+    real_randomise = cls.randomise
+    monkeypatch.setattr(
+        cls, "randomise", lambda self, v: randomised.append(v) or real_randomise(self, v)
+    )
+    releases = LIB.sampler_of(audit)(audit.inputs[1], 300, jax.random.key(0))
+    assert len(sums) == 1 and len(randomised) == 300  # one sum, 300 library calls
+    assert set(randomised) == {float(real_sum(np.clip(audit.inputs[1], -1, 1)))}
+    assert len(np.unique(releases)) > 1

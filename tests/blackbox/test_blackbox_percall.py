@@ -125,3 +125,13 @@ def test_features_returning_nan_get_one_sentence():
 
     with pytest.raises(ValueError, match="NaN"):
         blackbox_audit(laplace_unseeded, 0.0, 1.0, dpaudit.Claim(1.0), features=features, **KW)
+
+
+@pytest.mark.parametrize(
+    "outputs", [[0.5, 1.0, -2.25], [1, 2, 3], [1, 2.5], [np.float64(1.0), np.float64(2.0)]]
+)
+def test_plain_numbers_stack_as_np_stack_stacks_them(outputs):
+    values = iter(outputs)
+    got = per_call(lambda data: next(values))(None, len(outputs), jax.random.key(0))
+    want = np.stack([np.asarray(o) for o in outputs])
+    assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
