@@ -1,11 +1,10 @@
 """``dpaudit validate`` builds every mechanism and audits none: it compiles no XLA program."""
 
 import jax
+from compile_counts import count_compilations
 from spec_fixtures import USER, WHITE_BOX_SPEC
 
 from dpaudit.cli.main import main
-
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
 
 def test_validate_compiles_no_program(tmp_path, capsys):
@@ -14,18 +13,10 @@ def test_validate_compiles_no_program(tmp_path, capsys):
     for name, scale in (("mean", 1.0), ("mean-half", 0.5)):
         specs.append(tmp_path / f"{name}.toml")
         specs[-1].write_text(WHITE_BOX_SPEC.format(expected="", scale=scale))
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        compiled.append(event == BACKEND_COMPILE)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with count_compilations() as compiled:
         assert main(["validate", *map(str, specs)]) == 0
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert "2 spec(s) valid" in capsys.readouterr().out
-    assert sum(compiled) == 0, f"validate compiled {sum(compiled)} XLA program(s)"
+    assert compiled[0] == 0, f"validate compiled {compiled[0]} XLA program(s)"
 
 
 NUMPY_MODEL = """
@@ -70,21 +61,9 @@ def _programs_outside_parameter_checks(args) -> int:
     """XLA programs compiled by ``main(args)`` (or the call ``args()``), but numpyro's eager checks of constant
     distribution parameters (``Distribution.validate_args``: one small program per operation
     and shape, also run when the audit builds the same law)."""
-    import traceback
-
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        if event == BACKEND_COMPILE:
-            names = {frame.name for frame in traceback.extract_stack()}
-            compiled.append("validate_args" not in names)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with count_compilations(ignore=["validate_args"]) as compiled:
         assert (args() if callable(args) else main(args)) == 0
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-    return sum(compiled)
+    return compiled[0]
 
 
 def test_validate_traces_a_catalogue_mechanism_sampled_as_a_black_box(tmp_path, capsys):
