@@ -17,10 +17,38 @@ import os
 os.environ["DPAUDIT_CACHE"] = "0"
 
 import jax
+import pytest
 from hypothesis import settings
 
 import dpaudit  # enables jax_enable_x64
-import dpaudit.testing.plugin  # noqa: F401  (registers the dpaudit-ci / dpaudit-long profiles)
+import dpaudit.core.memory
+import dpaudit.testing.plugin  # (registers the dpaudit-ci / dpaudit-long profiles)
+
+# A suite of several audits run in-process (``main(["audit", DIR])``) drops JAX's compiled
+# programs between its audits once the process holds more than SUITE_MEMORY_BYTES (1.2 GB,
+# sized for a fresh ``dpaudit audit`` process). A test worker holds the programs of its
+# earlier tests and stays above 1.2 GB after a few dozen of them, so nearly every suite test
+# dropped every program between its audits and compiled them all again (test_spec of
+# tests/whitebox/test_notion_entry_points.py: 8.6 s CPU after a drop, 1.5 s without;
+# BENCHMARKS.md, "Default test suite, session 11"). In the test process the programs are
+# dropped between test files instead (below), never inside a test, above 2 GB: after a drop
+# a worker held 0.7 GB and regrew to 1.2 GB within about 15 tests, to 1.8 GB within 65
+# (tests/whitebox), so 2 GB drops about every hundred tests with a peak near the 2.4 GB seen
+# before. tests/core/test_memory.py tests the dropping with its own budgets; subprocesses
+# keep the real budget.
+dpaudit.core.memory.SUITE_MEMORY_BYTES = 1 << 40
+FILE_MEMORY_BYTES = 2 << 30
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_memory_between_files():
+    """After each test file: above 2 GB resident, drop JAX's compiled programs (a file
+    rarely shares programs with the next one, and a worker's memory stays bounded)."""
+    yield
+    resident = dpaudit.core.memory.resident_bytes()
+    if resident is not None and resident > FILE_MEMORY_BYTES:
+        dpaudit.core.memory.release_memory(FILE_MEMORY_BYTES)
+
 
 TEST_FAILURE_RATE = 1e-5
 

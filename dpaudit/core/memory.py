@@ -52,11 +52,13 @@ def _trim_heap() -> None:
         return
 
 
-def release_memory(budget_bytes: int = SUITE_MEMORY_BYTES) -> bool:
+def release_memory(budget_bytes: int | None = None) -> bool:
     """Collect garbage; above ``budget_bytes`` resident, also drop JAX's compiled programs.
 
     Args:
-        budget_bytes: the resident memory (bytes) above which compiled programs are dropped.
+        budget_bytes: the resident memory (bytes) above which compiled programs are dropped;
+            ``None`` reads :data:`SUITE_MEMORY_BYTES` at the call (a long-lived process
+            that keeps many callers' programs on purpose, such as a test process, raises it).
 
     Returns:
         True when the compiled programs were dropped.
@@ -64,6 +66,8 @@ def release_memory(budget_bytes: int = SUITE_MEMORY_BYTES) -> bool:
     Raises:
         ValueError: for a budget that is not a positive integer.
     """
+    if budget_bytes is None:
+        budget_bytes = SUITE_MEMORY_BYTES
     if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int) or budget_bytes < 1:
         raise ValueError(
             f"budget_bytes must be a positive integer number of bytes, got {budget_bytes!r}."

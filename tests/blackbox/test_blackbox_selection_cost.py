@@ -14,6 +14,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from compile_counts import count_compilations
 
 import dpaudit
 from dpaudit.blackbox import blackbox_audit
@@ -22,7 +23,6 @@ from dpaudit.blackbox.selection import candidate_events, plan_bound, select_even
 from dpaudit.estimation.bounds import certified_delta, certified_epsilon, detectable_violation
 
 # The event JAX reports for each XLA compilation (as tests/whitebox/test_engine.py counts them).
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 # Planning's family-wise level (selection.py): the oracle below re-derives the Bonferroni level.
 PLAN_ALPHA = 0.16
 
@@ -108,15 +108,6 @@ def _laplace_count(data, n, key):
     return jnp.sum(data) + jax.random.laplace(key, (n,))
 
 
-class _Compilations:
-    def __init__(self):
-        self.count = 0
-
-    def __call__(self, event, duration, **kwargs):
-        if event == BACKEND_COMPILE:
-            self.count += 1
-
-
 def _laplace_sum(data):
     return numpyro.sample("release", dist.Laplace(jnp.sum(data), 1.0))
 
@@ -138,16 +129,12 @@ def test_a_second_audit_with_the_same_shapes_compiles_nothing(statistic):
     kw = {"samples": 30_000, "chunk_size": 4096, "progress": False, "statistic": statistic}
     model = statistic == "model"
     blackbox_audit(_sampler, d, d1, dpaudit.Claim(0.5), seed=1, **kw, reference=_reference())
-    counter = _Compilations()
-    jax.monitoring.register_event_duration_secs_listener(counter)
-    try:
+    with count_compilations() as count:
         res = blackbox_audit(
             _sampler, d, d1, dpaudit.Claim(0.5), seed=2, **kw,
             reference=_reference() if model else None,
         )  # fmt: skip
-    finally:
-        jax.monitoring.unregister_event_duration_listener(counter)
-    assert counter.count == 0, f"{counter.count} XLA compilation(s) in the second audit"
+    assert count[0] == 0, f"{count[0]} XLA compilation(s) in the second audit"
     assert res.statistic == statistic and res.verdict == "violation"
 
 

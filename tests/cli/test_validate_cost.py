@@ -2,11 +2,10 @@
 
 import jax
 import pytest
+from compile_counts import count_compilations
 from spec_fixtures import USER, WHITE_BOX_SPEC
 
 from dpaudit.cli.main import EXIT_INVALID, main
-
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
 
 def test_validate_compiles_no_program(tmp_path, capsys):
@@ -15,18 +14,10 @@ def test_validate_compiles_no_program(tmp_path, capsys):
     for name, scale in (("mean", 1.0), ("mean-half", 0.5)):
         specs.append(tmp_path / f"{name}.toml")
         specs[-1].write_text(WHITE_BOX_SPEC.format(expected="", scale=scale))
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        compiled.append(event == BACKEND_COMPILE)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with count_compilations() as compiled:
         assert main(["validate", *map(str, specs)]) == 0
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert "2 spec(s) valid" in capsys.readouterr().out
-    assert sum(compiled) == 0, f"validate compiled {sum(compiled)} XLA program(s)"
+    assert compiled[0] == 0, f"validate compiled {compiled[0]} XLA program(s)"
 
 
 NUMPY_MODEL = """
@@ -71,21 +62,9 @@ def _programs_outside_parameter_checks(args) -> int:
     """XLA programs compiled by ``main(args)`` (or the call ``args()``), but numpyro's eager checks of constant
     distribution parameters (``Distribution.validate_args``: one small program per operation
     and shape, also run when the audit builds the same law)."""
-    import traceback
-
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        if event == BACKEND_COMPILE:
-            names = {frame.name for frame in traceback.extract_stack()}
-            compiled.append("validate_args" not in names)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with count_compilations(ignore=["validate_args"]) as compiled:
         assert (args() if callable(args) else main(args)) == 0
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-    return sum(compiled)
+    return compiled[0]
 
 
 def test_validate_traces_a_catalogue_mechanism_sampled_as_a_black_box(tmp_path, capsys):
@@ -169,23 +148,15 @@ def test_validate_checks_constant_parameters_without_compiling(tmp_path, capsys,
     (tmp_path / "user.py").write_text(ARRAY_SCALE_MODEL)
     spec = tmp_path / "spec.toml"
     spec.write_text(WHITE_BOX_SPEC.format(expected="", scale=scale))
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        compiled.append(event == BACKEND_COMPILE)
-
     jax.clear_caches()
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with count_compilations() as compiled:
         code = main(["validate", str(spec)])
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     err = capsys.readouterr().err
     if scale < 0:
         assert code == EXIT_INVALID and "Laplace distribution got invalid scale parameter" in err
     else:
         assert code == 0, err
-        assert sum(compiled) == 0, f"validate compiled {sum(compiled)} XLA program(s)"
+        assert compiled[0] == 0, f"validate compiled {compiled[0]} XLA program(s)"
 
 
 #: Shipped specs validated together: a scalar Laplace, a KL-basis functional release, a
@@ -209,19 +180,11 @@ def test_validating_representative_shipped_specs_compiles_few_programs(capsys):
     from pathlib import Path
 
     audits = Path(__file__).resolve().parents[2] / "audits"
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        compiled.append(event == BACKEND_COMPILE)
-
     jax.clear_caches()
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with count_compilations() as compiled:
         code = main(["validate", *(str(audits / name) for name in REPRESENTATIVE)])
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert code == 0, capsys.readouterr().err
-    assert sum(compiled) <= MAX_REPRESENTATIVE_PROGRAMS, f"{sum(compiled)} programs compiled"
+    assert compiled[0] <= MAX_REPRESENTATIVE_PROGRAMS, f"{compiled[0]} programs compiled"
 
 
 class _Stop(Exception):
@@ -237,21 +200,17 @@ def test_a_parallel_audit_prepares_its_specs_without_drawing(tmp_path, monkeypat
     (tmp_path / "user.py").write_text(USER)
     spec = tmp_path / "mean.toml"
     spec.write_text(WHITE_BOX_SPEC.format(expected="", scale=1.0))
-    compiled, seen = [], []
-
-    def listener(event, duration, **kwargs):
-        compiled.append(event == BACKEND_COMPILE)
+    seen = []
+    compiled = [0]
 
     def audit_parallel(prepared, args, out):
-        seen.append(sum(compiled))
+        seen.append(compiled[0])
         raise _Stop  # main reports it as an internal error: the run stops here
 
     monkeypatch.setattr(cli, "_start_workers", lambda args: True)
     monkeypatch.setattr(cli, "_audit_parallel", audit_parallel)
     jax.clear_caches()
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with count_compilations() as counted:
+        compiled = counted
         main(["audit", str(spec), "--workers", "2"])
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     assert seen == [0], f"programs compiled before the workers: {seen}"

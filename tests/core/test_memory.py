@@ -3,24 +3,15 @@
 import jax
 import jax.numpy as jnp
 import pytest
+from compile_counts import count_compilations
 
+import dpaudit.core.memory
 from dpaudit.core.memory import release_memory, resident_bytes
-
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
 
 def _compilations(fn) -> int:
-    count = [0]
-
-    def listener(event, duration, **kwargs):
-        if event == BACKEND_COMPILE:
-            count[0] += 1
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
+    with count_compilations() as count:
         fn()
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
     return count[0]
 
 
@@ -39,6 +30,18 @@ def test_compiled_programs_are_dropped_only_above_the_budget():
     if resident_bytes() is not None:
         assert _compilations(lambda: _double(x)) == 1
     assert float(_double(x)[3]) == 6.0  # the same result after recompiling
+
+
+def test_the_default_budget_is_read_at_the_call(monkeypatch):
+    """The suite's budget is the module constant when the call is made (tests/conftest.py
+    raises it for the test process), not the value it had when the function was defined."""
+    x = jnp.arange(5.0)
+    _double(x)
+    monkeypatch.setattr(dpaudit.core.memory, "SUITE_MEMORY_BYTES", 1 << 50)
+    assert release_memory() is False
+    assert _compilations(lambda: _double(x)) == 0
+    monkeypatch.setattr(dpaudit.core.memory, "SUITE_MEMORY_BYTES", 1)
+    assert release_memory() is (resident_bytes() is not None)
 
 
 @pytest.mark.parametrize("budget", [0, -5, 1.5, True, "1GB"])

@@ -6,7 +6,6 @@ closed-form and the density routes; and an audit under ``jax.checking_leaks`` mu
 a tracer out of a jitted step.
 """
 
-import contextlib
 import warnings
 
 import jax
@@ -14,13 +13,13 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from compile_counts import count_compilations
 
 import dpaudit
 from dpaudit import Claim, Mechanism
 
 N = 10
 DATA, DATA_PRIME = jnp.zeros(N), jnp.zeros(N).at[0].set(1.0)
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
 
 def _laplace_mean(data):
@@ -30,22 +29,6 @@ def _laplace_mean(data):
 MECHANISM = Mechanism(
     "laplace-mean", _laplace_mean, Claim(epsilon=1.0, sensitivity=1.0 / N, sensitivity_norm="l1")
 )
-
-
-@contextlib.contextmanager
-def count_compilations():
-    """Count XLA backend compilations inside the block (a one-element list)."""
-    count = [0]
-
-    def listener(event, duration, **kwargs):
-        if event == BACKEND_COMPILE:
-            count[0] += 1
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield count
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def _audit(route, seed):

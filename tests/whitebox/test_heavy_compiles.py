@@ -6,34 +6,15 @@ on every call, a tree-noise draw compiled each gather and sum, and the density c
 compiled (and ran) the law's whole log-density once per audit only to discard it.
 """
 
-import contextlib
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+from compile_counts import count_compilations
 
 import dpaudit
 from dpaudit.model.densities import check_has_density
 from dpaudit.model.noise.linear_laplace import AncestorLaplace
 from mechanisms.dpsgd import breast_cancer_records
-
-BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
-
-
-@contextlib.contextmanager
-def count_compilations():
-    """Count XLA backend compilations inside the block (a one-element list)."""
-    count = [0]
-
-    def listener(event, duration, **kwargs):
-        if event == BACKEND_COMPILE:
-            count[0] += 1
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield count
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def _dpsgd_law(n_records):

@@ -1,0 +1,39 @@
+"""Counting XLA compilations in tests: one helper instead of a listener per test file.
+
+``with count_compilations() as count:`` counts the backend compilations JAX reports inside
+the block (``count[0]``); ``ignore`` names call-stack frames whose compilations are not
+counted (e.g. numpyro's eager ``validate_args`` checks). A persistent-cache hit is no
+compilation (the suite runs without the cache, tests/conftest.py).
+"""
+
+import contextlib
+import traceback
+
+import jax
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+@contextlib.contextmanager
+def count_compilations(ignore=()):
+    """Count XLA backend compilations inside the block (a one-element list).
+
+    Args:
+        ignore: function names; a compilation with one of them on the call stack is not
+            counted.
+    """
+    count = [0]
+    ignored = set(ignore)
+
+    def listener(event, duration, **kwargs):
+        if event != BACKEND_COMPILE:
+            return
+        if ignored and ignored & {frame.name for frame in traceback.extract_stack()}:
+            return
+        count[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
