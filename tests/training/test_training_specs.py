@@ -62,7 +62,7 @@ train = "target.py:{target}"
 coordinate = {coordinate}
 norm = 10.0
 runs = 40
-
+{select}
 [claim]
 epsilon = 8.0
 delta = {delta}
@@ -97,12 +97,13 @@ seed = 0
 """
 
 
-def _spec(folder, target="good", coordinate=0, delta=1e-5, confidence=0.95, canaries=None):
+def _spec(folder, target="good", coordinate=0, delta=1e-5, confidence=0.95, canaries=None, **more):
     (folder / "target.py").write_text(TARGET)
     path = folder / "spec.toml"
     fields = {"target": target, "delta": delta, "confidence": confidence}
     if canaries is None:
-        path.write_text(SPEC.format(coordinate=coordinate, **fields))
+        select = "".join(f"{k} = {v}\n" for k, v in more.items())
+        path.write_text(SPEC.format(coordinate=coordinate, select=select, **fields))
     else:
         path.write_text(ONE_RUN.format(canaries=canaries, **fields))
     return path
@@ -123,6 +124,17 @@ def test_a_training_spec_runs_through_the_cli_into_the_table_and_json(tmp_path, 
     assert "tiny" in printed and "training" in printed and "(8, 1e-05)-DP" in printed
 
 
+def test_select_fraction_zero_runs_through_the_cli_as_bonferroni(tmp_path, capsys):
+    out, report = tmp_path / "r.json", tmp_path / "report"
+    path = _spec(tmp_path, select_fraction=0)
+    assert main(["audit", str(path), "-q", "--json", str(out), "--report", str(report)]) == 0
+    assert (report / "index.html").exists()
+    (record,) = json.loads(out.read_text())["audits"]
+    bound = record["details"]["bound"]
+    assert bound["counts"][1] == bound["counts"][3] == 20  # every run certifies
+    assert bound["selection_runs"] == [0, 0] and bound["thresholds_tested"] > 1
+
+
 @pytest.mark.parametrize(
     ("kwargs", "words"),
     [
@@ -137,6 +149,8 @@ def test_a_training_spec_runs_through_the_cli_into_the_table_and_json(tmp_path, 
         ({"canaries": 2, "target": "nan"}, "not all finite"),
         ({"canaries": 2, "delta": 1.0}, "claim.delta: must satisfy 0 <= delta < 1"),
         ({"canaries": 2, "confidence": 1.0}, "budget.confidence: must lie in (0, 1)"),
+        ({"select_fraction": 1.0}, "training.select_fraction: must lie in [0, 1)"),
+        ({"select_fraction": -0.1}, "training.select_fraction: must lie in [0, 1)"),
     ],
 )
 def test_bad_training_input_is_one_sentence_exit_2_nothing_written(tmp_path, capsys, kwargs, words):
