@@ -133,6 +133,8 @@ def test_select_fraction_zero_runs_through_the_cli_as_bonferroni(tmp_path, capsy
     bound = record["details"]["bound"]
     assert bound["counts"][1] == bound["counts"][3] == 20  # every run certifies
     assert bound["selection_runs"] == [0, 0] and bound["thresholds_tested"] > 1
+    assert any("Bonferroni" in a for a in bound["assumptions"])
+    assert not any("selection runs" in a for a in bound["assumptions"])
 
 
 @pytest.mark.parametrize(
