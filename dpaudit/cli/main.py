@@ -1054,6 +1054,14 @@ def _print_table(outcomes, stream) -> None:
         Console(file=stream, highlight=False).print(_summary_table(outcomes))
 
 
+def _print_assumptions(outcomes, stream) -> None:
+    """Under the table, one line per training audit: what its certified bound assumes."""
+    for o in outcomes:
+        brief = getattr(getattr(o.result, "bound", None), "brief", None)
+        if getattr(o.result, "kind", "") == "training" and brief:
+            print(f"{o.name}: the bound assumes {brief}.", file=stream, flush=True)
+
+
 def _unexpected(o) -> bool:
     """A verdict that fails the run (before ``--strict``): a missed expectation, or a violation
     or incompatibility nobody expected."""
@@ -1289,6 +1297,8 @@ def audit_targets(args, legacy: bool = False) -> int:
     outcomes = _correct_suite(outcomes, args, out)
     if not args.quiet:
         _print_table(outcomes, out)
+    if not args.quiet:
+        _print_assumptions(outcomes, out)
     for item, o in zip(prepared, outcomes, strict=True):
         if (args.verbose or item.claim_note) and o.result.notes:  # a one-off audit's explanation
             print(f"{o.name}:", file=out)

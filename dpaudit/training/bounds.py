@@ -153,6 +153,16 @@ class ManyRunBound:
     profile_excess: float | None = None
     assumptions: tuple[str, ...] = (*MANY_RUN_ASSUMPTIONS, GDP_SHAPE_ASSUMPTION)
 
+    @property
+    def brief(self) -> str:
+        """The assumptions in a few words (the CLI's line; :attr:`assumptions` in full)."""
+        how = (
+            "threshold chosen on the selection runs"
+            if self.thresholds_tested == 1
+            else "Bonferroni over all thresholds"
+        )
+        return f"independent runs, scores read only the released state, {how}"
+
     def to_dict(self) -> dict:
         """The record as JSON-able builtins."""
         out = dataclasses.asdict(self)
@@ -464,6 +474,14 @@ class OneRunBound:
     k_minus: int
     mu: float = 0.0
     assumptions: tuple[str, ...] = ONE_RUN_ASSUMPTIONS
+
+    @property
+    def brief(self) -> str:
+        """The assumptions in a few words (the CLI's line; :attr:`assumptions` in full)."""
+        return (
+            "fair independent inclusion coins, scores read only the released state, "
+            "guess counts fixed in advance"
+        )
 
     def to_dict(self) -> dict:
         """The record as JSON-able builtins."""

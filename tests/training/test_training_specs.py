@@ -122,6 +122,10 @@ def test_a_training_spec_runs_through_the_cli_into_the_table_and_json(tmp_path, 
     assert "if the score's ROC curve is Gaussian" in page
     printed = capsys.readouterr().out
     assert "tiny" in printed and "training" in printed and "(8, 1e-05)-DP" in printed
+    assert (
+        "tiny: the bound assumes independent runs, scores read only the released state, " in printed
+    )
+    assert "threshold chosen on the selection runs." in printed
 
 
 def test_select_fraction_zero_runs_through_the_cli_as_bonferroni(tmp_path, capsys):
@@ -181,6 +185,10 @@ def test_a_one_run_spec_runs_through_the_cli_into_the_table_json_and_report(tmp_
     assert "gradient canaries, one run" in page and "included independently" in page
     printed = capsys.readouterr().out
     assert "tiny-one-run" in printed and "(guesses)" in printed
+    assert (
+        "tiny-one-run: the bound assumes fair independent inclusion coins, scores read only "
+        "the released state, guess counts fixed in advance." in printed
+    )
 
 
 def test_one_run_fields_are_checked_when_the_spec_loads(tmp_path):
