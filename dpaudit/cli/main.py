@@ -1448,13 +1448,16 @@ def _deprecated(old: str, new: str) -> None:
 
 def _describe(spec) -> str:
     """One line: the spec's kind, what it audits and how, its claim and expectation."""
-    claim = f"claim {_claim_cell(spec.claim)} {spec.claim.adjacency}"
+    stated = f"{_claim_cell(spec.claim)} {spec.claim.adjacency}"
+    claim = f"claim {stated}"
     expected = f"expected {spec.expected}" if spec.expected else "no expected verdict"
     bb = spec.blackbox
     if spec.training is not None:
         t = spec.training
-        what = f"training {Path(t.train).name}"
+        what = f"target {Path(t.train).name}"
         how = f"gradient canary on coordinate {t.coordinate}, score {t.score}, {spec.samples} runs"
+        if t.claim == "profile":  # the [claim] is the profile's point; the whole curve is audited
+            claim = f"claim the target's accountant profile (its point {stated})"
         if t.mode == "one-run":
             how = f"one run, {t.canaries} Dirac canaries, {t.guesses_in} + {t.guesses_out} guesses"
     elif bb is None:
@@ -1635,8 +1638,8 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", metavar="EXPR", help="only audits whose name or spec path matches EXPR: "
                    "words joined by and/or/not, as in pytest (e.g. -k 'faulty and not ecdf')")  # fmt: skip
     p.add_argument("--seed", type=int, help="override every spec's seed (FILE.py:CALLABLE: 0)")
-    p.add_argument("--samples", type=int, help="override every spec's sample budget "
-                   f"(FILE.py:CALLABLE: {CALLABLE_SAMPLES})")  # fmt: skip
+    p.add_argument("--samples", type=int, help="override every spec's sample budget (a "
+                   f"training spec's runs; FILE.py:CALLABLE: {CALLABLE_SAMPLES})")  # fmt: skip
     c = p.add_argument_group(
         "a FILE.py:CALLABLE target",
         "Audited against the claim its mechanism declares; --epsilon, --delta and --adjacency "
@@ -1841,8 +1844,11 @@ def build_parser() -> argparse.ArgumentParser:
         _add_target_options(p)
         _add_error_options(p)
         _add_output_options(p)
-    p = sub.add_parser("validate", help="build every target's mechanism, sampler and datasets "
-                       "and run each once, without auditing", parents=parents)  # fmt: skip
+    text = (
+        "build every target's mechanism, sampler and datasets and check them without auditing "
+        "(models traced where they can be, user samplers run once)"
+    )
+    p = sub.add_parser("validate", help=text, description=text, parents=parents)
     _add_target_options(p)
     list_p = sub.add_parser("list", help="show the catalogue of mechanisms", parents=parents)
     group = list_p.add_mutually_exclusive_group()

@@ -34,6 +34,12 @@ def good(steps=20):
     return TrainingTarget(simulated_train(DPSGDConfig(steps=steps, dim=4)), None, 4,
                           vectorize=True, name="tiny DP-SGD")
 
+def profiled():
+    from dpaudit.training import ProfileClaim
+    profile = ProfileClaim(lambda e: np.exp(-np.asarray(e)), description="exp(-epsilon)")
+    return TrainingTarget(simulated_train(DPSGDConfig(steps=20, dim=4)), None, 4,
+                          vectorize=True, name="tiny DP-SGD", profile=profile)
+
 _calls = [0]
 
 def shapes():
@@ -385,3 +391,13 @@ def test_bonferroni_selection_shares_alpha_among_every_threshold():
     lo, _ = clopper_pearson(b.counts[0], 100, 0.05 / b.thresholds_tested / 2)
     _, hi = clopper_pearson(b.counts[2], 100, 0.05 / b.thresholds_tested / 2)
     assert b.tpr_lower == pytest.approx(float(lo)) and b.fpr_upper == pytest.approx(float(hi))
+
+
+def test_validate_describes_a_training_spec_by_its_target_and_claim(tmp_path, capsys):
+    assert main(["validate", str(_spec(tmp_path))]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("tiny: training — target target.py:good; gradient canary"), line
+    assert "claim (8, 1e-05) add-remove" in line
+    assert main(["validate", str(_spec(tmp_path, "profiled", claim='"profile"'))]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "claim the target's accountant profile (its point (8, 1e-05) add-remove)" in line
