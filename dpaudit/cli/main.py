@@ -1057,6 +1057,14 @@ def _print_table(outcomes, stream) -> None:
         Console(file=stream, highlight=False).print(_summary_table(outcomes))
 
 
+def _print_assumptions(outcomes, stream) -> None:
+    """Under the table, one line per training audit: what its certified bound assumes."""
+    for o in outcomes:
+        brief = getattr(getattr(o.result, "bound", None), "brief", None)
+        if getattr(o.result, "kind", "") == "training" and brief:
+            print(f"{o.name}: the bound assumes {brief}.", file=stream, flush=True)
+
+
 def _unexpected(o) -> bool:
     """A verdict that fails the run (before ``--strict``): a missed expectation, or a violation
     or incompatibility nobody expected."""
@@ -1295,6 +1303,8 @@ def audit_targets(args, legacy: bool = False) -> int:
     outcomes = _correct_suite(outcomes, args, out)
     if not args.quiet:
         _print_table(outcomes, out)
+    if not args.quiet:
+        _print_assumptions(outcomes, out)
     for item, o in zip(prepared, outcomes, strict=True):
         if (args.verbose or item.claim_note) and o.result.notes:  # a one-off audit's explanation
             print(f"{o.name}:", file=out)
@@ -1444,13 +1454,16 @@ def _deprecated(old: str, new: str) -> None:
 
 def _describe(spec) -> str:
     """One line: the spec's kind, what it audits and how, its claim and expectation."""
-    claim = f"claim {_claim_cell(spec.claim)} {spec.claim.adjacency}"
+    stated = f"{_claim_cell(spec.claim)} {spec.claim.adjacency}"
+    claim = f"claim {stated}"
     expected = f"expected {spec.expected}" if spec.expected else "no expected verdict"
     bb = spec.blackbox
     if spec.training is not None:
         t = spec.training
-        what = f"training {Path(t.train).name}"
+        what = f"target {Path(t.train).name}"
         how = f"gradient canary on coordinate {t.coordinate}, score {t.score}, {spec.samples} runs"
+        if t.claim == "profile":  # the [claim] is the profile's point; the whole curve is audited
+            claim = f"claim the target's accountant profile (its point {stated})"
         if t.mode == "one-run":
             how = f"one run, {t.canaries} Dirac canaries, {t.guesses_in} + {t.guesses_out} guesses"
     elif bb is None:
@@ -1631,8 +1644,8 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", metavar="EXPR", help="only audits whose name or spec path matches EXPR: "
                    "words joined by and/or/not, as in pytest (e.g. -k 'faulty and not ecdf')")  # fmt: skip
     p.add_argument("--seed", type=int, help="override every spec's seed (FILE.py:CALLABLE: 0)")
-    p.add_argument("--samples", type=int, help="override every spec's sample budget "
-                   f"(FILE.py:CALLABLE: {CALLABLE_SAMPLES})")  # fmt: skip
+    p.add_argument("--samples", type=int, help="override every spec's sample budget (a "
+                   f"training spec's runs; FILE.py:CALLABLE: {CALLABLE_SAMPLES})")  # fmt: skip
     c = p.add_argument_group(
         "a FILE.py:CALLABLE target",
         "Audited against the claim its mechanism declares; --epsilon, --delta and --adjacency "
@@ -1837,8 +1850,11 @@ def build_parser() -> argparse.ArgumentParser:
         _add_target_options(p)
         _add_error_options(p)
         _add_output_options(p)
-    p = sub.add_parser("validate", help="build every target's mechanism, sampler and datasets "
-                       "and run each once, without auditing", parents=parents)  # fmt: skip
+    text = (
+        "build every target's mechanism, sampler and datasets and check them without auditing "
+        "(models traced where they can be, user samplers run once)"
+    )
+    p = sub.add_parser("validate", help=text, description=text, parents=parents)
     _add_target_options(p)
     list_p = sub.add_parser("list", help="show the catalogue of mechanisms", parents=parents)
     group = list_p.add_mutually_exclusive_group()

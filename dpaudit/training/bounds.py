@@ -64,6 +64,10 @@ MANY_RUN_ASSUMPTIONS = (
     "the score of a run depends on its released state only (post-processing)",
     "the threshold and its side were chosen on the selection runs only",
 )
+#: The third many-run assumption with ``select_fraction = 0`` (no selection runs).
+BONFERRONI_ASSUMPTION = (
+    "every threshold and side was tried on all runs, the confidence shared among them (Bonferroni)"
+)
 #: The extra assumption of :attr:`ManyRunBound.epsilon_gdp_shape`.
 GDP_SHAPE_ASSUMPTION = (
     "epsilon_gdp_shape assumes the trade-off curve of the audited pair is Gaussian "
@@ -148,6 +152,16 @@ class ManyRunBound:
     thresholds_tested: int = 1
     profile_excess: float | None = None
     assumptions: tuple[str, ...] = (*MANY_RUN_ASSUMPTIONS, GDP_SHAPE_ASSUMPTION)
+
+    @property
+    def brief(self) -> str:
+        """The assumptions in a few words (the CLI's line; :attr:`assumptions` in full)."""
+        how = (
+            "threshold chosen on the selection runs"
+            if self.thresholds_tested == 1
+            else "Bonferroni over all thresholds"
+        )
+        return f"independent runs, scores read only the released state, {how}"
 
     def to_dict(self) -> dict:
         """The record as JSON-able builtins."""
@@ -286,6 +300,7 @@ def many_run_bound(
     if select_fraction == 0:
         cert_in, cert_out, selection = s_in, s_out, (0, 0)
         threshold, side, tested = _bonferroni(s_in, s_out, delta, confidence, target, profile)
+        assumptions = (*MANY_RUN_ASSUMPTIONS[:2], BONFERRONI_ASSUMPTION, GDP_SHAPE_ASSUMPTION)
     else:
         rng = np.random.default_rng(seed)
         sel_in, cert_in = _split(s_in, select_fraction, rng)
@@ -293,6 +308,7 @@ def many_run_bound(
         sizes = (cert_in.size, cert_out.size)
         threshold, side = _select(sel_in, sel_out, sizes, delta, confidence, target, profile)
         selection, tested = (int(sel_in.size), int(sel_out.size)), 1
+        assumptions = (*MANY_RUN_ASSUMPTIONS, GDP_SHAPE_ASSUMPTION)
     k_in, k_out = int(np.sum(cert_in > threshold)), int(np.sum(cert_out > threshold))
     level = 1.0 - (1.0 - confidence) / tested
     p_lo, q_hi = one_sided_pair(k_in, cert_in.size, k_out, cert_out.size, level)
@@ -314,6 +330,7 @@ def many_run_bound(
         selection_runs=selection,
         thresholds_tested=tested,
         profile_excess=None if profile is None else float(profile_excess(p_lo, q_hi, profile)),
+        assumptions=assumptions,
     )
 
 
@@ -457,6 +474,14 @@ class OneRunBound:
     k_minus: int
     mu: float = 0.0
     assumptions: tuple[str, ...] = ONE_RUN_ASSUMPTIONS
+
+    @property
+    def brief(self) -> str:
+        """The assumptions in a few words (the CLI's line; :attr:`assumptions` in full)."""
+        return (
+            "fair independent inclusion coins, scores read only the released state, "
+            "guess counts fixed in advance"
+        )
 
     def to_dict(self) -> dict:
         """The record as JSON-able builtins."""

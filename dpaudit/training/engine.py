@@ -367,7 +367,8 @@ def training_audit(
         canary: a canary design (:mod:`dpaudit.training.canaries`).
         runs: total trainings, half with the canary (even, ``>= 8``).
         confidence: the confidence of the certified bounds, in ``(0, 1)``.
-        select_fraction: fraction of the runs that choose the threshold.
+        select_fraction: fraction of the runs that choose the threshold, in ``[0, 1)``;
+            ``0``: every run certifies, Bonferroni over all thresholds.
         seed: the root seed.
         vectorize: ``True``: ``jax.vmap`` the trainings of each group (``train`` must be
             traceable); ``False``: a serial loop here; ``"ray"`` or a :mod:`dpaudit.runtime`

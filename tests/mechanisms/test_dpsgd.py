@@ -1,6 +1,7 @@
 """DP-SGD catalogue entry: density against a step-by-step oracle, loss law against the accounting."""
 
 import math
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -9,6 +10,7 @@ import scipy.stats
 
 import dpaudit
 from dpaudit.accounting.profiles import declared_accounting
+from dpaudit.io.spec import load_spec, resolve_mechanism
 from mechanisms.dpsgd import (
     breast_cancer_records,
     canary,
@@ -127,3 +129,14 @@ def test_bad_parameters_are_refused():
         mech.release_distribution((np.zeros((3, 5)), np.zeros(3)))
     with pytest.raises(ValueError, match="at most n = 12"):
         mech.release_distribution(breast_cancer_records(20))
+
+
+@pytest.mark.parametrize(
+    "spec", ["catalogue/dpsgd-logistic", "faulty/dpsgd-ignores-steps", "faulty/dpsgd-noise-batch"]
+)
+def test_shipped_specs_claim_what_their_builder_claims(spec):
+    """A spec's [claim] is the accountant's epsilon its implementation states, which the
+    builder computes: the two must not drift apart when the accounting changes."""
+    loaded = load_spec(Path(__file__).resolve().parents[2] / "audits" / f"{spec}.toml")
+    built = resolve_mechanism(loaded).claim
+    assert (loaded.claim.epsilon, loaded.claim.delta) == (built.epsilon, built.delta)

@@ -34,6 +34,12 @@ def good(steps=20):
     return TrainingTarget(simulated_train(DPSGDConfig(steps=steps, dim=4)), None, 4,
                           vectorize=True, name="tiny DP-SGD")
 
+def profiled():
+    from dpaudit.training import ProfileClaim
+    profile = ProfileClaim(lambda e: np.exp(-np.asarray(e)), description="exp(-epsilon)")
+    return TrainingTarget(simulated_train(DPSGDConfig(steps=20, dim=4)), None, 4,
+                          vectorize=True, name="tiny DP-SGD", profile=profile)
+
 _calls = [0]
 
 def shapes():
@@ -62,7 +68,7 @@ train = "target.py:{target}"
 coordinate = {coordinate}
 norm = 10.0
 runs = 40
-
+{select}
 [claim]
 epsilon = 8.0
 delta = {delta}
@@ -97,12 +103,13 @@ seed = 0
 """
 
 
-def _spec(folder, target="good", coordinate=0, delta=1e-5, confidence=0.95, canaries=None):
+def _spec(folder, target="good", coordinate=0, delta=1e-5, confidence=0.95, canaries=None, **more):
     (folder / "target.py").write_text(TARGET)
     path = folder / "spec.toml"
     fields = {"target": target, "delta": delta, "confidence": confidence}
     if canaries is None:
-        path.write_text(SPEC.format(coordinate=coordinate, **fields))
+        select = "".join(f"{k} = {v}\n" for k, v in more.items())
+        path.write_text(SPEC.format(coordinate=coordinate, select=select, **fields))
     else:
         path.write_text(ONE_RUN.format(canaries=canaries, **fields))
     return path
@@ -121,6 +128,23 @@ def test_a_training_spec_runs_through_the_cli_into_the_table_and_json(tmp_path, 
     assert "if the score's ROC curve is Gaussian" in page
     printed = capsys.readouterr().out
     assert "tiny" in printed and "training" in printed and "(8, 1e-05)-DP" in printed
+    assert (
+        "tiny: the bound assumes independent runs, scores read only the released state, " in printed
+    )
+    assert "threshold chosen on the selection runs." in printed
+
+
+def test_select_fraction_zero_runs_through_the_cli_as_bonferroni(tmp_path, capsys):
+    out, report = tmp_path / "r.json", tmp_path / "report"
+    path = _spec(tmp_path, select_fraction=0)
+    assert main(["audit", str(path), "-q", "--json", str(out), "--report", str(report)]) == 0
+    assert (report / "index.html").exists()
+    (record,) = json.loads(out.read_text())["audits"]
+    bound = record["details"]["bound"]
+    assert bound["counts"][1] == bound["counts"][3] == 20  # every run certifies
+    assert bound["selection_runs"] == [0, 0] and bound["thresholds_tested"] > 1
+    assert any("Bonferroni" in a for a in bound["assumptions"])
+    assert not any("selection runs" in a for a in bound["assumptions"])
 
 
 @pytest.mark.parametrize(
@@ -137,6 +161,8 @@ def test_a_training_spec_runs_through_the_cli_into_the_table_and_json(tmp_path, 
         ({"canaries": 2, "target": "nan"}, "not all finite"),
         ({"canaries": 2, "delta": 1.0}, "claim.delta: must satisfy 0 <= delta < 1"),
         ({"canaries": 2, "confidence": 1.0}, "budget.confidence: must lie in (0, 1)"),
+        ({"select_fraction": 1.0}, "training.select_fraction: must lie in [0, 1)"),
+        ({"select_fraction": -0.1}, "training.select_fraction: must lie in [0, 1)"),
     ],
 )
 def test_bad_training_input_is_one_sentence_exit_2_nothing_written(tmp_path, capsys, kwargs, words):
@@ -165,6 +191,10 @@ def test_a_one_run_spec_runs_through_the_cli_into_the_table_json_and_report(tmp_
     assert "gradient canaries, one run" in page and "included independently" in page
     printed = capsys.readouterr().out
     assert "tiny-one-run" in printed and "(guesses)" in printed
+    assert (
+        "tiny-one-run: the bound assumes fair independent inclusion coins, scores read only "
+        "the released state, guess counts fixed in advance." in printed
+    )
 
 
 def test_one_run_fields_are_checked_when_the_spec_loads(tmp_path):
@@ -361,3 +391,13 @@ def test_bonferroni_selection_shares_alpha_among_every_threshold():
     lo, _ = clopper_pearson(b.counts[0], 100, 0.05 / b.thresholds_tested / 2)
     _, hi = clopper_pearson(b.counts[2], 100, 0.05 / b.thresholds_tested / 2)
     assert b.tpr_lower == pytest.approx(float(lo)) and b.fpr_upper == pytest.approx(float(hi))
+
+
+def test_validate_describes_a_training_spec_by_its_target_and_claim(tmp_path, capsys):
+    assert main(["validate", str(_spec(tmp_path))]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("tiny: training — target target.py:good; gradient canary"), line
+    assert "claim (8, 1e-05) add-remove" in line
+    assert main(["validate", str(_spec(tmp_path, "profiled", claim='"profile"'))]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "claim the target's accountant profile (its point (8, 1e-05) add-remove)" in line

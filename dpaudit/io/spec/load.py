@@ -590,8 +590,12 @@ def _load_training(path: Path, raw: Mapping) -> TrainingSpec:
     if not (math.isfinite(norm) and norm > 0):
         raise field_error(path, "training.norm", f"must be a finite number > 0, got {norm!r}.")
     fraction = _number(path, "training.select_fraction", table.get("select_fraction", 0.25))
-    if not 0 < fraction < 1:
-        raise field_error(path, "training.select_fraction", f"must lie in (0, 1), got {fraction}.")
+    if not 0 <= fraction < 1:
+        raise field_error(
+            path,
+            "training.select_fraction",
+            f"must lie in [0, 1) (0: Bonferroni over all thresholds), got {fraction}.",
+        )
     return TrainingSpec(
         train=check_callable_path(path, table["train"], "training.train"),
         params=_params(path, "training.params", table.get("params", {})),

@@ -216,7 +216,8 @@ class TrainingSpec:
         norm: the canary gradient's norm.
         score: one of :data:`TRAINING_SCORES`.
         runs: trainings in all, half with the canary (even, ``>= 8``).
-        select_fraction: fraction of the runs that choose the threshold.
+        select_fraction: fraction of the runs that choose the threshold, in ``[0, 1)``;
+            ``0``: every run certifies, Bonferroni over all thresholds.
         claim: ``"point"`` (the ``[claim]`` table's epsilon at its delta) or ``"profile"``
             (the target's accountant profile, whose epsilon at delta the ``[claim]`` states).
         mode: one of :data:`TRAINING_MODES`; ``"one-run"``: one training with ``canaries``
