@@ -44,8 +44,7 @@ are folded (upper: lower tail moved up to the first kept point, upper tail to
 ``+inf``; lower: upper tail moved down to the last kept point, lower tail dropped).
 
 Many distinct components (at least ``_TREE_MIN_LEAVES`` pmfs) take a faster route:
-Laplace pmfs in closed form (a few ulp per mass instead of ``2^-52 / d``), and the
-pmfs whose support is at most about four standard deviations wide convolved by a
+the pmfs whose support is at most about four standard deviations wide convolved by a
 balanced tree of batched real FFTs in which every pair is convolved cyclically on a
 *window* around its mean when its support is wider: the exact sum of the leaves below
 a pair has sub-Gaussian tails by Hoeffding's lemma, so the mass outside the window
@@ -122,9 +121,9 @@ _CHERNOFF_ORDERS = np.geomspace(1.0 / 30.0, 3.0, 8)
 # The power path leaves out (sets to 0, and charges) the coefficients whose exact power has
 # modulus at most this: their effect on the composed pmf is below 1e-27 in L1.
 _DROPPED_POWER = 1e-30
-# Compositions of at least this many distinct pmfs use closed-form Laplace pmfs and the
+# Compositions of at least this many distinct pmfs use the
 # windowed tree (:func:`_windowed_tree`); below it the plain convolution (compose_pmfs) is
-# cheap, and results of small compositions stay as they were, bit for bit.
+# cheap.
 _TREE_MIN_LEAVES = 32
 # One batch of the tree's FFTs holds at most this many float64 per input matrix (32 MiB),
 # and pairs whose FFT length is at least this fraction of the batch's (padding <= 25 %).

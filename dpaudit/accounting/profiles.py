@@ -25,8 +25,9 @@ The Laplace composition is computed numerically on a grid of spacing
 
 * ``"pessimistic"`` (an **upper** curve): each component is discretised with
   the pessimistic *connect-the-dots* pmf of Doroshenko et al. (2022, Alg. 1),
-  exactly as ``dp_accounting``'s ``from_laplace_mechanism`` does; these pmfs
-  dominate the true pair and composition preserves domination. The K pmfs are
+  as ``dp_accounting``'s ``from_laplace_mechanism`` does (here in closed form,
+  :func:`laplace_components`); these pmfs dominate the true pair and composition
+  preserves domination. The K pmfs are
   then convolved all at once (a balanced tree of batched FFT convolutions)
   instead of sequentially, which is where the speed comes from.
 * ``"optimistic"`` (a **lower** curve): each component's loss is rounded
@@ -37,10 +38,12 @@ The Laplace composition is computed numerically on a grid of spacing
 Discretisation error: the connect-the-dots curve is exact at grid epsilons for
 one component and its composition error shrinks like ``O(discretization)``
 (Doroshenko et al. Thm 4); the optimistic curve is off by at most the effect
-of shifting every component's loss by ``discretization``. FFT round-off is
-covered by adding (upper) or subtracting (lower) ``N * 2^-52`` to ``delta``,
-with ``N`` the length of the composed pmf, far above the round-off observed
-against direct convolution in the tests.
+of shifting every component's loss by ``discretization``. Round-off is covered
+by adding (upper) or subtracting (lower) to ``delta`` the parts' proven bounds,
+composed (:func:`laplace_components`, :func:`composed_error`;
+``docs/composition.md``, "Round-off of the Laplace pmfs"), plus ``N * 2^-52``
+for the FFTs, with ``N`` the length of the composed pmf, far above the round-off
+observed against direct convolution in the tests.
 """
 
 from __future__ import annotations
