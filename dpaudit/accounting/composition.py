@@ -121,9 +121,8 @@ _CHERNOFF_ORDERS = np.geomspace(1.0 / 30.0, 3.0, 8)
 # The power path leaves out (sets to 0, and charges) the coefficients whose exact power has
 # modulus at most this: their effect on the composed pmf is below 1e-27 in L1.
 _DROPPED_POWER = 1e-30
-# Compositions of at least this many distinct pmfs use the
-# windowed tree (:func:`_windowed_tree`); below it the plain convolution (compose_pmfs) is
-# cheap.
+# Compositions of at least this many distinct pmfs use the windowed tree
+# (:func:`_windowed_tree`); below it the plain convolution (compose_pmfs) is cheap.
 _TREE_MIN_LEAVES = 32
 # One batch of the tree's FFTs holds at most this many float64 per input matrix (32 MiB),
 # and pairs whose FFT length is at least this fraction of the batch's (padding <= 25 %).
