@@ -96,6 +96,7 @@ __all__ = [
     "SupremumComponent",
     "components_of",
     "compose_accounting",
+    "connect_dots_error",
     "connect_dots_pmf",
     "exact_accounting",
     "fold_tails",
@@ -209,6 +210,44 @@ def connect_dots_pmf(deltas, lo: int, discretization: float) -> tuple[int, np.nd
     return int(lo), np.maximum(probs, 0.0), float(deltas[-1])
 
 
+def connect_dots_error(probs, infinity_mass: float, discretization: float) -> float:
+    r"""Round-off of :func:`connect_dots_pmf`'s masses, bounded from the pmf it returned.
+
+    The masses are the exact connect-the-dots masses of the float curve values ``delta_k``
+    (upper bounds already, so their own error needs no charge) up to the rounding of
+    ``((delta_(k+1) - delta_k) - e^d (delta_k - delta_(k-1))) / (e^d - 1)``. With
+    ``D_k = delta_(k+1) - delta_k``, ``u = 2^-53`` and ``exp``, ``expm1`` within 2 ulp:
+    the difference rounds by ``u |D_k|``, the product by ``(u + 2 u + u) e^d |D_(k-1)|``
+    (its operand, ``e^d`` and the product), the numerator's subtraction by
+    ``u (|D_k| + e^d |D_(k-1)|)`` and the division by ``e^d - 1`` by ``3 u`` relative of
+    ``(|D_k| + e^d |D_(k-1)|) / (e^d - 1)``: at most
+    ``u (5 |D_k| + 8 e^d |D_(k-1)|) / (e^d - 1)`` per mass; the two end masses stay within
+    the same coefficients plus ``2 u``. Summed over the masses every ``|D_k|`` appears at
+    most once with each coefficient, and ``sum |D_k| = delta_0 - delta_last = TV`` (the
+    values are non-increasing): in all ``u ((5 + 8 e^d) TV / (e^d - 1) + 2)``, times 1.01
+    for second-order terms. ``TV`` is read back from the pmf (its curve at the first grid
+    point minus the ``+inf`` mass), which errs by at most that bound with ``TV <= 1``
+    plus ``2 u N`` of summation. ``docs/composition.md``, "Round-off of the
+    connect-the-dots pmfs".
+
+    Args:
+        probs: the masses :func:`connect_dots_pmf` returned.
+        infinity_mass: the ``+inf`` mass it returned.
+        discretization: grid spacing ``d``.
+
+    Returns:
+        A bound on the L1 distance between ``probs`` and the exact masses.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    unit = 2.0**-53
+    coefficient = (5.0 + 8.0 * math.exp(discretization)) / math.expm1(discretization)
+    weights = -np.expm1(-discretization * np.arange(probs.size))
+    read = float(np.sum(weights * probs))  # delta_0 - delta_last, up to the slack below
+    slack = 1.01 * unit * (coefficient + 2.0) + 2.0 * unit * probs.size
+    variation = min(1.0, max(0.0, read) + slack)
+    return 1.01 * unit * (coefficient * variation + 2.0)
+
+
 def rounded_down_pmf(survival, lo: int, hi: int, discretization: float):
     """Losses rounded down to the grid from ``S(e) = P(L >= e)`` (or ``P(L > e)``).
 
@@ -247,6 +286,7 @@ class GaussianComponent:
     mu: float
     family = "gaussian"
     symmetric = True
+    connect_the_dots = True  # upper_pmf is connect_dots_pmf of the curve
 
     def __post_init__(self) -> None:
         """Refuse a NaN, infinite or negative ``mu`` (one sentence, before any work)."""
@@ -1119,7 +1159,7 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
             (offset, probs), inf_mass = component.lower_pmf(discretization, per_copy, forward), 0
         # Each copy's pmf carries its rounding; a k-fold convolution of probability vectors
         # adds the copies' L1 errors (||p^k - q^k||_1 <= k ||p - q||_1), so charge it k times.
-        margin += count * _copy_error(component, probs, discretization, upper)
+        margin += count * _copy_error(component, (probs, inf_mass), discretization, upper)
         finite *= (1.0 - inf_mass) ** count
         offset, probs, extra = self_compose_pmf(
             offset, probs, count, discretization, tail / (4 * len(items))
@@ -1138,11 +1178,19 @@ def _laplace_direction(a, counts, discretization: float, tail: float, *, upper: 
     return laplace_group_pld(a, discretization, upper=upper, tail_mass=tail / 2, counts=counts)
 
 
-def _copy_error(component, probs: np.ndarray, discretization: float, upper: bool) -> float:
-    """Round-off of one copy's pmf: Laplace's derived bound, else 4 ulp per grid point."""
+def _copy_error(component, pmf: tuple, discretization: float, upper: bool) -> float:
+    """Round-off of one copy's pmf ``(probs, infinity_mass)``: a derived bound where known.
+
+    Laplace parts: :func:`~dpaudit.accounting.profiles.laplace_components`; upper pmfs
+    built by :func:`connect_dots_pmf` (``connect_the_dots``): :func:`connect_dots_error`;
+    anything else 4 ulp per grid point.
+    """
+    probs, infinity_mass = pmf
     if type(component) is LaplaceComponent and component.a > 0:
         estimate = "pessimistic" if upper else "optimistic"
         return float(laplace_components([component.a], discretization, estimate)[1][0])
+    if upper and getattr(component, "connect_the_dots", False) and probs.size > 1:
+        return connect_dots_error(probs, infinity_mass, discretization)
     return 4 * _EPS * probs.size
 
 
