@@ -44,8 +44,7 @@ are folded (upper: lower tail moved up to the first kept point, upper tail to
 ``+inf``; lower: upper tail moved down to the last kept point, lower tail dropped).
 
 Many distinct components (at least ``_TREE_MIN_LEAVES`` pmfs) take a faster route:
-Laplace pmfs in closed form (a few ulp per mass instead of ``2^-52 / d``), and the
-pmfs whose support is at most about four standard deviations wide convolved by a
+the pmfs whose support is at most about four standard deviations wide convolved by a
 balanced tree of batched real FFTs in which every pair is convolved cyclically on a
 *window* around its mean when its support is wider: the exact sum of the leaves below
 a pair has sub-Gaussian tails by Hoeffding's lemma, so the mass outside the window
@@ -75,8 +74,10 @@ from dpaudit.accounting.profiles import (
     DiscretePLD,
     ExactAccounting,
     compose_pmfs,
+    composed_error,
     gaussian_curve,
     gaussian_mu,
+    laplace_components,
     laplace_delta,
     laplace_parameters,
     laplace_pld,
@@ -95,6 +96,7 @@ __all__ = [
     "SupremumComponent",
     "components_of",
     "compose_accounting",
+    "connect_dots_error",
     "connect_dots_pmf",
     "exact_accounting",
     "fold_tails",
@@ -120,14 +122,9 @@ _CHERNOFF_ORDERS = np.geomspace(1.0 / 30.0, 3.0, 8)
 # The power path leaves out (sets to 0, and charges) the coefficients whose exact power has
 # modulus at most this: their effect on the composed pmf is below 1e-27 in L1.
 _DROPPED_POWER = 1e-30
-# Compositions of at least this many distinct pmfs use closed-form Laplace pmfs and the
-# windowed tree (:func:`_windowed_tree`); below it the plain convolution (compose_pmfs) is
-# cheap, and results of small compositions stay as they were, bit for bit.
+# Compositions of at least this many distinct pmfs use the windowed tree
+# (:func:`_windowed_tree`); below it the plain convolution (compose_pmfs) is cheap.
 _TREE_MIN_LEAVES = 32
-# L1 round-off of one closed-form Laplace pmf (:func:`_laplace_upper_pmfs`): interior
-# masses to a few ulp relative (at most 4 ulp of the total mass), the four edge masses to
-# a few ulp absolute each; 64 ulp bound both with room to spare.
-_CLOSED_FORM_MARGIN = 64 * _EPS
 # One batch of the tree's FFTs holds at most this many float64 per input matrix (32 MiB),
 # and pairs whose FFT length is at least this fraction of the batch's (padding <= 25 %).
 _BATCH_ELEMENTS = 1 << 22
@@ -213,6 +210,44 @@ def connect_dots_pmf(deltas, lo: int, discretization: float) -> tuple[int, np.nd
     return int(lo), np.maximum(probs, 0.0), float(deltas[-1])
 
 
+def connect_dots_error(probs, infinity_mass: float, discretization: float) -> float:
+    r"""Round-off of :func:`connect_dots_pmf`'s masses, bounded from the pmf it returned.
+
+    The masses are the exact connect-the-dots masses of the float curve values ``delta_k``
+    (upper bounds already, so their own error needs no charge) up to the rounding of
+    ``((delta_(k+1) - delta_k) - e^d (delta_k - delta_(k-1))) / (e^d - 1)``. With
+    ``D_k = delta_(k+1) - delta_k``, ``u = 2^-53`` and ``exp``, ``expm1`` within 2 ulp:
+    the difference rounds by ``u |D_k|``, the product by ``(u + 2 u + u) e^d |D_(k-1)|``
+    (its operand, ``e^d`` and the product), the numerator's subtraction by
+    ``u (|D_k| + e^d |D_(k-1)|)`` and the division by ``e^d - 1`` by ``3 u`` relative of
+    ``(|D_k| + e^d |D_(k-1)|) / (e^d - 1)``: at most
+    ``u (5 |D_k| + 8 e^d |D_(k-1)|) / (e^d - 1)`` per mass; the two end masses stay within
+    the same coefficients plus ``2 u``. Summed over the masses every ``|D_k|`` appears at
+    most once with each coefficient, and ``sum |D_k| = delta_0 - delta_last = TV`` (the
+    values are non-increasing): in all ``u ((5 + 8 e^d) TV / (e^d - 1) + 2)``, times 1.01
+    for second-order terms. ``TV`` is read back from the pmf (its curve at the first grid
+    point minus the ``+inf`` mass), which errs by at most that bound with ``TV <= 1``
+    plus ``2 u N`` of summation. ``docs/composition.md``, "Round-off of the
+    connect-the-dots pmfs".
+
+    Args:
+        probs: the masses :func:`connect_dots_pmf` returned.
+        infinity_mass: the ``+inf`` mass it returned.
+        discretization: grid spacing ``d``.
+
+    Returns:
+        A bound on the L1 distance between ``probs`` and the exact masses.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    unit = 2.0**-53
+    coefficient = (5.0 + 8.0 * math.exp(discretization)) / math.expm1(discretization)
+    weights = -np.expm1(-discretization * np.arange(probs.size))
+    read = float(np.sum(weights * probs))  # delta_0 - delta_last, up to the slack below
+    slack = 1.01 * unit * (coefficient + 2.0) + 2.0 * unit * probs.size
+    variation = min(1.0, max(0.0, read) + slack)
+    return 1.01 * unit * (coefficient * variation + 2.0)
+
+
 def rounded_down_pmf(survival, lo: int, hi: int, discretization: float):
     """Losses rounded down to the grid from ``S(e) = P(L >= e)`` (or ``P(L > e)``).
 
@@ -251,6 +286,7 @@ class GaussianComponent:
     mu: float
     family = "gaussian"
     symmetric = True
+    connect_the_dots = True  # upper_pmf is connect_dots_pmf of the curve
 
     def __post_init__(self) -> None:
         """Refuse a NaN, infinite or negative ``mu`` (one sentence, before any work)."""
@@ -803,110 +839,7 @@ def fold_tails(offset: int, probs, budget: float, *, pessimistic: bool):
     return int(offset) + left, kept, 0.0
 
 
-# ------------------------------------------- closed-form Laplace pmfs (many components)
-
-
-def _grid_minus(k: np.ndarray, d: float, x: np.ndarray) -> np.ndarray:
-    """``k d - x`` for integers ``|k| < 2^26`` and ``x`` within a factor 2 of ``k d``, to ~1 ulp.
-
-    ``k d`` is split exactly into ``p + err`` (Dekker's product with Veltkamp's split of
-    ``d``: ``k`` has at most 26 significant bits, so ``k d_hi`` and ``k d_lo`` are exact),
-    and ``p - x`` is exact by Sterbenz's lemma. The masses at the edges of a Laplace pmf
-    depend on ``k d - x`` with weight ``1 / d``, so a plain ``k * d - x`` (absolute error
-    ``2^-53 |x|``) would cost ``2^-53 |x| / d`` of mass per edge point.
-    """
-    p = k * d
-    c = 134217729.0 * d  # 2^27 + 1
-    d_hi = c - (c - d)
-    err = (k * d_hi - p) + k * (d - d_hi)
-    return (p - x) + err
-
-
-def _laplace_grid(a: np.ndarray, d: float, *, upper: bool):
-    """Grid index ranges of Laplace pmfs with the edge conditions checked exactly.
-
-    Upper (connect-the-dots): ``lo d <= -a < (lo + 1) d`` and ``(hi - 1) d < a <= hi d``
-    exactly. Lower (rounded down): ``floor(-+a / d)`` in floating point, as
-    :func:`~dpaudit.accounting.profiles.laplace_pmfs`: when ``a / d`` rounds to an integer ``k``
-    the atom at ``-+a`` may sit up to ``2^-52 a`` below ``k d`` and moves up by that much,
-    which moves the curve by less than ``2^-52 a`` (inside :data:`_CLOSED_FORM_MARGIN`);
-    the exact test would instead move it down by a whole grid step.
-    """
-    if not upper:
-        return np.floor(-a / d), np.floor(a / d)
-    lo = np.floor(-a / d)
-    lo -= _grid_minus(lo, d, -a) > 0
-    hi = np.ceil(a / d)
-    hi += _grid_minus(hi, d, a) < 0
-    return lo, hi
-
-
-def _laplace_upper_pmfs(a: np.ndarray, d: float) -> list:
-    r"""Doroshenko et al.'s connect-the-dots pmfs of Laplace losses, in closed form.
-
-    Needs ``a >= 2 d`` (at least four grid points). With ``g_k = e^{(k d - a)/2}`` the
-    masses of :func:`~dpaudit.accounting.profiles.laplace_pmfs` simplify to ``g_k tanh(d/4)``
-    inside, and at the two ends (``s = ((lo+1) d + a)/2 in (0, d/2]``,
-    ``t = ((hi-1) d - a)/2 in [-d/2, 0)``, ``h = e^{d/2} - 1``) to
-    ``e^{(lo+1) d} (1 - e^{-s}) / (e^d - 1)``, ``g_{lo+1} (e^{d/2} h - (e^s - 1)) / (e^d - 1)``,
-    ``(e^t - 1 + e^{t + d/2} h) / (e^d - 1)`` and ``(1 - e^t) / (1 - e^{-d})``. Evaluated
-    this way every interior mass has a relative error of a few ulp and every edge mass an
-    absolute error of a few ulp, instead of the ``2^-52 / d`` per point that the second
-    differences of the curve cost (:data:`_CLOSED_FORM_MARGIN`).
-    """
-    lo, hi = _laplace_grid(a, d, upper=True)
-    n = (hi - lo + 1).astype(np.int64)
-    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
-    comp = np.repeat(np.arange(a.size), n)
-    k = lo[comp] + (np.arange(comp.size) - starts[comp])
-    probs = np.exp(0.5 * (k * d - a[comp])) * math.tanh(0.25 * d)
-    em1, h = math.expm1(d), math.expm1(0.5 * d)
-    s = 0.5 * _grid_minus(lo + 1, d, -a)
-    t = 0.5 * _grid_minus(hi - 1, d, a)
-    probs[starts] = -np.exp((lo + 1) * d) * np.expm1(-s) / em1
-    g1 = np.exp(0.5 * ((lo + 1) * d - a))
-    probs[starts + 1] = g1 * (math.exp(0.5 * d) * h - np.expm1(s)) / em1
-    probs[starts + n - 2] = (np.expm1(t) + np.exp(t + 0.5 * d) * h) / em1
-    probs[starts + n - 1] = -np.expm1(t) / -math.expm1(-d)
-    np.maximum(probs, 0.0, out=probs)
-    return [(int(lo[j]), probs[starts[j] : starts[j] + n[j]]) for j in range(a.size)]
-
-
-def _laplace_lower_pmfs(a: np.ndarray, d: float) -> list:
-    """Laplace losses rounded down to the grid (as :func:`~dpaudit.accounting.profiles.laplace_pmfs`).
-
-    The continuous mass of ``[max(k d, -a), min((k+1) d, a))`` is written
-    ``e^{(left - a)/2} expm1((right - left)/2) / 2`` (a relative error of a few ulp);
-    the atoms ``1/2`` at ``a`` and ``e^{-a}/2`` at ``-a`` go to the bins holding them.
-    """
-    lo, hi = _laplace_grid(a, d, upper=False)
-    n = (hi - lo + 1).astype(np.int64)
-    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
-    comp = np.repeat(np.arange(a.size), n)
-    k = lo[comp] + (np.arange(comp.size) - starts[comp])
-    aa = a[comp]
-    left = np.maximum(k * d, -aa)
-    right = np.minimum((k + 1) * d, aa)
-    probs = 0.5 * np.exp(0.5 * (left - aa)) * np.expm1(0.5 * np.maximum(right - left, 0.0))
-    probs[starts + n - 1] += 0.5
-    probs[starts] += 0.5 * np.exp(-a)
-    return [(int(lo[j]), probs[starts[j] : starts[j] + n[j]]) for j in range(a.size)]
-
-
-def _laplace_leaves(a, discretization: float, upper: bool) -> tuple[list, float]:
-    """Per-component Laplace pmfs for the windowed tree, and their round-off margin."""
-    a = np.asarray(a, dtype=np.float64)
-    closed = (a >= 2 * discretization) & (a / discretization < 2.0**25)
-    rest = a[~closed]
-    build = _laplace_upper_pmfs if upper else _laplace_lower_pmfs
-    pmfs = build(a[closed], discretization) if np.any(closed) else []
-    margin = _CLOSED_FORM_MARGIN * len(pmfs)
-    for offset, probs in laplace_pmfs(
-        rest, discretization, "pessimistic" if upper else "optimistic"
-    ):
-        pmfs.append((offset, probs))
-        margin += 4 * _EPS * probs.size
-    return pmfs, margin
+# ----------------------------------------------- Laplace pmfs on the audit path
 
 
 def laplace_group_pld(
@@ -944,29 +877,23 @@ def laplace_group_pld(
     repeated = counts > 1
     if not np.any(repeated):
         return laplace_pld(values, discretization, estimate=estimate)
-    singles = values[~repeated]
-    parts = laplace_pmfs(singles, discretization, estimate) if singles.size else []
+    parts, errors = laplace_components(values[~repeated], discretization, estimate)
+    pmfs, power_errors = laplace_components(values[repeated], discretization, estimate)
+    # a power is count copies of a pmf off by e each: charged as count parts (composed_error)
+    errors = np.concatenate([errors, counts[repeated] * power_errors])
     margin = 0.0
-    powers = values[repeated]
-    closed = (powers >= 2 * discretization) & (powers / discretization < 2.0**25)
-    build = _laplace_upper_pmfs if upper else _laplace_lower_pmfs
-    pmfs = build(powers[closed], discretization) if np.any(closed) else []
-    pmfs += laplace_pmfs(powers[~closed], discretization, estimate)
-    per_pmf = [_CLOSED_FORM_MARGIN] * int(np.sum(closed))
-    per_pmf += [4 * _EPS * p.size for _, p in pmfs[len(per_pmf) :]]
-    order = np.concatenate([counts[repeated][closed], counts[repeated][~closed]])
     budget = tail_mass / max(1, len(pmfs))
-    for (offset, probs), count, error in zip(pmfs, order, per_pmf, strict=True):
+    for (offset, probs), count in zip(pmfs, counts[repeated].tolist(), strict=True):
         offset, probs, extra = self_compose_pmf(offset, probs, int(count), discretization, budget)
         parts.append((offset, probs))
-        margin += extra + int(count) * error
+        margin += extra
     offset, probs = compose_pmfs(parts)
     return DiscretePLD(
         discretization=float(discretization),
         offset=offset,
         probs=probs,
         infinity_mass=0.0,
-        margin=margin + float(probs.size) * _EPS,
+        margin=margin + composed_error(errors) + float(probs.size) * _EPS,
         estimate=estimate,
     )
 
@@ -1219,12 +1146,8 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
     estimate = "pessimistic" if upper else "optimistic"
     pmfs, finite, margin = [], 1.0, 0.0
     singles = [c.a for c, k in items if type(c) is LaplaceComponent and k == 1]
-    if len(singles) >= _TREE_MIN_LEAVES:
-        pmfs, margin = _laplace_leaves(singles, discretization, upper)
-    else:
-        for offset, probs in laplace_pmfs(np.array(singles), discretization, estimate):
-            pmfs.append((offset, probs))
-            margin += 4 * _EPS * probs.size
+    pmfs, errors = laplace_components(np.array(singles), discretization, estimate)
+    margin = composed_error(errors)
     total = sum(k for _, k in items)
     for component, count in items:
         if type(component) is LaplaceComponent and count == 1:
@@ -1236,7 +1159,7 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
             (offset, probs), inf_mass = component.lower_pmf(discretization, per_copy, forward), 0
         # Each copy's pmf carries its rounding; a k-fold convolution of probability vectors
         # adds the copies' L1 errors (||p^k - q^k||_1 <= k ||p - q||_1), so charge it k times.
-        margin += count * 4 * _EPS * probs.size
+        margin += count * _copy_error(component, (probs, inf_mass), discretization, upper)
         finite *= (1.0 - inf_mass) ** count
         offset, probs, extra = self_compose_pmf(
             offset, probs, count, discretization, tail / (4 * len(items))
@@ -1249,13 +1172,26 @@ def _component_pmfs(items, discretization: float, tail: float, *, forward: bool,
 def _laplace_direction(a, counts, discretization: float, tail: float, *, upper: bool):
     """Plain Laplace parts: the audit path's engine (:func:`laplace_group_pld`), vectorised.
 
-    The margin also charges the round-off of building the single parts' pmfs (4 ulp per
-    grid point, as the general route does); the powered parts already carry theirs.
+    Its margin already charges the round-off of building every part's pmf
+    (:func:`~dpaudit.accounting.profiles.laplace_components`).
     """
-    pld = laplace_group_pld(a, discretization, upper=upper, tail_mass=tail / 2, counts=counts)
-    singles = a[(counts == 1) & (a > 0)]
-    points = float(np.sum(np.ceil(singles / discretization) - np.floor(-singles / discretization)))
-    return dataclasses.replace(pld, margin=pld.margin + 4 * _EPS * (points + singles.size))
+    return laplace_group_pld(a, discretization, upper=upper, tail_mass=tail / 2, counts=counts)
+
+
+def _copy_error(component, pmf: tuple, discretization: float, upper: bool) -> float:
+    """Round-off of one copy's pmf ``(probs, infinity_mass)``: a derived bound where known.
+
+    Laplace parts: :func:`~dpaudit.accounting.profiles.laplace_components`; upper pmfs
+    built by :func:`connect_dots_pmf` (``connect_the_dots``): :func:`connect_dots_error`;
+    anything else 4 ulp per grid point.
+    """
+    probs, infinity_mass = pmf
+    if type(component) is LaplaceComponent and component.a > 0:
+        estimate = "pessimistic" if upper else "optimistic"
+        return float(laplace_components([component.a], discretization, estimate)[1][0])
+    if upper and getattr(component, "connect_the_dots", False) and probs.size > 1:
+        return connect_dots_error(probs, infinity_mass, discretization)
+    return 4 * _EPS * probs.size
 
 
 def _compose_direction(items, discretization: float, tail: float, *, forward: bool, upper: bool):

@@ -25,8 +25,9 @@ The Laplace composition is computed numerically on a grid of spacing
 
 * ``"pessimistic"`` (an **upper** curve): each component is discretised with
   the pessimistic *connect-the-dots* pmf of Doroshenko et al. (2022, Alg. 1),
-  exactly as ``dp_accounting``'s ``from_laplace_mechanism`` does; these pmfs
-  dominate the true pair and composition preserves domination. The K pmfs are
+  as ``dp_accounting``'s ``from_laplace_mechanism`` does (here in closed form,
+  :func:`laplace_components`); these pmfs dominate the true pair and composition
+  preserves domination. The K pmfs are
   then convolved all at once (a balanced tree of batched FFT convolutions)
   instead of sequentially, which is where the speed comes from.
 * ``"optimistic"`` (a **lower** curve): each component's loss is rounded
@@ -37,10 +38,12 @@ The Laplace composition is computed numerically on a grid of spacing
 Discretisation error: the connect-the-dots curve is exact at grid epsilons for
 one component and its composition error shrinks like ``O(discretization)``
 (Doroshenko et al. Thm 4); the optimistic curve is off by at most the effect
-of shifting every component's loss by ``discretization``. FFT round-off is
-covered by adding (upper) or subtracting (lower) ``N * 2^-52`` to ``delta``,
-with ``N`` the length of the composed pmf, far above the round-off observed
-against direct convolution in the tests.
+of shifting every component's loss by ``discretization``. Round-off is covered
+by adding (upper) or subtracting (lower) to ``delta`` the parts' proven bounds,
+composed (:func:`laplace_components`, :func:`composed_error`;
+``docs/composition.md``, "Round-off of the Laplace pmfs"), plus ``N * 2^-52``
+for the FFTs, with ``N`` the length of the composed pmf, far above the round-off
+observed against direct convolution in the tests.
 """
 
 from __future__ import annotations
@@ -59,10 +62,12 @@ __all__ = [
     "DiscretePLD",
     "ExactAccounting",
     "compose_pmfs",
+    "composed_error",
     "declared_accounting",
     "gaussian_curve",
     "gaussian_epsilon",
     "gaussian_mu",
+    "laplace_components",
     "laplace_delta",
     "laplace_parameters",
     "laplace_pld",
@@ -394,14 +399,13 @@ def laplace_pmfs(a, discretization: float, estimate: str) -> list[tuple[int, np.
             true ones at every epsilon) or ``"optimistic"`` (losses rounded down).
 
     Returns:
-        ``[(offset, probs), ...]``, one per component, on the grid ``discretization * k``.
+        ``[(offset, probs), ...]``, one per component, on the grid ``discretization * k``
+        (:func:`laplace_components`, without the round-off bounds).
     """
     a = np.asarray(a, dtype=np.float64).reshape(-1)
     if not a.size:
         return []
-    if estimate == "pessimistic":
-        return _connect_dots_components(a, discretization)
-    return _rounded_down_components(a, discretization)
+    return laplace_components(a, discretization, estimate)[0]
 
 
 def _rounded_down_components(a: np.ndarray, discretization: float):
@@ -420,6 +424,197 @@ def _rounded_down_components(a: np.ndarray, discretization: float):
         probs[0] += 0.5 * math.exp(-aj)  # atom at -a
         out.append((int(lo), probs))
     return out
+
+
+# Round-off of the per-part Laplace pmfs (docs/composition.md, "Round-off of the Laplace
+# pmfs", has the proofs). Each bound is on the sup over every real epsilon of the distance
+# between the curve of the computed pmf and that of the exact pmf (the L1 distance of the two
+# pmfs bounds it); composition adds these distances (times the other parts' masses).
+# Closed forms: a fixed 64 ulp (four edge masses to a few ulp absolute, interior masses to a
+# few ulp relative) plus ``a / 4`` ulp for the rounding of the grid point ``k d`` inside
+# ``e^((k d - a)/2)`` (twice the derived ``a / 8``); the rounded-down pmfs another ``a / 4``
+# ulp for an atom that a float ``floor(a / d)`` may place ``2^-52 a`` above its loss.
+_CLOSED_FORM_ULPS = 64.0
+# Closed forms need at least four grid points and grid indices below 2^26 (_grid_minus).
+_CLOSED_FORM_MAX_POINTS = 2.0**25
+
+
+def _grid_minus(k: np.ndarray, d: float, x: np.ndarray) -> np.ndarray:
+    """``k d - x`` for integers ``|k| < 2^26``, to about 2 ulp of the exact difference.
+
+    ``k d`` is split exactly into ``p + err`` (Dekker's product with Veltkamp's split of
+    ``d``: ``k`` has at most 26 significant bits, so ``k d_hi`` and ``k d_lo`` are exact),
+    and ``p - x`` is exact by Sterbenz's lemma when ``x`` is within a factor 2 of ``p``
+    (otherwise it rounds once). The masses at the edges of a Laplace pmf depend on
+    ``k d - x`` with weight ``1 / d``, so a plain ``k * d - x`` (absolute error
+    ``2^-53 |x|``) would cost ``2^-53 |x| / d`` of mass per edge point.
+    """
+    p = k * d
+    c = 134217729.0 * d  # 2^27 + 1
+    d_hi = c - (c - d)
+    err = (k * d_hi - p) + k * (d - d_hi)
+    return (p - x) + err
+
+
+def _laplace_grid(a: np.ndarray, d: float, *, upper: bool):
+    """Grid index ranges of Laplace pmfs with the edge conditions checked exactly.
+
+    Upper (connect-the-dots): ``lo d <= -a < (lo + 1) d`` and ``(hi - 1) d < a <= hi d``
+    exactly. Lower (rounded down): ``floor(-+a / d)`` in floating point, as the second
+    route: when ``a / d`` rounds to an integer ``k`` the atom at ``-+a`` may sit up to
+    ``2^-52 a`` below ``k d`` and moves up by that much, which moves the curve by less
+    than ``2^-52 a`` (inside the charge of :func:`_closed_form_errors`); the exact test
+    would instead move it down by a whole grid step.
+    """
+    if not upper:
+        return np.floor(-a / d), np.floor(a / d)
+    lo = np.floor(-a / d)
+    lo -= _grid_minus(lo, d, -a) > 0
+    hi = np.ceil(a / d)
+    hi += _grid_minus(hi, d, a) < 0
+    return lo, hi
+
+
+def _laplace_upper_pmfs(a: np.ndarray, d: float) -> list:
+    r"""Doroshenko et al.'s connect-the-dots pmfs of Laplace losses, in closed form.
+
+    Needs ``a >= 2 d`` (at least four grid points). With ``g_k = e^{(k d - a)/2}`` the
+    second differences of the curve simplify to ``g_k tanh(d/4)`` inside, and at the two
+    ends (``s = ((lo+1) d + a)/2 in (0, d/2]``, ``t = ((hi-1) d - a)/2 in [-d/2, 0)``,
+    ``h = e^{d/2} - 1``) to ``e^{(lo+1) d} (1 - e^{-s}) / (e^d - 1)``,
+    ``g_{lo+1} (e^{d/2} h - (e^s - 1)) / (e^d - 1)``,
+    ``(e^t - 1 + e^{t + d/2} h) / (e^d - 1)`` and ``(1 - e^t) / (1 - e^{-d})``. Evaluated
+    this way every interior mass has a relative error of a few ulp (plus the rounding of
+    ``k d``) and every edge mass an absolute error of a few ulp, instead of the
+    ``2^-52 / d`` per point that second differences of the curve cost.
+    """
+    lo, hi = _laplace_grid(a, d, upper=True)
+    n = (hi - lo + 1).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
+    comp = np.repeat(np.arange(a.size), n)
+    k = lo[comp] + (np.arange(comp.size) - starts[comp])
+    probs = np.exp(0.5 * (k * d - a[comp])) * math.tanh(0.25 * d)
+    em1, h = math.expm1(d), math.expm1(0.5 * d)
+    s = 0.5 * _grid_minus(lo + 1, d, -a)
+    t = 0.5 * _grid_minus(hi - 1, d, a)
+    probs[starts] = -np.exp((lo + 1) * d) * np.expm1(-s) / em1
+    g1 = np.exp(0.5 * ((lo + 1) * d - a))
+    probs[starts + 1] = g1 * (math.exp(0.5 * d) * h - np.expm1(s)) / em1
+    probs[starts + n - 2] = (np.expm1(t) + np.exp(t + 0.5 * d) * h) / em1
+    probs[starts + n - 1] = -np.expm1(t) / -math.expm1(-d)
+    np.maximum(probs, 0.0, out=probs)
+    return [(int(lo[j]), probs[starts[j] : starts[j] + n[j]]) for j in range(a.size)]
+
+
+def _laplace_lower_pmfs(a: np.ndarray, d: float) -> list:
+    """Laplace losses rounded down to the grid, each bin's mass in closed form.
+
+    Needs ``a >= 2 d``. An interior bin ``[k d, (k+1) d)`` holds
+    ``e^{(k d - a)/2} expm1(d/2) / 2`` (its width is ``d`` exactly, not the difference
+    of two rounded grid points, whose error ``2^-53 |k d|`` would be relative
+    ``2^-53 |k|`` of the mass), the end bins ``[-a, (lo+1) d)`` and ``[hi d, a)`` the
+    same with widths ``k d - -+a`` from :func:`_grid_minus`; the atoms ``1/2`` at ``a``
+    and ``e^{-a}/2`` at ``-a`` go to the bins holding them.
+    """
+    lo, hi = _laplace_grid(a, d, upper=False)
+    n = (hi - lo + 1).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(n)[:-1]))
+    comp = np.repeat(np.arange(a.size), n)
+    k = lo[comp] + (np.arange(comp.size) - starts[comp])
+    probs = 0.5 * np.exp(0.5 * (k * d - a[comp])) * math.expm1(0.5 * d)
+    first = 0.5 * np.maximum(_grid_minus(lo + 1, d, -a), 0.0)
+    probs[starts] = 0.5 * np.exp(first - a)  # the atom e^-a / 2 and the mass above it
+    last = -0.5 * _grid_minus(hi, d, a)
+    top = np.exp(0.5 * (hi * d - a)) * np.expm1(np.maximum(last, 0.0))
+    probs[starts + n - 1] = 0.5 * top + 0.5
+    return [(int(lo[j]), probs[starts[j] : starts[j] + n[j]]) for j in range(a.size)]
+
+
+def _closed_form_errors(a: np.ndarray, d: float, *, upper: bool) -> np.ndarray:
+    """Round-off bounds of the closed-form pmfs (curve distance, see the constants above)."""
+    ulps = _CLOSED_FORM_ULPS + (0.25 if upper else 0.5) * a
+    return ulps * _EPS
+
+
+def _second_difference_errors(a: np.ndarray, d: float, *, upper: bool) -> np.ndarray:
+    """Round-off bounds of the pmfs built from curve values (``laplace_delta``, bin edges).
+
+    Every curve value ``delta_k = -expm1(phi_k)`` is off by at most
+    ``rho = 2^-52 (2 delta_max + a + d)``: 2 ulp of ``delta_k <= delta_max =
+    min(1, a + d)`` for ``expm1``, plus the rounding of ``k d`` and of ``k d - a``
+    (``2^-54 (3 a + 2 d)``) times the slope ``e^phi <= 1``. Upper (connect-the-dots):
+    the exact formula applied to these values moves each of the ``N`` masses by at most
+    ``2 rho (1 + e^d) / (e^d - 1)``; evaluating it rounds each mass by at most
+    ``2^-52 (2 (|u_k| + e^d |u_(k-1)|) / (e^d - 1) + 1.5 p_k)`` with ``u_k`` the
+    differences of consecutive values, which sum to at most ``delta_max``; and
+    ``ceil(a / d) d`` may fall ``2^-53 a`` short of ``a`` (``<= 2^-54 a`` of curve
+    dropped). Lower: each bin is half a difference of two such terms, ``N rho``, and a
+    misplaced atom moves up by at most ``2^-52 a``.
+    """
+    points = np.ceil(a / d) - np.floor(-a / d) + 1
+    rho = (2 * np.minimum(1.0, a + d) + a + d) * _EPS
+    if not upper:
+        return points * rho + (a + 1.0) * _EPS
+    growth = (1 + math.exp(d)) / math.expm1(d)
+    values = points * 2 * rho * growth
+    formula = (2 * growth * np.minimum(1.0, a + d) + 2) * _EPS
+    return values + formula + (a + 1.0) * _EPS
+
+
+def laplace_components(a, discretization: float, estimate: str):
+    """Per-part discrete loss laws of Laplace losses ``a_j > 0`` and their round-off bounds.
+
+    Closed forms (:func:`_laplace_upper_pmfs`, :func:`_laplace_lower_pmfs`) where
+    ``2 d <= a < 2^25 d``; elsewhere the pmfs are built from curve values (second
+    differences, or bin edges) with the larger bound those cost.
+
+    Args:
+        a: ``(K,)`` positive loss parameters.
+        discretization: grid spacing ``d``.
+        estimate: ``"pessimistic"`` (connect-the-dots pmfs whose curves dominate the
+            true ones at every epsilon) or ``"optimistic"`` (losses rounded down).
+
+    Returns:
+        ``([(offset, probs), ...], errors)``: one pmf per part, on the grid
+        ``discretization * k``, in the order of ``a``, and ``(K,)`` bounds on the distance
+        between each computed pmf's curve and the exact pmf's, at every real epsilon.
+    """
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    d = float(discretization)
+    upper = estimate == "pessimistic"
+    closed = (a >= 2 * d) & (a / d < _CLOSED_FORM_MAX_POINTS)
+    errors = np.where(
+        closed,
+        _closed_form_errors(a, d, upper=upper),
+        _second_difference_errors(a, d, upper=upper),
+    )
+    pmfs: list = [None] * a.size
+    build = _laplace_upper_pmfs if upper else _laplace_lower_pmfs
+    rest = _connect_dots_components if upper else _rounded_down_components
+    for mask, make in ((closed, build), (~closed, rest)):
+        idx = np.flatnonzero(mask)
+        if idx.size:
+            for i, pmf in zip(idx.tolist(), make(a[idx], d), strict=True):
+                pmfs[i] = pmf
+    return pmfs, errors
+
+
+def composed_error(errors) -> float:
+    """The composed curve's round-off from its parts' (``sum e_j prod_(i != j) (1 + e_i)``).
+
+    Fixing all parts but one, the composed curve is the average of that part's curve at
+    shifted epsilons (the others' masses summing to at most ``prod (1 + e_i)``), so each
+    part's error adds at most ``e_j`` times that. Bounded by ``S (1 + 2 S)`` for
+    ``S = sum e_j <= 1`` (``e^S <= 1 + 2 S``).
+
+    Args:
+        errors: the parts' round-off bounds (:func:`laplace_components`).
+
+    Returns:
+        The bound.
+    """
+    total = float(np.sum(errors))
+    return min(1.0, total * (1.0 + 2.0 * total))
 
 
 def _batched_tree(rows: np.ndarray, offsets: np.ndarray):
@@ -532,17 +727,14 @@ def laplace_pld(a, discretization: float = 1e-4, *, estimate: str = "pessimistic
     if estimate not in ("pessimistic", "optimistic"):
         raise ValueError(f"estimate must be 'pessimistic' or 'optimistic', got {estimate!r}.")
     a = a[a > 0]
-    if estimate == "pessimistic":
-        components = _connect_dots_components(a, discretization) if a.size else []
-    else:
-        components = _rounded_down_components(a, discretization)
+    components, errors = laplace_components(a, discretization, estimate)
     offset, probs = compose_pmfs(components)
     return DiscretePLD(
         discretization=float(discretization),
         offset=offset,
         probs=probs,
         infinity_mass=0.0,
-        margin=float(probs.size) * _EPS,
+        margin=composed_error(errors) + float(probs.size) * _EPS,
         estimate=estimate,
     )
 

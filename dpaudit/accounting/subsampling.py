@@ -93,6 +93,7 @@ class SubsampledComponent:
     base: GaussianComponent | LaplaceComponent
     q: float
     scheme: str = "poisson"
+    connect_the_dots = True  # upper_pmf is connect_dots_pmf of the curve
 
     def __post_init__(self) -> None:
         """Refuse a sampling probability outside ``(0, 1]`` or a base of another kind."""
