@@ -9,7 +9,8 @@ backend compilations, persistent-cache hits, and the seconds spent in each (the
 ``/jax/compilation_cache/cache_hits``). Run it twice with the same ``--cache-dir`` to see the
 warm figures of ``make audit`` (the first run fills the persistent cache). ``--passes 2``
 runs the list twice in the same process: the second pass is the floor with every program in
-memory (no trace, no lowering), i.e. what the audit costs beyond JAX's program building.
+memory (no trace, no lowering), i.e. what the audit costs beyond JAX's program building, unless
+``release_memory`` dropped JAX's caches (resident memory above its budget; the last column).
 
 ``--profile NAME`` runs cProfile over that spec's audit (in its pass) and prints the top
 functions by cumulative time.
@@ -87,6 +88,17 @@ class Events:
         return Counter(self.count), Counter(self.seconds)
 
 
+def _resident_gb() -> float:
+    """This process's resident memory in GB (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1e6
+    except OSError:
+        pass
+    return 0.0
+
+
 def _row(name, verdict, wall, cpu, events, before) -> str:
     count0, sec0 = before
     count, sec = events.snapshot()
@@ -124,15 +136,25 @@ def main(argv=None) -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     wall0, cpu0 = time.perf_counter(), time.process_time()
     print(f"load average before: {load}")
-    header = "| spec | verdict | wall s | CPU s | traces / s | lowerings / s | compiles / s | hits |"
+    header = (
+        "| spec | verdict | wall s | CPU s | traces / s | lowerings / s | compiles / s | hits "
+        "| RSS GB | caches dropped |"
+    )
     for n in range(args.passes):
-        print(f"\npass {n + 1}\n\n{header}\n|---|---|---|---|---|---|---|---|")
+        print(f"\npass {n + 1}\n\n{header}\n" + "|---" * 10 + "|")
         totals = [0.0, 0.0]
         for name, path in zip(names, paths, strict=True):
             before, w, c = events.snapshot(), time.perf_counter(), time.process_time()
             (item,) = prepare([path])
-            print(_row(f"{name} (build)", "", time.perf_counter() - w,
-                       time.process_time() - c, events, before))
+            build = _row(
+                f"{name} (build)",
+                "",
+                time.perf_counter() - w,
+                time.process_time() - c,
+                events,
+                before,
+            )
+            print(f"{build} | |")
             before, w, c = events.snapshot(), time.perf_counter(), time.process_time()
             if args.profile == name:
                 import cProfile
@@ -142,11 +164,12 @@ def main(argv=None) -> None:
                 result = profiler.runcall(run_audit, item)
             else:
                 result = run_audit(item)
-            release_memory()
+            cleared = release_memory()
             wall, cpu = time.perf_counter() - w, time.process_time() - c
             totals[0] += wall
             totals[1] += cpu
-            print(_row(name, result.verdict, wall, cpu, events, before), flush=True)
+            row = _row(name, result.verdict, wall, cpu, events, before)
+            print(f"{row} {_resident_gb():.2f} | {'yes' if cleared else ''} |", flush=True)
             if args.profile == name:
                 pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(45)
         print(f"\npass {n + 1} audits: {totals[0]:.1f} s wall, {totals[1]:.1f} s CPU")
