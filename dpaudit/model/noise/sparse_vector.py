@@ -24,6 +24,7 @@ noise): a product of piecewise exponentials in ``r``.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -92,6 +93,55 @@ def richardson(integral, n_grid: int):
     return (4.0 * integral(n_grid) - integral((n_grid + 1) // 2)) / 3.0
 
 
+@partial(
+    jax.jit, static_argnames=("sample_shape", "cutoff", "resample", "release_values")
+)  # fmt: skip
+def _sparse_vector_runs(
+    key, queries, thresholds, threshold_scale, query_scale, *, sample_shape, cutoff, resample,
+    release_values,
+):  # fmt: skip
+    # One compiled program per shape and form, the scales arguments: run eagerly, the
+    # vmapped scan was traced and compiled anew on every draw (the model's trace draws a
+    # release each time an audit reads the release law).
+    keys = jax.random.split(key, math.prod(sample_shape) or 1)
+    one = partial(
+        _sparse_vector_run,
+        queries=queries,
+        thresholds=thresholds,
+        threshold_scale=threshold_scale,
+        query_scale=query_scale,
+        cutoff=cutoff,
+        resample=resample,
+        release_values=release_values,
+    )
+    draws = jax.vmap(one)(keys)
+    return draws.reshape(sample_shape + draws.shape[1:])
+
+
+def _sparse_vector_run(
+    key, *, queries, thresholds, threshold_scale, query_scale, cutoff, resample, release_values
+):
+    """One SVT run: the codes (and, with ``release_values``, the positives' noisy answers)."""
+    k = queries.shape[0]
+    k_rho, k_nu = jax.random.split(key)
+    rho = threshold_scale * jax.random.laplace(k_rho, (k + 1,))
+    nu = query_scale * jax.random.laplace(k_nu, (k,))
+    cutoff = k + 1 if cutoff is None else cutoff
+
+    def step(state, inputs):
+        count, current = state
+        q, t, noise, fresh = inputs
+        answered = count < cutoff
+        positive = answered & (q + noise >= t + current)
+        code = jnp.where(answered, positive.astype(jnp.float64), -1.0)
+        value = jnp.where(positive, q + noise, 0.0)
+        current = jnp.where(positive & resample, fresh, current)
+        return (count + positive, current), (code, value)
+
+    _, (codes, values) = lax.scan(step, (0, rho[0]), (queries, thresholds, nu, rho[1:]))
+    return jnp.stack([codes, values]) if release_values else codes
+
+
 class SparseVector(Distribution):
     r"""Output of a sparse-vector-technique run on fixed queries (Lyu, Su & Li 2017).
 
@@ -123,7 +173,11 @@ class SparseVector(Distribution):
     arg_constraints = {}
     support = constraints.real_vector
     pytree_data_fields = ("queries", "thresholds", "threshold_scale", "query_scale")
-    pytree_aux_fields = ("cutoff", "resample", "release_values", "n_grid", "margin")
+    # ``noisy_queries`` (``query_scale > 0``) picks the density's form; the scales themselves
+    # are data, so every SVT law of one shape and form is one compiled program
+    pytree_aux_fields = (
+        "cutoff", "resample", "release_values", "n_grid", "margin", "noisy_queries"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -153,6 +207,7 @@ class SparseVector(Distribution):
         self.queries, self.thresholds = queries, thresholds
         self.threshold_scale = float(threshold_scale)
         self.query_scale = float(query_scale)
+        self.noisy_queries = self.query_scale > 0.0
         self.cutoff = None if cutoff is None else int(cutoff)
         self.resample, self.release_values = bool(resample), bool(release_values)
         self.n_grid, self.margin = int(n_grid), float(margin)
@@ -166,31 +221,17 @@ class SparseVector(Distribution):
         Args:
             key, sample_shape: as :meth:`numpyro.distributions.Distribution.sample`.
         """
-        keys = jax.random.split(key, math.prod(sample_shape) or 1)
-        draws = jax.vmap(self._sample_one)(keys)
-        return draws.reshape(sample_shape + self.event_shape)
-
-    def _sample_one(self, key):
-        k = self.queries.shape[0]
-        k_rho, k_nu = jax.random.split(key)
-        rho = self.threshold_scale * jax.random.laplace(k_rho, (k + 1,))
-        nu = self.query_scale * jax.random.laplace(k_nu, (k,))
-        cutoff = k + 1 if self.cutoff is None else self.cutoff
-
-        def step(state, inputs):
-            count, current = state
-            q, t, noise, fresh = inputs
-            answered = count < cutoff
-            positive = answered & (q + noise >= t + current)
-            code = jnp.where(answered, positive.astype(jnp.float64), -1.0)
-            value = jnp.where(positive, q + noise, 0.0)
-            current = jnp.where(positive & self.resample, fresh, current)
-            return (count + positive, current), (code, value)
-
-        _, (codes, values) = lax.scan(
-            step, (0, rho[0]), (self.queries, self.thresholds, nu, rho[1:])
+        return _sparse_vector_runs(
+            key,
+            self.queries,
+            self.thresholds,
+            self.threshold_scale,
+            self.query_scale,
+            sample_shape=tuple(sample_shape),
+            cutoff=self.cutoff,
+            resample=self.resample,
+            release_values=self.release_values,
         )
-        return jnp.stack([codes, values]) if self.release_values else codes
 
     def log_prob(self, value):
         """Log density (mass) of SparseVector releases.
@@ -215,7 +256,7 @@ class SparseVector(Distribution):
         segment = jnp.minimum(before, n_segments - 1) if self.resample else jnp.zeros(k, int)
         member = (segment[None, :] == jnp.arange(n_segments)[:, None]) & answered[None, :]
         c = self.queries - self.thresholds  # positive iff nu >= rho - c
-        if self.query_scale == 0.0:
+        if not self.noisy_queries:
             lo = jnp.max(jnp.where(member & negative, c, -jnp.inf), axis=1)
             hi = jnp.min(jnp.where(member & positive, c, jnp.inf), axis=1)
             total = jnp.sum(
@@ -223,7 +264,7 @@ class SparseVector(Distribution):
             )
             return jnp.where(valid, total, -jnp.inf)
         b_rho, b_nu = self.threshold_scale, self.query_scale
-        width = self.margin * max(b_rho, b_nu)
+        width = self.margin * jnp.maximum(b_rho, b_nu)
         lo = jnp.minimum(jnp.min(c), 0.0) - width
         hi = jnp.maximum(jnp.max(c), 0.0) + width
         extra = 0.0

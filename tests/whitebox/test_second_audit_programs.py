@@ -1,0 +1,79 @@
+"""A second audit of the same family and release shape builds no new program (counts).
+
+``make audit`` runs its audits one after another in one process. With a filled persistent
+compilation cache XLA compilation is skipped, but tracing a function to a jaxpr and lowering
+it to StableHLO are paid again for every program the process has not built yet. The loss
+steps take a law's parameters as ``jit`` arguments (never closed over), so a second audit of
+a family with other parameters and the same release shape traces, lowers and compiles
+nothing. Sparse-vector laws once branched in Python on their noise scales, so their density
+could not be traced with the law as an argument: every SVT audit traced its whole density
+again (op by op on the first one), 10 traces and 10 lowerings per repeated audit.
+"""
+
+import contextlib
+import re
+from collections import Counter
+from pathlib import Path
+
+import jax
+import pytest
+
+from dpaudit.cli.main import prepare, run_audit
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "traces",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowerings",
+    "/jax/core/compile/backend_compile_duration": "compilations",
+}
+
+
+@contextlib.contextmanager
+def count_programs():
+    """Count jaxpr traces, lowerings and XLA compilations inside the block."""
+    counts = Counter()
+
+    def listener(event, duration, **kwargs):
+        if event in EVENTS:
+            counts[EVENTS[event]] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield counts
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+def _spec_at(tmp_path, folder: str, name: str, epsilon: float) -> Path:
+    """The shipped spec ``name`` with the mechanism built, and claimed, at ``epsilon``."""
+    text = (ROOT / "audits" / folder / f"{name}.toml").read_text()
+    text, built = re.subn(
+        r'(\[mechanism\]\nname = "[^"]+")', rf"\1\nparams = {{ epsilon = {epsilon} }}", text
+    )
+    text, claimed = re.subn(r"(\[claim\]\nepsilon = )[0-9.e-]+", rf"\g<1>{epsilon}", text)
+    assert built == claimed == 1, f"{name}: unexpected spec layout"
+    path = tmp_path / f"{name}-{epsilon}.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "samples"),
+    [
+        ("catalogue", "laplace-mean", 2000),
+        ("catalogue", "gaussian-mean-classical", 2000),
+        ("catalogue", "iclp-qr-mean", 2000),
+        ("catalogue", "svt", 500),
+    ],
+)
+def test_a_second_audit_of_the_family_traces_nothing(tmp_path, folder, name, samples):
+    first, second = (
+        prepare([_spec_at(tmp_path, folder, name, eps)], samples=samples)[0] for eps in (1.0, 0.5)
+    )
+    with count_programs() as counts:
+        run_audit(first)
+    assert counts["traces"] > 0  # the listener sees JAX's events at all
+    with count_programs() as counts:
+        result = run_audit(second)
+    assert dict(counts) == {}, f"{name}: a second audit built programs: {dict(counts)}"
+    assert result.verdict == "pass"
