@@ -117,18 +117,22 @@ def profile(args) -> None:
         enable_compilation_cache(args.cache)  # as the command: every program cached
     else:
         disable_compilation_cache()
-    from dpaudit.cli.main import prepare, run_audit
+    from dpaudit.cli.main import matches, prepare, run_audit
+    from dpaudit.core.memory import release_memory, resident_bytes
     from dpaudit.io.spec import find_specs
 
     compiles: list[float] = []
     jax.monitoring.register_event_duration_secs_listener(_compile_listener(compiles))
-    paths = find_specs(args.target)
+    paths = [p for p in find_specs(args.target) if args.k is None or matches(args.k, [p])]
     rows = []
     load0, wall0, cpu0 = _load(), time.perf_counter(), time.process_time()
     for path in paths:
         t0, c0, n0 = time.perf_counter(), time.process_time(), len(compiles)
         (item,) = prepare([path])
         result = run_audit(item)
+        del item
+        if args.release:
+            release_memory()
         rows.append(
             {
                 "spec": str(path),
@@ -137,6 +141,8 @@ def profile(args) -> None:
                 "cpu_s": round(time.process_time() - c0, 2),
                 "compiles": len(compiles) - n0,
                 "compile_s": round(sum(compiles[n0:]), 2),
+                "rss_after_mb": round((resident_bytes() or 0) / 2**20),
+                "live_arrays": len(jax.live_arrays()),
             }
         )
         print(json.dumps(rows[-1]), flush=True)
@@ -147,6 +153,8 @@ def profile(args) -> None:
         "compile_s": round(sum(compiles), 1),
         "load_before": load0,
         "load_after": _load(),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
     print()
     print("| spec | verdict | wall | CPU | compilations (s) |")
@@ -175,6 +183,10 @@ def main() -> None:
         "--modes", default="serial,workers", help="suite: serial, workers or both (comma)"
     )
     parser.add_argument("--cache", default="none", help="profile: the compilation cache folder")
+    parser.add_argument("-k", default=None, help="profile: only the specs this selects")
+    parser.add_argument(
+        "--release", action="store_true", help="profile: release_memory() after each spec"
+    )
     parser.add_argument("--label", default="run", help="profile: suffix of the results file")
     parser.add_argument("--top", type=int, default=15, help="profile: rows of the table")
     args = parser.parse_args()
