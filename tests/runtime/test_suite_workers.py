@@ -11,6 +11,7 @@ from dpaudit.cli.main import main
 from dpaudit.core.memory import SUITE_MEMORY_BYTES
 from dpaudit.io.spec import SpecError
 from dpaudit.runtime import SuiteRunner, SuiteTarget
+from dpaudit.runtime.suite import driver_cache
 
 
 def _strip(obj):
@@ -98,3 +99,16 @@ def test_workers_share_the_suite_memory_budget():
     assert pool.worker_budget(64) == pool.WORKER_MEMORY_FLOOR
     with pytest.raises(ValueError, match="workers must be >= 1"):
         pool.worker_budget(0)
+
+
+def test_a_worker_releases_memory_against_its_budget_after_every_audit(monkeypatch):
+    """Each audit on a worker ends with release_memory(the worker's budget), even when it
+    fails: N workers then hold at most N budgets of compiled programs between audits."""
+    budgets = []
+    monkeypatch.setattr(pool, "release_memory", budgets.append)
+    overrides = (None, None, driver_cache(), RUNNER, 123 << 20)  # this process's cache kept
+    result, seconds = pool.run_pooled(overrides, SuiteTarget("a"))
+    assert result == "A" and seconds >= 0
+    with pytest.raises(SpecError, match="the bad one"):
+        pool.run_pooled(overrides, SuiteTarget("bad"))
+    assert budgets == [123 << 20, 123 << 20]
