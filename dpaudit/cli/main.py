@@ -1182,6 +1182,7 @@ def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
         results = run_suite_parallel(targets, args.seed, args.samples, runner=runner,
                                      workers=args.workers, address=args.ray, seconds=seconds)  # fmt: skip
     else:  # local: a pool of worker processes, lighter than a local Ray instance
+        release_memory(1)  # the driver audits nothing: drop what building compiled
         results = run_suite_local(targets, args.seed, args.samples, runner=runner,
                                   workers=args.workers, seconds=seconds)  # fmt: skip
     outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]

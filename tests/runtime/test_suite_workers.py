@@ -6,6 +6,7 @@ import pytest
 from spec_fixtures import USER
 from spec_fixtures import WHITE_BOX_SPEC as SPEC
 
+import dpaudit.cli.main as cli
 import dpaudit.runtime.pool as pool
 from dpaudit.cli.main import main
 from dpaudit.core.memory import SUITE_MEMORY_BYTES
@@ -43,9 +44,12 @@ def test_two_local_workers_give_the_serial_json(tmp_path, capsys, monkeypatch):
     serial_out = capsys.readouterr().out
     ran_here = []
     monkeypatch.setattr(pool, "run_spec", lambda *a: ran_here.append(a))  # a worker's own copy
+    released = []  # the driver audits nothing: what building compiled is dropped first
+    monkeypatch.setattr(cli, "release_memory", lambda *a: released.append(a))
     assert main([*base, "--json", str(parallel), "--workers", "2"]) == 0
     parallel_out = capsys.readouterr().out
     assert ran_here == []
+    assert released.count((1,)) == 1
     a, b = (_strip(json.loads(p.read_text())) for p in (serial, parallel))
     assert a == b
     assert [x["name"] for x in a["audits"]] == ["correct", "faulty", "user.py:build"]
