@@ -37,10 +37,11 @@ notebooks: $(STAMP)
 # compiled XLA programs are kept in .cache/jax: a second run skips most compilation.
 # With AUDIT_WORKERS=N the specs run on N local worker processes (results identical to a
 # serial run, tests/runtime). Default: one worker per core on machines with 4 cores or more,
-# otherwise serially in one process: on 2 cores two workers cost 13 % more CPU (each builds
-# its specs again and imports the engine) and 2.2x the peak memory (the driver keeps every
-# built spec for the report), against a second core the serial run leaves mostly idle
-# (BENCHMARKS.md, "Parallelism and memory of make audit").
+# otherwise serially in one process: on 2 cores two workers cost 13-25 % more CPU (each
+# imports the engine and builds its specs again) and about twice the peak memory (the driver
+# keeps every built spec for the report), which would pass 2 GB on the whole suite; their
+# wall-time gain is still to be measured on a quiet machine (BENCHMARKS.md, "Parallelism and
+# memory of make audit").
 AUDIT_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); [ "$$n" -ge 4 ] && echo $$n)
 audit: $(STAMP)
 	$(BIN)/dpaudit audit audits/ --report reports/ --cache-dir .cache/jax $(if $(AUDIT_WORKERS),--workers $(AUDIT_WORKERS))
