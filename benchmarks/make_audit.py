@@ -144,6 +144,10 @@ def compare(args) -> None:
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "results"}), flush=True)
     reference = rows[0]["results"]
+    for r in rows:  # which audits differ from the first run's (by name), for the file
+        mine = (r["results"] or {}).get("audits", [])
+        pairs = zip((reference or {}).get("audits", []), mine, strict=False)
+        r["differs"] = [a["name"] for a, b in pairs if json.dumps(a) != json.dumps(b)]
     print()
     print(
         "| mode | cache | wall | CPU | CPU / wall | peak RSS (tree) | same JSON as serial | load |"
@@ -156,7 +160,8 @@ def compare(args) -> None:
             f"{r['results'] == reference} | {r['load_before']} / {r['load_after']} |"
         )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"make_audit_compare_{args.label}.json").write_text(json.dumps(rows, indent=1))
+    slim = [{k: v for k, v in r.items() if k != "results"} for r in rows]
+    (RESULTS / f"make_audit_compare_{args.label}.json").write_text(json.dumps(slim, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
 
 
