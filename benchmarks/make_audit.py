@@ -157,7 +157,7 @@ def compare(args) -> None:
         print(
             f"| {r['mode']} | {r['cache']} | {r['wall_s']:.0f} s | {r['cpu_s']:.0f} s | "
             f"{r['cpu_s'] / r['wall_s']:.2f} | {r['peak_tree_rss_mb']} MB | "
-            f"{r['results'] == reference} | {r['load_before']} / {r['load_after']} |"
+            f"{', '.join(r['differs']) or 'none'} | {r['load_before']} / {r['load_after']} |"
         )
     RESULTS.mkdir(exist_ok=True)
     slim = [{k: v for k, v in r.items() if k != "results"} for r in rows]
