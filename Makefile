@@ -35,10 +35,13 @@ notebooks: $(STAMP)
 	$(BIN)/python notebooks/execute.py
 
 # compiled XLA programs are kept in .cache/jax: a second run skips most compilation.
-# With AUDIT_WORKERS=N the specs run on N local Ray workers (results identical to a serial
-# run, tests/runtime). Default: one worker per core on machines with 4 cores or more,
-# otherwise serially in one process -- on 2 cores one process already keeps ~1.3 cores busy
-# (XLA's threads) and 2 workers were no faster (BENCHMARKS.md, "make audit" on the quiet machine).
+# With AUDIT_WORKERS=N the specs run on N local worker processes (results identical to a
+# serial run, tests/runtime). Default: one worker per core on machines with 4 cores or more,
+# otherwise serially in one process: on 2 near-quiet cores two workers were 1.8x slower cold
+# (both compile the same programs; each imports the engine and builds its specs again),
+# 1.44x faster warm, and doubled the peak memory (the driver keeps every built spec for the
+# report), which would pass 2 GB on the whole suite (BENCHMARKS.md, "Parallelism and memory
+# of make audit"). AUDIT_WORKERS=2 suits repeated warm runs where memory allows.
 AUDIT_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); [ "$$n" -ge 4 ] && echo $$n)
 audit: $(STAMP)
 	$(BIN)/dpaudit audit audits/ --report reports/ --cache-dir .cache/jax $(if $(AUDIT_WORKERS),--workers $(AUDIT_WORKERS))

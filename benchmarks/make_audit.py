@@ -71,6 +71,112 @@ def run_suite(cache: Path, workers: int | None, json_path: Path, target: str) ->
     }
 
 
+def _tree_rss(root: int) -> int:
+    """Resident bytes of process ``root`` and all its descendants (Linux ``/proc``)."""
+    parents, rss = {}, {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            parents[int(entry.name)] = int(fields[1])
+            rss[int(entry.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier += children
+    return sum(rss.get(pid, 0) for pid in tree)
+
+
+def run_sampled(command: list, env: dict) -> dict:
+    """Run ``command``; wall, CPU (it and its reaped children), peak RSS of its process tree."""
+    load_before, cpu_before, t0 = _load(), _children_cpu(), time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, _tree_rss(process.pid))
+        time.sleep(0.5)
+    out = process.stdout.read()
+    return {
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "cpu_s": round(_children_cpu() - cpu_before, 1),
+        "peak_tree_rss_mb": round(peak / 2**20),
+        "exit": process.returncode,
+        "load_before": load_before,
+        "load_after": _load(),
+        "closing": ([line for line in out.splitlines() if line.strip()][-1:] or [""])[0],
+    }
+
+
+#: ``compare`` modes: extra command-line options and XLA flags of each.
+SINGLE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+MODES = {
+    "serial": ([], ""),
+    "serial-st": ([], SINGLE_THREAD_XLA),
+    "pool2": (["--workers", "2"], ""),
+    "pool2-st": (["--workers", "2"], SINGLE_THREAD_XLA),
+}
+
+
+def compare(args) -> None:
+    """Modes side by side on one selection: each cold (its own empty cache) then warm, in
+    turn; wall, CPU, peak RSS of the whole process tree (driver and workers) and the JSON
+    results (equal across modes, timings aside)."""
+    program = "import sys; from dpaudit.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    modes, rows, folder = args.modes.split(","), [], Path(tempfile.mkdtemp(prefix="dpaudit-cmp-"))
+    for state in ("cold", "warm"):
+        for mode in modes:
+            options, flags = MODES[mode]
+            cache, out = folder / f"cache-{mode}", folder / f"{mode}-{state}.json"
+            command = [sys.executable, "-c", program, "audit", args.target, "-q"]
+            command += ["--json", str(out), "--cache-dir", str(cache), *options]
+            command += ["-k", args.k] if args.k else []
+            env = dict(os.environ, PYTHONPATH=str(ROOT))
+            env.pop("XLA_FLAGS", None)
+            env.update({"XLA_FLAGS": flags} if flags else {})
+            row = {"mode": mode, "cache": state, **run_sampled(command, env)}
+            row["results"] = _stripped(out)
+            rows.append(row)
+            print(json.dumps({k: v for k, v in row.items() if k != "results"}), flush=True)
+    reference = rows[0]["results"]
+    for r in rows:  # which audits differ from the first run's (by name), for the file
+        mine = (r["results"] or {}).get("audits", [])
+        pairs = zip((reference or {}).get("audits", []), mine, strict=False)
+        r["differs"] = [a["name"] for a, b in pairs if json.dumps(a) != json.dumps(b)]
+    print()
+    print(
+        "| mode | cache | wall | CPU | CPU / wall | peak RSS (tree) | same JSON as serial | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['mode']} | {r['cache']} | {r['wall_s']:.0f} s | {r['cpu_s']:.0f} s | "
+            f"{r['cpu_s'] / r['wall_s']:.2f} | {r['peak_tree_rss_mb']} MB | "
+            f"{', '.join(r['differs']) or 'none'} | {r['load_before']} / {r['load_after']} |"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    slim = [{k: v for k, v in r.items() if k != "results"} for r in rows]
+    (RESULTS / f"make_audit_compare_{args.label}.json").write_text(json.dumps(slim, indent=1))
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stripped(path: Path):
+    """The run's JSON without timings (``None`` when the run wrote none)."""
+
+    def strip(obj):
+        if isinstance(obj, dict):
+            drop = ("seconds", "timings", "started", "finished", "created")
+            return {k: strip(v) for k, v in obj.items() if k not in drop}
+        return [strip(v) for v in obj] if isinstance(obj, list) else obj
+
+    return strip(json.loads(path.read_text())) if path.exists() else None
+
+
 def suite(args) -> None:
     """Cold then warm, for each mode; prints the table and writes it as JSON."""
     rows = []
@@ -117,18 +223,22 @@ def profile(args) -> None:
         enable_compilation_cache(args.cache)  # as the command: every program cached
     else:
         disable_compilation_cache()
-    from dpaudit.cli.main import prepare, run_audit
+    from dpaudit.cli.main import matches, prepare, run_audit
+    from dpaudit.core.memory import release_memory, resident_bytes
     from dpaudit.io.spec import find_specs
 
     compiles: list[float] = []
     jax.monitoring.register_event_duration_secs_listener(_compile_listener(compiles))
-    paths = find_specs(args.target)
+    paths = [p for p in find_specs(args.target) if args.k is None or matches(args.k, [p])]
     rows = []
     load0, wall0, cpu0 = _load(), time.perf_counter(), time.process_time()
     for path in paths:
         t0, c0, n0 = time.perf_counter(), time.process_time(), len(compiles)
         (item,) = prepare([path])
         result = run_audit(item)
+        del item
+        if args.release:
+            release_memory()
         rows.append(
             {
                 "spec": str(path),
@@ -137,6 +247,8 @@ def profile(args) -> None:
                 "cpu_s": round(time.process_time() - c0, 2),
                 "compiles": len(compiles) - n0,
                 "compile_s": round(sum(compiles[n0:]), 2),
+                "rss_after_mb": round((resident_bytes() or 0) / 2**20),
+                "live_arrays": len(jax.live_arrays()),
             }
         )
         print(json.dumps(rows[-1]), flush=True)
@@ -147,6 +259,8 @@ def profile(args) -> None:
         "compile_s": round(sum(compiles), 1),
         "load_before": load0,
         "load_after": _load(),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
     print()
     print("| spec | verdict | wall | CPU | compilations (s) |")
@@ -168,17 +282,25 @@ def profile(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="?", default="suite", choices=("suite", "profile"))
+    parser.add_argument("what", nargs="?", default="suite", choices=("suite", "profile", "compare"))
     parser.add_argument("--target", default="audits/", help="the specs (default: audits/)")
     parser.add_argument("--workers", type=int, default=2, help="workers of the parallel runs")
     parser.add_argument(
-        "--modes", default="serial,workers", help="suite: serial, workers or both (comma)"
+        "--modes",
+        default=None,
+        help="suite: serial, workers or both (comma); compare: of " + ", ".join(MODES),
     )
     parser.add_argument("--cache", default="none", help="profile: the compilation cache folder")
+    parser.add_argument("-k", default=None, help="profile: only the specs this selects")
+    parser.add_argument(
+        "--release", action="store_true", help="profile: release_memory() after each spec"
+    )
     parser.add_argument("--label", default="run", help="profile: suffix of the results file")
     parser.add_argument("--top", type=int, default=15, help="profile: rows of the table")
     args = parser.parse_args()
-    (suite if args.what == "suite" else profile)(args)
+    if args.modes is None:
+        args.modes = "serial,workers" if args.what == "suite" else ",".join(MODES)
+    {"suite": suite, "profile": profile, "compare": compare}[args.what](args)
 
 
 if __name__ == "__main__":

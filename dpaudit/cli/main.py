@@ -86,7 +86,7 @@ from pathlib import Path
 import dpaudit
 from dpaudit.core import compilation_cache
 from dpaudit.core.errors import UserCodeError
-from dpaudit.core.memory import release_memory
+from dpaudit.core.memory import SUITE_MEMORY_BYTES, release_memory, resident_bytes
 
 __all__ = [
     "BAD_VERDICTS",
@@ -1140,22 +1140,18 @@ def _audit_all(prepared: list[PreparedAudit], out, quiet: bool = False) -> list:
 
 
 def _start_workers(args) -> bool:
-    """Ray checked and started before any audit (``--workers``/``--ray``); whether to use it.
-
-    A local instance that does not start (an overloaded machine) is no reason to lose the
-    run: the audits run serially, with the same results, after one line on stderr.
-    """
-    if getattr(args, "workers", None) is None and not getattr(args, "ray", None):
+    """The parallel options checked (and a Ray cluster reached) before any audit; whether to use
+    them. ``--workers N`` alone runs the audits on N local processes (no Ray needed);
+    ``--ray ADDRESS`` on a Ray cluster."""
+    workers, ray = getattr(args, "workers", None), getattr(args, "ray", None)
+    if workers is None and not ray:
         return False
-    from dpaudit.runtime import start_suite
+    if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
+        raise _spec_error(f"--workers must be >= 1 (worker processes), got {workers!r}.")
+    if ray:
+        from dpaudit.runtime import start_suite
 
-    try:
-        start_suite(args.workers, args.ray)
-    except RuntimeError as err:
-        if args.ray:
-            raise
-        print(f"dpaudit: {err} Running the audits serially.", file=sys.stderr, flush=True)
-        return False
+        start_suite(workers, ray)
     return True
 
 
@@ -1181,8 +1177,9 @@ def _seconds_file() -> Path | None:
 
 
 def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
-    """Every audit as a Ray task (``--workers``/``--ray``), longest first (last run's times)."""
-    from dpaudit.runtime import SuiteRunner, run_suite_parallel
+    """Every audit on a worker (``--workers``: local processes, ``--ray``: a Ray cluster),
+    longest first (last run's times)."""
+    from dpaudit.runtime import SuiteRunner, run_suite_local, run_suite_parallel
 
     record = _seconds_file()
     try:
@@ -1192,8 +1189,13 @@ def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
     targets = [_suite_target(item, args, known) for item in prepared]
     seconds: list = []
     runner = SuiteRunner(prepare, prepare_callable, run_audit)
-    results = run_suite_parallel(targets, args.seed, args.samples, runner=runner,
-                                 workers=args.workers, address=args.ray, seconds=seconds)  # fmt: skip
+    if args.ray:
+        results = run_suite_parallel(targets, args.seed, args.samples, runner=runner,
+                                     workers=args.workers, address=args.ray, seconds=seconds)  # fmt: skip
+    else:  # local: a pool of worker processes, lighter than a local Ray instance
+        release_memory(1)  # the driver audits nothing: drop what building compiled
+        results = run_suite_local(targets, args.seed, args.samples, runner=runner,
+                                  workers=args.workers, seconds=seconds)  # fmt: skip
     outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
     for item, o, s in zip(prepared, outcomes, seconds, strict=True):
         if item.claim_note:  # as the serial run prints it, before the audit's line
@@ -1237,7 +1239,11 @@ def _prepare_targets(args, draw: bool = True) -> list[PreparedAudit]:
             )
     paths = [p for t in args.targets if t not in refs for p in find_specs(t)]
     paths = _select_paths(list(dict.fromkeys(Path(p) for p in paths)), args.k)
-    prepared = [_prepare_one(path, args.seed, args.samples, draw) for path in paths]
+    prepared = []
+    for path in paths:
+        prepared.append(_prepare_one(path, args.seed, args.samples, draw))
+        if len(paths) > 1 and (resident_bytes() or 0) > SUITE_MEMORY_BYTES:
+            release_memory()  # building compiles eager programs too (docs/memory.md)
     prepared += [
         _prepare_callable(ref, args) for ref in refs if args.k is None or matches(args.k, [ref])
     ]
@@ -1802,7 +1808,9 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
                    "$XDG_CACHE_HOME/dpaudit/jax or ~/.cache/dpaudit/jax; 'none' turns it off)")  # fmt: skip
     p.add_argument("--no-cache", action="store_true",
                    help="compile without the JAX compilation cache (as DPAUDIT_CACHE=0)")  # fmt: skip
-    p.add_argument("--workers", type=int, help="run the specs in parallel on N local Ray workers")
+    p.add_argument("--workers", type=int,
+                   help="run the specs in parallel on N local worker processes (with --ray: "
+                   "CPUs of a local Ray instance, ignored for a cluster)")  # fmt: skip
     p.add_argument("--ray", metavar="ADDRESS", help="run the specs on the Ray cluster at ADDRESS")
 
 

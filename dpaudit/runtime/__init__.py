@@ -19,8 +19,8 @@ its selection releases and fitted statistics) and the worst-case neighbour searc
 :func:`dpaudit.testing.worst_neighbours` (one task per start point of the gradient
 ascent); both are joined in order into the serial run's result.
 
-:func:`run_suite_parallel` runs whole audit specs in parallel (``dpaudit run --workers N``,
-``--ray ADDRESS``). See ``docs/distributed.md``.
+:func:`run_suite_local` runs whole audit specs on local worker processes (``dpaudit audit
+--workers N``), :func:`run_suite_parallel` on Ray (``--ray ADDRESS``). See ``docs/distributed.md``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from dpaudit.runtime.executors import (
     connect_ray,
     shard_ranges,
 )
+from dpaudit.runtime.pool import run_suite_local
 from dpaudit.runtime.suite import SuiteRunner, SuiteTarget, run_suite_parallel, start_suite
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "SuiteRunner",
     "SuiteTarget",
     "connect_ray",
+    "run_suite_local",
     "run_suite_parallel",
     "shard_ranges",
     "start_suite",

@@ -20,7 +20,14 @@ from dpaudit.core.errors import UserCodeError
 from dpaudit.io.spec import SpecError
 from dpaudit.runtime.executors import connect_ray, gather, ship
 
-__all__ = ["SuiteRunner", "SuiteTarget", "run_spec", "run_suite_parallel", "start_suite"]
+__all__ = [
+    "SuiteRunner",
+    "SuiteTarget",
+    "driver_cache",
+    "run_spec",
+    "run_suite_parallel",
+    "start_suite",
+]
 
 
 @dataclass(frozen=True)
@@ -125,7 +132,12 @@ def start_suite(workers: int | None = None, address: str | None = None) -> None:
     connect_ray(address, workers)
 
 
-def _driver_cache() -> str | None:
+def driver_cache() -> str | None:
+    """The driver's JAX compilation cache folder (workers use the same), or ``None``.
+
+    Returns:
+        The folder, or ``None`` when the driver runs without a persistent cache.
+    """
     import jax
 
     return jax.config.jax_compilation_cache_dir or None
@@ -170,7 +182,7 @@ def run_suite_parallel(
     start_suite(workers, address)
     ray = connect_ray(address, workers)
     targets = [t if isinstance(t, SuiteTarget) else SuiteTarget(str(t)) for t in paths]
-    ref = ship(ray, (seed, samples, _driver_cache(), runner), "the command-line overrides")
+    ref = ship(ray, (seed, samples, driver_cache(), runner), "the command-line overrides")
     remote = ray.remote(num_cpus=1, max_retries=3)(run_spec)
     order = sorted(range(len(targets)), key=lambda i: -targets[i].cost)
     refs = {i: remote.remote(ref, targets[i]) for i in order}

@@ -167,7 +167,7 @@ def test_suite_with_two_workers_equals_the_serial_suite(local_ray, tmp_path):
     serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
     args = ["--samples", "5000", "--seed", "5"]
     assert main(["run", "audits/blackbox", "--json", str(serial), *args]) in (0, 1)
-    code = main(["run", "audits/blackbox", "--json", str(parallel), "--workers", "2", *args])
+    code = main(["run", "audits/blackbox", "--json", str(parallel), "--ray", "auto", *args])
     assert code in (0, 1)
     a, b = (_strip(json.loads(p.read_text())) for p in (serial, parallel))
     assert a == b and len(a["audits"]) == 6
@@ -181,7 +181,7 @@ def test_shipped_suite_with_two_workers_equals_the_serial_suite(local_ray, tmp_p
     serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
     args = ["--samples", "1000", "-q"]
     assert main(["audit", "audits", "--json", str(serial), *args]) in (0, 1)
-    code = main(["audit", "audits", "--json", str(parallel), "--workers", "2", *args])
+    code = main(["audit", "audits", "--json", str(parallel), "--ray", "auto", *args])
     assert code in (0, 1)
     a, b = (_strip(json.loads(p.read_text())) for p in (serial, parallel))
     assert len(a["audits"]) >= 70
@@ -222,7 +222,7 @@ def test_callables_and_k_with_workers_equal_the_serial_run(local_ray, tmp_path, 
     serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
     assert main([*base, "--json", str(serial)]) == 0
     capsys.readouterr()
-    assert main([*base, "--json", str(parallel), "--workers", "2"]) == 0
+    assert main([*base, "--json", str(parallel), "--ray", "auto"]) == 0
     out = capsys.readouterr().out
     assert "user.py:build: audited claim: (2, 0)-DP" in out and "faulty: violation ✓" in out
     a, b = (_strip(json.loads(p.read_text())) for p in (serial, parallel))
