@@ -86,7 +86,7 @@ from pathlib import Path
 import dpaudit
 from dpaudit.core import compilation_cache
 from dpaudit.core.errors import UserCodeError
-from dpaudit.core.memory import SUITE_MEMORY_BYTES, release_memory, resident_bytes
+from dpaudit.core.memory import release_memory
 
 __all__ = [
     "BAD_VERDICTS",
@@ -1242,7 +1242,7 @@ def _prepare_targets(args, draw: bool = True) -> list[PreparedAudit]:
     prepared = []
     for path in paths:
         prepared.append(_prepare_one(path, args.seed, args.samples, draw))
-        if len(paths) > 1 and (resident_bytes() or 0) > SUITE_MEMORY_BYTES:
+        if len(paths) > 1:
             release_memory()  # building compiles eager programs too (docs/memory.md)
     prepared += [
         _prepare_callable(ref, args) for ref in refs if args.k is None or matches(args.k, [ref])

@@ -4,11 +4,11 @@ A suite run (``dpaudit audit audits/``) audits a hundred specs in one process. E
 leaves compiled XLA programs in JAX's caches (a program per loss kernel, release shape and
 chunk size, plus the small programs of eager array operations); they are what lets the
 next audit of the same family and shape compile nothing, but across a whole suite they
-add up to gigabytes. :func:`release_memory` runs between audits: it collects garbage, and
-when the process holds more than a budget it drops JAX's compiled programs (the next
-audits compile, or load from the persistent cache, what they need again: never a
-different result, compilation is deterministic) and returns the freed heap to the
-operating system.
+add up to gigabytes. :func:`release_memory` runs between audits: when the process holds
+more than a budget it collects garbage and returns the freed heap to the operating system,
+and if that was not enough it drops JAX's compiled programs (the next audits compile, or
+load from the persistent cache, what they need again: never a different result,
+compilation is deterministic).
 """
 
 from __future__ import annotations
@@ -53,10 +53,15 @@ def _trim_heap() -> None:
 
 
 def release_memory(budget_bytes: int | None = None) -> bool:
-    """Collect garbage; above ``budget_bytes`` resident, also drop JAX's compiled programs.
+    """Above ``budget_bytes`` resident: collect garbage, and if still above, drop JAX's programs.
+
+    Below the budget nothing is done: a full garbage collection traverses every live Python
+    object (about 0.2 s with 40 specs built, more as a suite grows), which a suite paid after
+    every audit. Above it, garbage is collected and freed heap returned to the operating
+    system first; compiled programs are dropped only when that was not enough.
 
     Args:
-        budget_bytes: the resident memory (bytes) above which compiled programs are dropped;
+        budget_bytes: the resident memory (bytes) above which memory is released;
             ``None`` reads :data:`SUITE_MEMORY_BYTES` at the call (a long-lived process
             that keeps many callers' programs on purpose, such as a test process, raises it).
 
@@ -72,10 +77,17 @@ def release_memory(budget_bytes: int | None = None) -> bool:
         raise ValueError(
             f"budget_bytes must be a positive integer number of bytes, got {budget_bytes!r}."
         )
-    gc.collect()
     resident = resident_bytes()
-    if resident is None or resident <= budget_bytes:
+    if resident is None:  # nothing to measure against: collect, never drop
+        gc.collect()
         _trim_heap()
+        return False
+    if resident <= budget_bytes:
+        return False
+    gc.collect()
+    _trim_heap()
+    resident = resident_bytes()
+    if resident is not None and resident <= budget_bytes:
         return False
     import jax  # deferred: the accounting layer imports core without JAX
 
