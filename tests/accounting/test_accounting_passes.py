@@ -172,7 +172,8 @@ def test_equal_parts_take_one_forward_fft_per_group():
 
 
 def test_composition_api_takes_the_audit_paths_engine_for_plain_laplace():
-    """Same pmfs as the audit path, the single parts' construction round-off on top."""
+    """The audit path's curves within the API's margin, never below its bare pmf (both build
+    the parts by ``laplace_components`` and charge its proven round-off bound)."""
     rng = np.random.default_rng(3)
     a = np.concatenate([rng.uniform(0.002, 0.05, 40), [0.05, 0.05, 0.05, 0.02, 0.02]])
     parts = [LaplaceComponent(float(x)) for x in a]
@@ -181,13 +182,14 @@ def test_composition_api_takes_the_audit_paths_engine_for_plain_laplace():
     eps = np.linspace(0.0, 0.98 * acc.sup_loss, 30)
     bare = DiscretePLD(1e-3, audit.upper_pld.offset, audit.upper_pld.probs, 0, 0, "pessimistic")
     up, low = acc.delta_upper(eps), acc.delta_lower(eps)
-    assert acc.upper_pld.margin > audit.upper_pld.margin  # the single parts' construction
     assert np.all(up >= bare.delta(eps))
     assert np.all(np.abs(up - audit.delta_upper(eps)) <= acc.upper_pld.margin)
     assert np.all(low <= audit.delta_lower(eps) + audit.lower_pld.margin)
 
 
-def test_distinct_plain_laplace_parts_give_the_audit_paths_pmf_and_a_larger_margin():
+def test_distinct_plain_laplace_parts_give_the_audit_paths_pmf_and_margin():
+    """Distinct parts: the API and the audit path build the same pmfs by one function and
+    charge the same proven round-off (the API's former 4 ulp per point was no bound)."""
     a = np.sort(np.random.default_rng(8).uniform(0.002, 0.05, 40))  # the route sorts them
     d = 1e-3
     audit = exact_accounting(_laplace_shift(a), discretization=d)
@@ -195,8 +197,7 @@ def test_distinct_plain_laplace_parts_give_the_audit_paths_pmf_and_a_larger_marg
     acc = compose_accounting([LaplaceComponent(float(x)) for x in a], discretization=d)
     for ours, theirs in ((acc.upper_pld, audit.upper_pld), (acc.lower_pld, audit.lower_pld)):
         assert np.array_equal(ours.probs, theirs.probs) and ours.offset == theirs.offset
-        points = np.sum(np.ceil(a / d) - np.floor(-a / d) + 1)
-        assert ours.margin - theirs.margin == pytest.approx(4 * np.finfo(float).eps * points)
+        assert ours.margin == theirs.margin > 0
 
 
 def test_a_laplace_batch_is_the_parts_one_by_one_without_an_object_per_part():
