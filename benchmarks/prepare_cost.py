@@ -1,12 +1,15 @@
 """The preparation phase of ``dpaudit audit audits/`` in a fresh process: CPU, XLA programs.
 
-Run: ``PYTHONPATH=$PWD python benchmarks/prepare_cost.py [--other ROOT] [--specs audits/]``.
+Run: ``PYTHONPATH=$PWD python benchmarks/prepare_cost.py [--other ROOT] [--specs audits/]
+[--cache DIR]``.
 ``dpaudit audit`` validates and builds every spec (and draws once from each model) before
 the first audit starts (``dpaudit.cli.main.prepare``); this child does exactly that and
-stops, with no persistent compilation cache (``DPAUDIT_CACHE=0``). It reports its own CPU
-time (user + system, from interpreter start), wall time, the XLA programs compiled
-(``backend_compile_duration`` events; in brackets numpyro's eager parameter checks) and the
-modules loaded. Counts do not depend on the machine's load; seconds do: run the checkouts
+stops, with no persistent compilation cache (``DPAUDIT_CACHE=0``), or with ``--cache DIR``
+a persistent cache in ``DIR`` filled by one discarded run per checkout first (warm). It
+reports its own CPU time (user + system, from interpreter start), wall time, the XLA
+programs compiled (``backend_compile_duration`` events; in brackets numpyro's eager
+parameter checks), the programs lowered (compiled or found in the cache) and the modules
+loaded. Counts do not depend on the machine's load; seconds do: run the checkouts
 in one invocation and state the load average printed.
 """
 
@@ -23,8 +26,12 @@ import json, resource, sys, time, traceback
 import jax
 from dpaudit.cli.main import prepare
 from dpaudit.io.spec import find_specs
-counts = {"programs": 0, "parameter checks": 0}
+counts = {"programs": 0, "parameter checks": 0, "lowered": 0}
+if CACHE:
+    from dpaudit.core.compilation_cache import enable_compilation_cache
+    enable_compilation_cache(CACHE)
 def listener(event, duration, **kwargs):
+    counts["lowered"] += event == "/jax/core/compile/jaxpr_to_mlir_module_duration"
     if event == "/jax/core/compile/backend_compile_duration":
         counts["programs"] += 1
         counts["parameter checks"] += any(
@@ -39,10 +46,11 @@ print("COUNTS " + json.dumps(counts))
 """
 
 
-def _run(root: Path, specs: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(root), "DPAUDIT_CACHE": "0"}
+def _run(root: Path, specs: str, cache: str | None = None) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(root), "DPAUDIT_CACHE": "1" if cache else "0"}
+    code = CHILD.replace("SPECS", repr(specs)).replace("CACHE", repr(cache))
     out = subprocess.run(
-        [sys.executable, "-c", CHILD.replace("SPECS", repr(specs))],
+        [sys.executable, "-c", code],
         cwd=root, env=env, capture_output=True, text=True,
     )  # fmt: skip
     lines = [line for line in out.stdout.splitlines() if line.startswith("COUNTS ")]
@@ -55,17 +63,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--other", type=Path, help="another checkout to run first, e.g. the base")
     parser.add_argument("--specs", default="audits/")
+    parser.add_argument("--cache", help="a persistent cache folder, filled first (warm runs)")
     args = parser.parse_args()
     print(f"load before {os.getloadavg()[0]:.1f}")
     print(
-        "| checkout | specs | CPU | wall (after imports) | programs (parameter checks) | modules |"
+        "| checkout | cache | specs | CPU | wall (after imports) | programs (parameter checks) "
+        "| lowered | modules |"
     )
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for root in ([args.other] if args.other else []) + [ROOT]:
-        r = _run(root, args.specs)
+        cache = None
+        if args.cache:
+            cache = str(Path(args.cache).resolve() / root.name)
+            _run(root, args.specs, cache)  # fill this checkout's own cache folder
+        r = _run(root, args.specs, cache)
         print(
-            f"| {root.name} | {r['specs']} | {r['cpu']:.1f} s | {r['wall']:.1f} s "
-            f"| {r['programs']} ({r['parameter checks']}) | {r['modules']} |"
+            f"| {root.name} | {'warm' if cache else 'off'} | {r['specs']} | {r['cpu']:.1f} s "
+            f"| {r['wall']:.1f} s | {r['programs']} ({r['parameter checks']}) | {r['lowered']} "
+            f"| {r['modules']} |"
         )
     print(f"load after {os.getloadavg()[0]:.1f}")
 

@@ -12,6 +12,11 @@ and audits none, so these checks were most of the programs it ran.
 parameters are refused with the same message, and no program is compiled. A parameter
 that depends on the traced data is a tracer: it is skipped, as numpyro skips it; a
 constraint that cannot be evaluated in numpy is evaluated as numpyro does.
+
+:func:`traced_parameters_valid` is the other half, for a model traced with its data as
+arguments of one compiled program (the pre-audit draw,
+:func:`dpaudit.io.spec.resolve.check_model_runs`): the parameters numpyro skips there
+(tracers) are checked inside the program, which answers whether all of them are valid.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ import contextlib
 import threading
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from numpyro import handlers
 from numpyro.distributions import constraints
 from numpyro.distributions.distribution import Distribution
 
-__all__ = ["host_parameter_checks", "host_validate_args"]
+__all__ = ["host_parameter_checks", "host_validate_args", "traced_parameters_valid"]
 
 _LOCK = threading.Lock()
 _DEPTH = [0]
@@ -103,3 +110,55 @@ def host_parameter_checks():
             _DEPTH[0] -= 1
             if _DEPTH[0] == 0:
                 Distribution.validate_args = _NUMPYRO_VALIDATE_ARGS
+
+
+def _distributions(fn: Distribution):
+    """``fn`` and every distribution it holds (base distributions, mixture components)."""
+    seen, stack = set(), [fn]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen or not isinstance(item, Distribution):
+            continue
+        seen.add(id(item))
+        yield item
+        for value in vars(item).values():
+            stack.extend(value if isinstance(value, list | tuple) else (value,))
+
+
+def _traced_valid(d: Distribution) -> list:
+    """Whether each traced parameter of ``d`` is inside its constraint (traced booleans)."""
+    flags = []
+    for param, value in d.get_args().items():
+        constraint = d.arg_constraints.get(param)
+        if constraint is None or constraints.is_dependent(constraint):
+            continue
+        if isinstance(value, jax.core.Tracer):
+            flags.append(jnp.all(constraint(value)))
+    return flags
+
+
+def traced_parameters_valid(model, data, key) -> jax.Array:
+    """Inside a traced function: the parameters numpyro could not check are all valid.
+
+    numpyro checks a distribution's parameters when it is built, but skips those that
+    are tracers (they depend on traced data). Tracing ``model(data)`` again, this checks
+    them inside the program, for every sample site whose distribution asks for checks
+    (``validate_args``), and the distributions it holds.
+
+    Args:
+        model: a numpyro model ``model(data)``.
+        data: the dataset (traced).
+        key: a JAX PRNG key for the model's own draws.
+
+    Returns:
+        A boolean scalar: ``True`` when every traced parameter is inside its constraint.
+    """
+    trace = handlers.trace(handlers.seed(model, rng_seed=key)).get_trace(data)
+    flags = [jnp.asarray(True)]
+    for site in trace.values():
+        if site["type"] != "sample":
+            continue
+        for d in _distributions(site["fn"]):
+            if getattr(d, "_validate_args", False):
+                flags.extend(_traced_valid(d))
+    return jnp.all(jnp.stack([jnp.asarray(f, bool) for f in flags]))

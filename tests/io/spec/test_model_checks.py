@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
@@ -53,3 +54,26 @@ def test_a_traced_complex_release_names_its_dtype_only():
         "spec.toml: mechanism: the model draws a release that is not a real number on D "
         "(dtype complex128); check its location and scale on these data."
     )
+
+
+def test_a_parameter_computed_from_the_data_is_checked_when_run():
+    """numpyro cannot check a parameter computed from traced data; the compiled draw
+    checks it inside its program, and the eager draw then names it."""
+    with pytest.raises(SpecError) as err:
+        check_model_runs(SPEC, _mechanism(lambda d: dist.Laplace(0.0, d[:, 0] - 1.0)), PAIR)
+    assert str(err.value) == (
+        "spec.toml: mechanism: the model fails on D (ValueError: Laplace distribution got "
+        "invalid scale parameter.); check the data's shape and the model's parameters and "
+        "site names."
+    )
+
+
+def test_a_model_that_reads_its_data_values_is_run_eagerly():
+    """A model that converts its data to numpy cannot be compiled: it is drawn op by op."""
+
+    def law(d, big=1.0):
+        return dist.Laplace(big * (1.0 + 9.0 * float(np.mean(np.asarray(d)))), 1.0)
+
+    check_model_runs(SPEC, _mechanism(law), PAIR)
+    with pytest.raises(SpecError, match=r"fails on D' \(ValueError: Laplace .* invalid loc"):
+        check_model_runs(SPEC, _mechanism(lambda d: law(d, big=1e308)), PAIR)  # 1e309 on D'
