@@ -9,6 +9,7 @@ import pytest
 from spec_fixtures import USER
 from spec_fixtures import WHITE_BOX_SPEC as SPEC
 
+import dpaudit
 from dpaudit.cli.main import PreparedAudit, main, prepare, run_audit
 from dpaudit.io.report import now
 from dpaudit.io.spec import SpecError, find_specs
@@ -99,9 +100,26 @@ def test_check_a_user_file(suite, capsys):
     assert main(["check", target, "--epsilon", "0", "--generator", "points"]) == 2
 
 
-def test_list_shows_the_catalogue(capsys):
+def test_list_shows_the_catalogue(capsys, monkeypatch):
+    # `list --all` asks for the correct and the faulty catalogue (faulty=None) and shows a row
+    # per name; building all 80 examples cost 10 s here, so the rows are two real entries.
+    asked = []
+    real = dpaudit.catalogue
+
+    def two_entries(*, faulty):
+        asked.append(faulty)
+        names = set(real(faulty=faulty))
+        return [
+            n for n in ("laplace-mean", "faulty/gaussian-classical-large-epsilon") if n in names
+        ]
+
+    monkeypatch.setattr(dpaudit, "catalogue", two_entries)
     assert main(["list", "--all"]) == 0
-    assert "dpaudit catalogue" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert asked == [None]
+    assert "dpaudit catalogue" in out
+    assert "laplace-mean" in out and "faulty/gaussian-classical-large-epsilon" in out
+    assert "replace-one" in out and "does not build" not in out
 
 
 def test_info_reports_x64(capsys):
