@@ -52,13 +52,24 @@ from dpaudit.accounting.composition import (
     components_of,
     compose_accounting,
     connect_dots_pmf,
+    rounded_down_error,
     rounded_down_pmf,
     upper_curve_values,
 )
 from dpaudit.accounting.profiles import ExactAccounting
 from dpaudit.core.checks import check_finite_parameter
+from dpaudit.core.roundoff import (
+    ELEMENTARY_ULPS,
+    UNIT_ROUNDOFF,
+    gaussian_survival_error,
+    laplace_survival_error,
+)
 
 __all__ = ["SCHEMES", "SubsampledComponent", "subsampled_accounting", "subsampled_component"]
+
+# Grid points whose survival error the density bound puts above this many u are bounded by
+# the bracket instead (a few hundred points near t = log(1 - q) at DP-SGD's settings).
+_BULK_ULPS = 64
 
 #: Subsampling schemes: Poisson (add/remove) and sampling without replacement (replace-one).
 SCHEMES = ("poisson", "without-replacement")
@@ -179,11 +190,96 @@ class SubsampledComponent:
         q = self.q
         if forward:
             inner = np.where(t <= math.log1p(-q), -np.inf, _mix_inverse(t, q))
-            mix = (1 - q) * self.base.survival(inner, False) + q * self.base.survival(inner, True)
-            return np.where(t <= math.log1p(-q), 1.0, mix)
+            return np.where(t <= math.log1p(-q), 1.0, self._mixture(inner, True))
         high = t >= -math.log1p(-q)
         inner = _mix_inverse(np.where(high, 0.0, -t), q)
-        return np.where(high, 0.0, 1.0 - self.base.survival(inner, False))
+        return np.where(high, 0.0, self._mixture(inner, False))
+
+    def _mixture(self, inner, forward: bool) -> np.ndarray:
+        """The survival as a function of the base loss ``l = g^-1(+-t)`` (non-increasing)."""
+        q = self.q
+        if forward:  # P(l >= inner) under (1 - q) A + q B
+            return (1 - q) * self.base.survival(inner, False) + q * self.base.survival(inner, True)
+        return 1.0 - self.base.survival(inner, False)  # A(l < inner), increasing in inner
+
+    def survival_error(self, t, values, forward: bool = True) -> float:
+        """A bound on ``|values_k - S(t_k)|`` at every point, with ``t`` the floats of grid points.
+
+        The base loss ``i = log(v / q)``, ``v = e^x - 1 + q`` (``x = t`` remove, ``-t`` add),
+        of the exact grid point is located from the float computation: ``t`` is off by
+        ``u |t|``, ``expm1`` and ``log`` by :data:`~dpaudit.core.roundoff.ELEMENTARY_ULPS`,
+        each ``+``/``-`` by ``u``, so the float ``v`` is within
+        ``w = 8 u (|expm1 x| + |x| (1 + |expm1 x|) + |v|)`` of the exact one. Where
+        ``w <= v / 4`` the float ``i`` is within ``1.5 w / v + 5.01 u |i| + 8 u |log q|`` of the
+        exact one and the survival, a function of ``i`` with density at most
+        ``0.4 / mu`` (Gaussian base) or ``1/4`` (Laplace base, away from its atoms at
+        ``+-a``), moves by at most that density times the distance. Elsewhere (near
+        ``t = log(1 - q)``, where the law of ``L`` piles up, at the atoms and where the float
+        comparisons put a point in the other branch) ``i`` is bracketed by the logarithms of
+        ``v -+ w``, widened outwards, and the survival, monotone in ``i``, lies between its
+        float values at the bracket's ends (also wherever the density bound exceeds 64 u,
+        where the bracket is tighter). Every float survival value is within the base
+        survival's error (:func:`~dpaudit.core.roundoff.gaussian_survival_error`,
+        :func:`~dpaudit.core.roundoff.laplace_survival_error`) plus ``4 u`` (the mixture) of
+        its exact value. ``docs/composition.md``, "Round-off of the lower pmfs".
+
+        Args:
+            t: the float grid points ``fl(k d)``.
+            values: :meth:`survival` at ``t``.
+            forward: remove (``True``) or add (``False``).
+
+        Returns:
+            The bound (the largest over the points).
+        """
+        t = np.asarray(t, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float64)
+        q, unit, log_q = self.q, UNIT_ROUNDOFF, math.log(self.q)
+        x = t if forward else -t
+        grown = np.expm1(x)
+        v = grown + q
+        # ELEMENTARY_ULPS (= 4) u per elementary function plus the roundings, as 8 u
+        spread = (4 + ELEMENTARY_ULPS) * unit * (np.abs(grown) + np.abs(x) * (1 + np.abs(grown)))
+        spread += (4 + ELEMENTARY_ULPS) * unit * np.abs(v)
+        bulk = v > 4 * spread
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inner = np.log(np.where(bulk, v, 1.0)) - log_q
+            # log v (ELEMENTARY_ULPS u of |log v| <= |i| + |log q|), log q, the difference
+            width = 1.5 * spread / v + ELEMENTARY_ULPS * unit * (np.abs(inner) - 2 * log_q)
+            width += 1.01 * unit * np.abs(inner)
+        edge = math.log1p(-q)
+        bulk &= (t > edge) if forward else (t < -edge)  # the float branch agrees
+        if type(self.base) is GaussianComponent:
+            density, base = 0.4 / self.base.mu, gaussian_survival_error(self.base.mu)
+        else:
+            density, base = 0.25, laplace_survival_error()
+            a = float(self.base.a)
+            bulk &= (np.abs(inner - a) > 2 * width) & (np.abs(inner + a) > 2 * width)
+        bulk &= density * width <= _BULK_ULPS * unit  # else the bracket is tighter
+        gap = float(np.max(density * width[bulk], initial=0.0))
+        rest = ~bulk
+        if np.any(rest):
+            gap = max(gap, self._bracket_gap(x[rest], v[rest], spread[rest], values[rest], forward))
+        return 1.01 * (gap + base + 4 * unit) + unit
+
+    def _bracket_gap(self, x, v, spread, values, forward: bool) -> float:
+        """Largest distance from ``values`` to the float survival at the ends of the brackets."""
+        unit, log_q = UNIT_ROUNDOFF, math.log(self.q)
+        ends = []
+        for w, side in (
+            ((v - spread) * (1 - 4 * unit), -np.inf),
+            ((v + spread) * (1 + 4 * unit), np.inf),
+        ):
+            positive = w > 0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                log_w = np.log(np.where(positive, w, 1.0))
+                inner = log_w - log_q
+                width = (4 + ELEMENTARY_ULPS) * unit * (np.abs(log_w) - log_q + np.abs(inner))
+                inner = np.nextafter(inner + math.copysign(1.0, side) * (width + 1e-300), side)
+            ends.append(np.where(positive, inner, -np.inf))
+        high_end, low_end = self._mixture(ends[0], forward), self._mixture(ends[1], forward)
+        if not forward:  # the add survival increases with the base loss
+            high_end, low_end = low_end, high_end
+        return max(float(np.max(high_end - values)), float(np.max(values - low_end)), 0.0)
 
     def _range(self, tail: float, forward: bool) -> tuple[float, float]:
         """Loss interval holding all but ``tail`` of the mass (and ``delta(hi) <= tail``)."""
@@ -225,13 +321,34 @@ class SubsampledComponent:
         Returns:
             ``(offset, probs)``.
         """
+        offset, probs, _ = self.lower_pmf_bounded(discretization, tail, forward)
+        return offset, probs
+
+    def lower_pmf_bounded(self, discretization: float, tail: float, forward: bool = True):
+        """:meth:`lower_pmf` and a bound on its round-off (tail distance to the exact pmf).
+
+        Args:
+            discretization: grid spacing.
+            tail: mass allowed below the grid (dropped).
+            forward: remove (``True``) or add (``False``).
+
+        Returns:
+            ``(offset, probs, error)``: the survival values' error (:meth:`survival_error`)
+            carried to the pmf by :func:`~dpaudit.accounting.composition.rounded_down_error`.
+        """
         if self.symmetric:
-            return 0, np.ones(1)
+            return 0, np.ones(1), 0.0
         lo, hi = self._range(tail, forward)
         k_lo, k_hi = math.floor(lo / discretization), math.floor(hi / discretization)
-        return rounded_down_pmf(
-            lambda t: self.survival(t, forward), k_lo, max(k_hi, k_lo), discretization
-        )
+        seen = {}
+
+        def survival(t):
+            seen["t"], seen["values"] = t, self.survival(t, forward)
+            return seen["values"]
+
+        offset, probs = rounded_down_pmf(survival, k_lo, max(k_hi, k_lo), discretization)
+        error = self.survival_error(seen["t"], seen["values"], forward)
+        return offset, probs, rounded_down_error(error)
 
 
 def subsampled_component(base, q: float, scheme: str = "poisson"):

@@ -44,6 +44,7 @@ import numpy as np
 import scipy.special
 
 __all__ = [
+    "ELEMENTARY_ULPS",
     "LAPLACE_TERM_OPS",
     "NDTR_ULPS",
     "SCALE_OPS",
@@ -52,7 +53,9 @@ __all__ = [
     "gamma",
     "gaussian_curve_error",
     "gaussian_delta_error",
+    "gaussian_survival_error",
     "laplace_evaluation_error",
+    "laplace_survival_error",
     "shift_errors",
     "sum_error",
     "sup_loss_tolerance",
@@ -73,6 +76,10 @@ LAPLACE_TERM_OPS = 6
 #: Relative rounding errors of one ``log_ndtr`` term of the Gaussian curve, its ``exp`` and
 #: the ``expm1`` of the difference (cephes ``ndtr``/``erfc`` are accurate to a few ulps).
 NDTR_ULPS = 16
+#: Elementary functions (``exp``, ``expm1``, ``log``, ``log1p`` of numpy) are taken to be within
+#: 2 ulp, i.e. a relative error of at most ``ELEMENTARY_ULPS u`` with ``ELEMENTARY_ULPS = 4``
+#: (measured within 0.52 ulp; tests/accounting/test_survival_roundoff.py).
+ELEMENTARY_ULPS = 4
 
 
 #: A supremum bracket ``[lower, upper]`` narrower than this, relative to ``1 + upper``, is the
@@ -281,3 +288,56 @@ def gaussian_curve_error(epsilon, mu: float):
     delta = -np.exp(la) * np.expm1(d)
     err = 2.0 * (np.exp(la + d) * e_d + np.abs(delta) * (e_la + gamma(4)))
     return np.where(eps >= 0, err, np.exp(eps) * err + gamma(4))
+
+
+def gaussian_survival_error(mu: float, *, rounded_threshold: bool = False) -> float:
+    r"""Bound on the absolute float64 error of a Gaussian loss's survival function.
+
+    ``P(L >= t) = Phi(z)``, ``z = (m - t) / mu``, ``m = +-mu^2 / 2``, computed as
+    ``ndtr(fl(fl(m) - t) / mu)``. ``ndtr`` errs by at most :data:`NDTR_ULPS` ``u`` in absolute
+    terms (its values lie in ``[0, 1]``; measured within 1.3 u against 40-digit references).
+    The argument errs by ``u (m + 2 |m - t|) / mu = u (mu / 2 + 2 |z|)`` (the rounding of
+    ``mu^2``, of the difference and of the division), which moves ``Phi`` by ``phi(z)`` times
+    that, at most ``u (0.2 mu + 0.49)`` (``phi(0) < 0.399``, ``max |z| phi(z) < 0.242``). A
+    threshold that is itself the float of a grid point ``k d`` (``rounded_threshold``) is off
+    by ``u |t| <= u (m + mu |z|)``, which adds ``u (0.2 mu + 0.25)``. The factor 1.01 covers
+    second-order terms and ``phi`` at a point between ``z`` and its float (valid while
+    ``mu <= 1e9``; above it the bound is the trivial 1).
+
+    Args:
+        mu: the Gaussian loss parameter, ``mu >= 0``.
+        rounded_threshold: the threshold is ``fl(k d)`` and the error is measured against the
+            survival at the exact ``k d``.
+
+    Returns:
+        The bound (``0`` for ``mu = 0``).
+
+    Example:
+        >>> gaussian_survival_error(1.0) < 20 * UNIT_ROUNDOFF
+        True
+    """
+    if mu == 0:
+        return 0.0
+    if mu > 1e9:
+        return 1.0
+    slope = 0.2 * mu + 0.49 + (0.2 * mu + 0.25 if rounded_threshold else 0.0)
+    return 1.01 * UNIT_ROUNDOFF * (NDTR_ULPS + slope)
+
+
+def laplace_survival_error() -> float:
+    r"""Bound on the absolute float64 error of a Laplace loss's survival function at a float ``t``.
+
+    ``P(L >= t) = 1 - e^((t - a)/2) / 2`` or ``Q(L >= t) = e^((-t - a)/2) / 2`` on
+    ``(-a, a]`` (exact comparisons place the atoms): the exponential's relative error
+    (:data:`ELEMENTARY_ULPS` ``u``) on a value at most ``1/2`` is ``2 u``; the rounding of
+    ``y = t - a`` (``u |y|``) moves ``e^(y/2)/2`` by ``e^(y/2) |y| u / 4 <= u / (2e)``; the
+    final ``1 - w`` one more ``u``. In all ``3.19 u``, charged as ``4 u``.
+
+    Returns:
+        The bound.
+
+    Example:
+        >>> laplace_survival_error() == 4 * UNIT_ROUNDOFF
+        True
+    """
+    return 4.0 * UNIT_ROUNDOFF
