@@ -9,36 +9,16 @@ worst ratio of measured to bounded error (``laplace_components``).
 """
 
 import json
-import math
 import os
 import sys
-from fractions import Fraction
 
 import mpmath
 import numpy as np
+from exact_laplace import exact_pmf  # benchmarks/, this script's folder
 
 from dpaudit.accounting.profiles import laplace_components, laplace_pld
 
 CASES = [(1, 1e-2, 0.6), (1, 1e-4, 0.6), (10, 1e-3, 0.1), (100, 1e-3, 0.02)]
-
-
-def _exact_upper(a: float, d: float):
-    big_a, big_d = mpmath.mpf(a), mpmath.mpf(d)
-    ratio = Fraction(a) / Fraction(d)
-    lo, hi = math.floor(-ratio), math.ceil(ratio)
-
-    def delta(k):
-        e = k * big_d
-        if e >= big_a:
-            return mpmath.mpf(0)
-        return -mpmath.expm1(e if e < -big_a else (e - big_a) / 2)
-
-    ds = [delta(k) for k in range(lo, hi + 1)]
-    grow, em1 = mpmath.exp(big_d), mpmath.expm1(big_d)
-    p = [1 - ds[0] + (ds[1] - ds[0]) / em1]
-    p += [((ds[i + 1] - ds[i]) - grow * (ds[i] - ds[i - 1])) / em1 for i in range(1, len(ds) - 1)]
-    p.append((ds[-1] - ds[-2]) / mpmath.expm1(-big_d))
-    return lo, p
 
 
 def measure(k: int, d: float, high: float) -> dict:
@@ -48,7 +28,7 @@ def measure(k: int, d: float, high: float) -> dict:
     pmfs, errors = laplace_components(a, d, "pessimistic")
     with mpmath.workdps(40):
         for aj, (_, probs), error in zip(a, pmfs, errors, strict=True):
-            lo, exact = _exact_upper(float(aj), d)
+            lo, exact = exact_pmf(float(aj), d, "pessimistic")
             part = np.array([np.longdouble(mpmath.nstr(x, 30)) for x in exact])
             l1 = float(
                 sum(abs(mpmath.mpf(float(p)) - x) for p, x in zip(probs, exact, strict=True))

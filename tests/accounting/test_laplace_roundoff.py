@@ -19,8 +19,9 @@ fails ``test_margin_is_the_documented_sum`` (with closed forms the measured dist
 stays within ``N eps``).
 """
 
+import importlib.util
 import math
-from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,46 +34,19 @@ from dpaudit.accounting.profiles import (
 
 mpmath = pytest.importorskip("mpmath")
 
+
+def _load_reference():
+    """``benchmarks/exact_laplace.py`` (shared with the benchmark), loaded by its path."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "exact_laplace.py"
+    spec = importlib.util.spec_from_file_location("exact_laplace", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+exact_pmf = _load_reference().exact_pmf
+
 EXTENDED = np.finfo(np.longdouble).eps < np.finfo(np.float64).eps
-
-
-def _exact_upper(a: float, d: float):
-    """Connect-the-dots pmf of the Laplace loss ``a`` on the grid ``d k`` (exact grid)."""
-    big_a, big_d = mpmath.mpf(a), mpmath.mpf(d)
-    ratio = Fraction(a) / Fraction(d)
-    lo, hi = math.floor(-ratio), math.ceil(ratio)
-
-    def delta(k):
-        e = k * big_d
-        if e >= big_a:
-            return mpmath.mpf(0)
-        return -mpmath.expm1(e if e < -big_a else (e - big_a) / 2)
-
-    ds = [delta(k) for k in range(lo, hi + 1)]
-    grow, em1 = mpmath.exp(big_d), mpmath.expm1(big_d)
-    p = [1 - ds[0] + (ds[1] - ds[0]) / em1]
-    p += [((ds[i + 1] - ds[i]) - grow * (ds[i] - ds[i - 1])) / em1 for i in range(1, len(ds) - 1)]
-    p.append((ds[-1] - ds[-2]) / mpmath.expm1(-big_d))
-    return lo, p
-
-
-def _exact_lower(a: float, d: float):
-    """The Laplace loss ``a`` rounded down to the grid ``d k`` (exact grid)."""
-    big_a, big_d = mpmath.mpf(a), mpmath.mpf(d)
-    ratio = Fraction(a) / Fraction(d)
-    lo, hi = math.floor(-ratio), math.floor(ratio)
-    p = []
-    for k in range(lo, hi + 1):
-        left, right = max(k * big_d, -big_a), min((k + 1) * big_d, big_a)
-        p.append((mpmath.exp((right - big_a) / 2) - mpmath.exp((left - big_a) / 2)) / 2)
-    p[-1] += mpmath.mpf(1) / 2
-    p[0] += mpmath.exp(-big_a) / 2
-    return lo, p
-
-
-def _exact(a: float, d: float, estimate: str):
-    with mpmath.workdps(40):
-        return (_exact_upper if estimate == "pessimistic" else _exact_lower)(a, d)
 
 
 def _l1(probs, exact) -> float:
@@ -82,7 +56,7 @@ def _l1(probs, exact) -> float:
 def _check_parts(a, d, estimate):
     pmfs, errors = laplace_components(a, d, estimate)
     for aj, (offset, probs), error in zip(a, pmfs, errors, strict=True):
-        lo, exact = _exact(float(aj), d, estimate)
+        lo, exact = exact_pmf(float(aj), d, estimate)
         assert offset == lo and probs.size == len(exact), aj
         assert _l1(probs, exact) <= error, (aj, _l1(probs, exact), error)
 
@@ -109,7 +83,7 @@ def _reference(a, d: float, estimate: str):
     """Exact part pmfs convolved directly in extended precision: ``(offset, probs)``."""
     out, offset = np.ones(1, dtype=np.longdouble), 0
     for aj in a:
-        lo, exact = _exact(float(aj), d, estimate)
+        lo, exact = exact_pmf(float(aj), d, estimate)
         # each mass rounded to extended precision once: 2^-64 relative
         part = np.array([np.longdouble(mpmath.nstr(x, 30)) for x in exact], dtype=np.longdouble)
         out, offset = np.convolve(out, part), offset + lo
