@@ -283,10 +283,10 @@ class DiscretePLD:
         """
         if self.infinity_mass + (self.margin if self.estimate == "pessimistic" else 0) > delta:
             return math.inf
-        nonzero = np.flatnonzero(self.probs)
-        if not nonzero.size:
+        bounds = _nonzero_bounds(self.probs)
+        if bounds is None:
             return 0.0
-        first, last = int(nonzero[0]), int(nonzero[-1])
+        first, last = bounds
         hi = self.discretization * (self.offset + last)
         lo = min(self.discretization * (self.offset + first), 0.0) - 1.0
         probs = self.probs[first : last + 1]
@@ -651,6 +651,19 @@ def _fft_convolve(p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
     return scipy.fft.irfft(spectrum, n=n_fft)[:size]
 
 
+def _nonzero_bounds(probs: np.ndarray) -> tuple[int, int] | None:
+    """First and last index of a non-zero entry (``None`` if all are zero).
+
+    The same indices as ``np.flatnonzero(probs)[[0, -1]]``, found with two boolean scans
+    instead of an index array of the whole support (pmfs of 10^5 points).
+    """
+    nonzero = probs != 0
+    first = int(np.argmax(nonzero))
+    if not nonzero[first]:
+        return None
+    return first, probs.size - 1 - int(np.argmax(nonzero[::-1]))
+
+
 def compose_pmfs(components) -> tuple[int, np.ndarray]:
     """Convolution of many pmfs on a common integer grid.
 
@@ -668,8 +681,9 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
         return 0, np.ones(1)
     if len(components) == 1:  # what the tree below returns for one pmf, without its copy
         offset, probs = components[0]
-        nz = np.flatnonzero(probs)
-        return int(offset), np.array(probs[: nz[-1] + 1] if nz.size else probs[:1], dtype=float)
+        bounds = _nonzero_bounds(np.asarray(probs))
+        end = bounds[1] + 1 if bounds is not None else 1
+        return int(offset), np.array(probs[:end], dtype=float)
     buckets: dict[int, list] = {}
     for offset, probs in components:
         buckets.setdefault(max(0, math.ceil(math.log2(probs.size))), []).append((offset, probs))
