@@ -21,7 +21,12 @@ import numpy as np
 import pytest
 import scipy.special
 
-from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, rounded_down_pmf
+from dpaudit.accounting.composition import (
+    GaussianComponent,
+    LaplaceComponent,
+    gaussian_merge_error,
+    rounded_down_pmf,
+)
 from dpaudit.accounting.profiles import DiscretePLD
 from dpaudit.accounting.subsampling import SubsampledComponent, subsampled_component
 from dpaudit.core.roundoff import (
@@ -174,3 +179,37 @@ def test_tail_distance_bounds_curves_and_composes():
             limit = e if e is not None else e1 * s.sum() + p.sum() * e2
             assert np.max(np.abs(pa - pb)) <= limit + 1e-14
         assert distance(np.convolve(p, r), np.convolve(q, s)) <= e1 * s.sum() + e2 + 1e-14
+
+
+def test_merged_gaussian_within_the_bound():
+    """The float ``mu`` of merged Gaussian parts moves every tail by at most the charge."""
+    rng = np.random.default_rng(7)
+    parts = rng.uniform(0.05, 2.0, 9)
+    counts = rng.integers(1, 50, 9)
+    mu = math.sqrt(math.fsum(int(k) * float(m) ** 2 for m, k in zip(parts, counts, strict=True)))
+    with mpmath.workdps(40):
+        exact = mpmath.sqrt(
+            sum(int(k) * mpmath.mpf(float(m)) ** 2 for m, k in zip(parts, counts, strict=True))
+        )
+        assert exact != mpmath.mpf(mu)  # the float merge did round
+
+        def tail(t, m):
+            return mpmath.ncdf(m / 2 - t / m)
+
+        worst = max(
+            abs(tail(mpmath.mpf(t), mpmath.mpf(mu)) - tail(mpmath.mpf(t), exact))
+            for t in np.linspace(exact**2 / 2 - 6 * exact, exact**2 / 2 + 6 * exact, 401)
+        )
+    assert 0 < worst <= gaussian_merge_error(mu)
+
+
+def test_merged_gaussian_error_in_the_margins(monkeypatch):
+    import dpaudit.accounting.composition as composition
+
+    parts = [GaussianComponent(0.5), GaussianComponent(0.7), LaplaceComponent(0.3)]
+    before = composition.compose_accounting(parts, discretization=1e-3)
+    monkeypatch.setattr(composition, "gaussian_merge_error", lambda mu: 1e-3)
+    after = composition.compose_accounting(parts, discretization=1e-3)
+    for name in ("upper_pld", "lower_pld"):
+        moved = getattr(after, name).margin - getattr(before, name).margin
+        assert moved == pytest.approx(1e-3 - gaussian_merge_error(math.sqrt(0.74)), rel=1e-9)
