@@ -12,7 +12,10 @@ Mutation checks: the bracket of the subsampled bound switched off (``_bracket_ga
 0) fails ``test_pile_up_needs_the_bracket`` (the float survival errs by ~1e-11 next to
 ``log(1 - q)``); the Gaussian bound's argument term dropped (``slope = 0``) fails
 ``test_gaussian_survival_within_the_bound`` at ``mu = 3000``; the running minimum of
-``rounded_down_pmf`` removed (negative masses) fails ``test_lower_pmf_tails``.
+``rounded_down_pmf`` removed (negative masses) fails ``test_lower_pmf_tails``;
+``gaussian_merge_error`` returning 0 fails ``test_merged_gaussian_within_the_bound``, and
+the merged charge left out of ``_compose_direction`` fails
+``test_merged_gaussian_error_in_the_margins``.
 """
 
 import math
