@@ -10,6 +10,15 @@ older commit), for a before/after side by side. Issue 29's target: the engine <=
 ``import jax``. ``python -X importtime`` on the engine line shows where the rest goes; the
 ``import jax, numpyro.distributions`` line is the floor while the engine's models are
 numpyro models.
+
+``--bytecode DIR``: the children read and write Python bytecode under ``DIR``
+(``PYTHONPYCACHEPREFIX``, one discarded round first), as a pip-installed package has it.
+Without it, under ``PYTHONDONTWRITEBYTECODE=1`` (this machine's environment), every engine
+line compiles dpaudit's ~100 modules from source while jax and numpyro read their installed
+bytecode: about 0.4 x ``import jax`` of the engine's ratio was that compilation (session 12).
+``import jax, numpyro`` is the floor: numpyro's ``__init__`` imports all of numpyro
+(``infer``, ``diagnostics``, ``optim``, ``distributions``), so importing one submodule
+(``numpyro.distributions``) costs the same.
 """
 
 import argparse
@@ -27,15 +36,23 @@ LINES = {
     "audit engine": "import dpaudit.whitebox.engine, dpaudit.blackbox.engine, dpaudit.io.spec, "
     "dpaudit.cli.main",
     "import jax, numpyro.distributions": "import jax, numpyro.distributions",
+    "import jax, numpyro": "import jax, numpyro",
+    "import jax, scipy.special, scipy.linalg, scipy.fft": "import jax, scipy.special, "
+    "scipy.linalg, scipy.fft",
+    "engine and catalogue": "import dpaudit.whitebox.engine, dpaudit.blackbox.engine, "
+    "dpaudit.io.spec, dpaudit.cli.main, mechanisms",
     "accounting (every module)": "import importlib, pkgutil, dpaudit.accounting as a\n"
     "for m in pkgutil.iter_modules(a.__path__): importlib.import_module(f'{a.__name__}.{m.name}')",
 }
 
 
-def _timed(code: str, root: Path = ROOT) -> tuple[float, float, int]:
+def _timed(code: str, root: Path = ROOT, bytecode: Path | None = None) -> tuple[float, float, int]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(root)}
+    if bytecode is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode / root.name)
     probe = f"{code}\nimport sys\nprint(len(sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", probe], check=True, env=env, cwd=root, capture_output=True
@@ -50,15 +67,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--other", type=Path, help="another checkout whose engine line is timed")
+    parser.add_argument("--bytecode", type=Path, help="children keep their bytecode under DIR")
     args = parser.parse_args()
     print(f"load before {os.getloadavg()[0]:.1f}, {args.runs} fresh processes each")
     lines = {name: (code, ROOT) for name, code in LINES.items()}
     if args.other:
         lines[f"audit engine ({args.other.name})"] = (LINES["audit engine"], args.other)
     times = {name: [] for name in lines}
+    if args.bytecode is not None:  # one discarded round writes every line's bytecode
+        for code, root in lines.values():
+            _timed(code, root, args.bytecode)
     for _ in range(args.runs):
         for name, (code, root) in lines.items():
-            times[name].append(_timed(code, root))
+            times[name].append(_timed(code, root, args.bytecode))
     base_wall = statistics.median(w for w, _, _ in times["import jax"])
     base_cpu = statistics.median(c for _, c, _ in times["import jax"])
     print("| import | wall (median) | CPU (median) | / import jax (wall, CPU) | modules |")

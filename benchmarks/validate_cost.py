@@ -8,12 +8,21 @@ numpyro's eager checks of constant distribution parameters and the rest) and the
 loaded; the parent reads the child's CPU (user + system) from ``resource``, the child its own peak
 resident memory. Counts do not depend on the machine's load; seconds do, so the checkouts run
 one after the other in one invocation and the load average is printed.
+
+``--cache DIR``: each checkout validates twice with a persistent compilation cache in its own
+folder under ``DIR`` (emptied first), cold then warm; a checkout whose ``validate`` has no
+``--cache-dir`` option runs uncached (its warm line equals a cold one). ``--bytecode DIR``:
+the children read and write Python bytecode under ``DIR`` (``PYTHONPYCACHEPREFIX``; one
+discarded import first), as a pip-installed package has it; without it they run as the
+environment says (under ``PYTHONDONTWRITEBYTECODE=1`` every import of dpaudit and the
+catalogue compiles their sources again, about 1 s CPU).
 """
 
 import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -24,14 +33,17 @@ CHILD = """
 import json, resource, sys, traceback
 import jax
 from dpaudit.cli.main import main
-counts = {"programs": 0, "parameter checks": 0}
+counts = {"programs": 0, "parameter checks": 0, "cache hits": 0}
+def hits(event, **kwargs):
+    counts["cache hits"] += event == "/jax/compilation_cache/cache_hits"
+jax.monitoring.register_event_listener(hits)
 def listener(event, duration, **kwargs):
     if event == "/jax/core/compile/backend_compile_duration":
         counts["programs"] += 1
         counts["parameter checks"] += any(
             f.name == "validate_args" for f in traceback.extract_stack())
 jax.monitoring.register_event_duration_secs_listener(listener)
-code = main(["validate", SPECS])
+code = main(["validate", SPECS, *EXTRA])
 counts["modules"] = len(sys.modules)
 counts["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print("COUNTS " + json.dumps(counts), file=sys.stderr)
@@ -39,9 +51,22 @@ sys.exit(code)
 """
 
 
-def _run(root: Path, specs: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(root), "DPAUDIT_CACHE": "0"}
-    code = CHILD.replace("SPECS", repr(specs))
+def _has_cache_option(root: Path) -> bool:
+    return "_add_cache_options(p)\n    list_p" in (root / "dpaudit/cli/main.py").read_text()
+
+
+def _env(root: Path, cache: Path | None, bytecode: Path | None) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(root), "DPAUDIT_CACHE": "1" if cache else "0"}
+    if bytecode is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode / root.name)
+    return env
+
+
+def _run(root: Path, specs: str, cache: Path | None = None, bytecode: Path | None = None) -> dict:
+    env = _env(root, cache, bytecode)
+    extra = ["--cache-dir", str(cache)] if cache else []
+    code = CHILD.replace("SPECS", repr(specs)).replace("EXTRA", repr(extra))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     out = subprocess.run(
@@ -64,19 +89,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--other", type=Path, help="another checkout to run first, e.g. the base")
     parser.add_argument("--specs", default="audits/")
+    parser.add_argument("--cache", type=Path, help="cold and warm runs with a cache under DIR")
+    parser.add_argument("--bytecode", type=Path, help="children keep their bytecode under DIR")
     args = parser.parse_args()
     roots = ([args.other] if args.other else []) + [ROOT]
-    print(f"load before {os.getloadavg()[0]:.1f}")
-    print("| checkout | CPU | wall | peak | programs (of which parameter checks) | modules |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(f"load before {os.getloadavg()}")
+    print(
+        "| checkout | run | CPU | wall | peak | programs (parameter checks) | cache hits | modules |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for root in roots:
-        r = _run(root, args.specs)
-        print(
-            f"| {root.name} | {r['cpu']:.1f} s | {r['wall']:.1f} s | {r['peak_mb']:.0f} MB "
-            f"| {r['programs']} ({r['parameter checks']}) | {r['modules']} |"
-        )
-        print(f"  exit {r['exit']}: {r['summary']}")
-    print(f"load after {os.getloadavg()[0]:.1f}")
+        if args.bytecode is not None:  # one discarded import writes the bytecode
+            probe = "import dpaudit.cli.main, dpaudit.io.spec, mechanisms, dpaudit.training"
+            subprocess.run([sys.executable, "-c", probe], cwd=root, env=_env(root, None, args.bytecode), check=True)  # fmt: skip
+        runs = [("cold", None)]
+        if args.cache is not None and _has_cache_option(root):
+            folder = args.cache / root.name
+            shutil.rmtree(folder, ignore_errors=True)
+            runs = [("cold cache", folder), ("warm cache", folder)]
+        for label, cache in runs:
+            r = _run(root, args.specs, cache, args.bytecode)
+            print(
+                f"| {root.name} | {label} | {r['cpu']:.1f} s | {r['wall']:.1f} s "
+                f"| {r['peak_mb']:.0f} MB | {r['programs']} ({r['parameter checks']}) "
+                f"| {r['cache hits']} | {r['modules']} |"
+            )
+            print(f"  exit {r['exit']}: {r['summary']}; load {os.getloadavg()[0]:.1f}")
+    print(f"load after {os.getloadavg()}")
 
 
 if __name__ == "__main__":

@@ -46,3 +46,29 @@ def test_loading_the_engine_leaves_the_occasional_modules_unloaded():
 def test_a_training_name_of_the_spec_reader_loads_the_training_engine_on_use():
     loaded = _loaded("from dpaudit.io.spec import resolve_training")
     assert "dpaudit.training" in loaded and "dpaudit.io.spec.training" in loaded
+
+
+#: Not needed to load the catalogue and the training engine either (what ``dpaudit validate``
+#: of a catalogue spec loads): scipy.stats cost 0.5 s CPU of every catalogue load.
+CATALOGUE_ON_USE = ("arviz", "scipy.stats", "matplotlib", "sklearn", "torch", "opendp",
+                    "diffprivlib", "dpaudit.testing", "dpaudit.adapters", "dpaudit.io.plot")  # fmt: skip
+
+
+def test_loading_the_catalogue_and_the_training_engine_leaves_the_statistics_stacks_unloaded():
+    loaded = _loaded(f"{ENGINE}, mechanisms, dpaudit.training")
+    found = [m for m in loaded if any(m == h or m.startswith(h + ".") for h in CATALOGUE_ON_USE)]
+    assert "mechanisms.iclp.simulations" in loaded and "dpaudit.training.rank" in loaded
+    assert found == [], found
+
+
+def test_validating_a_catalogue_spec_leaves_the_statistics_stacks_unloaded():
+    """``dpaudit validate`` of one catalogue spec, in a fresh process (no compilation cache)."""
+    code = (
+        "import os; os.environ['DPAUDIT_CACHE'] = '0'\n"
+        "from dpaudit.cli.main import main\n"
+        "assert main(['validate', 'audits/catalogue/iclp-qr-kde.toml']) == 0"
+    )
+    loaded = _loaded(code)
+    found = [m for m in loaded if any(m == h or m.startswith(h + ".") for h in CATALOGUE_ON_USE)]
+    assert "mechanisms.iclp.simulations" in loaded
+    assert found == [], found

@@ -57,8 +57,8 @@ Exit codes:
 Errors are one sentence on stderr; ``-v``/``--verbose`` adds the traceback.
 A black-box audit's verdict is ``violation`` or ``inconclusive``.
 
-JAX compilation cache (:mod:`dpaudit.core.compilation_cache`): ``audit``, ``run``
-and ``check`` keep compiled XLA programs in ``--cache-dir`` (default
+JAX compilation cache (:mod:`dpaudit.core.compilation_cache`): ``audit``, ``run``,
+``check`` and ``validate`` keep compiled XLA programs in ``--cache-dir`` (default
 ``$DPAUDIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/dpaudit/jax`` or
 ``~/.cache/dpaudit/jax``), so a second run skips most compilation; ``--no-cache``,
 ``--cache-dir none`` or ``DPAUDIT_CACHE=0`` turn it off. A folder that cannot be
@@ -1788,7 +1788,7 @@ def _correct_suite(outcomes, args, out) -> list:
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
-    """Output files, verbosity, strictness and the compilation cache (audit, run, check)."""
+    """Output files, verbosity, strictness, the compilation cache and workers (audit, run, check)."""
     p.add_argument("-q", "--quiet", action="store_true",
                    help="print only the closing counts line (and the failures)")  # fmt: skip
     p.add_argument("--json", metavar="FILE", help="write the JSON results to FILE ('-': stdout)")
@@ -1803,15 +1803,20 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
                    "and fails until the mechanism is fixed")  # fmt: skip
     p.add_argument("--strict", action="store_true",
                    help="an inconclusive verdict without an expected one fails the run")  # fmt: skip
+    _add_cache_options(p)
+    p.add_argument("--workers", type=int,
+                   help="run the specs in parallel on N local worker processes (with --ray: "
+                   "CPUs of a local Ray instance, ignored for a cluster)")  # fmt: skip
+    p.add_argument("--ray", metavar="ADDRESS", help="run the specs on the Ray cluster at ADDRESS")
+
+
+def _add_cache_options(p: argparse.ArgumentParser) -> None:
+    """The compilation cache (audit, run, check, validate: building compiles programs too)."""
     p.add_argument("--cache-dir", metavar="DIR",
                    help="JAX compilation cache (default $DPAUDIT_CACHE_DIR, else "
                    "$XDG_CACHE_HOME/dpaudit/jax or ~/.cache/dpaudit/jax; 'none' turns it off)")  # fmt: skip
     p.add_argument("--no-cache", action="store_true",
                    help="compile without the JAX compilation cache (as DPAUDIT_CACHE=0)")  # fmt: skip
-    p.add_argument("--workers", type=int,
-                   help="run the specs in parallel on N local worker processes (with --ray: "
-                   "CPUs of a local Ray instance, ignored for a cluster)")  # fmt: skip
-    p.add_argument("--ray", metavar="ADDRESS", help="run the specs on the Ray cluster at ADDRESS")
 
 
 def _verbose_parent() -> argparse.ArgumentParser:
@@ -1864,6 +1869,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = sub.add_parser("validate", help=text, description=text, parents=parents)
     _add_target_options(p)
+    _add_cache_options(p)
     list_p = sub.add_parser("list", help="show the catalogue of mechanisms", parents=parents)
     group = list_p.add_mutually_exclusive_group()
     group.add_argument("--faulty", action="store_true", help="only the known-faulty mechanisms")
@@ -1915,7 +1921,7 @@ def main(argv: list[str] | None = None) -> int:
 
     Args:
         argv: the arguments (without the program name); ``None`` reads
-            ``sys.argv``. ``audit``, ``run`` and ``check`` turn the compilation
+            ``sys.argv``. ``audit``, ``run``, ``check`` and ``validate`` turn the compilation
             cache on unless told otherwise (:mod:`dpaudit.core.compilation_cache`).
 
     Returns:

@@ -35,7 +35,6 @@ import math
 
 import numpy as np
 import scipy.special
-import scipy.stats
 
 from dpaudit.accounting.conversions import gdp_epsilon
 from dpaudit.training.bounds import check_scores
@@ -151,6 +150,8 @@ def rank_bound(
     if not (isinstance(simulations, int) and simulations >= 19):
         raise ValueError(f"simulations must be an integer >= 19, got {simulations!r}.")
     n, k = s_out.size, s_in.size
+    import scipy.stats  # on use: loading the training engine does not need it (0.5 s CPU)
+
     ranks = scipy.stats.rankdata(np.concatenate([s_out, s_in]))[n:]
     observed = float(np.sum(scipy.special.ndtri(ranks / (n + k + 1.0))))
     simulated = _Simulations(np.random.default_rng(seed), simulations, n, k)

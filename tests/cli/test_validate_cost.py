@@ -214,3 +214,47 @@ def test_a_parallel_audit_prepares_its_specs_without_drawing(tmp_path, monkeypat
         compiled = counted
         main(["audit", str(spec), "--workers", "2"])
     assert seen == [0], f"programs compiled before the workers: {seen}"
+
+
+SHIPPED_VALIDATE = """
+import json, os, sys
+os.environ["DPAUDIT_CACHE"] = "0"
+import jax
+from dpaudit.cli.main import main
+programs = [0]
+def listener(event, duration, **kwargs):
+    programs[0] += event == "/jax/core/compile/backend_compile_duration"
+jax.monitoring.register_event_duration_secs_listener(listener)
+code = main(["validate", "audits/"])
+print("COUNTS " + json.dumps({"exit": code, "programs": programs[0], "modules": sorted(sys.modules)}))
+"""
+
+#: XLA programs ``dpaudit validate audits/`` compiled in session 12 with no persistent cache
+#: (131 in session 11, 270 in session 10): the catalogue builders' own eager arithmetic
+#: (kernel Gram matrices, eigenvalue powers), which numpy would not reproduce to the bit,
+#: and the three models that read their data's values and are run. An upper bound: more
+#: is a regression (a model drawn from instead of traced, a check compiled again).
+SHIPPED_VALIDATE_PROGRAMS = 131
+
+
+@pytest.mark.slow
+def test_validating_the_shipped_audits_compiles_a_bounded_number_of_programs():
+    """``dpaudit validate audits/`` in a fresh process (about 20 s CPU): programs counted,
+    and none of the figure or diagnostics stacks loaded."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", SHIPPED_VALIDATE], cwd=root, capture_output=True, text=True
+    )
+    lines = [line for line in out.stdout.splitlines() if line.startswith("COUNTS ")]
+    assert lines, out.stderr[-2000:]
+    counts = json.loads(lines[-1][len("COUNTS ") :])
+    assert counts["exit"] == 0, out.stderr[-2000:]
+    assert counts["programs"] <= SHIPPED_VALIDATE_PROGRAMS, counts["programs"]
+    on_use = ("arviz", "matplotlib", "dpaudit.io.plot", "dpaudit.testing")
+    loaded = [m for m in counts["modules"] if any(m == h or m.startswith(h + ".") for h in on_use)]
+    assert loaded == [], loaded

@@ -152,3 +152,41 @@ def test_accounting_imports_neither_jax_nor_the_statistics_stacks():
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+EAGER_BUILDER = """
+import jax.numpy as jnp, numpyro, numpyro.distributions as dist
+from dpaudit import Claim, Mechanism
+
+def build(n=20):
+    scale = float(jnp.exp(jnp.log(1.0 / n)))  # a builder's own eager arithmetic: a program
+    def model(data):
+        numpyro.sample("release", dist.Laplace(jnp.mean(jnp.clip(data[:, 0], 0.0, 1.0)), scale))
+    return Mechanism("eager-mean", model, Claim(epsilon=1.0, sensitivity=1 / n,
+                     sensitivity_norm="l1"), params={"n": n})
+"""
+
+
+def test_validate_reads_the_builders_programs_back_from_the_cache(tmp_path, jax_config, capsys):
+    """``dpaudit validate`` uses the cache as ``audit`` does: the programs a builder runs
+    eagerly are read back by the next run (counted as cache hits)."""
+    (tmp_path / "user.py").write_text(EAGER_BUILDER)
+    spec = tmp_path / "eager.toml"
+    spec.write_text(
+        '[mechanism]\npath = "user.py:build"\n[claim]\nepsilon = 1.0\n[data]\n'
+        'generator = "points"\n[budget]\nsamples = 4000\n'
+    )
+    folder = tmp_path / "jax"
+    jax.clear_caches()
+    assert main(["validate", str(spec), "--cache-dir", str(folder)]) == 0
+    assert jax.config.jax_compilation_cache_dir == str(folder)
+    assert list(folder.glob("*-cache")), "validate wrote no program to the cache"
+    hits = []
+    jax.monitoring.register_event_listener(lambda event, **kw: hits.append(event == HITS))
+    try:
+        jax.clear_caches()
+        assert main(["validate", str(spec), "--cache-dir", str(folder)]) == 0
+    finally:
+        jax.monitoring.clear_event_listeners()
+    assert sum(hits) >= 1
+    assert "1 spec(s) valid" in capsys.readouterr().out

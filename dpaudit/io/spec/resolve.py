@@ -503,7 +503,10 @@ def check_model_traces(spec_path: Path, mechanism: Mechanism, pair) -> None:
     ``dpaudit validate`` builds every spec and audits none; tracing (``jax.eval_shape``)
     compiles no XLA program, yet catches a duplicate site name, data of the wrong shape or
     type, and a release that is not real. A model that reads its data's values (converts
-    them to numpy, branches on them) is run as :func:`check_model_runs` does. What only a draw shows (a NaN or infinite
+    them to numpy, branches on them) is run as :func:`check_model_runs` does. The model is
+    traced once per signature of the data, with the data abstract (a ``D'`` shaped as ``D``
+    shares ``D``'s trace); only when that fails is each dataset traced with its values, as
+    before, to name what fails. What only a draw shows (a NaN or infinite
     release, a parameter a distribution rejects on these values) is left to
     :func:`check_model_runs` when the audit starts.
 
@@ -519,6 +522,9 @@ def check_model_traces(spec_path: Path, mechanism: Mechanism, pair) -> None:
     import jax
 
     key = jax.ShapeDtypeStruct((2,), np.uint32)  # a PRNGKey(0), abstract: nothing runs
+    releases = _traced_on_abstract_data(lambda k, d: mechanism.sample(d, k), key, pair)
+    if releases is not None and all(np.dtype(r.dtype).kind in "biuf" for r in releases):
+        return None
     for label, data in zip(("D", "D'"), pair, strict=True):
         try:
             release = jax.eval_shape(lambda k, d=data: mechanism.sample(d, k), key)
@@ -528,6 +534,28 @@ def check_model_traces(spec_path: Path, mechanism: Mechanism, pair) -> None:
             raise _model_fails(spec_path, label, err) from None
         if np.dtype(release.dtype).kind not in "biuf":
             raise _release_not(spec_path, label, "a real number", f"dtype {release.dtype}")
+
+
+def _traced_on_abstract_data(draw: Callable, key, pair) -> list | None:
+    """The release shapes of ``draw(key, D)`` and ``draw(key, D')``, traced with the data abstract.
+
+    One trace per signature (tree, shapes, dtypes) of the data: a ``D'`` shaped as ``D``
+    reuses ``D``'s trace, so a model is traced once per spec, not once per dataset. A trace
+    on abstract data depends on nothing but the signature; a model that reads its data's
+    values (or any other failure) gives ``None``, and the caller traces each dataset with
+    its values, as before, which names what fails in the same words.
+    """
+    import jax
+
+    traced = {}
+    try:
+        for data in pair:
+            signature = _signature(data)
+            if signature not in traced:
+                traced[signature] = jax.eval_shape(draw, key, data)
+    except Exception:  # values needed, or a failure to name: the caller's concrete traces
+        return None
+    return [traced[_signature(data)] for data in pair]
 
 
 def check_sampler_runs(spec: AuditSpec, sampler: Callable, features, pair) -> None:
@@ -591,9 +619,13 @@ def check_sampler_traces(spec: AuditSpec, mechanism: Mechanism, features, pair) 
 
     sampler = as_sampler(mechanism)
     key = jax.eval_shape(lambda: jax.random.key(0))  # abstract: nothing runs
-    for label, data in zip(("D", "D'"), pair, strict=True):
+    shapes = _traced_on_abstract_data(lambda k, d: sampler(d, 2, k), key, pair)
+    for index, (label, data) in enumerate(zip(("D", "D'"), pair, strict=True)):
         try:
-            shape = jax.eval_shape(lambda k, d=data: sampler(d, 2, k), key)
+            if shapes is not None:  # traced once per signature of the data
+                shape = shapes[index]
+            else:
+                shape = jax.eval_shape(lambda k, d=data: sampler(d, 2, k), key)
         except _NEEDS_VALUES:  # a model that reads its data's values (numpy): draw from it
             return check_sampler_runs(spec, sampler, features, pair)
         except _MODEL_INPUT_ERRORS as err:

@@ -77,3 +77,31 @@ def test_a_model_that_reads_its_data_values_is_run_eagerly():
     check_model_runs(SPEC, _mechanism(law), PAIR)
     with pytest.raises(SpecError, match=r"fails on D' \(ValueError: Laplace .* invalid loc"):
         check_model_runs(SPEC, _mechanism(lambda d: law(d, big=1e308)), PAIR)  # 1e309 on D'
+
+
+def _counting_mechanism(calls, read_values=False):
+    def model(data):
+        calls.append(np.shape(data))
+        loc = float(np.mean(np.asarray(data))) if read_values else jnp.mean(data)
+        numpyro.sample("release", dist.Laplace(loc, 1.0))
+
+    return Mechanism("m", model, Claim(epsilon=1.0))
+
+
+@pytest.mark.parametrize(
+    ("pair", "traces"),
+    [
+        ((np.zeros((3, 1)), np.ones((3, 1))), 1),  # D' shaped as D: one trace for both
+        ((np.zeros((3, 1)), np.ones((2, 1))), 2),  # add-remove: one per shape
+    ],
+)
+def test_validate_traces_a_model_once_per_shape_of_its_data(pair, traces):
+    calls = []
+    check_model_traces(SPEC, _counting_mechanism(calls), pair)
+    assert len(calls) == traces, calls
+
+
+def test_a_model_that_reads_its_data_values_is_still_checked_on_each_dataset():
+    calls = []
+    check_model_traces(SPEC, _counting_mechanism(calls, read_values=True), PAIR)
+    assert len(calls) >= 2  # the abstract trace fails; each dataset is traced (or run)
