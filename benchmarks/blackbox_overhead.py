@@ -8,6 +8,10 @@ exported with ``git archive`` and this tree), every measurement in a fresh proce
   reading of its output) beside the Rust call alone (the output freed unread: the floor),
   for a composition of three queries, a Laplace release and a histogram, each drawn as one
   ``make_composition`` of 1000 copies; the reader's share is the difference;
+* **statistics** (``--statistics``): CPU of each tree's float reachability statistic
+  (``numpy_laplace_reachable``) on 2e5 releases of ``0 + Z`` (all reachable) and of
+  ``1 + Z`` (mostly not), and of 300 Clopper-Pearson bounds one by one (what an audit's
+  planning and strength asks), each tree's module loaded from its file, interleaved;
 * **per audit** (spec paths): each spec run twice in one process with one persistent
   compilation cache; the second (warm) run's CPU and wall seconds, its verdict, its
   certified bound and the library calls (releases drawn) are printed with the load average.
@@ -71,6 +75,40 @@ for name, arg in cases.items():
 """
 
 
+_STATISTICS = """
+import importlib.util, sys, time
+import numpy as np
+
+trees, rounds = sys.argv[1:-1], int(sys.argv[-1])
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+floats = {t: load(f"{t}/dpaudit/blackbox/statistics/floats.py", f"floats{i}") for i, t in enumerate(trees)}
+bounds = {t: load(f"{t}/dpaudit/estimation/bounds.py", f"bounds{i}") for i, t in enumerate(trees)}
+rng = np.random.default_rng(0)
+z = rng.laplace(0.0, 1.0, 200_000)
+ks = rng.integers(0, 10_000, 300)
+cases = {
+    "reachable 2e5": lambda t: floats[t].numpy_laplace_reachable(z, 0.0, 1.0),
+    "shifted 2e5": lambda t: floats[t].numpy_laplace_reachable(1.0 + z, 0.0, 1.0),
+    "300 bounds": lambda t: [bounds[t].clopper_pearson(k, 10_000, 0.025) for k in ks],
+}
+for name, f in cases.items():
+    best = {}
+    for r in range(rounds):
+        for t in trees:
+            start = time.process_time()
+            f(t)
+            took = time.process_time() - start
+            best[t] = min(best.get(t, took), took)
+    print(name.replace(" ", "_"), *(f"{t}={v * 1e3:.2f}" for t, v in best.items()))
+"""
+
+
 _AUDIT = """
 import json, sys, time
 from dpaudit.blackbox import samplers
@@ -122,6 +160,21 @@ def releases(trees: list[Path], rounds: int) -> None:
         print(f"{name:12s} Rust alone {floor:6.1f} us  {row}  load {os.getloadavg()[0]:.1f}")
 
 
+def statistics(trees: list[Path], rounds: int) -> None:
+    """CPU milliseconds (least over interleaved rounds) of each tree's statistics and bounds."""
+    proc = _run(trees[-1], _STATISTICS, *map(str, trees), str(max(3, rounds // 5)))
+    if proc.returncode:
+        print(f"failed: {proc.stderr[-600:]}")
+        return
+    for line in proc.stdout.split("\n"):
+        if line.strip():
+            name, *cells = line.split()
+            row = "  ".join(
+                f"[{Path(t).name}] {float(v):7.1f} ms" for t, v in (c.split("=") for c in cells)
+            )
+            print(f"{name:14s} {row}  load {os.getloadavg()[0]:.1f}")
+
+
 def audits(trees: list[Path], specs: list[str]) -> None:
     """Each spec warm in a fresh process per tree, trees alternating; CPU, wall, result."""
     cache = tempfile.mkdtemp(prefix="dpaudit-blackbox-overhead-cache-")
@@ -149,12 +202,15 @@ def main(argv=None) -> None:
     parser.add_argument("--tree", action="append", default=[], help="a source tree to compare")
     parser.add_argument("--releases", action="store_true", help="per-release reading costs")
     parser.add_argument("--rounds", type=int, default=30, help="rounds of --releases")
+    parser.add_argument("--statistics", action="store_true", help="statistics and bounds")
     parser.add_argument("specs", nargs="*", default=[])
     args = parser.parse_args(argv)
     trees = [Path(t).resolve() for t in args.tree] or [Path(__file__).resolve().parent.parent]
     print(f"load average {os.getloadavg()}")
     if args.releases:
         releases(trees, args.rounds)
+    if args.statistics:
+        statistics(trees, args.rounds)
     if args.specs:
         audits(trees, args.specs)
 
