@@ -147,4 +147,5 @@ def invoke_reader() -> Callable | None:
         out = ffi.lib.unwrap(result, lib.AnyObjectPtr)  # owns the release, freed with ``out``
         return ffi.read(ctypes.addressof(out.contents))
 
+    call.ffi = ffi  # the FFI functions it calls (tests count them)
     return call

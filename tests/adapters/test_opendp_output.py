@@ -92,8 +92,7 @@ def _counted_ffi(monkeypatch):
     """The reader's FFI functions wrapped with call counters, and ``ctypes.cast`` counted."""
     from dpaudit.adapters import opendp_output
 
-    invoke_reader()
-    ffi = opendp_output._ffi[0]
+    ffi = invoke_reader().ffi
     counts = {}
     names = ("object_type", "str_free", "as_slice", "slice_free", "pointers", "invoke")
 

@@ -53,6 +53,8 @@ __all__ = [
     "ReachabilityFit",
     "fit_reachability",
     "float_bit_features",
+    "libm_log",
+    "numpy_laplace",
     "numpy_laplace_reachable",
     "reachability_statistic",
 ]
@@ -78,9 +80,9 @@ _OFFSETS = (0, -1, 1, -2, 2)  # the likeliest first: found releases are not trie
 _PREFILTER_ULPS = 64
 _TWO_52 = 2.0**52
 _TWO_53 = 2.0**53
-# The C library's log (numpy's random module calls it; numpy's vectorised np.log can differ
-# from it in the last bit).
-_libm_log = np.frompyfunc(math.log, 1, 1)
+#: The C library's log (numpy's random module calls it; numpy's vectorised np.log can differ
+#: from it in the last bit).
+libm_log = np.frompyfunc(math.log, 1, 1)
 
 
 def _round_values() -> np.ndarray:
@@ -93,12 +95,20 @@ def _round_values() -> np.ndarray:
 _ROUND = _round_values()
 
 
-def _numpy_laplace(k: np.ndarray, loc, scale, divide, log_of=_libm_log) -> np.ndarray:
+def numpy_laplace(k: np.ndarray, loc, scale, divide, log_of=libm_log) -> np.ndarray:
     """numpy's Laplace draw for uniform integers ``k`` (``U = k 2^-53``), bit for bit.
 
-    ``divide``: the noise is ``laplace(0, 1) / scale`` (an epsilon divides) instead of
-    ``scale * laplace(0, 1)``. ``log_of``: the C library's log (bit for bit), or numpy's
-    vectorised one (fast, within an ulp: a pre-filter).
+    Args:
+        k: the uniform integers (float64 arrays of integers).
+        loc: the location.
+        scale: the scale, or with ``divide`` the epsilon.
+        divide: the noise is ``laplace(0, 1) / scale`` (an epsilon divides) instead of
+            ``scale * laplace(0, 1)``.
+        log_of: the C library's log (:data:`libm_log`, bit for bit), or numpy's
+            vectorised one (fast, within an ulp: a pre-filter).
+
+    Returns:
+        The draws, float64, of the broadcast shape.
     """
     u = k * (1.0 / _TWO_53)
     high = u >= 0.5
@@ -147,10 +157,10 @@ def numpy_laplace_reachable(x, loc, scale, divide=False) -> np.ndarray:
                 xt, lt, st, dt = x[todo], loc[todo], scale[todo], divide[todo]
                 # numpy's log is within an ulp of the C library's: a draw it puts far from x
                 # cannot be x; the others are recomputed bit for bit with the C log.
-                y = _numpy_laplace(k, lt, st, dt, np.log)
+                y = numpy_laplace(k, lt, st, dt, np.log)
                 slack = _PREFILTER_ULPS * (np.spacing(np.abs(lt)) + np.spacing(np.abs(y - lt)))
                 near = np.flatnonzero(np.abs(y - xt) <= slack + np.spacing(xt))
-                exact = _numpy_laplace(k[near], lt[near], st[near], dt[near]) == xt[near]
+                exact = numpy_laplace(k[near], lt[near], st[near], dt[near]) == xt[near]
                 found[todo[near[exact]]] = True
                 left = np.ones(todo.size, bool)
                 left[near[exact]] = False
