@@ -619,6 +619,11 @@ def spec_sampler(data, n, key, *, audit: str):
     return _numeric(releases)
 
 
+# one seeded block per request (per_call in this process): the first m releases of a request
+# for n are the releases of a request for m, so the audit draws a last chunk at its own size
+spec_sampler.prefix_stable = True
+
+
 def _numeric(part):
     part = np.asarray(part)
     return (part == "yes").astype(float) if part.dtype.kind in "USO" else part

@@ -307,6 +307,8 @@ def _sampler(measurement, convert: Callable, batch: int, name: str) -> tuple[Cal
 
     sampler.__name__ = name
     sampler.reproducible = False
+    # unseeded, every release independent: a request for m draws m (no chunk drawn and cut)
+    sampler.prefix_stable = True
     sampler.counts = counts
     how = (
         f"{batch} releases per OpenDP call (make_composition of {batch} copies)"

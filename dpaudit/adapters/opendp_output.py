@@ -29,7 +29,12 @@ OPENDP_VERSION = "0.16.0"
 
 
 class _Ffi:
-    """OpenDP's FFI functions, with the argument and result types its bindings set."""
+    """OpenDP's FFI functions, read through addresses (no ``ctypes.cast`` per element).
+
+    The functions are OpenDP's own symbols, loaded as separate function objects whose
+    arguments are plain addresses (OpenDP's bindings keep theirs, with their own argument
+    types, untouched); every result is checked as OpenDP's ``unwrap`` checks it.
+    """
 
     def __init__(self):
         from importlib.metadata import version
@@ -40,67 +45,75 @@ class _Ffi:
         if version("opendp") != OPENDP_VERSION:
             raise ImportError(f"OpenDP {version('opendp')} is not {OPENDP_VERSION}")
         self.lib, self.convert, self.measurement = _lib, _convert, Measurement
-        self.atoms = dict(_convert.ATOM_MAP)
-        # Elements of a vector as plain pointers (no __del__): the outer object owns them.
-        self.plains = ctypes.POINTER(ctypes.POINTER(_lib.AnyObject))
+        # Type names as OpenDP returns them (bytes) -> how the element is read.
+        # numbers only (ctypes' own scalar types; OpenDP's pointer types go to its converter)
+        self.atoms = {
+            name.encode(): atom
+            for name, atom in _convert.ATOM_MAP.items()
+            if atom.__module__ == "ctypes"
+        }
+        self.plain = ctypes.POINTER(_lib.AnyObject)  # no __del__: the outer object owns it
         self.kinds: dict = {}
-        lib, result = _lib.lib, _lib.FfiResult
         self.invoke = self._typed(
-            lib.opendp_core__measurement_invoke, [Measurement, _lib.AnyObjectPtr], result
+            "opendp_core__measurement_invoke", [Measurement, _lib.AnyObjectPtr]
         )
-        self.object_type = self._typed(lib.opendp_data__object_type, [_lib.AnyObjectPtr], result)
-        self.as_slice = self._typed(lib.opendp_data__object_as_slice, [_lib.AnyObjectPtr], result)
-        self.slice_free = self._typed(lib.opendp_data__slice_free, [_lib.FfiSlicePtr], result)
-        self.str_free = self._typed(lib.opendp_data__str_free, [ctypes.c_char_p], result)
-        self.pointers = self._typed(
-            lib.opendp_data__ffislice_of_anyobjectptrs, [_lib.FfiSlicePtr], result
-        )
+        address = [ctypes.c_void_p]
+        self.object_type = self._typed("opendp_data__object_type", address)
+        self.as_slice = self._typed("opendp_data__object_as_slice", address)
+        self.slice_free = self._typed("opendp_data__slice_free", address)
+        self.str_free = self._typed("opendp_data__str_free", address)
+        self.pointers = self._typed("opendp_data__ffislice_of_anyobjectptrs", address)
 
-    @staticmethod
-    def _typed(function, argtypes, restype):
-        function.argtypes, function.restype = argtypes, restype
+    def _typed(self, name: str, argtypes):
+        function = self.lib.lib[name]  # a new function object: OpenDP's own keeps its types
+        function.argtypes, function.restype = argtypes, self.lib.FfiResult
         return function
 
-    def ok(self, result, kind):
-        """The payload of an ``FfiResult``; an error is raised by OpenDP's own ``unwrap``."""
+    def ok(self, result, kind=ctypes.c_void_p) -> int:
+        """The address an ``FfiResult`` holds; an error is raised by OpenDP's own ``unwrap``."""
         if result.tag == 0:
-            return ctypes.cast(result.payload.Ok, kind)
+            return result.payload.Ok
         return self.lib.unwrap(result, kind)
 
-    def type_of(self, obj) -> str:
-        raw = self.ok(self.object_type(obj), ctypes.c_char_p)
-        name = raw.value.decode()
-        self.ok(self.str_free(raw), ctypes.c_void_p)
+    def type_of(self, address: int) -> bytes:
+        """The type name of the ``AnyObject`` at ``address`` (as OpenDP's bytes)."""
+        raw = self.ok(self.object_type(address), ctypes.c_char_p)
+        name = ctypes.string_at(raw)
+        self.ok(self.str_free(raw))
         return name
 
-    def kind_of(self, name: str):
-        """How a type name is read: ``("atom" | "vec", pointer type)``, ``("any", None)`` or None."""
-        if name not in self.kinds:
-            inner = name[4:-1] if name.startswith("Vec<") and name.endswith(">") else None
+    def kind_of(self, name: bytes):
+        """How a type name is read: ``("atom" | "vec", ctype)``, ``("any", None)`` or None."""
+        kind = self.kinds.get(name)
+        if kind is None and name not in self.kinds:
+            vec = name.startswith(b"Vec<") and name.endswith(b">")
+            inner = name[4:-1] if vec else None
             if name in self.atoms:
-                self.kinds[name] = ("atom", ctypes.POINTER(self.atoms[name]))
+                kind = ("atom", self.atoms[name])
             elif inner in self.atoms:
-                self.kinds[name] = ("vec", ctypes.POINTER(self.atoms[inner]))
-            else:
-                self.kinds[name] = ("any", None) if inner == "AnyObject" else None
-        return self.kinds[name]
+                kind = ("vec", self.atoms[inner])
+            elif inner == b"AnyObject":
+                kind = ("any", None)
+            self.kinds[name] = kind
+        return kind
 
-    def read(self, obj):
-        """The value of one ``AnyObject`` (numbers, vectors of numbers, nested vectors)."""
-        kind = self.kind_of(self.type_of(obj))
-        if kind is None:
-            return self.convert.c_to_py(obj)  # tuples, strings, queryables: OpenDP's converter
-        raw = self.ok(self.as_slice(obj), self.lib.FfiSlicePtr)
+    def read(self, address: int):
+        """The value of the ``AnyObject`` at ``address`` (numbers, vectors, nested vectors)."""
+        kind = self.kind_of(self.type_of(address))
+        if kind is None:  # tuples, strings, queryables: OpenDP's converter
+            return self.convert.c_to_py(ctypes.cast(address, self.plain))
+        raw = self.ok(self.as_slice(address), self.lib.FfiSlicePtr)
         try:
-            data = raw.contents
+            data = self.lib.FfiSlice.from_address(raw)
             if kind[0] == "atom":
-                return ctypes.cast(data.ptr, kind[1]).contents.value
+                return kind[1].from_address(data.ptr).value
             if kind[0] == "vec":
-                return ctypes.cast(data.ptr, kind[1])[0 : data.len]
-            refs = self.ok(self.pointers(raw), self.lib.FfiSlicePtr).contents
-            return [self.read(item) for item in ctypes.cast(refs.ptr, self.plains)[0 : refs.len]]
+                return (kind[1] * data.len).from_address(data.ptr)[:] if data.len else []
+            refs = self.lib.FfiSlice.from_address(self.ok(self.pointers(raw)))
+            items = (ctypes.c_void_p * refs.len).from_address(refs.ptr) if refs.len else ()
+            return [self.read(item) for item in items]
         finally:
-            self.ok(self.slice_free(raw), ctypes.c_void_p)
+            self.ok(self.slice_free(raw))
 
 
 _ffi: list = []
@@ -130,7 +143,9 @@ def invoke_reader() -> Callable | None:
         c_this = convert.py_to_c(measurement, c_type=ffi.measurement, type_name=None)
         carrier = measurement_input_carrier_type(measurement)
         c_arg = convert.py_to_c(arg, c_type=lib.AnyObjectPtr, type_name=carrier)
-        out = ffi.ok(ffi.invoke(c_this, c_arg), lib.AnyObjectPtr)  # freed with ``out``
-        return ffi.read(out)
+        result = ffi.invoke(c_this, c_arg)
+        out = ffi.lib.unwrap(result, lib.AnyObjectPtr)  # owns the release, freed with ``out``
+        return ffi.read(ctypes.addressof(out.contents))
 
+    call.ffi = ffi  # the FFI functions it calls (tests count them)
     return call

@@ -166,7 +166,7 @@ def step_tally(state: TallyState, job: TallyJob, chunk_keys, c: int) -> TallySta
     chunk, keys = chunk_keys
     if c >= len(keys):
         return merge_tally(state, TallyState(0, 0, frozenset((c,)), {}))
-    x = job.source.call(chunk, keys[c])
+    x = job.source.call(job.source.releases_of_chunk(chunk, job.samples - c * chunk), keys[c])
     s = job.sign * np.asarray(job.score(x))[: job.samples - c * chunk]
     head = {c: s[: job.keep - c * chunk]} if c * chunk < job.keep else {}
     part = TallyState(

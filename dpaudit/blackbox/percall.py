@@ -118,7 +118,9 @@ def per_call(
         name: the sampler's name in reports and errors (default ``f``'s name).
 
     Returns:
-        The batch sampler, with ``reproducible = (seed != "none")`` and ``__name__``.
+        The batch sampler, with ``reproducible = (seed != "none")``, ``__name__`` and
+        ``prefix_stable = (processes == 1)`` (a request for fewer releases gives the
+        first of a larger one: the audit draws exactly the releases it counts).
 
     Raises:
         ValueError, TypeError: for a bad ``seed``, ``processes`` or ``f``.
@@ -155,4 +157,6 @@ def per_call(
     sampler.__name__ = label
     sampler.reproducible = seed != "none"
     sampler.per_call = True
+    # one block in this process: the first m of n calls are the calls of a request for m
+    sampler.prefix_stable = processes == 1
     return sampler

@@ -264,6 +264,11 @@ class ReleaseSource:
         self.release_dtype: np.dtype | None = None
         # Shared by the sources of one audit: one category index and one output structure.
         self.outputs = outputs if outputs is not None else OutputLayout()
+        # A per-release sampler (a library called once per release) that says its first m
+        # releases of a call for n are the releases of a call for m (same key): a last,
+        # partial chunk is drawn at its own size, not drawn whole and cut (library calls
+        # are its cost, and no program is compiled per shape).
+        self.prefix_stable = bool(getattr(sampler, "prefix_stable", False))
 
     def _call(self, n: int, key) -> np.ndarray:
         try:
@@ -296,6 +301,18 @@ class ReleaseSource:
                 f"{self.shape}; releases must keep one shape."
             )
         return x.astype(np.float64, copy=False)
+
+    def releases_of_chunk(self, chunk: int, rest: int) -> int:
+        """Releases to draw for a chunk of ``chunk`` of which ``rest`` are still needed.
+
+        Args:
+            chunk: the chunk size.
+            rest: releases still needed (the chunk's releases past ``rest`` are cut).
+
+        Returns:
+            ``min(chunk, rest)`` for a prefix-stable sampler, else ``chunk`` (one shape).
+        """
+        return min(chunk, rest) if self.prefix_stable else chunk
 
     def chunk_size(self, key) -> int:
         """Releases per sampler call, probing the release size once if not given.
@@ -375,7 +392,8 @@ class ReleaseSource:
         for c, chunk_key in enumerate(keys):
             start, stop = c * chunk, min((c + 1) * chunk, n)
             if not lo <= start < stop <= hi:  # a chunk holding a needed release
-                x = self._call(chunk, chunk_key)  # whole chunks: one shape for score
+                # whole chunks (one shape for score) unless the sampler is prefix-stable
+                x = self._call(self.releases_of_chunk(chunk, n - start), chunk_key)
                 out.append(np.asarray(x if score is None else score(x))[: stop - start])
             if progress is not None:
                 progress.advance()
@@ -405,7 +423,8 @@ class ReleaseSource:
         above = ties = 0
         head = []
         for i, chunk_key in enumerate(keys):
-            s = sign * np.asarray(score(self._call(chunk, chunk_key)))[: n - i * chunk]
+            x = self._call(self.releases_of_chunk(chunk, n - i * chunk), chunk_key)
+            s = sign * np.asarray(score(x))[: n - i * chunk]
             above += int(np.count_nonzero(s > threshold))
             ties += int(np.count_nonzero(s == threshold))
             if i * chunk < keep:

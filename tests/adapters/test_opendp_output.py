@@ -86,3 +86,55 @@ def test_another_opendp_version_keeps_opendps_own_conversion(monkeypatch):
     target = from_opendp(_records(1.0), 1, domain=(0.0, 1.0), batch=4)
     releases = target.sampler(np.array([0.25, 0.5]), 6, None)
     assert releases.shape == (6,) and target.sampler.counts["calls"] == 2
+
+
+def _counted_ffi(monkeypatch):
+    """The reader's FFI functions wrapped with call counters, and ``ctypes.cast`` counted."""
+    from dpaudit.adapters import opendp_output
+
+    ffi = invoke_reader().ffi
+    counts = {}
+    names = ("object_type", "str_free", "as_slice", "slice_free", "pointers", "invoke")
+
+    def counter(name, function):
+        def counted(*args):
+            counts[name] = counts.get(name, 0) + 1
+            return function(*args)
+
+        return counted
+
+    for name in names:
+        monkeypatch.setattr(ffi, name, counter(name, getattr(ffi, name)))
+    real_cast = opendp_output.ctypes.cast
+
+    def cast(*args):
+        counts["cast"] = counts.get("cast", 0) + 1
+        return real_cast(*args)
+
+    monkeypatch.setattr(opendp_output.ctypes, "cast", cast)
+    return counts
+
+
+def test_a_release_costs_four_ffi_calls_per_element_and_no_cast(monkeypatch):
+    # per element: its type (and the type string freed), its slice (and freed); per vector
+    # of elements one more call (the pointers); nothing cast per element (the old reader
+    # cast about five times per element: half its cost). The casts that remain are
+    # OpenDP's conversion of the argument and the measurement, once per call.
+    counts = _counted_ffi(monkeypatch)
+    casts = []
+    for copies in (10, 100):
+        composed = dp.c.make_composition([_records(1.0)] * copies)
+        counts.clear()
+        got = invoke_reader()(composed, [0.25, 0.5])
+        assert len(got) == copies and all(type(v) is float for v in got)
+        casts.append(counts.pop("cast", 0))
+        elements = copies + 1  # the copies and the vector holding them
+        assert counts == {
+            "invoke": 1,
+            "object_type": elements,
+            "str_free": elements,
+            "as_slice": elements,
+            "slice_free": elements,
+            "pointers": 1,
+        }
+    assert casts[0] == casts[1]  # none per element

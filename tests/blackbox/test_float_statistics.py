@@ -44,6 +44,30 @@ def test_shifted_releases_are_mostly_unreachable():
     assert share < 0.3  # ~0.18: D' = 1 + Z rarely lands on an output of 0 + Z
 
 
+def test_reachability_tries_each_release_on_its_side_until_found(monkeypatch):
+    # draws computed per release: reachable releases of 0 + Z are found at the first offset
+    # or second offset on their own side (under 1.5 pre-filter draws each; trying both sides
+    # and all five offsets for every release cost ten pre-filter draws each); unreachable
+    # ones (D' = 1 + Z) are tried at most on their side's five offsets
+    from dpaudit.blackbox.statistics import floats
+
+    drawn = {"filter": 0, "exact": 0}
+    real = floats.numpy_laplace
+
+    def counted(k, loc, scale, divide, log_of=floats.libm_log):
+        drawn["exact" if log_of is floats.libm_log else "filter"] += np.size(k)
+        return real(k, loc, scale, divide, log_of)
+
+    monkeypatch.setattr(floats, "numpy_laplace", counted)
+    rng = np.random.default_rng(14)
+    n = 20000
+    assert numpy_laplace_reachable(rng.laplace(0.0, 1.0, n), 0.0, 1.0).all()
+    assert drawn["filter"] <= 1.5 * n and drawn["exact"] <= 1.5 * n, drawn
+    drawn.update(filter=0, exact=0)
+    numpy_laplace_reachable(1.0 + rng.laplace(0.0, 1.0, n), 0.0, 1.0)
+    assert drawn["filter"] <= 5 * n + 5
+
+
 def test_fit_finds_location_and_scale_and_refuses_other_noise():
     rng = np.random.default_rng(13)
     fit = fit_reachability(rng.laplace(4.0, 2.0, (300, 2)))

@@ -48,3 +48,15 @@ def test_the_shipped_spec_and_data_are_the_modules(name):
         stored = np.load(_FOLDER / "data" / f"{name}.{suffix}.npy")
         expected = np.asarray(data)
         assert stored.dtype == expected.dtype and np.array_equal(stored, expected)
+
+
+@pytest.mark.parametrize("library", ["diffprivlib", "opendp"])
+def test_the_library_specs_samplers_are_prefix_stable(library):
+    # the spec's sampler says so (resolve passes the declaration on), so the audit draws
+    # exactly the releases it counts: one library call per release used
+    from dpaudit.io.spec import resolve_blackbox
+
+    path = sorted(_FOLDER.glob(f"{library}-*.toml"))[0]
+    assert resolve_blackbox(load_spec(path)).sampler.prefix_stable is True
+    mechanism = Path(__file__).resolve().parents[2] / "audits" / "blackbox" / "laplace-mean.toml"
+    assert resolve_blackbox(load_spec(mechanism)).sampler.prefix_stable is False

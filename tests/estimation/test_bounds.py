@@ -60,3 +60,24 @@ def test_the_level_per_side_is_not_alpha():
     assert float(p_lower) < at_full_alpha.low - 1e-3
     assert float(q_upper) > at_full_alpha.high + 1e-3
     assert np.isclose(float(p_lower), _scipy_interval(k, n, confidence).low, rtol=0, atol=1e-12)
+
+
+def test_clopper_pearson_is_scipys_beta_quantile_bit_for_bit():
+    # the bounds call scipy's inverse incomplete beta directly (not through
+    # scipy.stats.beta, a quarter of the cost): the same numbers, to the last bit, on
+    # integer and planning (non-integer) counts, both ends, small and large n
+    from dpaudit.estimation.bounds import clopper_pearson
+
+    rng = np.random.default_rng(3)
+    n = np.concatenate([rng.integers(1, 10**7, 3000).astype(float), [1.0, 2.0, 10.0, 1e6]])
+    for k in (np.floor(rng.uniform(0, 1, n.size) * (n + 1)), rng.uniform(0, 1, n.size) * n):
+        k = np.minimum(k, n)
+        for alpha in (0.025, 0.0005, 0.05, 1e-9):
+            lower, upper = clopper_pearson(k, n, alpha)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                want_lower = np.where(k > 0, scipy.stats.beta.ppf(alpha, k, n - k + 1), 0.0)
+                want_upper = np.where(k < n, scipy.stats.beta.ppf(1 - alpha, k + 1, n - k), 1.0)
+            assert np.array_equal(lower, want_lower) and np.array_equal(upper, want_upper)
+            small_lower, small_upper = clopper_pearson(k[:5], n[:5], alpha)  # no deduplication
+            assert np.array_equal(small_lower, want_lower[:5])
+            assert np.array_equal(small_upper, want_upper[:5])

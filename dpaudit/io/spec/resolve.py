@@ -282,6 +282,9 @@ def _bind_sampler(spec: AuditSpec, fn, params: Mapping, name: str) -> Callable:
         return fn(data, n, key, **params)
 
     sampler.__name__ = name
+    # a per-release sampler's declaration (dpaudit.blackbox.ReleaseSource draws a last,
+    # partial chunk at its own size for it)
+    sampler.prefix_stable = bool(getattr(fn, "prefix_stable", False))
     return sampler
 
 
