@@ -54,6 +54,7 @@ import dpaudit
 from dpaudit.accounting.composition import GaussianComponent
 from dpaudit.accounting.subsampling import subsampled_accounting
 from dpaudit.core.checks import check_count, check_delta, check_positive, is_concrete
+from dpaudit.model.densities import law_jit
 from mechanisms.faulty import register_pair
 
 __all__ = [
@@ -290,11 +291,15 @@ class DPSGDTrajectory(Distribution):
         )  # fmt: skip
 
 
-@partial(jax.jit, static_argnames=("sample_shape",))
+@partial(law_jit, static_argnames=("sample_shape",))
 def _sample_trajectories(law: DPSGDTrajectory, key, sample_shape: tuple):
     # One compiled program per law shape and sample shape, the law a jit argument: run
     # eagerly, the vmapped scan compiled anew on every call (the model's trace draws a
     # trajectory each time the release law is read: dpsgd-logistic-rdp compiled it 10 times).
+    # law_jit, not jax.jit: numpyro flattens the law's fields in the order of a Python set
+    # (per-process string hashing), so with jax.jit this program - and every program that
+    # calls it (the pre-audit draw, the audit's draws and loss steps) - had a new
+    # persistent-cache key in each process and a filled cache missed them all.
     keys = jax.random.split(key, math.prod(sample_shape) or 1)
     draws = jax.vmap(law._sample_one)(keys)
     return draws.reshape(sample_shape + law.event_shape)
