@@ -257,6 +257,15 @@ class DPSGDTrajectory(Distribution):
             The log densities, shape ``value.shape[:-2]``.
         """
         value = jnp.asarray(value, dtype=jnp.float64)
+        if not any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(self)):
+            if not isinstance(value, jax.core.Tracer):
+                # evaluated eagerly (the plan's check that a model's randomness is traced
+                # compares two traces' densities): one compiled program per shape, where the
+                # eager scan over a new closure compiled anew in every audit
+                return _log_prob_trajectories(self, value)
+        return self._log_prob_all(value)
+
+    def _log_prob_all(self, value):
         batch = value.shape[:-2]
         flat = value.reshape((-1, *self.event_shape))
         return jax.vmap(self._log_prob_one)(flat).reshape(batch)
@@ -319,6 +328,11 @@ def _sample_trajectories(law: DPSGDTrajectory, key, sample_shape: tuple):
     keys = jax.random.split(key, math.prod(sample_shape) or 1)
     draws = jax.vmap(law._sample_one)(keys)
     return draws.reshape(sample_shape + law.event_shape)
+
+
+@law_jit
+def _log_prob_trajectories(law: DPSGDTrajectory, value):
+    return law._log_prob_all(value)
 
 
 def _check(steps, q, noise_multiplier, clip, learning_rate, n, delta):

@@ -19,6 +19,7 @@ import sys
 import jax
 import numpy as np
 import pytest
+from compile_counts import count_compilations
 
 import dpaudit
 import mechanisms.dpsgd as dpsgd
@@ -115,3 +116,18 @@ def test_the_lazy_opacus_profile_describes_and_reads_opacus_accountant():
     eps = opacus_dpsgd.accountant_epsilon(22, 2, 20, 0.6)
     assert profile.delta_of_epsilon(np.array([eps]))[0] <= 1e-5
     assert profile.delta_of_epsilon(np.array([eps - 0.05]))[0] > 1e-5
+
+
+def test_a_second_audit_of_one_configuration_compiles_nothing():
+    params = {"steps": 2, "q": 0.5, "n": 3}
+    x, y = breast_cancer_records(3)
+    cx, cy = dpsgd.canary()
+    d, d_prime = (x, y), (np.vstack([x, cx]), np.append(y, cy))
+    options = {"samples": 256, "progress": False}
+    first = dpaudit.audit(dpaudit.build("dpsgd-logistic", **params), d, d_prime, **options)
+    with count_compilations() as count:
+        second = dpaudit.audit(
+            dpaudit.build("dpsgd-logistic", **params), d, d_prime, seed=1, **options
+        )
+    assert count[0] == 0, f"{count[0]} compilation(s) in a second DP-SGD audit of one shape"
+    assert first.verdict == second.verdict
