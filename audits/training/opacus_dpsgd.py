@@ -9,6 +9,10 @@ every update (white-box, all iterates). The claim is Opacus's own accountant (``
 at delta 1e-5 for ``steps`` Poisson-sampled steps at rate ``batch_size / n``
 (:func:`accountant_epsilon`; run this file to print it).
 
+PyTorch and Opacus are imported when a training runs or the accountant is first asked (each
+is a pure function of its parameters, computed once per process): building the target - as
+``dpaudit validate`` does - imports neither.
+
 Variants: ``"poisson"`` (``poisson_sampling=True``, what the accountant assumes; the score
 is the summed per-step log-likelihood ratio of a Poisson-sampled canary);
 ``"fixed-batches"`` (``poisson_sampling=False`` with the user's loader of fixed-size batches
@@ -20,15 +24,13 @@ coordinate over the steps whose batch holds the canary).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import torch
-from opacus import PrivacyEngine
-from opacus.accountants import create_accountant
 
 from dpaudit.training import ProfileClaim, TrainingTarget, subsampled_gaussian_loss
 from mechanisms.dpsgd.library_targets import claim_rounding, library_target
@@ -40,6 +42,9 @@ def make_train(steps: int, batch_size: int, noise_multiplier: float, clip: float
     """``train(dataset, key, gradient_canary) -> (steps, dim)`` updates, one Opacus training."""
 
     def train(dataset, key, gradient_canary):
+        import torch
+        from opacus import PrivacyEngine
+
         seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
         torch.manual_seed(seed)
         x = np.asarray(dataset, dtype=np.float64)
@@ -95,6 +100,7 @@ def _quiet_opacus_log():
         logger.setLevel(level)
 
 
+@functools.cache
 def accountant_epsilon(
     steps: int, batch_size: int, n: int, noise_multiplier: float, delta: float = 1e-5
 ) -> float:
@@ -111,6 +117,8 @@ def accountant_epsilon(
     Returns:
         The accountant's epsilon.
     """
+    from opacus.accountants import create_accountant
+
     accountant = create_accountant("prv")
     accountant.history = [(noise_multiplier, batch_size / n, steps)]
     return claim_rounding(float(accountant.get_epsilon(delta=delta)))
@@ -125,7 +133,8 @@ def accountant_profile(
     ``_get_dprv``, with the same ``eps_error = 0.01`` and ``delta_error = delta / 1000``)
     gives ``delta_est(e) = sum_{t >= e} p_t (1 - e^{e - t})``; Gopi et al.'s error bounds
     make ``delta_est(e - eps_error) + delta_error`` an upper curve: the epsilon it reaches at
-    ``delta`` is ``get_epsilon(delta)``'s upper estimate.
+    ``delta`` is ``get_epsilon(delta)``'s upper estimate. The curve and the description are
+    computed when the audit first reads them (:func:`_prv_tails`, once per process).
 
     Args:
         steps: the number of steps.
@@ -137,30 +146,37 @@ def accountant_profile(
     Returns:
         The :class:`~dpaudit.training.ProfileClaim`.
     """
-    from opacus.accountants import PRVAccountant
-
     eps_error, delta_error = 0.01, delta / 1000
-    accountant = PRVAccountant()
-    accountant.history = [(noise_multiplier, batch_size / n, steps)]
-    dprv = accountant._get_dprv(eps_error=eps_error, delta_error=delta_error)
-    t, p = np.asarray(dprv.domain.ts, dtype=float), np.asarray(dprv.pmf, dtype=float)
-    tail = np.append(np.flip(np.cumsum(np.flip(p))), 0.0)
-    tail_exp = np.append(np.flip(np.cumsum(np.flip(p * np.exp(-t)))), 0.0)
 
     def delta_of_epsilon(epsilon):
+        t, tail, tail_exp = _prv_tails(steps, batch_size / n, noise_multiplier, delta_error)
         e = np.asarray(epsilon, dtype=float) - eps_error
         i = np.searchsorted(t, e, side="left")
         return np.clip(tail[i] - np.exp(e) * tail_exp[i], 0.0, 1.0) + delta_error
 
-    return ProfileClaim(
-        delta_of_epsilon,
-        delta=delta,
-        description=(
-            f"Opacus PRV profile (epsilon "
-            f"{accountant_epsilon(steps, batch_size, n, noise_multiplier, delta):.4g} at delta "
-            f"{delta:g})"
-        ),
-    )
+    def description():
+        epsilon = accountant_epsilon(steps, batch_size, n, noise_multiplier, delta)
+        return f"Opacus PRV profile (epsilon {epsilon:.4g} at delta {delta:g})"
+
+    return ProfileClaim(delta_of_epsilon, delta=delta, description=description)
+
+
+@functools.cache
+def _prv_tails(steps: int, rate: float, noise_multiplier: float, delta_error: float):
+    """Opacus's discrete PRV (``eps_error = 0.01``) as ``(t, tail, tail_exp)`` read-only arrays:
+    ``tail[i] = sum_{j >= i} p_j`` and ``tail_exp[i] = sum_{j >= i} p_j e^{-t_j}`` (a zero
+    appended to each)."""
+    from opacus.accountants import PRVAccountant
+
+    accountant = PRVAccountant()
+    accountant.history = [(noise_multiplier, rate, steps)]
+    dprv = accountant._get_dprv(eps_error=0.01, delta_error=delta_error)
+    t, p = np.asarray(dprv.domain.ts, dtype=float), np.asarray(dprv.pmf, dtype=float)
+    tail = np.append(np.flip(np.cumsum(np.flip(p))), 0.0)
+    tail_exp = np.append(np.flip(np.cumsum(np.flip(p * np.exp(-t)))), 0.0)
+    for array in (t, tail, tail_exp):
+        array.flags.writeable = False
+    return t, tail, tail_exp
 
 
 def target(

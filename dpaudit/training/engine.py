@@ -222,18 +222,30 @@ class ProfileClaim:
         delta_of_epsilon: the claimed ``delta(epsilon)``, vectorised (e.g. an
             :class:`~dpaudit.accounting.ExactAccounting`'s ``delta_upper``).
         delta: the delta at which the certified epsilon is reported.
-        description: how the claim reads in the report.
+        description: how the claim reads in the report; or a callable returning it, called
+            when the audit runs (a profile computed on first use, e.g. an accountant that
+            imports its library only then, describes itself without being built early).
     """
 
     delta_of_epsilon: Callable
     delta: float = 1e-5
-    description: str = "a privacy profile"
+    description: str | Callable[[], str] = "a privacy profile"
 
     def __post_init__(self):
         if not callable(self.delta_of_epsilon):
             raise TypeError("delta_of_epsilon must be a callable epsilon -> delta.")
         if not 0 < self.delta < 1:
             raise ValueError(f"delta must be in (0, 1), got {self.delta!r}.")
+        if not (isinstance(self.description, str) or callable(self.description)):
+            raise TypeError("description must be a string or a callable returning one.")
+
+    def describe(self) -> str:
+        """How the claim reads in the report (the description, called if it is a callable).
+
+        Returns:
+            The description.
+        """
+        return self.description if isinstance(self.description, str) else self.description()
 
 
 def _check_claim(claim) -> tuple[str, float, str, Callable | None]:
@@ -241,7 +253,7 @@ def _check_claim(claim) -> tuple[str, float, str, Callable | None]:
     if isinstance(claim, GDPClaim):
         return claim.describe(), 1e-5, "mu", None
     if isinstance(claim, ProfileClaim):
-        return claim.description, claim.delta, "profile", claim.delta_of_epsilon
+        return claim.describe(), claim.delta, "profile", claim.delta_of_epsilon
     if isinstance(claim, Claim):
         if not claim.delta < 1:
             raise ValueError(f"the claim's delta must be < 1, got {claim.delta!r}.")
@@ -459,7 +471,7 @@ def _notes(violated: bool, bound: ManyRunBound | OneRunBound) -> tuple[str, ...]
 def _one_run_claim(claim) -> tuple[str, float, float, str]:
     """A one-run claim's description, epsilon, delta and adjacency."""
     if isinstance(claim, ProfileClaim):
-        return claim.description, float(_profile_epsilon(claim)), claim.delta, "add-remove"
+        return claim.describe(), float(_profile_epsilon(claim)), claim.delta, "add-remove"
     if isinstance(claim, Claim):
         described, delta, _, _ = _check_claim(claim)
         return described, float(claim.epsilon), delta, claim.adjacency

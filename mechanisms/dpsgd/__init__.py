@@ -39,6 +39,7 @@ one step for all ``T``. Their true guarantees come from the same accounting.
 
 from __future__ import annotations
 
+import functools
 import math
 from functools import partial
 
@@ -54,6 +55,7 @@ import dpaudit
 from dpaudit.accounting.composition import GaussianComponent
 from dpaudit.accounting.subsampling import subsampled_accounting
 from dpaudit.core.checks import check_count, check_delta, check_positive, is_concrete
+from dpaudit.model.densities import law_jit
 from mechanisms.faulty import register_pair
 
 __all__ = [
@@ -153,9 +155,25 @@ def dpsgd_accounting(noise_multiplier: float, q: float, steps: int, *, lower: bo
         An :class:`~dpaudit.accounting.profiles.ExactAccounting`.
     """
     mu = 1.0 / noise_multiplier
+    return _subsampled_gaussian(mu, q, int(steps), 1e-4 * max(1.0, mu), lower)
+
+
+@functools.lru_cache(maxsize=8)
+def _subsampled_gaussian(mu: float, q: float, steps: int, discretization: float, lower: bool):
+    """:func:`subsampled_accounting` of ``steps`` Poisson-subsampled Gaussian steps, computed
+    once per process for each distinct argument tuple (a pure function of them; the record
+    is frozen): a builder's claim, its known flaw and the audit's exact accounting ask for
+    the same curves, and the catalogue and RDP specs of one configuration share them."""
     return subsampled_accounting(
-        GaussianComponent(mu), q, int(steps), discretization=1e-4 * max(1.0, mu), lower=lower
+        GaussianComponent(mu), q, steps, discretization=discretization, lower=lower
     )
+
+
+@functools.lru_cache(maxsize=32)
+def _epsilon_upper(noise_multiplier: float, q: float, steps: int, delta: float) -> float:
+    """``dpsgd_accounting(noise_multiplier, q, steps, lower=False).epsilon_upper(delta)``,
+    computed once per process for each distinct argument tuple."""
+    return dpsgd_accounting(noise_multiplier, q, steps, lower=False).epsilon_upper(delta)
 
 
 def _clipped_gradients(theta, x, y, clip):
@@ -239,6 +257,15 @@ class DPSGDTrajectory(Distribution):
             The log densities, shape ``value.shape[:-2]``.
         """
         value = jnp.asarray(value, dtype=jnp.float64)
+        if not any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(self)):
+            if not isinstance(value, jax.core.Tracer):
+                # evaluated eagerly (the plan's check that a model's randomness is traced
+                # compares two traces' densities): one compiled program per shape, where the
+                # eager scan over a new closure compiled anew in every audit
+                return _log_prob_trajectories(self, value)
+        return self._log_prob_all(value)
+
+    def _log_prob_all(self, value):
         batch = value.shape[:-2]
         flat = value.reshape((-1, *self.event_shape))
         return jax.vmap(self._log_prob_one)(flat).reshape(batch)
@@ -284,20 +311,28 @@ class DPSGDTrajectory(Distribution):
         if float(self.target_in) + float(other.target_in) != 1.0:
             return None
         mu = self.clip / self.noise_std
-        return subsampled_accounting(
-            GaussianComponent(mu), self.q, self.event_shape[0],
-            discretization=discretization * max(1.0, mu),
-        )  # fmt: skip
+        return _subsampled_gaussian(
+            mu, self.q, int(self.event_shape[0]), discretization * max(1.0, mu), True
+        )
 
 
-@partial(jax.jit, static_argnames=("sample_shape",))
+@partial(law_jit, static_argnames=("sample_shape",))
 def _sample_trajectories(law: DPSGDTrajectory, key, sample_shape: tuple):
     # One compiled program per law shape and sample shape, the law a jit argument: run
     # eagerly, the vmapped scan compiled anew on every call (the model's trace draws a
     # trajectory each time the release law is read: dpsgd-logistic-rdp compiled it 10 times).
+    # law_jit, not jax.jit: numpyro flattens the law's fields in the order of a Python set
+    # (per-process string hashing), so with jax.jit this program - and every program that
+    # calls it (the pre-audit draw, the audit's draws and loss steps) - had a new
+    # persistent-cache key in each process and a filled cache missed them all.
     keys = jax.random.split(key, math.prod(sample_shape) or 1)
     draws = jax.vmap(law._sample_one)(keys)
     return draws.reshape(sample_shape + law.event_shape)
+
+
+@law_jit
+def _log_prob_trajectories(law: DPSGDTrajectory, value):
+    return law._log_prob_all(value)
 
 
 def _check(steps, q, noise_multiplier, clip, learning_rate, n, delta):
@@ -354,7 +389,7 @@ def _model(n, steps, q, clip, noise_std, learning_rate, seed):
 
 def _mechanism(name, *, steps, q, noise_multiplier, clip, learning_rate, n, delta, noise_std,
                claim_steps, known_flaw=None):  # fmt: skip
-    epsilon = dpsgd_accounting(noise_multiplier, q, claim_steps, lower=False).epsilon_upper(delta)
+    epsilon = _epsilon_upper(noise_multiplier, q, claim_steps, delta)
     return dpaudit.Mechanism(
         name=name,
         model=_model(n, steps, q, clip, noise_std, learning_rate, _DEFAULT_SEED),
@@ -438,7 +473,7 @@ def dpsgd_ignores_steps(steps: int = 20, q: float = 0.25, noise_multiplier: floa
         ValueError: one sentence naming the bad argument.
     """
     _check(steps, q, noise_multiplier, clip, learning_rate, n, delta)
-    true_epsilon = dpsgd_accounting(noise_multiplier, q, steps, lower=False).epsilon_upper(delta)
+    true_epsilon = _epsilon_upper(noise_multiplier, q, steps, delta)
     flaw = dpaudit.KnownFlaw(
         reason=(
             f"the privacy accountant composes 1 step instead of T = {steps}; the exact "
@@ -472,8 +507,7 @@ def dpsgd_noise_batch(steps: int = 20, q: float = 0.25, noise_multiplier: float 
     """
     _check(steps, q, noise_multiplier, clip, learning_rate, n, delta)
     batch = q * n
-    true = dpsgd_accounting(noise_multiplier / batch, q, steps, lower=False)
-    true_epsilon = true.epsilon_upper(delta)
+    true_epsilon = _epsilon_upper(noise_multiplier / batch, q, steps, delta)
     flaw = dpaudit.KnownFlaw(
         reason=(
             f"the noise is noise_multiplier C / (q n) (the sensitivity of the batch mean) but "
