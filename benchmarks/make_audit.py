@@ -93,10 +93,11 @@ def _tree_rss(root: int) -> int:
     return sum(rss.get(pid, 0) for pid in tree)
 
 
-def run_sampled(command: list, env: dict) -> dict:
-    """Run ``command``; wall, CPU (it and its reaped children), peak RSS of its process tree."""
+def run_sampled(command: list, env: dict, root: Path = ROOT) -> dict:
+    """Run ``command`` in ``root``; wall, CPU (it and its reaped children), peak RSS of its
+    process tree."""
     load_before, cpu_before, t0 = _load(), _children_cpu(), time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
     peak = 0
     while process.poll() is None:
         peak = max(peak, _tree_rss(process.pid))
@@ -120,6 +121,9 @@ MODES = {
     "serial-st": ([], SINGLE_THREAD_XLA),
     "pool2": (["--workers", "2"], ""),
     "pool2-st": (["--workers", "2"], SINGLE_THREAD_XLA),
+    # the same options on the tree given by --baseline (a checkout of the code before a change)
+    "base-serial": ([], ""),
+    "base-pool2": (["--workers", "2"], ""),
 }
 
 
@@ -132,14 +136,16 @@ def compare(args) -> None:
     for state in ("cold", "warm"):
         for mode in modes:
             options, flags = MODES[mode]
-            cache, out = folder / f"cache-{mode}", folder / f"{mode}-{state}.json"
+            root = Path(args.baseline) if mode.startswith("base-") else ROOT
+            # a folder per mode: the parallel runs keep their audit times beside the cache
+            cache, out = folder / mode / "jax", folder / f"{mode}-{state}.json"
             command = [sys.executable, "-c", program, "audit", args.target, "-q"]
             command += ["--json", str(out), "--cache-dir", str(cache), *options]
             command += ["-k", args.k] if args.k else []
-            env = dict(os.environ, PYTHONPATH=str(ROOT))
+            env = dict(os.environ, PYTHONPATH=str(root))
             env.pop("XLA_FLAGS", None)
             env.update({"XLA_FLAGS": flags} if flags else {})
-            row = {"mode": mode, "cache": state, **run_sampled(command, env)}
+            row = {"mode": mode, "cache": state, **run_sampled(command, env, root)}
             row["results"] = _stripped(out)
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "results"}), flush=True)
@@ -291,13 +297,21 @@ def main() -> None:
         help="suite: serial, workers or both (comma); compare: of " + ", ".join(MODES),
     )
     parser.add_argument("--cache", default="none", help="profile: the compilation cache folder")
-    parser.add_argument("-k", default=None, help="profile: only the specs this selects")
+    parser.add_argument("-k", default=None, help="profile, compare: only the specs this selects")
+    parser.add_argument(
+        "--k-file", default=None, help="compare: read -k from this file (a long selection)"
+    )
+    parser.add_argument(
+        "--baseline", default=None, help="compare: the tree the base-* modes run (a checkout)"
+    )
     parser.add_argument(
         "--release", action="store_true", help="profile: release_memory() after each spec"
     )
     parser.add_argument("--label", default="run", help="profile: suffix of the results file")
     parser.add_argument("--top", type=int, default=15, help="profile: rows of the table")
     args = parser.parse_args()
+    if args.k_file:
+        args.k = Path(args.k_file).read_text().strip()
     if args.modes is None:
         args.modes = "serial,workers" if args.what == "suite" else ",".join(MODES)
     {"suite": suite, "profile": profile, "compare": compare}[args.what](args)

@@ -1162,10 +1162,37 @@ def _suite_target(item: PreparedAudit, args, seconds: dict):
     path = str(item.spec.path)
     cost = float(seconds.get(path, 0.0))
     if not _is_callable_ref(path):
-        return SuiteTarget(path, cost=cost)
+        return SuiteTarget(path, cost=cost, group=audit_family(item.spec))
     # the parsed command line minus the subcommand's handler: plain values, picklable
     options = {k: v for k, v in vars(args).items() if not callable(v)}
-    return SuiteTarget(path, options, cost)
+    return SuiteTarget(path, options, cost, audit_family(item.spec))
+
+
+def audit_family(spec) -> str:
+    """The family of an audit, read from its spec (nothing built): audits of one family
+    share compiled programs, so a local suite runs them on one worker.
+
+    Args:
+        spec: a loaded spec (:class:`~dpaudit.io.spec.AuditSpec`).
+
+    Returns:
+        ``"training:FILE"`` for a training target, ``"black-box:FILE:METHOD"`` for a sampler
+        (``catalogue`` for a catalogue mechanism sampled as a black box), ``"white-box:MODULE"``
+        for a catalogue mechanism (its builder's module: one family of mechanisms), else
+        ``"white-box:FILE"`` of a mechanism defined in a file.
+    """
+    from dpaudit.model.registry import lookup
+
+    if spec.training is not None:
+        return f"training:{Path(str(spec.training.train).rsplit(':', 1)[0]).name}"
+    bb = spec.blackbox
+    if bb is not None:
+        source = Path(str(bb.sampler).rsplit(":", 1)[0]).name if bb.sampler else "catalogue"
+        return f"black-box:{source}:{bb.method}"
+    entry = lookup(str(spec.mechanism))
+    if entry is not None:
+        return f"white-box:{entry.builder.__module__}"
+    return f"white-box:{Path(str(spec.mechanism).rsplit(':', 1)[0]).name}"
 
 
 def _seconds_file() -> Path | None:
@@ -1174,6 +1201,14 @@ def _seconds_file() -> Path | None:
 
     folder = jax.config.jax_compilation_cache_dir
     return Path(folder).parent / _SECONDS_FILE if folder else None
+
+
+def _print_finished(item: PreparedAudit, outcome, seconds: float, args, out) -> None:
+    """A finished audit's lines: its claim note (always, as the serial run), its result line."""
+    if item.claim_note:  # as the serial run prints it, before the audit's line
+        print(f"{item.spec.name}: {item.claim_note}", file=out, flush=True)
+    if not args.quiet:
+        print(_audit_line(outcome, seconds), file=out, flush=True)
 
 
 def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
@@ -1192,16 +1227,18 @@ def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
     if args.ray:
         results = run_suite_parallel(targets, args.seed, args.samples, runner=runner,
                                      workers=args.workers, address=args.ray, seconds=seconds)  # fmt: skip
+        outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
+        for item, o, s in zip(prepared, outcomes, seconds, strict=True):
+            _print_finished(item, o, s, args, out)
     else:  # local: a pool of worker processes, lighter than a local Ray instance
         release_memory(1)  # the driver audits nothing: drop what building compiled
+
+        def finished(index: int, result, took: float) -> None:  # as each audit ends
+            _print_finished(prepared[index], _outcome(prepared[index], result), took, args, out)
+
         results = run_suite_local(targets, args.seed, args.samples, runner=runner,
-                                  workers=args.workers, seconds=seconds)  # fmt: skip
-    outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
-    for item, o, s in zip(prepared, outcomes, seconds, strict=True):
-        if item.claim_note:  # as the serial run prints it, before the audit's line
-            print(f"{item.spec.name}: {item.claim_note}", file=out, flush=True)
-        if not args.quiet:
-            print(_audit_line(o, s), file=out, flush=True)
+                                  workers=args.workers, seconds=seconds, on_result=finished)  # fmt: skip
+        outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
     if record is not None:
         known.update((t.path, round(s, 2)) for t, s in zip(targets, seconds, strict=True))
         try:

@@ -1,34 +1,46 @@
 """A suite of audit specs on local worker processes (``dpaudit audit --workers N``).
 
 Ray's local instance costs seconds to start and a raylet, a GCS server and an object
-store beside the workers; for a suite on one machine a plain pool of ``N`` processes is
+store beside the workers; for a suite on one machine a plain set of ``N`` processes is
 enough. Each worker is a fresh Python started by ``spawn`` (never ``fork``: the driver
-runs JAX's threads), imports dpaudit once, and then takes specs one at a time, longest
-first. A worker prepares its spec again from its path and runs it with the serial engine
+runs JAX's threads), imports dpaudit once, and then takes specs one at a time. A worker
+prepares its spec again from its path and runs it with the serial engine
 (:func:`dpaudit.runtime.suite.run_spec`), so every result is the serial run's.
+
+Which worker runs which spec is family-affine (:mod:`dpaudit.runtime.schedule`): the specs
+of one group (:attr:`~dpaudit.runtime.suite.SuiteTarget.group`, a family that shares
+compiled programs) run on one worker, longest groups first, so no program is traced,
+lowered and compiled by two workers side by side on a cold cache. Workers share the
+driver's persistent compilation cache (JAX writes each entry atomically, under a name
+that is the program's hash: two workers writing the same program write the same bytes).
 
 Workers inherit the driver's environment (BLAS and OpenMP thread counts, ``XLA_FLAGS``),
 so they sum in the order the driver does. Between audits a worker releases what the
 audit left behind (:func:`dpaudit.core.memory.release_memory`) against its share of the
 suite's memory budget, so ``N`` workers together stay within what one serial process
-would hold.
+would hold. A worker that raises, or dies (killed, out of memory), stops the suite with
+a sentence naming its spec; the other workers are stopped and nothing is returned.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+import pickle
+import queue
+from collections.abc import Callable, Sequence
 
 from dpaudit.core.memory import SUITE_MEMORY_BYTES, release_memory
+from dpaudit.runtime.schedule import Dispatcher, plan_groups
 from dpaudit.runtime.suite import SuiteRunner, SuiteTarget, driver_cache, run_spec
 
-__all__ = ["WORKER_MEMORY_FLOOR", "run_suite_local", "worker_budget"]
+__all__ = ["WORKER_MEMORY_FLOOR", "run_suite_local", "suite_plan", "worker_budget"]
 
 #: The smallest per-worker budget: a fresh worker with JAX and the engine loaded holds
 #: about 0.5 GB, so a lower budget would only drop compiled programs after every audit.
 WORKER_MEMORY_FLOOR = 600 << 20
+
+#: Seconds between checks that every busy worker is still alive while waiting for results.
+_POLL_SECONDS = 0.5
 
 
 def worker_budget(workers: int, total: int = SUITE_MEMORY_BYTES) -> int:
@@ -49,6 +61,25 @@ def worker_budget(workers: int, total: int = SUITE_MEMORY_BYTES) -> int:
     return max(WORKER_MEMORY_FLOOR, int(total) // int(workers))
 
 
+def suite_plan(targets: Sequence[SuiteTarget], workers: int) -> list:
+    """Which worker starts with which specs: whole groups, longest first.
+
+    Args:
+        targets: the suite's :class:`SuiteTarget` (a target without a group is a group
+            of its own).
+        workers: worker processes.
+
+    Returns:
+        One list per worker of its groups (lists of indices into ``targets``), as
+        :func:`dpaudit.runtime.schedule.plan_groups`.
+
+    Raises:
+        ValueError: ``workers < 1``.
+    """
+    keys = [t.group or f"path:{t.path}" for t in targets]
+    return plan_groups(keys, [t.cost for t in targets], workers)
+
+
 def run_pooled(overrides: tuple, target):
     """Run one audit on a pool worker, then release what it left behind.
 
@@ -67,27 +98,87 @@ def run_pooled(overrides: tuple, target):
         release_memory(budget)
 
 
-def _gather(futures: dict, progress) -> list:
-    """The futures' results in submission-key order; the first failure stops the rest."""
-    results, pending = {}, set(futures.values())
-    index = {future: i for i, future in futures.items()}
-    while pending:
-        done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-        for future in done:
-            error = future.exception()
-            if error is not None:
-                for other in pending:
-                    other.cancel()
-                if isinstance(error, BrokenProcessPool):
-                    raise RuntimeError(
-                        "a worker process of the suite died (killed, or out of memory); the "
-                        "run is incomplete and no report was written."
-                    ) from None
-                raise error
-            results[index[future]] = future.result()
-            if progress is not None:
-                progress.advance(1)
-    return [results[i] for i in range(len(futures))]
+def _picklable_error(err: BaseException, target: SuiteTarget) -> bytes:
+    """``err`` pickled, or a RuntimeError naming the spec when it cannot be."""
+    try:
+        return pickle.dumps(err)
+    except Exception:  # an exception that does not pickle: its sentence survives
+        return pickle.dumps(RuntimeError(f"{target.path}: the audit crashed ({err})."))
+
+
+def worker_loop(worker: int, overrides: tuple, tasks, results) -> None:
+    """A worker process: audit each ``(index, target)`` from ``tasks`` until ``None``.
+
+    Each outcome goes to ``results`` as ``(worker, index, ok, payload)``, the payload
+    pickled here (a result that cannot be pickled is reported as an error, not lost).
+
+    Args:
+        worker: this worker's index.
+        overrides: as :func:`run_pooled`.
+        tasks: the worker's own queue of ``(index, target)``, ``None`` to stop.
+        results: the queue shared by every worker.
+    """
+    while (task := tasks.get()) is not None:
+        index, target = task
+        try:
+            payload, ok = pickle.dumps(run_pooled(overrides, target)), True
+        except BaseException as err:  # reported to the driver, which stops the suite
+            payload, ok = _picklable_error(err, target), False
+        results.put((worker, index, ok, payload))
+        if not ok:
+            return
+
+
+def _died(target: SuiteTarget, code) -> RuntimeError:
+    return RuntimeError(
+        f"{target.path}: the worker process auditing it died (exit code {code}: killed, or "
+        "out of memory); the run is incomplete and no report was written."
+    )
+
+
+def _drive(targets, procs, tasks, results, dispatcher, on_result) -> dict:
+    """Feed each worker its next spec when it reports one; every result, by index."""
+    busy, done = {}, {}
+
+    def feed(worker: int) -> None:
+        index = dispatcher.next(worker)
+        busy.pop(worker, None)
+        if index is None:
+            tasks[worker].put(None)
+        else:
+            busy[worker] = index
+            tasks[worker].put((index, targets[index]))
+
+    for worker in range(len(procs)):
+        feed(worker)
+    while len(done) < len(targets):
+        try:
+            worker, index, ok, payload = results.get(timeout=_POLL_SECONDS)
+        except queue.Empty:
+            for w, i in busy.items():
+                if not procs[w].is_alive():
+                    raise _died(targets[i], procs[w].exitcode) from None
+            continue
+        if not ok:
+            raise pickle.loads(payload)
+        done[index] = pickle.loads(payload)
+        on_result(index, *done[index])
+        feed(worker)
+    return done
+
+
+def _stop(procs, tasks, failed: bool) -> None:
+    """End the workers: after a failure at once, otherwise once they have read ``None``."""
+    for process in procs:
+        if failed and process.is_alive():
+            process.terminate()
+    for process in procs:
+        process.join(timeout=None if not failed else 10)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    for q in tasks:
+        q.close()
 
 
 def run_suite_local(
@@ -99,12 +190,14 @@ def run_suite_local(
     workers: int,
     progress=None,
     seconds: list | None = None,
+    on_result: Callable | None = None,
 ) -> list:
     """Run the audits ``paths`` on ``workers`` local processes; results in the order of ``paths``.
 
-    Audits are handed out longest first (by :attr:`SuiteTarget.cost`, stable otherwise), so
-    the suite does not end waiting for one long audit. Workers use the driver's JAX
-    compilation cache and environment.
+    Groups of specs (:attr:`SuiteTarget.group`) run whole on one worker, longest first
+    (:func:`suite_plan`; :attr:`SuiteTarget.cost` from the previous run, else the group's
+    size); a worker done with its own groups takes another's unstarted ones. Workers use
+    the driver's JAX compilation cache and environment.
 
     Args:
         paths: spec files or :class:`SuiteTarget` (already validated by the caller).
@@ -115,26 +208,44 @@ def run_suite_local(
         progress: a progress bar advanced once per finished audit, or ``None``.
         seconds: a list that receives each audit's wall time on its worker, in the order
             of ``paths`` (``None``: not wanted).
+        on_result: ``on_result(index, result, seconds)`` called in the driver as each audit
+            finishes (in the order they finish; ``None``: nothing).
 
     Returns:
         One result per audit, in the order of ``paths``; identical to the serial run's.
 
     Raises:
         ValueError: ``workers < 1``, or an audit that failed on bad input.
-        RuntimeError: an audit crashed, or a worker process died.
+        RuntimeError: an audit crashed, or a worker process died (the spec is named).
     """
     budget = worker_budget(workers)
     targets = [t if isinstance(t, SuiteTarget) else SuiteTarget(str(t)) for t in paths]
+    if not targets:
+        return []
+    count = min(int(workers), len(targets))
+    dispatcher = Dispatcher(suite_plan(targets, count))
     overrides = (seed, samples, driver_cache(), runner, budget)
-    order = sorted(range(len(targets)), key=lambda i: -targets[i].cost)
+
+    def report(index: int, result, took: float) -> None:
+        if progress is not None:
+            progress.advance(1)
+        if on_result is not None:
+            on_result(index, result, took)
+
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(int(workers), len(targets)), mp_context=context) as pool:
-        try:
-            futures = {i: pool.submit(run_pooled, overrides, targets[i]) for i in order}
-            done = _gather(futures, progress)
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
+    results, tasks = context.Queue(), [context.Queue() for _ in range(count)]
+    procs = [
+        context.Process(target=worker_loop, args=(w, overrides, tasks[w], results), daemon=True)
+        for w in range(count)
+    ]
+    for process in procs:
+        process.start()
+    failed = True
+    try:
+        done = _drive(targets, procs, tasks, results, dispatcher, report)
+        failed = False
+    finally:
+        _stop(procs, tasks, failed)
     if seconds is not None:
-        seconds[:] = [s for _, s in done]
-    return [r for r, _ in done]
+        seconds[:] = [done[i][1] for i in range(len(targets))]
+    return [done[i][0] for i in range(len(targets))]
