@@ -27,13 +27,14 @@ from __future__ import annotations
 import multiprocessing
 import pickle
 import queue
+import threading
 from collections.abc import Callable, Sequence
 
 from dpaudit.core.memory import SUITE_MEMORY_BYTES, release_memory
 from dpaudit.runtime.schedule import Dispatcher, plan_groups
 from dpaudit.runtime.suite import SuiteRunner, SuiteTarget, driver_cache, run_spec
 
-__all__ = ["WORKER_MEMORY_FLOOR", "run_suite_local", "suite_plan", "worker_budget"]
+__all__ = ["WORKER_MEMORY_FLOOR", "LocalSuite", "run_suite_local", "suite_plan", "worker_budget"]
 
 #: The smallest per-worker budget: a fresh worker with JAX and the engine loaded holds
 #: about 0.5 GB, so a lower budget would only drop compiled programs after every audit.
@@ -136,35 +137,119 @@ def _died(target: SuiteTarget, code) -> RuntimeError:
     )
 
 
-def _drive(targets, procs, tasks, results, dispatcher, on_result) -> dict:
-    """Feed each worker its next spec when it reports one; every result, by index."""
-    busy, done = {}, {}
+def _drive(suite: LocalSuite) -> None:
+    """The suite's dispatching thread: feed each worker its next spec when it reports one."""
+    busy: dict = {}
 
     def feed(worker: int) -> None:
-        index = dispatcher.next(worker)
+        index = suite.dispatcher.next(worker)
         busy.pop(worker, None)
         if index is None:
-            tasks[worker].put(None)
+            suite.tasks[worker].put(None)
         else:
             busy[worker] = index
-            tasks[worker].put((index, targets[index]))
+            suite.tasks[worker].put((index, suite.targets[index]))
 
-    for worker in range(len(procs)):
+    for worker in range(len(suite.procs)):
         feed(worker)
-    while len(done) < len(targets):
+    done = 0
+    while done < len(suite.targets) and not suite.stopping.is_set():
         try:
-            worker, index, ok, payload = results.get(timeout=_POLL_SECONDS)
+            worker, index, ok, payload = suite.results.get(timeout=_POLL_SECONDS)
         except queue.Empty:
             for w, i in busy.items():
-                if not procs[w].is_alive():
-                    raise _died(targets[i], procs[w].exitcode) from None
+                if not suite.procs[w].is_alive():
+                    raise _died(suite.targets[i], suite.procs[w].exitcode) from None
             continue
         if not ok:
             raise pickle.loads(payload)
-        done[index] = pickle.loads(payload)
-        on_result(index, *done[index])
+        suite.finished.put((index, *pickle.loads(payload)))
+        done += 1
         feed(worker)
-    return done
+
+
+class LocalSuite:
+    """A suite running on local worker processes while the caller does other work.
+
+    Starting it starts the workers and a dispatching thread; :meth:`wait` collects the
+    results (calling ``on_result`` in the caller's thread as audits finish), :meth:`stop`
+    ends the workers at once (the caller failed meanwhile). See :func:`run_suite_local`.
+
+    Args:
+        targets: the suite's :class:`SuiteTarget`.
+        overrides: ``(seed, samples)`` of the command line (``None`` each when absent).
+        runner: how a worker prepares and runs an audit (the CLI's :class:`SuiteRunner`).
+        workers: worker processes (at most one per audit is started).
+
+    Raises:
+        ValueError: ``workers < 1``.
+    """
+
+    def __init__(self, targets: Sequence[SuiteTarget], overrides: tuple, runner, workers: int):
+        budget = worker_budget(workers)
+        self.targets = list(targets)
+        count = max(1, min(int(workers), len(self.targets)))
+        self.dispatcher = Dispatcher(suite_plan(self.targets, count))
+        shipped = (*overrides, driver_cache(), runner, budget)
+        context = multiprocessing.get_context("spawn")
+        self.results, self.tasks = context.Queue(), [context.Queue() for _ in range(count)]
+        self.procs = [
+            context.Process(target=worker_loop, args=(w, shipped, self.tasks[w], self.results))
+            for w in range(count)
+        ]
+        for process in self.procs:  # not daemonic: an audit may start processes of its own
+            process.start()
+        self.finished: queue.Queue = queue.Queue()
+        self.stopping, self.error = threading.Event(), None
+        self.thread = threading.Thread(target=self._dispatch, name="dpaudit-suite", daemon=True)
+        self.thread.start()
+
+    def _dispatch(self) -> None:
+        try:
+            _drive(self)
+        except BaseException as err:  # handed to the caller by wait()
+            self.error = err
+
+    def wait(self, on_result: Callable | None = None) -> list:
+        """Every ``(result, seconds)``, in the order of the targets, once all have finished.
+
+        Args:
+            on_result: ``on_result(index, result, seconds)``, called in this thread as each
+                audit finishes (in the order they finish), or ``None``.
+
+        Returns:
+            One ``(result, seconds)`` per target.
+
+        Raises:
+            ValueError: an audit failed on bad input.
+            RuntimeError: an audit crashed, or a worker process died (the spec is named).
+        """
+        done: dict = {}
+        try:
+            while len(done) < len(self.targets):
+                try:
+                    index, result, took = self.finished.get(timeout=_POLL_SECONDS)
+                except queue.Empty:
+                    if not self.thread.is_alive() and self.finished.empty():
+                        raise (
+                            self.error or RuntimeError("the suite's workers stopped early.")
+                        ) from None
+                    continue
+                done[index] = (result, took)
+                if on_result is not None:
+                    on_result(index, result, took)
+        except BaseException:
+            self.stop()
+            raise
+        self.thread.join()
+        _stop(self.procs, self.tasks, failed=False)
+        return [done[i] for i in range(len(self.targets))]
+
+    def stop(self) -> None:
+        """End the workers now (what they were auditing is lost); safe to call twice."""
+        self.stopping.set()
+        self.thread.join(timeout=10 * _POLL_SECONDS)
+        _stop(self.procs, self.tasks, failed=True)
 
 
 def _stop(procs, tasks, failed: bool) -> None:
@@ -218,13 +303,10 @@ def run_suite_local(
         ValueError: ``workers < 1``, or an audit that failed on bad input.
         RuntimeError: an audit crashed, or a worker process died (the spec is named).
     """
-    budget = worker_budget(workers)
     targets = [t if isinstance(t, SuiteTarget) else SuiteTarget(str(t)) for t in paths]
     if not targets:
+        worker_budget(workers)  # a bad count is refused all the same
         return []
-    count = min(int(workers), len(targets))
-    dispatcher = Dispatcher(suite_plan(targets, count))
-    overrides = (seed, samples, driver_cache(), runner, budget)
 
     def report(index: int, result, took: float) -> None:
         if progress is not None:
@@ -232,20 +314,7 @@ def run_suite_local(
         if on_result is not None:
             on_result(index, result, took)
 
-    context = multiprocessing.get_context("spawn")
-    results, tasks = context.Queue(), [context.Queue() for _ in range(count)]
-    procs = [
-        context.Process(target=worker_loop, args=(w, overrides, tasks[w], results), daemon=True)
-        for w in range(count)
-    ]
-    for process in procs:
-        process.start()
-    failed = True
-    try:
-        done = _drive(targets, procs, tasks, results, dispatcher, report)
-        failed = False
-    finally:
-        _stop(procs, tasks, failed)
+    done = LocalSuite(targets, (seed, samples), runner, workers).wait(report)
     if seconds is not None:
-        seconds[:] = [done[i][1] for i in range(len(targets))]
-    return [done[i][0] for i in range(len(targets))]
+        seconds[:] = [s for _, s in done]
+    return [r for r, _ in done]
