@@ -44,15 +44,15 @@ def test_one_worker_runs_every_group_longest_first_and_more_workers_than_groups_
 
 
 def test_the_dispatcher_hands_out_every_audit_once_and_steals_only_whole_unstarted_groups():
-    plan = [[[0, 1, 2], [3]], [[4], [5, 6], [7]]]
+    plan = [[[0, 1, 2], [3, 4], [5]], [[6], [7]]]
     d = Dispatcher(plan)
-    assert [d.next(0), d.next(1)] == [0, 4]  # each starts its first group
-    assert [d.next(1), d.next(1), d.next(1)] == [5, 6, 7]  # worker 1 ran through its own
-    # worker 1 is idle: it steals worker 0's last unstarted group, never a started one
-    assert d.next(1) == 3
-    assert d.next(1) is None
+    assert [d.next(0), d.next(1)] == [0, 6]  # each starts its first group
+    assert d.next(1) == 7  # worker 1 ran through its own groups
+    # idle, it steals worker 0's last (shortest) unstarted group, then the next one
+    assert [d.next(1), d.next(1)] == [5, 3]
+    # worker 0 finishes its started group; the rest of 3-4 stays with worker 1
     assert [d.next(0), d.next(0), d.next(0)] == [1, 2, None]
-    assert d.next(1) is None
+    assert [d.next(1), d.next(1)] == [4, None]
 
 
 def _prepare(paths, seed, samples):
