@@ -11,8 +11,9 @@ Which worker runs which spec is family-affine (:mod:`dpaudit.runtime.schedule`):
 of one group (:attr:`~dpaudit.runtime.suite.SuiteTarget.group`, a family that shares
 compiled programs) run on one worker, longest groups first, so no program is traced,
 lowered and compiled by two workers side by side on a cold cache. Workers share the
-driver's persistent compilation cache (JAX writes each entry atomically, under a name
-that is the program's hash: two workers writing the same program write the same bytes).
+driver's persistent compilation cache: entries are named by the program's hash, and an
+entry read half-written is deleted and recompiled (:mod:`dpaudit.core.compilation_cache`),
+never a wrong program.
 
 Workers inherit the driver's environment (BLAS and OpenMP thread counts, ``XLA_FLAGS``),
 so they sum in the order the driver does. Between audits a worker releases what the
