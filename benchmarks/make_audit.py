@@ -19,6 +19,9 @@ Usage::
     python benchmarks/make_audit.py                     # suite: serial and --workers 2
     python benchmarks/make_audit.py suite --workers 2 --modes workers
     python benchmarks/make_audit.py profile --cache /tmp/jaxcache --top 15
+    python benchmarks/make_audit.py compare --modes base-serial,base-pool2,pool2 \\
+        --baseline /tmp/before --k-file subset.txt --label NAME   # before/after, side by side
+    python benchmarks/make_audit.py compiles --modes base-pool2,pool2 --baseline /tmp/before
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -171,6 +175,67 @@ def compare(args) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+_MISS = re.compile(r"PERSISTENT COMPILATION CACHE MISS for '[^']*' with key '([^']+)'")
+_HIT = re.compile(r"Persistent compilation cache hit for '[^']*' with key '([^']+)'")
+_COMPILED = re.compile(r"Finished XLA compilation of ")
+
+
+def compiles(args) -> None:
+    """Each mode once on an empty cache with ``JAX_LOG_COMPILES=1`` and
+    ``JAX_EXPLAIN_CACHE_MISSES=1``: persistent-cache misses summed over the driver and its
+    workers, distinct programs among them, how many were compiled twice or more (the same
+    key missed by two processes, or by one after dropping its programs), and every XLA
+    compilation (cached or not). Counts, not seconds."""
+    program = "import sys; from dpaudit.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    folder, rows = Path(tempfile.mkdtemp(prefix="dpaudit-compiles-")), []
+    for mode in args.modes.split(","):
+        options, flags = MODES[mode]
+        root = Path(args.baseline) if mode.startswith("base-") else ROOT
+        command = [sys.executable, "-c", program, "audit", args.target, "-q"]
+        command += ["--json", str(folder / f"{mode}.json"), "--cache-dir", str(folder / mode)]
+        command += [*options, *(["-k", args.k] if args.k else [])]
+        env = dict(os.environ, PYTHONPATH=str(root), JAX_LOG_COMPILES="1")
+        env["JAX_EXPLAIN_CACHE_MISSES"] = "1"  # logs each persistent-cache miss with its key
+        env.pop("XLA_FLAGS", None)
+        env.update({"XLA_FLAGS": flags} if flags else {})
+        load_before, t0 = _load(), time.perf_counter()
+        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
+        misses = _MISS.findall(done.stderr)
+        counts: dict = {}
+        for key in misses:
+            counts[key] = counts.get(key, 0) + 1
+        rows.append(
+            {
+                "mode": mode,
+                "exit": done.returncode,
+                "wall_s": round(time.perf_counter() - t0, 1),
+                "compilations": len(misses),
+                "distinct_programs": len(counts),
+                "compiled_more_than_once": sum(1 for n in counts.values() if n > 1),
+                "extra_compilations": len(misses) - len(counts),
+                "cache_hits": len(_HIT.findall(done.stderr)),
+                "xla_compilations": len(_COMPILED.findall(done.stderr)),
+                "load_before": load_before,
+                "load_after": _load(),
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    print()
+    print(
+        "| mode | compilations | distinct programs | compiled twice or more | cache hits | load |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['mode']} | {r['compilations']} | {r['distinct_programs']} | "
+            f"{r['compiled_more_than_once']} (+{r['extra_compilations']}) | {r['cache_hits']} | "
+            f"{r['xla_compilations']} | {r['load_before']} / {r['load_after']} |"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"make_audit_compiles_{args.label}.json").write_text(json.dumps(rows, indent=1))
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def _stripped(path: Path):
     """The run's JSON without timings (``None`` when the run wrote none)."""
 
@@ -288,7 +353,9 @@ def profile(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="?", default="suite", choices=("suite", "profile", "compare"))
+    parser.add_argument(
+        "what", nargs="?", default="suite", choices=("suite", "profile", "compare", "compiles")
+    )
     parser.add_argument("--target", default="audits/", help="the specs (default: audits/)")
     parser.add_argument("--workers", type=int, default=2, help="workers of the parallel runs")
     parser.add_argument(
@@ -314,7 +381,7 @@ def main() -> None:
         args.k = Path(args.k_file).read_text().strip()
     if args.modes is None:
         args.modes = "serial,workers" if args.what == "suite" else ",".join(MODES)
-    {"suite": suite, "profile": profile, "compare": compare}[args.what](args)
+    {"suite": suite, "profile": profile, "compare": compare, "compiles": compiles}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -1225,8 +1225,16 @@ def _suite_prepare_callable(options: tuple, ref: str, args) -> PreparedAudit:
     return dataclasses.replace(item, force=True) if force else item
 
 
-def _suite_runner(args):
-    """What a worker runs: the CLI's preparation (``--confidence``, ``--force`` applied) and audit."""
+def suite_runner(args):
+    """What a suite's worker runs: the CLI's preparation and audit.
+
+    Args:
+        args: the parsed command line; its ``confidence`` and ``force`` are applied to
+            every audit the workers prepare, as the serial run applies them.
+
+    Returns:
+        A :class:`~dpaudit.runtime.SuiteRunner` of module-level functions (picklable).
+    """
     from functools import partial
 
     from dpaudit.runtime import SuiteRunner
@@ -1266,7 +1274,7 @@ def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
     record, known = _known_seconds()
     targets = [_suite_target(item, args, known) for item in prepared]
     seconds: list = []
-    results = run_suite_parallel(targets, args.seed, args.samples, runner=_suite_runner(args),
+    results = run_suite_parallel(targets, args.seed, args.samples, runner=suite_runner(args),
                                  workers=args.workers, address=args.ray, seconds=seconds)  # fmt: skip
     outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
     for item, o, s in zip(prepared, outcomes, seconds, strict=True):
@@ -1309,7 +1317,7 @@ def _audit_local(args, out) -> tuple[list, list]:
     targets = _local_targets(args, found, known) if any(found) else []
     if not targets:  # nothing selected: refused with the serial run's sentence
         _prepare_targets(args, draw=False, found=found)
-    suite = LocalSuite(targets, (args.seed, args.samples), _suite_runner(args), args.workers)
+    suite = LocalSuite(targets, (args.seed, args.samples), suite_runner(args), args.workers)
     try:
         prepared = _prepare_targets(args, draw=False, found=found)
         prepared = _with_confidence(prepared, getattr(args, "confidence", None))

@@ -25,11 +25,15 @@ a sentence naming its spec; the other workers are stopped and nothing is returne
 
 from __future__ import annotations
 
+import copyreg
+import io
 import multiprocessing
+import os
 import pickle
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from types import MappingProxyType
 
 from dpaudit.core.memory import SUITE_MEMORY_BYTES, release_memory
 from dpaudit.runtime.schedule import Dispatcher, plan_groups
@@ -100,19 +104,54 @@ def run_pooled(overrides: tuple, target):
         release_memory(budget)
 
 
+def _mapping_proxy(mapping: dict) -> MappingProxyType:
+    """A read-only mapping again (unpickling a :class:`types.MappingProxyType`)."""
+    return MappingProxyType(mapping)
+
+
+def _dumps(value) -> bytes:
+    """``value`` pickled, read-only mappings (a white-box certificate's sites) as their dict."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    reduce_proxy = lambda proxy: (_mapping_proxy, (dict(proxy),))  # noqa: E731
+    pickler.dispatch_table = {**copyreg.dispatch_table, MappingProxyType: reduce_proxy}
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
 def _picklable_error(err: BaseException, target: SuiteTarget) -> bytes:
     """``err`` pickled, or a RuntimeError naming the spec when it cannot be."""
     try:
-        return pickle.dumps(err)
+        return _dumps(err)
     except Exception:  # an exception that does not pickle: its sentence survives
-        return pickle.dumps(RuntimeError(f"{target.path}: the audit crashed ({err})."))
+        return _dumps(RuntimeError(f"{target.path}: the audit crashed ({err})."))
+
+
+def _result_payload(value, target: SuiteTarget) -> tuple[bytes, bool]:
+    """``(pickled value, True)``, or a pickled error naming the spec when it cannot be sent."""
+    try:
+        return _dumps(value), True
+    except Exception as err:  # an unpicklable result must fail the run, not vanish
+        message = f"{target.path}: its result cannot be sent back from the worker ({err})."
+        return _dumps(RuntimeError(message)), False
+
+
+def _next_task(tasks, parent: int):
+    """The next task, or ``None`` once the driver is gone (this worker is then orphaned)."""
+    while True:
+        try:
+            return tasks.get(timeout=_POLL_SECONDS)
+        except queue.Empty:
+            if os.getppid() != parent:
+                return None
 
 
 def worker_loop(worker: int, overrides: tuple, tasks, results) -> None:
     """A worker process: audit each ``(index, target)`` from ``tasks`` until ``None``.
 
     Each outcome goes to ``results`` as ``(worker, index, ok, payload)``, the payload
-    pickled here (a result that cannot be pickled is reported as an error, not lost).
+    pickled here (a result that cannot be pickled is reported as that spec's error, not
+    lost). A worker whose driver has died stops after its current audit.
 
     Args:
         worker: this worker's index.
@@ -120,12 +159,15 @@ def worker_loop(worker: int, overrides: tuple, tasks, results) -> None:
         tasks: the worker's own queue of ``(index, target)``, ``None`` to stop.
         results: the queue shared by every worker.
     """
-    while (task := tasks.get()) is not None:
+    parent = os.getppid()
+    while (task := _next_task(tasks, parent)) is not None:
         index, target = task
         try:
-            payload, ok = pickle.dumps(run_pooled(overrides, target)), True
+            value = run_pooled(overrides, target)
         except BaseException as err:  # reported to the driver, which stops the suite
             payload, ok = _picklable_error(err, target), False
+        else:
+            payload, ok = _result_payload(value, target)
         results.put((worker, index, ok, payload))
         if not ok:
             return

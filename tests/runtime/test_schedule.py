@@ -117,3 +117,35 @@ def test_shipped_specs_fall_into_families_read_from_the_spec_alone():
     svt = {f for p, f in family.items() if "/faulty/svt-lyu" in p}
     assert svt == {"white-box:mechanisms.faulty.selection"}
     assert 20 <= len(set(family.values())) <= 60  # groups, not one per spec nor one for all
+
+
+def _unusual(item):
+    from types import MappingProxyType
+
+    if item == "lock":
+        import threading
+
+        return threading.Lock()
+    return {"sites": MappingProxyType({"a": 1.0})}
+
+
+def test_results_with_read_only_mappings_come_back_and_unpicklable_ones_fail_naming_the_spec(
+    monkeypatch,
+):
+    """A white-box certificate keeps its sites in a MappingProxyType, which plain pickle
+    refuses (the run stopped with "cannot pickle 'mappingproxy' object", no spec named)."""
+    import pickle
+    from types import MappingProxyType
+
+    monkeypatch.setattr(pool, "release_memory", lambda budget: None)
+    runner = SuiteRunner(_prepare, _prepare, _unusual)
+    tasks, results = queue.Queue(), queue.Queue()
+    for task in [(0, SuiteTarget("certificate")), (1, SuiteTarget("lock")), None]:
+        tasks.put(task)
+    pool.worker_loop(0, (None, None, driver_cache(), runner, 1 << 30), tasks, results)
+    (_, _, ok, payload), (_, _, bad, error) = results.get_nowait(), results.get_nowait()
+    (value, _seconds) = pickle.loads(payload)
+    assert ok and isinstance(value["sites"], MappingProxyType) and value["sites"]["a"] == 1.0
+    error = pickle.loads(error)
+    assert not bad and isinstance(error, RuntimeError)
+    assert str(error).startswith("lock: its result cannot be sent back from the worker")

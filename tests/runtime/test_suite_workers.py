@@ -144,8 +144,8 @@ def test_the_workers_prepare_with_the_command_lines_confidence_and_force(tmp_pat
 
     (tmp_path / "user.py").write_text(USER)
     (tmp_path / "a.toml").write_text(SPEC.format(expected="", scale=1.0))
-    runner = cli._suite_runner(Namespace(confidence=0.9, force=True))
+    runner = cli.suite_runner(Namespace(confidence=0.9, force=True))
     (item,) = runner.prepare([tmp_path / "a.toml"], None, None)
     assert item.spec.confidence == 0.9 and item.force
-    (plain,) = cli._suite_runner(Namespace()).prepare([tmp_path / "a.toml"], None, None)
+    (plain,) = cli.suite_runner(Namespace()).prepare([tmp_path / "a.toml"], None, None)
     assert plain.spec.confidence != 0.9 and not plain.force
