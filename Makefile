@@ -40,8 +40,8 @@ notebooks: $(STAMP)
 # identical to a serial run, tests/runtime). Default: one worker per core on machines with
 # 4 cores or more, otherwise serially in one process. Measured on 2 cores side by side,
 # 12 specs (BENCHMARKS.md, "Family-affine local workers"): 2 workers now match the serial
-# run cold (412 s vs 428 s wall, 58 s vs 64 s CPU; before: 627 s, 74 s) but stay slower warm
-# (87 s vs 58 s: every worker imports the engine and prepares its specs again, the driver
+# run cold or beat it (412 vs 428 s at load 17-39, before 627 s; 137 vs 232 s at load 10)
+# but stay slower warm (87 vs 58 s; 34 vs 28 s: every worker imports the engine and prepares its specs again, the driver
 # validates them too), and three processes with JAX peak above 2 GB (2.25 GB vs 1.53 GB).
 AUDIT_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); [ "$$n" -ge 4 ] && echo $$n)
 audit: $(STAMP)
