@@ -41,8 +41,9 @@ notebooks: $(STAMP)
 # 4 cores or more, otherwise serially in one process. Measured on 2 cores side by side,
 # 12 specs (BENCHMARKS.md, "Family-affine local workers"): 2 workers now match the serial
 # run cold or beat it (412 vs 428 s at load 17-39, before 627 s; 137 vs 232 s at load 10)
-# but stay slower warm (87 vs 58 s; 34 vs 28 s: every worker imports the engine and prepares its specs again, the driver
-# validates them too), and three processes with JAX peak above 2 GB (2.25 GB vs 1.53 GB).
+# but stay slower warm (87 vs 58 s; 34 vs 28 s: every worker imports the engine and
+# prepares its specs again, the driver validates them too), and three processes with JAX
+# peak above 2 GB (2.25 GB vs 1.53 GB).
 AUDIT_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); [ "$$n" -ge 4 ] && echo $$n)
 audit: $(STAMP)
 	$(BIN)/dpaudit audit audits/ --report reports/ --cache-dir .cache/jax $(if $(AUDIT_WORKERS),--workers $(AUDIT_WORKERS))
