@@ -35,13 +35,15 @@ notebooks: $(STAMP)
 	$(BIN)/python notebooks/execute.py
 
 # compiled XLA programs are kept in .cache/jax: a second run skips most compilation.
-# With AUDIT_WORKERS=N the specs run on N local worker processes (results identical to a
-# serial run, tests/runtime). Default: one worker per core on machines with 4 cores or more,
-# otherwise serially in one process: on 2 near-quiet cores two workers were 1.8x slower cold
-# (both compile the same programs; each imports the engine and builds its specs again),
-# 1.44x faster warm, and doubled the peak memory (the driver keeps every built spec for the
-# report), which would pass 2 GB on the whole suite (BENCHMARKS.md, "Parallelism and memory
-# of make audit"). AUDIT_WORKERS=2 suits repeated warm runs where memory allows.
+# With AUDIT_WORKERS=N the specs run on N local worker processes, family-affine (the specs
+# of one mechanism family on one worker, so no program is compiled twice; results
+# identical to a serial run, tests/runtime). Default: one worker per core on machines with
+# 4 cores or more, otherwise serially in one process. Measured on 2 cores side by side,
+# 12 specs (BENCHMARKS.md, "Family-affine local workers"): 2 workers now match the serial
+# run cold or beat it (412 vs 428 s at load 17-39, before 627 s; 137 vs 232 s at load 10)
+# but stay slower warm (87 vs 58 s; 34 vs 28 s: every worker imports the engine and
+# prepares its specs again, the driver validates them too), and three processes with JAX
+# peak above 2 GB (2.25 GB vs 1.53 GB).
 AUDIT_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); [ "$$n" -ge 4 ] && echo $$n)
 audit: $(STAMP)
 	$(BIN)/dpaudit audit audits/ --report reports/ --cache-dir .cache/jax $(if $(AUDIT_WORKERS),--workers $(AUDIT_WORKERS))

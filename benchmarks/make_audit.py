@@ -19,6 +19,9 @@ Usage::
     python benchmarks/make_audit.py                     # suite: serial and --workers 2
     python benchmarks/make_audit.py suite --workers 2 --modes workers
     python benchmarks/make_audit.py profile --cache /tmp/jaxcache --top 15
+    python benchmarks/make_audit.py compare --modes base-serial,base-pool2,pool2 \\
+        --baseline /tmp/before --k-file subset.txt --label NAME   # before/after, side by side
+    python benchmarks/make_audit.py compiles --modes base-pool2,pool2 --baseline /tmp/before
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -93,10 +97,11 @@ def _tree_rss(root: int) -> int:
     return sum(rss.get(pid, 0) for pid in tree)
 
 
-def run_sampled(command: list, env: dict) -> dict:
-    """Run ``command``; wall, CPU (it and its reaped children), peak RSS of its process tree."""
+def run_sampled(command: list, env: dict, root: Path = ROOT) -> dict:
+    """Run ``command`` in ``root``; wall, CPU (it and its reaped children), peak RSS of its
+    process tree."""
     load_before, cpu_before, t0 = _load(), _children_cpu(), time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
     peak = 0
     while process.poll() is None:
         peak = max(peak, _tree_rss(process.pid))
@@ -120,6 +125,9 @@ MODES = {
     "serial-st": ([], SINGLE_THREAD_XLA),
     "pool2": (["--workers", "2"], ""),
     "pool2-st": (["--workers", "2"], SINGLE_THREAD_XLA),
+    # the same options on the tree given by --baseline (a checkout of the code before a change)
+    "base-serial": ([], ""),
+    "base-pool2": (["--workers", "2"], ""),
 }
 
 
@@ -132,14 +140,16 @@ def compare(args) -> None:
     for state in ("cold", "warm"):
         for mode in modes:
             options, flags = MODES[mode]
-            cache, out = folder / f"cache-{mode}", folder / f"{mode}-{state}.json"
+            root = Path(args.baseline) if mode.startswith("base-") else ROOT
+            # a folder per mode: the parallel runs keep their audit times beside the cache
+            cache, out = folder / mode / "jax", folder / f"{mode}-{state}.json"
             command = [sys.executable, "-c", program, "audit", args.target, "-q"]
             command += ["--json", str(out), "--cache-dir", str(cache), *options]
             command += ["-k", args.k] if args.k else []
-            env = dict(os.environ, PYTHONPATH=str(ROOT))
+            env = dict(os.environ, PYTHONPATH=str(root))
             env.pop("XLA_FLAGS", None)
             env.update({"XLA_FLAGS": flags} if flags else {})
-            row = {"mode": mode, "cache": state, **run_sampled(command, env)}
+            row = {"mode": mode, "cache": state, **run_sampled(command, env, root)}
             row["results"] = _stripped(out)
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "results"}), flush=True)
@@ -162,6 +172,67 @@ def compare(args) -> None:
     RESULTS.mkdir(exist_ok=True)
     slim = [{k: v for k, v in r.items() if k != "results"} for r in rows]
     (RESULTS / f"make_audit_compare_{args.label}.json").write_text(json.dumps(slim, indent=1))
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+_MISS = re.compile(r"PERSISTENT COMPILATION CACHE MISS for '[^']*' with key '([^']+)'")
+_HIT = re.compile(r"Persistent compilation cache hit for '[^']*' with key '([^']+)'")
+_COMPILED = re.compile(r"Finished XLA compilation of ")
+
+
+def compiles(args) -> None:
+    """Each mode once on an empty cache with ``JAX_LOG_COMPILES=1`` and
+    ``JAX_EXPLAIN_CACHE_MISSES=1``: persistent-cache misses summed over the driver and its
+    workers, distinct programs among them, how many were compiled twice or more (the same
+    key missed by two processes, or by one after dropping its programs), and every XLA
+    compilation (cached or not). Counts, not seconds."""
+    program = "import sys; from dpaudit.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    folder, rows = Path(tempfile.mkdtemp(prefix="dpaudit-compiles-")), []
+    for mode in args.modes.split(","):
+        options, flags = MODES[mode]
+        root = Path(args.baseline) if mode.startswith("base-") else ROOT
+        command = [sys.executable, "-c", program, "audit", args.target, "-q"]
+        command += ["--json", str(folder / f"{mode}.json"), "--cache-dir", str(folder / mode)]
+        command += [*options, *(["-k", args.k] if args.k else [])]
+        env = dict(os.environ, PYTHONPATH=str(root), JAX_LOG_COMPILES="1")
+        env["JAX_EXPLAIN_CACHE_MISSES"] = "1"  # logs each persistent-cache miss with its key
+        env.pop("XLA_FLAGS", None)
+        env.update({"XLA_FLAGS": flags} if flags else {})
+        load_before, t0 = _load(), time.perf_counter()
+        done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
+        misses = _MISS.findall(done.stderr)
+        counts: dict = {}
+        for key in misses:
+            counts[key] = counts.get(key, 0) + 1
+        rows.append(
+            {
+                "mode": mode,
+                "exit": done.returncode,
+                "wall_s": round(time.perf_counter() - t0, 1),
+                "compilations": len(misses),
+                "distinct_programs": len(counts),
+                "compiled_more_than_once": sum(1 for n in counts.values() if n > 1),
+                "extra_compilations": len(misses) - len(counts),
+                "cache_hits": len(_HIT.findall(done.stderr)),
+                "xla_compilations": len(_COMPILED.findall(done.stderr)),
+                "load_before": load_before,
+                "load_after": _load(),
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    print()
+    print(
+        "| mode | compilations | distinct programs | compiled twice or more | cache hits | load |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['mode']} | {r['compilations']} | {r['distinct_programs']} | "
+            f"{r['compiled_more_than_once']} (+{r['extra_compilations']}) | {r['cache_hits']} | "
+            f"{r['xla_compilations']} | {r['load_before']} / {r['load_after']} |"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"make_audit_compiles_{args.label}.json").write_text(json.dumps(rows, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -282,7 +353,9 @@ def profile(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="?", default="suite", choices=("suite", "profile", "compare"))
+    parser.add_argument(
+        "what", nargs="?", default="suite", choices=("suite", "profile", "compare", "compiles")
+    )
     parser.add_argument("--target", default="audits/", help="the specs (default: audits/)")
     parser.add_argument("--workers", type=int, default=2, help="workers of the parallel runs")
     parser.add_argument(
@@ -291,16 +364,24 @@ def main() -> None:
         help="suite: serial, workers or both (comma); compare: of " + ", ".join(MODES),
     )
     parser.add_argument("--cache", default="none", help="profile: the compilation cache folder")
-    parser.add_argument("-k", default=None, help="profile: only the specs this selects")
+    parser.add_argument("-k", default=None, help="profile, compare: only the specs this selects")
+    parser.add_argument(
+        "--k-file", default=None, help="compare: read -k from this file (a long selection)"
+    )
+    parser.add_argument(
+        "--baseline", default=None, help="compare: the tree the base-* modes run (a checkout)"
+    )
     parser.add_argument(
         "--release", action="store_true", help="profile: release_memory() after each spec"
     )
     parser.add_argument("--label", default="run", help="profile: suffix of the results file")
     parser.add_argument("--top", type=int, default=15, help="profile: rows of the table")
     args = parser.parse_args()
+    if args.k_file:
+        args.k = Path(args.k_file).read_text().strip()
     if args.modes is None:
         args.modes = "serial,workers" if args.what == "suite" else ",".join(MODES)
-    {"suite": suite, "profile": profile, "compare": compare}[args.what](args)
+    {"suite": suite, "profile": profile, "compare": compare, "compiles": compiles}[args.what](args)
 
 
 if __name__ == "__main__":

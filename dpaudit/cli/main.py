@@ -1162,10 +1162,37 @@ def _suite_target(item: PreparedAudit, args, seconds: dict):
     path = str(item.spec.path)
     cost = float(seconds.get(path, 0.0))
     if not _is_callable_ref(path):
-        return SuiteTarget(path, cost=cost)
+        return SuiteTarget(path, cost=cost, group=audit_family(item.spec))
     # the parsed command line minus the subcommand's handler: plain values, picklable
     options = {k: v for k, v in vars(args).items() if not callable(v)}
-    return SuiteTarget(path, options, cost)
+    return SuiteTarget(path, options, cost, audit_family(item.spec))
+
+
+def audit_family(spec) -> str:
+    """The family of an audit, read from its spec (nothing built): audits of one family
+    share compiled programs, so a local suite runs them on one worker.
+
+    Args:
+        spec: a loaded spec (:class:`~dpaudit.io.spec.AuditSpec`).
+
+    Returns:
+        ``"training:FILE"`` for a training target, ``"black-box:FILE:METHOD"`` for a sampler
+        (``catalogue`` for a catalogue mechanism sampled as a black box), ``"white-box:MODULE"``
+        for a catalogue mechanism (its builder's module: one family of mechanisms), else
+        ``"white-box:FILE"`` of a mechanism defined in a file.
+    """
+    from dpaudit.model.registry import lookup
+
+    if spec.training is not None:
+        return f"training:{Path(str(spec.training.train).rsplit(':', 1)[0]).name}"
+    bb = spec.blackbox
+    if bb is not None:
+        source = Path(str(bb.sampler).rsplit(":", 1)[0]).name if bb.sampler else "catalogue"
+        return f"black-box:{source}:{bb.method}"
+    entry = lookup(str(spec.mechanism))
+    if entry is not None:
+        return f"white-box:{entry.builder.__module__}"
+    return f"white-box:{Path(str(spec.mechanism).rsplit(':', 1)[0]).name}"
 
 
 def _seconds_file() -> Path | None:
@@ -1176,40 +1203,139 @@ def _seconds_file() -> Path | None:
     return Path(folder).parent / _SECONDS_FILE if folder else None
 
 
-def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
-    """Every audit on a worker (``--workers``: local processes, ``--ray``: a Ray cluster),
-    longest first (last run's times)."""
-    from dpaudit.runtime import SuiteRunner, run_suite_local, run_suite_parallel
+def _print_finished(item: PreparedAudit, outcome, seconds: float, args, out) -> None:
+    """A finished audit's lines: its claim note (always, as the serial run), its result line."""
+    if item.claim_note:  # as the serial run prints it, before the audit's line
+        print(f"{item.spec.name}: {item.claim_note}", file=out, flush=True)
+    if not args.quiet:
+        print(_audit_line(outcome, seconds), file=out, flush=True)
 
+
+def _suite_prepare(options: tuple, paths, seed, samples) -> list:
+    """:func:`prepare` on a worker, with the command line's ``(confidence, force)``."""
+    confidence, force = options
+    prepared = _with_confidence(prepare(paths, seed, samples), confidence)
+    return [dataclasses.replace(p, force=True) for p in prepared] if force else prepared
+
+
+def _suite_prepare_callable(options: tuple, ref: str, args) -> PreparedAudit:
+    """:func:`prepare_callable` on a worker, with the command line's ``(confidence, force)``."""
+    confidence, force = options
+    (item,) = _with_confidence([prepare_callable(ref, args)], confidence)
+    return dataclasses.replace(item, force=True) if force else item
+
+
+def suite_runner(args):
+    """What a suite's worker runs: the CLI's preparation and audit.
+
+    Args:
+        args: the parsed command line; its ``confidence`` and ``force`` are applied to
+            every audit the workers prepare, as the serial run applies them.
+
+    Returns:
+        A :class:`~dpaudit.runtime.SuiteRunner` of module-level functions (picklable).
+    """
+    from functools import partial
+
+    from dpaudit.runtime import SuiteRunner
+
+    options = (getattr(args, "confidence", None), bool(getattr(args, "force", False)))
+    return SuiteRunner(
+        partial(_suite_prepare, options), partial(_suite_prepare_callable, options), run_audit
+    )
+
+
+def _known_seconds() -> tuple:
+    """Where the audits' times of the last parallel run are kept, and those times."""
     record = _seconds_file()
     try:
         known = json.loads(record.read_text()) if record is not None else {}
     except (OSError, ValueError):  # no previous run, or an unreadable file: no ordering
         known = {}
+    return record, known
+
+
+def _keep_seconds(record, known: dict, targets, seconds) -> None:
+    """This run's audit times, kept to order the next run."""
+    if record is None:
+        return
+    known.update((t.path, round(s, 2)) for t, s in zip(targets, seconds, strict=True))
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(known, indent=0, sort_keys=True) + "\n")
+    except OSError:  # a read-only cache only loses the ordering of the next run
+        pass
+
+
+def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
+    """Every audit as a Ray task (``--ray``), longest first (last run's times)."""
+    from dpaudit.runtime import run_suite_parallel
+
+    record, known = _known_seconds()
     targets = [_suite_target(item, args, known) for item in prepared]
     seconds: list = []
-    runner = SuiteRunner(prepare, prepare_callable, run_audit)
-    if args.ray:
-        results = run_suite_parallel(targets, args.seed, args.samples, runner=runner,
-                                     workers=args.workers, address=args.ray, seconds=seconds)  # fmt: skip
-    else:  # local: a pool of worker processes, lighter than a local Ray instance
-        release_memory(1)  # the driver audits nothing: drop what building compiled
-        results = run_suite_local(targets, args.seed, args.samples, runner=runner,
-                                  workers=args.workers, seconds=seconds)  # fmt: skip
+    results = run_suite_parallel(targets, args.seed, args.samples, runner=suite_runner(args),
+                                 workers=args.workers, address=args.ray, seconds=seconds)  # fmt: skip
     outcomes = [_outcome(item, r) for item, r in zip(prepared, results, strict=True)]
     for item, o, s in zip(prepared, outcomes, seconds, strict=True):
-        if item.claim_note:  # as the serial run prints it, before the audit's line
-            print(f"{item.spec.name}: {item.claim_note}", file=out, flush=True)
-        if not args.quiet:
-            print(_audit_line(o, s), file=out, flush=True)
-    if record is not None:
-        known.update((t.path, round(s, 2)) for t, s in zip(targets, seconds, strict=True))
-        try:
-            record.parent.mkdir(parents=True, exist_ok=True)
-            record.write_text(json.dumps(known, indent=0, sort_keys=True) + "\n")
-        except OSError:  # a read-only cache only loses the ordering of the next run
-            pass
+        _print_finished(item, o, s, args, out)
+    _keep_seconds(record, known, targets, seconds)
     return outcomes
+
+
+def _local_targets(args, found, known: dict) -> list:
+    """The suite's targets for local workers, read from the spec files alone (nothing built):
+    path, last run's seconds and family (:func:`audit_family`)."""
+    from dpaudit.io.spec import load_spec
+    from dpaudit.runtime import SuiteTarget
+
+    paths, refs = found
+    targets = []
+    for path in paths:
+        spec = load_spec(path)  # an invalid spec is refused here, before any worker starts
+        key = str(spec.path)
+        targets.append(SuiteTarget(key, cost=float(known.get(key, 0.0)), group=audit_family(spec)))
+    # the parsed command line minus the subcommand's handler: plain values, picklable
+    options = {k: v for k, v in vars(args).items() if not callable(v)}
+    for ref in refs:
+        group = f"callable:{ref.rsplit(':', 1)[0]}"
+        targets.append(SuiteTarget(ref, options, float(known.get(ref, 0.0)), group))
+    return targets
+
+
+def _audit_local(args, out) -> tuple[list, list]:
+    """Every audit on ``--workers`` local processes, family-affine; the driver validates and
+    builds the specs for the report (as ``validate`` does, nothing drawn) while they run.
+
+    Returns:
+        ``(prepared, outcomes)``, both in the order of the targets.
+    """
+    from dpaudit.runtime import LocalSuite
+
+    found = _target_paths(args)
+    record, known = _known_seconds()
+    targets = _local_targets(args, found, known) if any(found) else []
+    if not targets:  # nothing selected: refused with the serial run's sentence
+        _prepare_targets(args, draw=False, found=found)
+    suite = LocalSuite(targets, (args.seed, args.samples), suite_runner(args), args.workers)
+    try:
+        prepared = _prepare_targets(args, draw=False, found=found)
+        prepared = _with_confidence(prepared, getattr(args, "confidence", None))
+        kinds = _kind_counts([p.spec.kind for p in prepared])
+        _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({kinds}); running on "
+                   f"{len(suite.procs)} worker(s).")  # fmt: skip
+        release_memory(1)  # the driver audits nothing: drop what building compiled
+
+        def finished(index: int, result, took: float) -> None:  # as each audit ends
+            _print_finished(prepared[index], _outcome(prepared[index], result), took, args, out)
+
+        done = suite.wait(finished)
+    except BaseException:
+        suite.stop()
+        raise
+    outcomes = [_outcome(item, r) for item, (r, _) in zip(prepared, done, strict=True)]
+    _keep_seconds(record, known, targets, [took for _, took in done])
+    return prepared, outcomes
 
 
 def _log(args, message: str) -> None:
@@ -1218,11 +1344,8 @@ def _log(args, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def _prepare_targets(args, draw: bool = True) -> list[PreparedAudit]:
-    """Every target validated and built (specs first, then callables), ``-k`` applied.
-
-    ``draw=False`` (``validate``): spec models are traced, not run (see :func:`_prepare_one`).
-    """
+def _target_paths(args) -> tuple[list, list]:
+    """The targets checked: spec files (``-k`` applied) and ``FILE.py:CALLABLE`` references."""
     from dpaudit.io.spec import find_specs
 
     for target in args.targets:
@@ -1239,14 +1362,22 @@ def _prepare_targets(args, draw: bool = True) -> list[PreparedAudit]:
             )
     paths = [p for t in args.targets if t not in refs for p in find_specs(t)]
     paths = _select_paths(list(dict.fromkeys(Path(p) for p in paths)), args.k)
+    return paths, [ref for ref in refs if args.k is None or matches(args.k, [ref])]
+
+
+def _prepare_targets(args, draw: bool = True, found=None) -> list[PreparedAudit]:
+    """Every target validated and built (specs first, then callables), ``-k`` applied.
+
+    ``draw=False`` (``validate``): spec models are traced, not run (see :func:`_prepare_one`).
+    ``found``: what :func:`_target_paths` returned, when the caller has it already.
+    """
+    paths, refs = found if found is not None else _target_paths(args)
     prepared = []
     for path in paths:
         prepared.append(_prepare_one(path, args.seed, args.samples, draw))
         if len(paths) > 1:
             release_memory()  # building compiles eager programs too (docs/memory.md)
-    prepared += [
-        _prepare_callable(ref, args) for ref in refs if args.k is None or matches(args.k, [ref])
-    ]
+    prepared += [_prepare_callable(ref, args) for ref in refs]
     if not prepared:
         raise _spec_error(f"-k {args.k!r} selects none of the audits of {' '.join(args.targets)}.")
     _check_unique(prepared)
@@ -1297,15 +1428,18 @@ def audit_targets(args, legacy: bool = False) -> int:
     parallel = _start_workers(args)
     # in parallel each worker prepares its spec again and draws from it before auditing
     # (runtime/suite.py): here the specs are validated as `validate` does, without drawing
-    prepared = _prepare_targets(args, draw=not parallel)
-    prepared = _with_confidence(prepared, getattr(args, "confidence", None))
-    kinds = [p.spec.kind for p in prepared]
-    _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({_kind_counts(kinds)}); "
-               "running.")  # fmt: skip
-    if parallel:  # every audit as a parallel Ray task: the serial results
-        outcomes = _audit_parallel(prepared, args, out)
+    if parallel and not args.ray:  # local workers start auditing while this process validates
+        prepared, outcomes = _audit_local(args, out)
     else:
-        outcomes = _audit_all(prepared, out, args.quiet)
+        prepared = _prepare_targets(args, draw=not parallel)
+        prepared = _with_confidence(prepared, getattr(args, "confidence", None))
+        kinds = [p.spec.kind for p in prepared]
+        _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({_kind_counts(kinds)}); "
+                   "running.")  # fmt: skip
+        if parallel:  # every audit as a parallel Ray task: the serial results
+            outcomes = _audit_parallel(prepared, args, out)
+        else:
+            outcomes = _audit_all(prepared, out, args.quiet)
     outcomes = _correct_suite(outcomes, args, out)
     if not args.quiet:
         _print_table(outcomes, out)

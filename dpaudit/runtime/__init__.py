@@ -32,11 +32,12 @@ from dpaudit.runtime.executors import (
     connect_ray,
     shard_ranges,
 )
-from dpaudit.runtime.pool import run_suite_local
+from dpaudit.runtime.pool import LocalSuite, run_suite_local
 from dpaudit.runtime.suite import SuiteRunner, SuiteTarget, run_suite_parallel, start_suite
 
 __all__ = [
     "LocalExecutor",
+    "LocalSuite",
     "RayExecutor",
     "ShardExecutor",
     "SuiteRunner",

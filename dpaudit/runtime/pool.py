@@ -1,34 +1,52 @@
 """A suite of audit specs on local worker processes (``dpaudit audit --workers N``).
 
 Ray's local instance costs seconds to start and a raylet, a GCS server and an object
-store beside the workers; for a suite on one machine a plain pool of ``N`` processes is
+store beside the workers; for a suite on one machine a plain set of ``N`` processes is
 enough. Each worker is a fresh Python started by ``spawn`` (never ``fork``: the driver
-runs JAX's threads), imports dpaudit once, and then takes specs one at a time, longest
-first. A worker prepares its spec again from its path and runs it with the serial engine
+runs JAX's threads), imports dpaudit once, and then takes specs one at a time. A worker
+prepares its spec again from its path and runs it with the serial engine
 (:func:`dpaudit.runtime.suite.run_spec`), so every result is the serial run's.
+
+Which worker runs which spec is family-affine (:mod:`dpaudit.runtime.schedule`): the specs
+of one group (:attr:`~dpaudit.runtime.suite.SuiteTarget.group`, a family that shares
+compiled programs) run on one worker, longest groups first, so no program is traced,
+lowered and compiled by two workers side by side on a cold cache. Workers share the
+driver's persistent compilation cache: entries are named by the program's hash, and an
+entry read half-written is deleted and recompiled (:mod:`dpaudit.core.compilation_cache`),
+never a wrong program.
 
 Workers inherit the driver's environment (BLAS and OpenMP thread counts, ``XLA_FLAGS``),
 so they sum in the order the driver does. Between audits a worker releases what the
 audit left behind (:func:`dpaudit.core.memory.release_memory`) against its share of the
 suite's memory budget, so ``N`` workers together stay within what one serial process
-would hold.
+would hold. A worker that raises, or dies (killed, out of memory), stops the suite with
+a sentence naming its spec; the other workers are stopped and nothing is returned.
 """
 
 from __future__ import annotations
 
+import copyreg
+import io
 import multiprocessing
-from collections.abc import Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+import os
+import pickle
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from types import MappingProxyType
 
 from dpaudit.core.memory import SUITE_MEMORY_BYTES, release_memory
+from dpaudit.runtime.schedule import Dispatcher, plan_groups
 from dpaudit.runtime.suite import SuiteRunner, SuiteTarget, driver_cache, run_spec
 
-__all__ = ["WORKER_MEMORY_FLOOR", "run_suite_local", "worker_budget"]
+__all__ = ["WORKER_MEMORY_FLOOR", "LocalSuite", "run_suite_local", "suite_plan", "worker_budget"]
 
 #: The smallest per-worker budget: a fresh worker with JAX and the engine loaded holds
 #: about 0.5 GB, so a lower budget would only drop compiled programs after every audit.
 WORKER_MEMORY_FLOOR = 600 << 20
+
+#: Seconds between checks that every busy worker is still alive while waiting for results.
+_POLL_SECONDS = 0.5
 
 
 def worker_budget(workers: int, total: int = SUITE_MEMORY_BYTES) -> int:
@@ -49,6 +67,25 @@ def worker_budget(workers: int, total: int = SUITE_MEMORY_BYTES) -> int:
     return max(WORKER_MEMORY_FLOOR, int(total) // int(workers))
 
 
+def suite_plan(targets: Sequence[SuiteTarget], workers: int) -> list:
+    """Which worker starts with which specs: whole groups, longest first.
+
+    Args:
+        targets: the suite's :class:`SuiteTarget` (a target without a group is a group
+            of its own).
+        workers: worker processes.
+
+    Returns:
+        One list per worker of its groups (lists of indices into ``targets``), as
+        :func:`dpaudit.runtime.schedule.plan_groups`.
+
+    Raises:
+        ValueError: ``workers < 1``.
+    """
+    keys = [t.group or f"path:{t.path}" for t in targets]
+    return plan_groups(keys, [t.cost for t in targets], workers)
+
+
 def run_pooled(overrides: tuple, target):
     """Run one audit on a pool worker, then release what it left behind.
 
@@ -67,27 +104,209 @@ def run_pooled(overrides: tuple, target):
         release_memory(budget)
 
 
-def _gather(futures: dict, progress) -> list:
-    """The futures' results in submission-key order; the first failure stops the rest."""
-    results, pending = {}, set(futures.values())
-    index = {future: i for i, future in futures.items()}
-    while pending:
-        done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-        for future in done:
-            error = future.exception()
-            if error is not None:
-                for other in pending:
-                    other.cancel()
-                if isinstance(error, BrokenProcessPool):
-                    raise RuntimeError(
-                        "a worker process of the suite died (killed, or out of memory); the "
-                        "run is incomplete and no report was written."
-                    ) from None
-                raise error
-            results[index[future]] = future.result()
-            if progress is not None:
-                progress.advance(1)
-    return [results[i] for i in range(len(futures))]
+def _mapping_proxy(mapping: dict) -> MappingProxyType:
+    """A read-only mapping again (unpickling a :class:`types.MappingProxyType`)."""
+    return MappingProxyType(mapping)
+
+
+def _dumps(value) -> bytes:
+    """``value`` pickled, read-only mappings (a white-box certificate's sites) as their dict."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    reduce_proxy = lambda proxy: (_mapping_proxy, (dict(proxy),))  # noqa: E731
+    pickler.dispatch_table = {**copyreg.dispatch_table, MappingProxyType: reduce_proxy}
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
+def _picklable_error(err: BaseException, target: SuiteTarget) -> bytes:
+    """``err`` pickled, or a RuntimeError naming the spec when it cannot be."""
+    try:
+        return _dumps(err)
+    except Exception:  # an exception that does not pickle: its sentence survives
+        return _dumps(RuntimeError(f"{target.path}: the audit crashed ({err})."))
+
+
+def _result_payload(value, target: SuiteTarget) -> tuple[bytes, bool]:
+    """``(pickled value, True)``, or a pickled error naming the spec when it cannot be sent."""
+    try:
+        return _dumps(value), True
+    except Exception as err:  # an unpicklable result must fail the run, not vanish
+        message = f"{target.path}: its result cannot be sent back from the worker ({err})."
+        return _dumps(RuntimeError(message)), False
+
+
+def _next_task(tasks, parent: int):
+    """The next task, or ``None`` once the driver is gone (this worker is then orphaned)."""
+    while True:
+        try:
+            return tasks.get(timeout=_POLL_SECONDS)
+        except queue.Empty:
+            if os.getppid() != parent:
+                return None
+
+
+def worker_loop(worker: int, overrides: tuple, tasks, results) -> None:
+    """A worker process: audit each ``(index, target)`` from ``tasks`` until ``None``.
+
+    Each outcome goes to ``results`` as ``(worker, index, ok, payload)``, the payload
+    pickled here (a result that cannot be pickled is reported as that spec's error, not
+    lost). A worker whose driver has died stops after its current audit.
+
+    Args:
+        worker: this worker's index.
+        overrides: as :func:`run_pooled`.
+        tasks: the worker's own queue of ``(index, target)``, ``None`` to stop.
+        results: the queue shared by every worker.
+    """
+    parent = os.getppid()
+    while (task := _next_task(tasks, parent)) is not None:
+        index, target = task
+        try:
+            value = run_pooled(overrides, target)
+        except BaseException as err:  # reported to the driver, which stops the suite
+            payload, ok = _picklable_error(err, target), False
+        else:
+            payload, ok = _result_payload(value, target)
+        results.put((worker, index, ok, payload))
+        if not ok:
+            return
+
+
+def _died(target: SuiteTarget, code) -> RuntimeError:
+    return RuntimeError(
+        f"{target.path}: the worker process auditing it died (exit code {code}: killed, or "
+        "out of memory); the run is incomplete and no report was written."
+    )
+
+
+def _drive(suite: LocalSuite) -> None:
+    """The suite's dispatching thread: feed each worker its next spec when it reports one."""
+    busy: dict = {}
+
+    def feed(worker: int) -> None:
+        index = suite.dispatcher.next(worker)
+        busy.pop(worker, None)
+        if index is None:
+            suite.tasks[worker].put(None)
+        else:
+            busy[worker] = index
+            suite.tasks[worker].put((index, suite.targets[index]))
+
+    for worker in range(len(suite.procs)):
+        feed(worker)
+    done = 0
+    while done < len(suite.targets) and not suite.stopping.is_set():
+        try:
+            worker, index, ok, payload = suite.results.get(timeout=_POLL_SECONDS)
+        except queue.Empty:
+            for w, i in busy.items():
+                if not suite.procs[w].is_alive():
+                    raise _died(suite.targets[i], suite.procs[w].exitcode) from None
+            continue
+        if not ok:
+            raise pickle.loads(payload)
+        suite.finished.put((index, *pickle.loads(payload)))
+        done += 1
+        feed(worker)
+
+
+class LocalSuite:
+    """A suite running on local worker processes while the caller does other work.
+
+    Starting it starts the workers and a dispatching thread; :meth:`wait` collects the
+    results (calling ``on_result`` in the caller's thread as audits finish), :meth:`stop`
+    ends the workers at once (the caller failed meanwhile). See :func:`run_suite_local`.
+
+    Args:
+        targets: the suite's :class:`SuiteTarget`.
+        overrides: ``(seed, samples)`` of the command line (``None`` each when absent).
+        runner: how a worker prepares and runs an audit (the CLI's :class:`SuiteRunner`).
+        workers: worker processes (at most one per audit is started).
+
+    Raises:
+        ValueError: ``workers < 1``.
+    """
+
+    def __init__(self, targets: Sequence[SuiteTarget], overrides: tuple, runner, workers: int):
+        budget = worker_budget(workers)
+        self.targets = list(targets)
+        count = max(1, min(int(workers), len(self.targets)))
+        self.dispatcher = Dispatcher(suite_plan(self.targets, count))
+        shipped = (*overrides, driver_cache(), runner, budget)
+        context = multiprocessing.get_context("spawn")
+        self.results, self.tasks = context.Queue(), [context.Queue() for _ in range(count)]
+        self.procs = [
+            context.Process(target=worker_loop, args=(w, shipped, self.tasks[w], self.results))
+            for w in range(count)
+        ]
+        for process in self.procs:  # not daemonic: an audit may start processes of its own
+            process.start()
+        self.finished: queue.Queue = queue.Queue()
+        self.stopping, self.error = threading.Event(), None
+        self.thread = threading.Thread(target=self._dispatch, name="dpaudit-suite", daemon=True)
+        self.thread.start()
+
+    def _dispatch(self) -> None:
+        try:
+            _drive(self)
+        except BaseException as err:  # handed to the caller by wait()
+            self.error = err
+
+    def wait(self, on_result: Callable | None = None) -> list:
+        """Every ``(result, seconds)``, in the order of the targets, once all have finished.
+
+        Args:
+            on_result: ``on_result(index, result, seconds)``, called in this thread as each
+                audit finishes (in the order they finish), or ``None``.
+
+        Returns:
+            One ``(result, seconds)`` per target.
+
+        Raises:
+            ValueError: an audit failed on bad input.
+            RuntimeError: an audit crashed, or a worker process died (the spec is named).
+        """
+        done: dict = {}
+        try:
+            while len(done) < len(self.targets):
+                try:
+                    index, result, took = self.finished.get(timeout=_POLL_SECONDS)
+                except queue.Empty:
+                    if not self.thread.is_alive() and self.finished.empty():
+                        raise (
+                            self.error or RuntimeError("the suite's workers stopped early.")
+                        ) from None
+                    continue
+                done[index] = (result, took)
+                if on_result is not None:
+                    on_result(index, result, took)
+        except BaseException:
+            self.stop()
+            raise
+        self.thread.join()
+        _stop(self.procs, self.tasks, failed=False)
+        return [done[i] for i in range(len(self.targets))]
+
+    def stop(self) -> None:
+        """End the workers now (what they were auditing is lost); safe to call twice."""
+        self.stopping.set()
+        self.thread.join(timeout=10 * _POLL_SECONDS)
+        _stop(self.procs, self.tasks, failed=True)
+
+
+def _stop(procs, tasks, failed: bool) -> None:
+    """End the workers: after a failure at once, otherwise once they have read ``None``."""
+    for process in procs:
+        if failed and process.is_alive():
+            process.terminate()
+    for process in procs:
+        process.join(timeout=None if not failed else 10)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    for q in tasks:
+        q.close()
 
 
 def run_suite_local(
@@ -99,12 +318,14 @@ def run_suite_local(
     workers: int,
     progress=None,
     seconds: list | None = None,
+    on_result: Callable | None = None,
 ) -> list:
     """Run the audits ``paths`` on ``workers`` local processes; results in the order of ``paths``.
 
-    Audits are handed out longest first (by :attr:`SuiteTarget.cost`, stable otherwise), so
-    the suite does not end waiting for one long audit. Workers use the driver's JAX
-    compilation cache and environment.
+    Groups of specs (:attr:`SuiteTarget.group`) run whole on one worker, longest first
+    (:func:`suite_plan`; :attr:`SuiteTarget.cost` from the previous run, else the group's
+    size); a worker done with its own groups takes another's unstarted ones. Workers use
+    the driver's JAX compilation cache and environment.
 
     Args:
         paths: spec files or :class:`SuiteTarget` (already validated by the caller).
@@ -115,26 +336,28 @@ def run_suite_local(
         progress: a progress bar advanced once per finished audit, or ``None``.
         seconds: a list that receives each audit's wall time on its worker, in the order
             of ``paths`` (``None``: not wanted).
+        on_result: ``on_result(index, result, seconds)`` called in the driver as each audit
+            finishes (in the order they finish; ``None``: nothing).
 
     Returns:
         One result per audit, in the order of ``paths``; identical to the serial run's.
 
     Raises:
         ValueError: ``workers < 1``, or an audit that failed on bad input.
-        RuntimeError: an audit crashed, or a worker process died.
+        RuntimeError: an audit crashed, or a worker process died (the spec is named).
     """
-    budget = worker_budget(workers)
     targets = [t if isinstance(t, SuiteTarget) else SuiteTarget(str(t)) for t in paths]
-    overrides = (seed, samples, driver_cache(), runner, budget)
-    order = sorted(range(len(targets)), key=lambda i: -targets[i].cost)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(int(workers), len(targets)), mp_context=context) as pool:
-        try:
-            futures = {i: pool.submit(run_pooled, overrides, targets[i]) for i in order}
-            done = _gather(futures, progress)
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
+    if not targets:
+        worker_budget(workers)  # a bad count is refused all the same
+        return []
+
+    def report(index: int, result, took: float) -> None:
+        if progress is not None:
+            progress.advance(1)
+        if on_result is not None:
+            on_result(index, result, took)
+
+    done = LocalSuite(targets, (seed, samples), runner, workers).wait(report)
     if seconds is not None:
         seconds[:] = [s for _, s in done]
     return [r for r, _ in done]

@@ -41,11 +41,15 @@ class SuiteTarget:
             ``None`` for a spec file.
         cost: the expected seconds of the audit (from the previous run), used only to
             start the longest audits first; ``0.0`` when unknown.
+        group: the audit's family (audits of one group share compiled programs and run on
+            one worker of a local suite, :mod:`dpaudit.runtime.schedule`); ``""``: a group
+            of its own. Ray's suite ignores it.
     """
 
     path: str
     options: dict | None = None
     cost: float = 0.0
+    group: str = ""
 
 
 class SuiteRunner(NamedTuple):

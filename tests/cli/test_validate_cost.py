@@ -5,6 +5,7 @@ import pytest
 from compile_counts import count_compilations
 from spec_fixtures import USER, WHITE_BOX_SPEC
 
+import dpaudit.runtime
 from dpaudit.cli.main import EXIT_INVALID, main
 
 
@@ -195,7 +196,6 @@ def test_a_parallel_audit_prepares_its_specs_without_drawing(tmp_path, monkeypat
     """With workers, each worker prepares (and draws from) its spec again: the parent only
     validates, as ``dpaudit validate`` does, and compiles no program before the workers run
     (a serial run draws from the model here: it compiles)."""
-    import dpaudit.cli.main as cli
 
     (tmp_path / "user.py").write_text(USER)
     spec = tmp_path / "mean.toml"
@@ -203,12 +203,18 @@ def test_a_parallel_audit_prepares_its_specs_without_drawing(tmp_path, monkeypat
     seen = []
     compiled = [0]
 
-    def audit_parallel(prepared, args, out):
-        seen.append(compiled[0])
-        raise _Stop  # main reports it as an internal error: the run stops here
+    class Suite:  # local workers, as the driver sees them: started, then waited for
+        def __init__(self, *args):
+            self.procs = [None, None]
 
-    monkeypatch.setattr(cli, "_start_workers", lambda args: True)
-    monkeypatch.setattr(cli, "_audit_parallel", audit_parallel)
+        def wait(self, on_result=None):
+            seen.append(compiled[0])
+            raise _Stop  # main reports it as an internal error: the run stops here
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(dpaudit.runtime, "LocalSuite", Suite)
     jax.clear_caches()
     with count_compilations() as counted:
         compiled = counted

@@ -30,8 +30,9 @@ def _suite(tmp_path):
     (tmp_path / "correct.toml").write_text(SPEC.format(expected='expected = "pass"', scale=1.0))
     (tmp_path / "faulty.toml").write_text(SPEC.format(expected='expected = "violation"', scale=0.5))
     target = f"{tmp_path / 'user.py'}:build"
+    # --confidence reaches the workers' own preparation too (it did not: the spec's 0.95 ran)
     return ["audit", str(tmp_path), target, "--generator", "points", "--epsilon", "2",
-            "--samples", "1500", "--seed", "4"]  # fmt: skip
+            "--samples", "1500", "--seed", "4", "--confidence", "0.9"]  # fmt: skip
 
 
 def test_two_local_workers_give_the_serial_json(tmp_path, capsys, monkeypatch):
@@ -51,6 +52,7 @@ def test_two_local_workers_give_the_serial_json(tmp_path, capsys, monkeypatch):
     assert ran_here == []
     assert released.count((1,)) == 1
     a, b = (_strip(json.loads(p.read_text())) for p in (serial, parallel))
+    assert [x["confidence"] for x in b["audits"]] == [0.9] * 3
     assert a == b
     assert [x["name"] for x in a["audits"]] == ["correct", "faulty", "user.py:build"]
     for name in ("correct: pass ✓", "faulty: violation ✓", "user.py:build: audited claim"):
@@ -117,3 +119,33 @@ def test_a_worker_releases_memory_against_its_budget_after_every_audit(monkeypat
     with pytest.raises(SpecError, match="the bad one"):
         pool.run_pooled(overrides, SuiteTarget("bad"))
     assert budgets == [123 << 20, 123 << 20]
+
+
+def test_a_spec_the_driver_refuses_while_workers_run_exits_2_and_leaves_no_worker(tmp_path, capsys):
+    """The driver validates while the workers audit: a spec it refuses stops the workers
+    (none is left running), exits 2 with the spec's sentence and writes nothing."""
+    import multiprocessing
+
+    (tmp_path / "user.py").write_text(USER)
+    (tmp_path / "a.toml").write_text(SPEC.format(expected="", scale=1.0))
+    # loads (the workers start), then its builder refuses the parameter
+    (tmp_path / "b.toml").write_text(SPEC.format(expected="", scale="1.0, bogus = 3"))
+    out = tmp_path / "out.json"
+    code = main(["audit", str(tmp_path), "--json", str(out), "--workers", "2", "-q"])
+    assert code == 2
+    assert "b.toml" in capsys.readouterr().err
+    assert not out.exists()
+    assert multiprocessing.active_children() == []
+
+
+def test_the_workers_prepare_with_the_command_lines_confidence_and_force(tmp_path):
+    """What a worker runs: ``prepare`` with ``--confidence`` and ``--force`` applied."""
+    from argparse import Namespace
+
+    (tmp_path / "user.py").write_text(USER)
+    (tmp_path / "a.toml").write_text(SPEC.format(expected="", scale=1.0))
+    runner = cli.suite_runner(Namespace(confidence=0.9, force=True))
+    (item,) = runner.prepare([tmp_path / "a.toml"], None, None)
+    assert item.spec.confidence == 0.9 and item.force
+    (plain,) = cli.suite_runner(Namespace()).prepare([tmp_path / "a.toml"], None, None)
+    assert plain.spec.confidence != 0.9 and not plain.force
