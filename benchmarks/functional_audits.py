@@ -88,15 +88,25 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", required=True, help="checkout of the reference tree")
     parser.add_argument("--new", default=str(ROOT), help="the tree measured (default: this one)")
+    parser.add_argument(
+        "--caches",
+        nargs=2,
+        default=None,
+        metavar=("BASE_CACHE", "NEW_CACHE"),
+        help="filled caches: run the warm phase only, on these",
+    )
     parser.add_argument("--out", default=None, help="folder for the logs (default: a temp dir)")
     args = parser.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="functional-audits-"))
     out.mkdir(parents=True, exist_ok=True)
     trees = {"base": Path(args.base).resolve(), "new": Path(args.new).resolve()}
-    for phase in ("cold", "warm"):
+    caches = {name: out / f"cache-{name}" for name in trees}
+    if args.caches:
+        caches = dict(zip(trees, map(Path, args.caches), strict=True))
+    for phase in ("warm",) if args.caches else ("cold", "warm"):
         print(f"{phase}: load average before {_load()}", flush=True)
         procs = {
-            name: _start(tree, out / f"cache-{name}", out / f"{phase}-{name}.txt")
+            name: _start(tree, caches[name], out / f"{phase}-{name}.txt")
             for name, tree in trees.items()
         }
         for proc in procs.values():
