@@ -64,6 +64,7 @@ def _spec_at(tmp_path, folder: str, name: str, epsilon: float) -> Path:
         ("catalogue", "gaussian-mean-classical", 2000),
         ("catalogue", "iclp-qr-mean", 2000),
         ("catalogue", "svt", 500),
+        ("catalogue", "bmr-ecdf", 100),
     ],
 )
 def test_a_second_audit_of_the_family_traces_nothing(tmp_path, folder, name, samples):

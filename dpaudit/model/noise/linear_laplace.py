@@ -750,7 +750,9 @@ class AncestorLaplace(Distribution):
         Returns:
             Draws of shape ``sample_shape + batch_shape + event_shape``.
         """
-        return _ancestor_draws(self, key, tuple(sample_shape))
+        return _ancestor_draws(
+            self.loc, self.scale, self.count_scale, key, tuple(sample_shape), self.depth
+        )
 
     @property
     def density_work_elements(self) -> int:
@@ -774,17 +776,9 @@ class AncestorLaplace(Distribution):
         Returns:
             The log-density, shape ``(...)``.
         """
-        u = self.count_scale * (value - self.loc)
-        shape = u.shape
-        flat = u.reshape(-1, shape[-1])
-        scale = jnp.broadcast_to(self.scale, shape[:-1]).reshape(-1)
-
-        def one(row, b):
-            return _ancestor_log_density(row, b, self.depth, self.n_grid, self.margin)
-
-        per_row = 2 ** max(self.depth - 1, 0) * self.n_grid
-        log_p = _blocked_vmap(one, flat, scale, per_row)
-        return log_p.reshape(shape[:-1]) + shape[-1] * jnp.log(self.count_scale)
+        return _ancestor_log_prob(
+            value, self.loc, self.scale, self.count_scale, self.depth, self.n_grid, self.margin
+        )
 
     def log_prob_error(self, value) -> float:
         """A certified bound on the error of :meth:`log_prob` at ``value``.
@@ -869,20 +863,43 @@ class AncestorLaplace(Distribution):
 _BLOCK_VALUES = 1 << 19
 
 
-@functools.partial(jax.jit, static_argnames=("sample_shape",))
-def _ancestor_draws(law: AncestorLaplace, key, sample_shape: tuple):
-    # one compiled program per law shape and sample shape, the law a jit argument: run
-    # eagerly, each of the depth + 1 gathers and sums was its own dispatch and compilation
-    # (the model's trace draws a release every time the release law is read)
-    eta = law.scale * jax.random.laplace(key, sample_shape + law.batch_shape + (law.n_noise,))
-    leaves, m = 2**law.depth, law.event_shape[0]
+@functools.partial(jax.jit, static_argnums=(4, 5))
+def _ancestor_draws(loc, scale, count_scale, key, sample_shape: tuple, depth: int):
+    # One compiled program per law shape and sample shape, the law's arrays jit arguments:
+    # run eagerly, each of the depth + 1 gathers and sums was its own dispatch and
+    # compilation (the model's trace draws a release every time the release law is read).
+    # The arrays are passed one by one, in this fixed order: passed as the law itself, they
+    # entered the program in numpyro's field order, which follows the process's string
+    # hash seed, so every new process lowered a permuted program and the persistent cache
+    # missed every program drawing a tree release (each BMR audit recompiled its loss kernels).
+    leaves, m = 2**depth, loc.shape[-1]
+    eta = scale * jax.random.laplace(key, sample_shape + loc.shape[:-1] + (2 * leaves - 1,))
     rows, offset = np.arange(m), 0
     noise = None
-    for level in range(law.depth + 1):  # level by level from the leaves, as A's columns
+    for level in range(depth + 1):  # level by level from the leaves, as A's columns
         term = eta[..., offset + (rows >> level)]
         noise = term if noise is None else noise + term
         offset += leaves >> level
-    return law.loc + noise / law.count_scale
+    return loc + noise / count_scale
+
+
+@functools.partial(jax.jit, static_argnums=(4, 5, 6))
+def _ancestor_log_prob(value, loc, scale, count_scale, depth: int, n_grid: int, margin: float):
+    # A module-level program of the law's arrays (``AncestorLaplace.log_prob``): traced once
+    # per shape and depth in a process, however many sites, directions, audits and loss
+    # programs evaluate a tree density. Inline, every program containing the density
+    # re-traced the whole belief propagation (about 0.1-0.3 s per site and program).
+    u = count_scale * (value - loc)
+    shape = u.shape
+    flat = u.reshape(-1, shape[-1])
+    scales = jnp.broadcast_to(scale, shape[:-1]).reshape(-1)
+
+    def one(row, b):
+        return _ancestor_log_density(row, b, depth, n_grid, margin)
+
+    per_row = 2 ** max(depth - 1, 0) * n_grid
+    log_p = _blocked_vmap(one, flat, scales, per_row)
+    return log_p.reshape(shape[:-1]) + shape[-1] * jnp.log(count_scale)
 
 
 def _blocked_vmap(fn, rows, scales, per_row: int):
