@@ -444,8 +444,11 @@ def _marginal_groups(model, data, name, continuous, release_sites, trace):
                 )
             owner[dep] = site
         fn = trace[site]["fn"]
+        pairs = [(trace[d]["fn"], trace[d]["value"]) for d in deps]
         try:
-            fn.marginal_log_prob([(trace[d]["fn"], trace[d]["value"]) for d in deps])
+            # traced, never run: the protocol asks a jit-able marginal, and run op by op
+            # this check compiled a program per operation (svt-program: ~50)
+            jax.eval_shape(lambda fn=fn, pairs=pairs: fn.marginal_log_prob(pairs))
         except (TypeError, ValueError) as error:
             raise type(error)(f"mechanism {name!r}, latent site {site!r}: {error}") from None
         groups.append((site, tuple(deps)))
@@ -628,9 +631,11 @@ class JointRelease(Distribution):
         return draws[:n].reshape((*sample_shape, *self.event_shape))
 
     def _trace_at(self, substituted):
-        return handlers.trace(
-            handlers.substitute(handlers.seed(self._model, rng_seed=0), data=substituted)
-        ).get_trace(self._data)
+        seeded = _SplitSeed(self._model, rng_seed=host_key(0))  # numpyro's seed 0, bit for bit
+        with host_parameter_checks():
+            return handlers.trace(handlers.substitute(seeded, data=substituted)).get_trace(
+                self._data
+            )
 
     def _site_log_probs(self, substituted) -> jax.Array:
         trace = self._trace_at(substituted)
