@@ -54,9 +54,9 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import NamedTuple
 
-import jax
 import numpy as np
 
+from dpaudit.core.arrays import random_key
 from dpaudit.core.budget import check_cost
 from dpaudit.core.checks import check_distinct_pair
 from dpaudit.core.compilation_cache import ensure_compilation_cache
@@ -280,7 +280,7 @@ def run_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) -> 
     with _model_crashes(mechanism):  # the plan traces the model, the kernels may run it
         plan = plan_audit(mechanism, data, data_prime, options)
         kernels = _kernels(plan, mechanism, data, data_prime)
-    key = jax.random.key(options.seed)
+    key = random_key(options.seed)  # jax.random.key's bits, without its two programs
     chunk = choose_chunk_size(options.chunk_size, samples, release_width(plan))
     # Pilot run (its own keys, not reused) to place the default epsilon grid; it has the
     # shapes of the main run so the jitted step compiles once.

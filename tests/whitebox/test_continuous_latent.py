@@ -14,11 +14,12 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from compile_counts import count_compilations
 
 import dpaudit
 from dpaudit.accounting.suprema import log_density_error
 from dpaudit.model.noise import NoisyComparison, SparseVector, ThresholdNoise
-from dpaudit.model.sites import JointRelease
+from dpaudit.model.sites import JointRelease, model_trace
 from mechanisms.composed.svt import svt_program_model
 
 CLAIM = dpaudit.Claim(epsilon=1.0)
@@ -169,3 +170,19 @@ def test_a_pattern_impossible_under_the_neighbour_gives_a_certain_infinite_supre
     mine = mech.release_distribution(d).exact_sup_loss(mech.release_distribution(d_prime))
     theirs = _law(d, 2.0, 0.0, None).exact_sup_loss(_law(d_prime, 2.0, 0.0, None))
     assert mine.forward_lower == theirs.forward_lower == math.inf
+
+
+def test_reading_the_program_law_runs_no_quadrature():
+    """The law of a program is read without evaluating its marginal (counts, not seconds).
+
+    The check that the latent site's ``marginal_log_prob`` accepts its answers is traced,
+    never run: run op by op it compiled a program per quadrature operation in a fresh
+    process (~50 for svt-program). The model's own operations run once beforehand.
+    """
+    data, _ = _data(3)
+    mechanism = _program(2.0, 8.0, 1)
+    model_trace(mechanism.model, data)  # the model's own programs
+    with count_compilations() as count:
+        joint = mechanism.release_distribution(data)
+    assert isinstance(joint, JointRelease)
+    assert count[0] == 0

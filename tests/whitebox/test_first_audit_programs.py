@@ -35,7 +35,8 @@ mechanism = dpaudit.Mechanism("laplace-mean", model, claim)
 data = np.zeros(N)
 data_prime = data.copy()
 data_prime[0] = 1.0
-mechanism.release_distribution(data)  # the model's own operations are not the audit's
+if sys.argv[2] == "after-model":
+    mechanism.release_distribution(data)  # the model's own operations are not the audit's
 names = []
 
 class Names(logging.Handler):
@@ -83,6 +84,24 @@ print(json.dumps({**events, "order": list(order)}))
 DENSITY_STEPS = ["fold_in", "_density_step", "_density_step"]
 
 
+#: A whole first audit: the model's own eager operations (its mean, its release drawn by
+#: numpyro: the Laplace draw, its scale and its shift) once, each site's key split by one
+#: program, and the audit's four. No program makes a key from a seed (``random.key``: two
+#: programs), unpacks a split key, or checks a constant parameter (numpyro's ``Laplace``
+#: checks ``loc`` and ``scale``: four programs).
+WHOLE_CLOSED_FORM = [
+    "_mean",
+    "_split_key",
+    "_laplace",
+    "multiply",
+    "add",
+    "fold_in",
+    "_closed_form_step",
+    "closed_form_draws",
+    "_evaluate_at",
+]
+
+
 def _run(script: str, *args: str, env: dict | None = None) -> dict:
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "DPAUDIT_CACHE": "0", **(env or {})}
     out = subprocess.run(
@@ -106,9 +125,16 @@ def _run(script: str, *args: str, env: dict | None = None) -> dict:
     ],
 )
 def test_a_first_audit_in_a_fresh_process_compiles_few_programs(route, expected):
-    record = _run(FIRST_AUDIT, route)
+    record = _run(FIRST_AUDIT, route, "after-model")
     assert record["verdict"] == "pass"
     assert sorted(record["names"]) == sorted(expected), record["names"]
+
+
+def test_a_whole_first_audit_traces_the_model_without_key_or_check_programs():
+    """The plan's traces of the model: no key, unpacking or parameter-check programs."""
+    record = _run(FIRST_AUDIT, "closed-form", "whole")
+    assert record["verdict"] == "pass"
+    assert sorted(record["names"]) == sorted(WHOLE_CLOSED_FORM), record["names"]
 
 
 def test_a_program_of_a_distribution_has_one_cache_key_in_every_process(tmp_path):
