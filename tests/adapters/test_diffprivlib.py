@@ -19,6 +19,7 @@ import pytest
 
 from dpaudit.adapters import from_diffprivlib, model_parameters
 from dpaudit.blackbox import AutoPairs
+from dpaudit.core.threads import one_blas_thread
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -101,12 +102,17 @@ def test_bad_diffprivlib_input_gets_one_sentence_each():
 
 
 def _audit(model, claimed=None):
+    """Audit a refitted model on one BLAS thread: LogisticRegression's L-BFGS-B calls
+    OpenBLAS a few thousand times per fit on two parameters, and a multi-threaded OpenBLAS
+    stalls at each call on a busy machine (163 ms per fit against 6.6 ms on one thread, load
+    18 on 2 cores: two audits of ~15 000 refits each took 80 min instead of 3)."""
     target = from_diffprivlib(model, (_X, _Y))
     if claimed is not None:
         target = dataclasses.replace(
             target, claim=dataclasses.replace(target.claim, epsilon=claimed)
         )
-    return target.audit(samples=3_000, select_samples=800, seed=5, progress=False)
+    with one_blas_thread():
+        return target.audit(samples=3_000, select_samples=800, seed=5, progress=False)
 
 
 @pytest.mark.slow
