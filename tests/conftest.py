@@ -50,6 +50,52 @@ def _release_memory_between_files():
         dpaudit.core.memory.release_memory(FILE_MEMORY_BYTES)
 
 
+# The heaviest test files first, heaviest first: `make test` runs one file per xdist worker
+# at a time (--dist loadfile) and takes the files in collection order (--no-loadscope-reorder;
+# xdist's own reorder puts files with many tests first, so the heavy files with few tests -
+# one or two whole audits each - came last and one worker finished them alone). Costs: CPU
+# seconds per file of CI run E's --durations and benchmarks/suite_files.py (BENCHMARKS.md,
+# "Default test suite, session 12"); a file missing from the list keeps its place after them.
+HEAVY_FILES = (
+    "tests/whitebox/test_supports.py",
+    "tests/runtime/test_ray.py",
+    "tests/whitebox/test_second_audit_programs.py",
+    "tests/blackbox/test_blackbox.py",
+    "tests/golden/test_golden.py",
+    "tests/training/test_training_audit.py",
+    "tests/whitebox/test_notion_audits.py",
+    "tests/whitebox/test_user_subsampling.py",
+    "tests/mechanisms/test_hosmer_lemeshow_audit.py",
+    "tests/whitebox/test_multisite.py",
+    "tests/accounting/test_suprema.py",
+    "tests/training/test_training_bounds.py",
+    "tests/cli/test_shipped_suite.py",
+    "tests/cli/test_explain.py",
+    "tests/runtime/test_suite_workers.py",
+    "tests/mechanisms/test_private_bandwidth.py",
+    "tests/mechanisms/test_mechanisms_iclp.py",
+    "tests/whitebox/test_audit.py",
+    "tests/blackbox/test_blackbox_percall.py",
+    "tests/mechanisms/test_ecdf.py",
+    "tests/mechanisms/test_statdp_mechanisms.py",
+    "tests/whitebox/test_process_history.py",
+    "tests/whitebox/test_heavy_compiles.py",
+    "tests/whitebox/test_first_audit_programs.py",
+    "tests/testing/test_continuity.py",
+    "tests/test_readme.py",
+    "tests/model/noise/test_noise.py",
+    "tests/model/test_loss.py",
+    "tests/io/schemas/test_schemas.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Put the tests of HEAVY_FILES first, in its order (a stable sort: each file's tests and
+    every other file keep their order, so module fixtures and xdist's file groups are kept)."""
+    rank = {name: i for i, name in enumerate(HEAVY_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 TEST_FAILURE_RATE = 1e-5
 
 # the suite runs under the hypothesis profiles of the dpaudit pytest plugin, "ci" or "long"
