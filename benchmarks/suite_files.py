@@ -8,11 +8,19 @@ Run a chunk of the suite with every row written (one folder at a time on a share
 then ``python benchmarks/suite_files.py rows.tsv [other.tsv]``: one line per test file (CPU
 and wall seconds summed over its tests' setup, call and teardown), the heaviest first; with
 two files, before and after side by side. Collection is not in these rows
-(``benchmarks/collection_cost.py``).
+(``benchmarks/collection_cost.py``). ``--schedule rows.tsv`` replays the files' CPU seconds on
+two workers taking one file at a time, in xdist's most-tests-first order and in
+tests/conftest.py's heaviest-first order (HEAVY_FILES, then collection order), and prints
+each order's finish time (the busier worker) against the ideal (total / 2).
 """
 
+import ast
 import collections
+import heapq
+import pathlib
 import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def per_file(path):
@@ -35,6 +43,43 @@ def per_file(path):
     return files
 
 
+def heavy_files() -> tuple[str, ...]:
+    """HEAVY_FILES of tests/conftest.py, read without importing it."""
+    for node in ast.parse((ROOT / "tests" / "conftest.py").read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "HEAVY_FILES":
+            return ast.literal_eval(node.value)
+    raise ValueError("tests/conftest.py defines no HEAVY_FILES.")
+
+
+def makespan(order, files, workers=2) -> float:
+    """Finish time of the busier worker when each free worker takes the next file.
+
+    Args:
+        order: test files in the order they are handed out.
+        files: per_file's table (CPU seconds first).
+        workers: how many workers.
+
+    Returns:
+        Seconds until the last worker finishes.
+    """
+    free = [0.0] * workers
+    for name in order:
+        heapq.heapreplace(free, free[0] + files[name][0])
+    return max(free)
+
+
+def schedule(path):
+    """Print the finish times of xdist's order and the heaviest-first order."""
+    files = per_file(path)
+    collected = sorted(files)  # pytest collects a folder's files in name order
+    by_count = sorted(collected, key=lambda n: -files[n][2])
+    rank = {name: i for i, name in enumerate(heavy_files())}
+    heavy_first = sorted(collected, key=lambda n: rank.get(n, len(rank)))
+    ideal = sum(row[0] for row in files.values()) / 2
+    for label, order in (("most tests first", by_count), ("HEAVY_FILES first", heavy_first)):
+        print(f"{label:18s} {makespan(order, files):7.1f} s (ideal {ideal:.1f} s)")
+
+
 def main(argv):
     """Print the per-file table of one run, or of two runs side by side."""
     runs = [per_file(path) for path in argv]
@@ -53,4 +98,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ["--schedule"]:
+        schedule(sys.argv[2])
+    else:
+        main(sys.argv[1:])
