@@ -133,9 +133,9 @@ def test_logistic_regression_with_xy_data_correct_is_never_a_violation():
     strict=True,
     reason="never ran to the end before session 12 (one audit took ~40 min CPU on a "
     "multi-threaded BLAS); once it did: the model at epsilon 4 claimed at 1 is inconclusive at "
-    "3000 samples, not caught. Open: too few samples for objective perturbation's loss on "
-    "these pairs, or an adapter/selection problem; strict, so a fix that catches it fails "
-    "here until the mark is removed.",
+    "3000 samples (certified lower bound 0.744, audit strength 1.07): on these 10 records "
+    "objective perturbation's observable loss looks far below 4; a tighter case is open. "
+    "Strict, so an audit that catches it fails here until the mark is removed.",
 )
 def test_logistic_regression_with_xy_data_4x_epsilon_caught():
     assert _audit(_logistic(4.0), claimed=1.0).verdict == "violation"
