@@ -17,13 +17,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The default suite runs on TEST_WORKERS pytest-xdist processes, one test file per process at
-# a time (--dist loadfile keeps a file's compiled programs in one process); TEST_WORKERS=0
-# runs it in this process.
+# a time (--dist loadfile keeps a file's compiled programs in one process), the heaviest files
+# first (tests/conftest.py, HEAVY_FILES; --no-loadscope-reorder keeps that order instead of
+# xdist's most-tests-first); TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest --durations=30 $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+	$(BIN)/python -m pytest --durations=30 $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow

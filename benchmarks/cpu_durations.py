@@ -8,6 +8,9 @@ its CPU time moves little, so before/after comparisons of a test's cost use this
 Each line: CPU seconds, wall seconds, phase (setup/call/teardown), test id; the slowest
 first, phases under 0.3 s CPU left out, then the totals. Without ``CPUDUR_OUT`` the table
 is printed. Work in other processes (Ray workers, subprocesses) is not counted.
+With ``CPUDUR_ALL=rows.tsv`` every phase of every test is appended as one tab-separated
+line (test id, phase, CPU s, wall s; under xdist each worker appends its own lines), which
+``benchmarks/suite_files.py`` sums per test file.
 """
 
 import os
@@ -39,6 +42,10 @@ def pytest_sessionfinish(session):
     lines = [f"{c:8.2f} cpu {w:8.2f} wall {p:8s} {n}" for n, p, c, w in rows if c > 0.3]
     cpu, wall = sum(row[2] for row in rows), sum(row[3] for row in rows)
     lines.append(f"TOTAL cpu {cpu:.1f} wall {wall:.1f} process_time {time.process_time():.1f}")
+    every = os.environ.get("CPUDUR_ALL")
+    if every:
+        with open(every, "a") as f:
+            f.writelines(f"{n}\t{p}\t{c:.4f}\t{w:.4f}\n" for n, p, c, w in _ROWS)
     out = os.environ.get("CPUDUR_OUT")
     if out:
         with open(out, "a") as f:

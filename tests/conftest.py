@@ -50,6 +50,62 @@ def _release_memory_between_files():
         dpaudit.core.memory.release_memory(FILE_MEMORY_BYTES)
 
 
+# The heaviest test files first, heaviest first: `make test` runs one file per xdist worker
+# at a time (--dist loadfile) and takes the files in collection order (--no-loadscope-reorder;
+# xdist's own reorder puts files with many tests first, so the heavy files with few tests -
+# one or two whole audits each - came last and one worker finished them alone). Order: CPU
+# seconds per file (benchmarks/suite_files.py on tests/whitebox and tests/blackbox, wall for
+# files whose work runs in subprocesses; CI run E's --durations elsewhere; BENCHMARKS.md,
+# "Default test suite, session 12"); a file missing from the list keeps its place after them.
+HEAVY_FILES = (
+    "tests/blackbox/test_blackbox.py",
+    "tests/whitebox/test_audit.py",
+    "tests/runtime/test_ray.py",
+    "tests/whitebox/test_supports.py",
+    "tests/whitebox/test_first_audit_programs.py",
+    "tests/blackbox/test_blackbox_specs.py",
+    "tests/mechanisms/test_mechanisms_iclp.py",
+    "tests/whitebox/test_second_audit_programs.py",
+    "tests/whitebox/test_notion_audits.py",
+    "tests/whitebox/test_continuous_latent.py",
+    "tests/whitebox/test_user_subsampling.py",
+    "tests/golden/test_golden.py",
+    "tests/training/test_training_audit.py",
+    "tests/mechanisms/test_hosmer_lemeshow_audit.py",
+    "tests/whitebox/test_mixed_sites.py",
+    "tests/whitebox/test_multisite.py",
+    "tests/whitebox/test_engine.py",
+    "tests/whitebox/test_process_history.py",
+    "tests/training/test_training_bounds.py",
+    "tests/mechanisms/test_ecdf.py",
+    "tests/whitebox/test_parameterisations.py",
+    "tests/accounting/test_suprema.py",
+    "tests/blackbox/test_ratio_bound.py",
+    "tests/runtime/test_suite_workers.py",
+    "tests/cli/test_explain.py",
+    "tests/mechanisms/test_private_bandwidth.py",
+    "tests/blackbox/test_blackbox_percall.py",
+    "tests/cli/test_shipped_suite.py",
+    "tests/mechanisms/test_statdp_mechanisms.py",
+    "tests/testing/test_continuity.py",
+    "tests/whitebox/test_heavy_compiles.py",
+    "tests/test_readme.py",
+    "tests/blackbox/test_blackbox_power.py",
+    "tests/model/noise/test_noise.py",
+    "tests/whitebox/test_notion_entry_points.py",
+    "tests/whitebox/test_multisite_notions.py",
+    "tests/io/schemas/test_schemas.py",
+    "tests/model/test_loss.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Put the tests of HEAVY_FILES first, in its order (a stable sort: each file's tests and
+    every other file keep their order, so module fixtures and xdist's file groups are kept)."""
+    rank = {name: i for i, name in enumerate(HEAVY_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 TEST_FAILURE_RATE = 1e-5
 
 # the suite runs under the hypothesis profiles of the dpaudit pytest plugin, "ci" or "long"
