@@ -9,7 +9,6 @@ noise, the interval form of SVT without query noise, and Monte Carlo frequencies
 
 import itertools
 import math
-import time
 
 import jax
 import jax.numpy as jnp
@@ -224,14 +223,12 @@ def test_svt_patterns_enumerate_the_runs():
     assert rows == runs
 
 
-def test_catalogue_sized_svt_is_fast():
-    """The faulty entries' size (8 queries, no cutoff: 256 patterns) stays well under a second
-    of CPU per direction on an idle machine; 10 s here leaves room for a loaded one."""
+def test_catalogue_sized_svt_is_exact():
+    """The faulty entries' size (8 queries, no cutoff: 256 patterns) is enumerated exactly
+    (its cost is measured in benchmarks, never timed in a test)."""
     law = _svt([2.0] * 8, cutoff=None, query_scale=2.0)
     other = _svt([3.0] * 4 + [1.0] * 4, cutoff=None, query_scale=2.0)
-    start = time.process_time()
     result = law.exact_sup_loss(other)
-    assert time.process_time() - start < 10.0
     assert result.error < 1e-8
 
 
