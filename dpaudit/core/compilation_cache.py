@@ -116,6 +116,9 @@ def enable_compilation_cache(folder: str | os.PathLike | None = None) -> str | N
         compilation_cache.reset_cache()  # JAX keeps the folder of its first program otherwise
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", MIN_ENTRY_BYTES)
+    # JAX otherwise points XLA's own (GPU autotuning) caches into the folder, and that path
+    # enters every program's key: a filled cache copied or restored elsewhere missed every entry.
+    jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
     _install_repair()
     _decided[0] = str(path)
     return str(path)

@@ -4,6 +4,7 @@ The suite runs with ``DPAUDIT_CACHE=0`` (conftest); each test here turns the cac
 temporary folder and the fixture puts JAX's configuration back.
 """
 
+import shutil
 import subprocess
 import sys
 import warnings
@@ -29,6 +30,7 @@ def jax_config():
         "jax_compilation_cache_dir",
         "jax_persistent_cache_min_compile_time_secs",
         "jax_persistent_cache_min_entry_size_bytes",
+        "jax_persistent_cache_enable_xla_caches",
     )
     before = {name: getattr(jax.config, name) for name in names}
     yield
@@ -138,6 +140,28 @@ def test_a_corrupted_entry_is_ignored_and_rewritten(tmp_path, jax_config):
     finally:
         jax.monitoring.clear_event_listeners()
     assert sum(hits) == 1  # read back from the rewritten entry
+
+
+def test_a_cache_copied_to_another_folder_is_read_back(tmp_path, jax_config):
+    """The folder's path is not part of a program's key (a CI cache restored elsewhere, a
+    moved ``.cache/jax``): the copy is read, nothing is compiled or written again."""
+    x = np.linspace(0.0, 1.0, 6)
+    first, second = tmp_path / "first", tmp_path / "moved"
+    cc.enable_compilation_cache(first)
+    jax.clear_caches()
+    expected = np.asarray(jax.jit(_program)(x))
+    shutil.copytree(first, second)
+    cc.enable_compilation_cache(second)
+    entries = sorted(p.name for p in second.glob("*-cache"))
+    hits = []
+    jax.monitoring.register_event_listener(lambda event, **kw: hits.append(event == HITS))
+    try:
+        jax.clear_caches()
+        np.testing.assert_array_equal(np.asarray(jax.jit(_program)(x)), expected)
+    finally:
+        jax.monitoring.clear_event_listeners()
+    assert sum(hits) >= 1
+    assert sorted(p.name for p in second.glob("*-cache")) == entries
 
 
 def test_accounting_imports_neither_jax_nor_the_statistics_stacks():
