@@ -45,6 +45,7 @@ from dpaudit.blackbox.statistics import (
     fit_statistics,
 )
 from dpaudit.blackbox.tradeoff import black_box_anchor, notion_blackbox_result
+from dpaudit.core.arrays import random_key
 from dpaudit.core.budget import CostEstimate, check_cost
 from dpaudit.core.checks import check_distinct_pair
 from dpaudit.core.compilation_cache import ensure_compilation_cache
@@ -253,7 +254,7 @@ def run_blackbox_audit(
     executor = options.executor
     if executor is not None:
         executor = resolve_executor(executor)
-    root = jax.random.key(options.seed)
+    root = random_key(options.seed)
     sources = open_sources(plan.sampler, plan.pairs, plan.name, plan.options.chunk_size, root)
     # reproducible only if two short runs from one key agree (checked, not assumed); the runs,
     # timed, are the pilot of the cost estimate, refused beyond the limits unless forced
