@@ -37,6 +37,7 @@ import numpy as np
 
 from dpaudit.adapters.auditable import Auditable
 from dpaudit.blackbox import AutoPairs, per_call
+from dpaudit.core.threads import one_blas_thread
 from dpaudit.model.claims import Claim
 
 __all__ = ["from_diffprivlib", "model_parameters"]
@@ -135,7 +136,9 @@ def _from_model(model, data, domain, labels, name):
 
     def release(dataset, seed: int):
         fitted = clone(model).set_params(random_state=seed)
-        with _quiet():
+        # one BLAS thread: a refit is small algebra (L-BFGS-B on a few parameters), 163 ->
+        # 6.6 ms on a loaded 2-core machine (benchmarks/diffprivlib_refit_threads.py)
+        with _quiet(), one_blas_thread():
             fitted.fit(np.asarray(dataset[0], dtype=float), np.asarray(dataset[1]))
         return model_parameters(fitted)
 
