@@ -45,8 +45,10 @@ __all__ = [
     "NoisyComparison",
     "SparseVector",
     "ThresholdNoise",
+    "interval_roundoff",
     "log_laplace_cdf",
     "log_trapezoid",
+    "quadrature_roundoff",
     "richardson",
 ]
 
@@ -336,7 +338,9 @@ class SparseVector(Distribution):
         Returns:
             ``(lower, upper)``; ``(-inf, -inf)`` for a pattern of mass 0.
         """
-        c = np.asarray(self.queries - self.thresholds, dtype=float)
+        # host arrays: the gaps and thresholds read without a JAX program per operation
+        thresholds = np.asarray(self.thresholds, dtype=float)
+        c = np.asarray(self.queries, dtype=float) - thresholds
         value = np.asarray(codes, dtype=float)
         codes = value[0] if self.release_values else value
         segment = np.cumsum(codes == 1.0) - (codes == 1.0) if self.resample else 0 * codes
@@ -346,7 +350,7 @@ class SparseVector(Distribution):
             for i in np.flatnonzero((segment == s) & (codes >= 0)):
                 positive = codes[i] == 1.0
                 if self.release_values and positive:  # rho <= v_i - T_i, nu_i = v_i - q_i
-                    edge = float(value[1, i] - self.thresholds[i])
+                    edge = float(value[1, i] - thresholds[i])
                     factors.append(ExpFactor.indicator(edge, below=True))
                 elif self.query_scale == 0.0:
                     factors.append(ExpFactor.indicator(c[i], below=bool(positive)))
@@ -379,7 +383,11 @@ class SparseVector(Distribution):
         """A certified bound on ``|log_prob(value) - log P(value)|`` (the quadrature's error).
 
         The truth lies in :meth:`certified_log_prob`'s bracket, so the distance from the
-        quadrature value to the far end of the bracket bounds the error.
+        quadrature value to the far end of the bracket bounds the error of that value;
+        :func:`quadrature_roundoff` is added twice, so the bound also holds for
+        ``log_prob`` evaluated any other way (eagerly, or fused into an audit's compiled
+        program: each within it of exact arithmetic). The quadrature is one compiled
+        program per shape and form, the law's parameters its arguments.
 
         Args:
             value: one release (the event shape).
@@ -389,14 +397,41 @@ class SparseVector(Distribution):
         """
         if self.queries.shape[0] > _MAX_SVT_QUERIES:
             return math.inf
-        computed = float(self.log_prob(jnp.asarray(value, dtype=jnp.float64)))
+        value = np.asarray(value, dtype=float)
+        computed = float(_jitted_log_prob(self, value))
         try:
             lower, upper = self.certified_log_prob(value)
         except OverflowError:
             return math.inf
         if computed == -math.inf and upper == -math.inf:
             return 0.0  # an impossible release, exactly
-        return max(abs(computed - lower), abs(upper - computed))
+        roundoff = self._roundoff(value, lower)
+        return _charged(max(abs(computed - lower), abs(upper - computed)), roundoff)
+
+    def _roundoff(self, value, lower: float) -> float:
+        """The round-off of :meth:`log_prob` at one release (``lower``: its certified bound)."""
+        thresholds = np.asarray(self.thresholds, dtype=float)
+        gaps = np.asarray(self.queries, dtype=float) - thresholds
+        k = gaps.shape[0]
+        n_segments = min(k + 1 if self.cutoff is None else self.cutoff, k) + 1
+        if not self.noisy_queries:
+            return interval_roundoff(gaps, self.threshold_scale, lower, n_segments)
+        reach, extra = 0.0, 0.0
+        if self.release_values:  # the released values move the interval's top end
+            positive = value[0] == 1.0
+            reach = float(np.max(np.abs(value[1] - thresholds), initial=0.0))
+            noise = np.abs(value[1] - np.asarray(self.queries, dtype=float))[positive]
+            extra = math.fsum(noise / self.query_scale + abs(math.log(2 * self.query_scale)))
+        return quadrature_roundoff(
+            gaps,
+            self.threshold_scale,
+            self.query_scale,
+            margin=self.margin,
+            n_grid=self.n_grid,
+            n_segments=n_segments if self.resample else 1,
+            reach=reach,
+            extra=extra,
+        )
 
     def exact_sup_loss(self, other):
         """The supremum of the privacy loss against another SVT run, over every pattern.
@@ -427,6 +462,102 @@ class SparseVector(Distribution):
         except OverflowError:
             return None
         return finite_sup_loss(np.array(log_p), np.array(log_q))
+
+
+_EPS = float(np.finfo(float).eps)
+
+
+def quadrature_roundoff(
+    gaps, threshold_scale, query_scale, *, margin, n_grid, n_segments=1, reach=0.0, extra=0.0
+) -> float:
+    r"""A bound on the float64 round-off of the SVT quadrature, against exact arithmetic.
+
+    Two evaluations of the same quadrature (eager op by op, one compiled program, or
+    fused into an audit's program) differ in their last bits (fusion, reduction order,
+    constants folded), so a certified error computed from one of them is charged twice
+    this bound to hold for any of them. Derivation, with ``u = 2^-52`` and every
+    elementary operation (``+ - * /``, ``exp``, ``log``, ``log1p``) within 2 ulp:
+    every grid node lies in ``[-m, m]``, ``m = max(|gap|, reach) + 2 margin b_max``,
+    and is computed within ``4 u m``; each log-factor (a Laplace log-CDF, 1-Lipschitz
+    in ``t = (r - gap) / b_nu``, or the threshold density ``-|r| / b_rho - log 2 b_rho``)
+    within ``u (16 Lambda)``, ``Lambda = m / min(b_rho, b_nu) + |log 2 b_rho| + 1``
+    bounding every factor's size; the masked sum of ``k + 1`` factors adds ``(k + 1) u``
+    times their total size, ``<= 3 (k + 1) Lambda``: the log-integrand is within
+    ``E_v = 4 (k + 4)^2 Lambda u`` at each node. The trapezoid sum relative to its
+    maximum (``>= 1/2``) of ``n`` terms ``exp(v - top)`` in any order: ``3 E_v``
+    (the terms and the maximum) ``+ 2 n u`` (the ``n`` roundings and the
+    ``|v - top| e^{-|v - top|} <= 1/e`` of each subtraction), and its log, the step
+    and the maximum added back ``u (2 |log step| + 8 (k + 1) Lambda + 40)``; the
+    Richardson pair ``(4 I_n - I_{(n+1)/2}) / 3`` and the ``n_segments`` stretches
+    multiply by at most ``2 n_segments``; the released values' densities add
+    ``4 (k + 2) u`` times their total size ``extra``. In all:
+    ``u [2 n_segments (13 (k + 4)^2 Lambda + 2 n + 2 |log step| + 40) + 4 (k + 2) extra]``,
+    about ``1e-9`` for the catalogue's laws: far below the quadrature's own error and
+    the certificate's ``1e-9`` relative margin, so no verdict rests on it.
+
+    Args:
+        gaps: ``q_i - T_i``, ``(k,)``.
+        threshold_scale, query_scale: the Laplace scales (``query_scale > 0``).
+        margin: the grid's reach beyond the gaps in units of the larger scale.
+        n_grid: the finer grid's number of points.
+        n_segments: stretches of queries sharing one threshold noise.
+        reach: the largest ``|v_i - T_i|`` of released values (0: none).
+        extra: the total size ``sum (|v_i - q_i| / b_nu + |log 2 b_nu|)`` of the released
+            values' log-densities (0: none).
+
+    Returns:
+        The bound (``>= 0``).
+    """
+    gaps = np.asarray(gaps, dtype=float)
+    k = gaps.shape[0]
+    b_rho, b_nu = float(threshold_scale), float(query_scale)
+    width = margin * max(b_rho, b_nu)
+    m = max(float(np.max(np.abs(gaps), initial=0.0)), reach) + 2.0 * width
+    size = m / min(b_rho, b_nu) + abs(math.log(2.0 * b_rho)) + 1.0
+    log_step = abs(math.log(width / n_grid)) + abs(math.log(2.0 * m / (n_grid // 2)))
+    per_segment = 13.0 * (k + 4) ** 2 * size + 2.0 * n_grid + 2.0 * log_step + 40.0
+    return _EPS * (2.0 * n_segments * per_segment + 4.0 * (k + 2) * extra)
+
+
+def interval_roundoff(gaps, threshold_scale, lower: float, n_segments: int = 1) -> float:
+    """A bound on the float64 round-off of SVT's closed form without query noise.
+
+    Each stretch's ``log(F(hi) - F(lo))`` (:func:`_log_interval`) takes two CDF values,
+    each within ``u (|x| / b + 8)`` relative (the log-CDF, 1-Lipschitz, then ``exp``),
+    ``|x| <= max |gap|``; their difference divides that by the stretch's mass, which is
+    at least ``e^lower`` (every stretch's log-mass is ``<= 0`` and they add up to at
+    least ``lower``), and its log adds ``u |lower|``. In all, with ``u = 2^-52``:
+    ``u n_segments ((2 max |gap| / b + 16) e^{-lower} + 2 |lower| + 4)``.
+
+    Args:
+        gaps: ``q_i - T_i``, ``(k,)``.
+        threshold_scale: the threshold noise's Laplace scale.
+        lower: a certified lower bound on the log-mass.
+        n_segments: stretches of queries sharing one threshold noise.
+
+    Returns:
+        The bound (``>= 0``; ``inf`` when ``lower`` is ``-inf``).
+    """
+    top = float(np.max(np.abs(np.asarray(gaps, dtype=float)), initial=0.0))
+    if lower < -700.0:  # e^-lower overflows (or the mass may be 0): no finite bound
+        return math.inf
+    conditioning = (2.0 * top / float(threshold_scale) + 16.0) * math.exp(-lower)
+    return _EPS * n_segments * (conditioning + 2.0 * abs(lower) + 4.0)
+
+
+def _charged(distance: float, roundoff: float) -> float:
+    """``distance + 2 roundoff`` rounded up: the certified error of a quadrature value.
+
+    The three positive terms are added with one rounding each (``<= u/2`` relative); the
+    factor ``1 + 4u`` covers them.
+    """
+    return (distance + 2.0 * roundoff) * (1.0 + 4.0 * _EPS)
+
+
+@jax.jit
+def _jitted_log_prob(law, value):
+    """``law.log_prob(value)``: one program per shape and form, the law's parameters arguments."""
+    return law.log_prob(value)
 
 
 # 2^12 patterns of up to 12 two-term factors each (4096 terms per interval): a few
@@ -610,29 +741,10 @@ class ThresholdNoise(dist.Laplace):
         if not conditionals:
             return jnp.zeros(())
         gaps, codes, active, b_nu = self._answers(conditionals)
-        valid = jnp.all(jnp.where(active, (codes == 0.0) | (codes == 1.0), codes == -1.0))
-        positive, negative = active & (codes == 1.0), active & (codes == 0.0)
-        if b_nu == 0.0:  # rho in (max negative gap, min positive gap]
-            lo = jnp.max(jnp.where(negative, gaps, -jnp.inf))
-            hi = jnp.min(jnp.where(positive, gaps, jnp.inf))
-            return jnp.where(valid, _log_interval(lo, hi, self.scale), -jnp.inf)
-        b_rho = self.scale
-        width = self.MARGIN * jnp.maximum(b_rho, b_nu)
-        lo = jnp.minimum(jnp.min(gaps), 0.0) - width
-        hi = jnp.maximum(jnp.max(gaps), 0.0) + width
-
-        def integral(n_grid):
-            r = jnp.linspace(lo, hi, n_grid)
-            t = (r[None, :] - gaps[:, None]) / b_nu  # negative iff nu < r - gap
-            log_g = jnp.where(
-                negative[:, None],
-                log_laplace_cdf(t),
-                jnp.where(positive[:, None], log_laplace_cdf(-t), 0.0),
-            )
-            log_rho = -jnp.abs(r) / b_rho - jnp.log(2 * b_rho)
-            return log_trapezoid(log_rho + jnp.sum(log_g, axis=0), (hi - lo) / (n_grid - 1))
-
-        return jnp.where(valid, richardson(integral, self.N_GRID), -jnp.inf)
+        return _marginal_log_mass(
+            self.scale, gaps, codes, active, b_nu, noisy=b_nu > 0.0, n_grid=self.N_GRID,
+            margin=self.MARGIN,
+        )  # fmt: skip
 
     def certified_marginal_log_prob(self, conditionals) -> tuple[float, float]:
         """``[lower, upper]`` bounds on the marginal log mass, with no quadrature error.
@@ -673,7 +785,10 @@ class ThresholdNoise(dist.Laplace):
         """A certified bound on ``|marginal_log_prob - log P(answers)|``.
 
         The truth lies in :meth:`certified_marginal_log_prob`'s bracket, so the distance
-        from the quadrature value to the bracket's far end bounds the error.
+        from the quadrature value to the bracket's far end bounds the error of that value;
+        twice the round-off bound (:func:`quadrature_roundoff`, :func:`interval_roundoff`)
+        is added, so it holds however the marginal is evaluated (this value is one compiled
+        program per number of answers, the scales and answers its arguments).
 
         Args:
             conditionals: concrete ``(NoisyComparison, code)`` pairs.
@@ -681,11 +796,60 @@ class ThresholdNoise(dist.Laplace):
         Returns:
             The bound (``inf`` when the bracket cannot be computed).
         """
-        computed = float(self.marginal_log_prob(conditionals))
+        if not conditionals:
+            return 0.0
+        gaps, codes, active, b_nu = self._answers(conditionals, np)
+        noisy = b_nu > 0.0
+        computed = float(
+            _jitted_marginal_log_mass(
+                float(self.scale), gaps, codes, active, b_nu, noisy=noisy, n_grid=self.N_GRID,
+                margin=self.MARGIN,
+            )
+        )  # fmt: skip
         try:
             lower, upper = self.certified_marginal_log_prob(conditionals)
         except OverflowError:
             return math.inf
         if computed == -math.inf and upper == -math.inf:
             return 0.0
-        return max(abs(computed - lower), abs(upper - computed))
+        if noisy:
+            roundoff = quadrature_roundoff(
+                gaps, float(self.scale), b_nu, margin=self.MARGIN, n_grid=self.N_GRID
+            )
+        else:
+            roundoff = interval_roundoff(gaps, float(self.scale), lower)
+        return _charged(max(abs(computed - lower), abs(upper - computed)), roundoff)
+
+
+def _marginal_log_mass(b_rho, gaps, codes, active, b_nu, *, noisy, n_grid, margin):
+    """:meth:`ThresholdNoise.marginal_log_prob` on stacked answers (traceable)."""
+    valid = jnp.all(jnp.where(active, (codes == 0.0) | (codes == 1.0), codes == -1.0))
+    positive, negative = active & (codes == 1.0), active & (codes == 0.0)
+    if not noisy:  # rho in (max negative gap, min positive gap]
+        lo = jnp.max(jnp.where(negative, gaps, -jnp.inf))
+        hi = jnp.min(jnp.where(positive, gaps, jnp.inf))
+        return jnp.where(valid, _log_interval(lo, hi, b_rho), -jnp.inf)
+    width = margin * jnp.maximum(b_rho, b_nu)
+    lo = jnp.minimum(jnp.min(gaps), 0.0) - width
+    hi = jnp.maximum(jnp.max(gaps), 0.0) + width
+
+    def integral(n):
+        r = jnp.linspace(lo, hi, n)
+        t = (r[None, :] - gaps[:, None]) / b_nu  # negative iff nu < r - gap
+        log_g = jnp.where(
+            negative[:, None],
+            log_laplace_cdf(t),
+            jnp.where(positive[:, None], log_laplace_cdf(-t), 0.0),
+        )
+        log_rho = -jnp.abs(r) / b_rho - jnp.log(2 * b_rho)
+        return log_trapezoid(log_rho + jnp.sum(log_g, axis=0), (hi - lo) / (n - 1))
+
+    return jnp.where(valid, richardson(integral, n_grid), -jnp.inf)
+
+
+#: The marginal log-mass as one compiled program per number of answers and form, the
+#: scales and answers its arguments (the certified error's evaluation; traced models call
+#: :func:`_marginal_log_mass` inline, unchanged).
+_jitted_marginal_log_mass = jax.jit(
+    _marginal_log_mass, static_argnames=("noisy", "n_grid", "margin")
+)
