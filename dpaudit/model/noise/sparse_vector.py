@@ -492,7 +492,7 @@ def quadrature_roundoff(
     multiply by at most ``2 n_segments``; the released values' densities add
     ``4 (k + 2) u`` times their total size ``extra``. In all:
     ``u [2 n_segments (13 (k + 4)^2 Lambda + 2 n + 2 |log step| + 40) + 4 (k + 2) extra]``,
-    about ``1e-9`` for the catalogue's laws: far below the quadrature's own error and
+    ``1e-10`` to ``1e-9`` for the catalogue's laws: far below the quadrature's own error and
     the certificate's ``1e-9`` relative margin, so no verdict rests on it.
 
     Args:
