@@ -11,6 +11,10 @@ Usage (fill the cache once, then measure with it warm)::
     PYTHONPATH=$PWD python benchmarks/svt_certificate.py --cache-dir .cache/jax   # fills
     PYTHONPATH=$PWD python benchmarks/svt_certificate.py --cache-dir .cache/jax
 
+``--against DIR --against-cache C`` also runs each spec from another checkout ``DIR``
+(e.g. ``git archive`` of the base commit, with this script copied in) with its own filled
+cache ``C``, alternating spec by spec, so both columns share one load.
+
 Counts do not depend on the load; times are printed with the load average.
 """
 
@@ -91,6 +95,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("specs", nargs="*", help="spec names under audits/ (default: the 8 SVT)")
     parser.add_argument("--cache-dir", default=None, help="persistent cache (default: none)")
+    parser.add_argument("--against", default=None, help="another checkout, run alternately")
+    parser.add_argument("--against-cache", default=None, help="its persistent cache")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one is not None:
@@ -102,36 +108,46 @@ def main(argv=None) -> None:
         "compile/hit | audit 2 wall / CPU s | cert 2 wall / CPU s | cert 2 trace/lower/compile |"
     )
     print("|---" * 8 + "|")
-    totals = Counter()
+    trees = [(ROOT, args.cache_dir, "")]
+    if args.against is not None:
+        trees = [(Path(args.against).resolve(), args.against_cache, " (base)"), *trees]
+    totals = {label: Counter() for _, _, label in trees}
     for spec in args.specs or SPECS:
-        cmd = [sys.executable, __file__, "--one", spec]
-        if args.cache_dir is not None:
-            cmd += ["--cache-dir", args.cache_dir]
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ)
-        first, second = json.loads(out.stdout.strip().splitlines()[-1])["rows"]
-        a1, c1, a2, c2 = (
-            first["audit"],
-            first["certificate"],
-            second["audit"],
-            second["certificate"],
-        )
-        for key, value in (("a1", a1), ("c1", c1), ("a2", a2), ("c2", c2)):
-            totals[key + "w"] += value["wall"]
-            totals[key + "c"] += value["cpu"]
-        print(
-            f"| {spec} | {first['verdict']} | {a1['wall']:.2f} / {a1['cpu']:.2f} "
-            f"| {c1['wall']:.2f} / {c1['cpu']:.2f} "
-            f"| {c1['trace']}/{c1['lower']}/{c1['compile']}/{c1['hit']} "
-            f"| {a2['wall']:.2f} / {a2['cpu']:.2f} | {c2['wall']:.2f} / {c2['cpu']:.2f} "
-            f"| {c2['trace']}/{c2['lower']}/{c2['compile']} |",
-            flush=True,
-        )
-    print(
-        f"| total | | {totals['a1w']:.2f} / {totals['a1c']:.2f} | {totals['c1w']:.2f} / "
-        f"{totals['c1c']:.2f} | | {totals['a2w']:.2f} / {totals['a2c']:.2f} | "
-        f"{totals['c2w']:.2f} / {totals['c2c']:.2f} | |"
-    )
+        for tree, cache, label in trees:
+            cmd = [sys.executable, str(tree / "benchmarks" / "svt_certificate.py"), "--one", spec]
+            if cache is not None:
+                cmd += ["--cache-dir", cache]
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, cwd=tree)
+            rows = json.loads(out.stdout.strip().splitlines()[-1])["rows"]
+            _print_row(spec + label, rows, totals[label])
+    for label, total in totals.items():
+        _print_total(total, label)
     print("load average after: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+def _print_row(name, rows, totals) -> None:
+    first, second = rows
+    a1, c1, a2, c2 = first["audit"], first["certificate"], second["audit"], second["certificate"]
+    for key, value in (("a1", a1), ("c1", c1), ("a2", a2), ("c2", c2)):
+        totals[key + "w"] += value["wall"]
+        totals[key + "c"] += value["cpu"]
+    print(
+        f"| {name} | {first['verdict']} | {a1['wall']:.2f} / {a1['cpu']:.2f} "
+        f"| {c1['wall']:.2f} / {c1['cpu']:.2f} "
+        f"| {c1['trace']}/{c1['lower']}/{c1['compile']}/{c1['hit']} "
+        f"| {a2['wall']:.2f} / {a2['cpu']:.2f} | {c2['wall']:.2f} / {c2['cpu']:.2f} "
+        f"| {c2['trace']}/{c2['lower']}/{c2['compile']} |",
+        flush=True,
+    )
+
+
+def _print_total(t, label) -> None:
+    print(
+        f"| total{label} | | {t['a1w']:.2f} / {t['a1c']:.2f} | {t['c1w']:.2f} / "
+        f"{t['c1c']:.2f} | | {t['a2w']:.2f} / {t['a2c']:.2f} | "
+        f"{t['c2w']:.2f} / {t['c2c']:.2f} | |"
+    )
 
 
 if __name__ == "__main__":
