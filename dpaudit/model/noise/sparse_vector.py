@@ -554,9 +554,22 @@ def _charged(distance: float, roundoff: float) -> float:
     return (distance + 2.0 * roundoff) * (1.0 + 4.0 * _EPS)
 
 
-@jax.jit
-def _jitted_log_prob(law, value):
-    """``law.log_prob(value)``: one program per shape and form, the law's parameters arguments."""
+def _jitted_log_prob(law: SparseVector, value):
+    """``law.log_prob(value)``: one program per shape and form, the law's parameters arguments.
+
+    The fields enter keyed by name (a ``dict`` flattens in sorted key order): numpyro's
+    own flattening orders them by a ``set`` of names, which follows the process's string
+    hash seed, so the program's persistent-cache key would change from process to process.
+    """
+    children, aux = law.tree_flatten()
+    fields = dict(zip(SparseVector.gather_pytree_data_fields(), children, strict=True))
+    return _log_prob_program(fields, value, aux=aux)
+
+
+@partial(jax.jit, static_argnames=("aux",))
+def _log_prob_program(fields, value, *, aux):
+    names = SparseVector.gather_pytree_data_fields()
+    law = SparseVector.tree_unflatten(aux, tuple(fields[name] for name in names))
     return law.log_prob(value)
 
 
