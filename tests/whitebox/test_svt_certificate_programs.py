@@ -61,3 +61,38 @@ def test_the_marginal_quadrature_error_is_one_program_per_number_of_answers():
 
     assert _count_lowerings(error(0.0)) <= 1
     assert _count_lowerings(error(0.25)) == 0
+
+
+_CHILD = """
+import jax, jax.numpy as jnp
+from dpaudit.core.compilation_cache import enable_compilation_cache
+enable_compilation_cache({folder!r})
+hits = [0]
+jax.monitoring.register_event_listener(
+    lambda e, **k: hits.__setitem__(0, hits[0] + (e == "/jax/compilation_cache/cache_hits")))
+from dpaudit.model.noise.sparse_vector import SparseVector
+p = SparseVector(jnp.array([9.0, 11.0, 10.0]), 10.0, 2.0, 4.0, cutoff=1)
+p.log_prob_error(p.patterns()[1])
+print(hits[0])
+"""
+
+
+def test_the_quadrature_error_program_has_one_cache_key_in_every_process(tmp_path):
+    """Other string hash seeds, one persistent-cache entry: the later processes read it
+    (numpyro's field order follows the hash seed; the fields enter keyed by name)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = str(tmp_path / "cache")
+    root = Path(__file__).resolve().parents[2]
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD.format(folder=folder)],
+            capture_output=True, text=True, check=True, env=env, cwd=root,
+        )  # fmt: skip
+        assert seed == "1" or int(out.stdout.split()[-1]) >= 1, f"hash seed {seed} missed"
+    entries = [p.name for p in Path(folder).iterdir() if "log_prob_program" in p.name]
+    assert len(entries) == 1, entries
