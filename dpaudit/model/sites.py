@@ -55,6 +55,7 @@ import copy
 import itertools
 import math
 import warnings
+import weakref
 from collections.abc import Mapping
 
 import jax
@@ -845,7 +846,11 @@ class JointRelease(Distribution):
         """
         if self.latent_sites or self.shared_sites or self.continuous_sites:
             return True
+        if self not in _ADAPTIVE:  # a trace of the model: once per law (the plan asks twice)
+            _ADAPTIVE[self] = self._traced_adaptive()
+        return _ADAPTIVE[self]
 
+    def _traced_adaptive(self) -> bool:
         def laws(values):
             trace = handlers.trace(
                 handlers.substitute(handlers.seed(self._model, rng_seed=0), data=values)
@@ -862,6 +867,9 @@ class JointRelease(Distribution):
             return True
         return _depends_on_inputs(closed.jaxpr)
 
+
+#: ``{law: JointRelease.adaptive()}`` (not an attribute: a pytree round trip keeps none).
+_ADAPTIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 #: ``{model description: whether the model traces with its numbers as arguments}``, decided
 #: once per family and layout in a process (dpaudit.core.closures).
