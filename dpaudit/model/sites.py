@@ -55,6 +55,7 @@ import copy
 import itertools
 import math
 import warnings
+import weakref
 from collections.abc import Mapping
 
 import jax
@@ -73,6 +74,7 @@ from dpaudit.accounting.suprema import (
 )
 from dpaudit.core.arrays import host_key
 from dpaudit.core.checks import is_concrete
+from dpaudit.core.closures import lift_closure, rebuild_closure
 from dpaudit.model.parameter_checks import host_parameter_checks
 
 __all__ = [
@@ -525,9 +527,11 @@ class JointRelease(Distribution):
             return None
         return hook(self._data, other._data, discretization=discretization)
 
-    # A pytree: the dataset and the enumerated latent values are leaves, the model and
-    # the layout are static, so both directions of an audit (same model, two datasets)
-    # share one compilation per chunk shape.
+    # A pytree: the dataset, the enumerated latent values and the model's closed-over
+    # numbers (dpaudit.core.closures) are leaves; the model's code and the layout are
+    # static, so both directions of an audit (same model, two datasets), and a second
+    # audit of the family with other constants (a new closure per build), share one
+    # compilation per chunk shape.
     _STATIC = (
         "_model",
         "_name",
@@ -546,7 +550,7 @@ class JointRelease(Distribution):
     )
 
     def tree_flatten(self):
-        """Leaves ``(data, enumerated latent values)``; the rest is static.
+        """Leaves ``(data, enumerated latent values, model numbers)``; the rest is static.
 
         Returns:
             ``(leaves, aux)``.
@@ -558,23 +562,32 @@ class JointRelease(Distribution):
         for leaf in jax.tree_util.tree_leaves(self._data):
             if not isinstance(leaf, (np.ndarray, jax.Array, int, float, np.number)):
                 raise TypeError("a JointRelease pytree needs a dataset made of arrays.")
-        return (self._data, self._enumerated), tuple(getattr(self, k) for k in self._STATIC)
+        # the name is only read when built (messages): two variants of a family share aux
+        fields = tuple(None if k == "_name" else getattr(self, k) for k in self._STATIC)
+        lifted = _lifted_model(self)
+        if lifted is None:
+            return (self._data, self._enumerated, ()), (None, fields)
+        description, numbers = lifted
+        return (self._data, self._enumerated, numbers), (description, (None, *fields[1:]))
 
     @classmethod
     def tree_unflatten(cls, aux, leaves):
         """Rebuild from :meth:`tree_flatten`'s output.
 
         Args:
-            aux: the static fields.
-            leaves: ``(data, enumerated latent values)``.
+            aux: ``(model description or None, the static fields)``.
+            leaves: ``(data, enumerated latent values, model numbers)``.
 
         Returns:
             A :class:`JointRelease`.
         """
+        description, fields = aux
         new = cls.__new__(cls)
-        for key, value in zip(cls._STATIC, aux, strict=True):
+        for key, value in zip(cls._STATIC, fields, strict=True):
             setattr(new, key, value)
-        new._data, new._enumerated = leaves
+        new._data, new._enumerated, numbers = leaves
+        if description is not None:
+            new._model = rebuild_closure(description, numbers)
         return new
 
     # ----------------------------------------------------------- flat <-> sites
@@ -833,7 +846,11 @@ class JointRelease(Distribution):
         """
         if self.latent_sites or self.shared_sites or self.continuous_sites:
             return True
+        if self not in _ADAPTIVE:  # a trace of the model: once per law (the plan asks twice)
+            _ADAPTIVE[self] = self._traced_adaptive()
+        return _ADAPTIVE[self]
 
+    def _traced_adaptive(self) -> bool:
         def laws(values):
             trace = handlers.trace(
                 handlers.substitute(handlers.seed(self._model, rng_seed=0), data=values)
@@ -849,6 +866,42 @@ class JointRelease(Distribution):
         except Exception:  # any failure to trace: treat as adaptive (density route)
             return True
         return _depends_on_inputs(closed.jaxpr)
+
+
+#: ``{law: JointRelease.adaptive()}`` (not an attribute: a pytree round trip keeps none).
+_ADAPTIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: ``{model description: whether the model traces with its numbers as arguments}``, decided
+#: once per family and layout in a process (dpaudit.core.closures).
+_LIFTABLE: dict = {}
+
+
+def _lifted_model(law: JointRelease):
+    """``(description, numbers)`` of the law's model when they can be ``jit`` arguments.
+
+    A model that branches in Python on a closed-over number (or otherwise fails to trace
+    with its numbers as tracers) stays whole, static by identity, as before; decided by
+    tracing (never running) one log density and one draw, once per description.
+    """
+    lifted = lift_closure(law._model)
+    if lifted is None:
+        return None
+    description, numbers = lifted
+    key = (description, law.sites, law._shapes, law.latent_sites)
+    if key not in _LIFTABLE:
+
+        def both(values):
+            copied = copy.copy(law)
+            copied._model = rebuild_closure(description, values)
+            x = jnp.zeros(law.event_shape)
+            return copied._one_log_prob(x), copied._one_sample(host_key(0))
+
+        try:
+            jax.eval_shape(both, numbers)
+            _LIFTABLE[key] = True
+        except Exception:  # any failure to trace with tracers: keep the model whole
+            _LIFTABLE[key] = False
+    return lifted if _LIFTABLE[key] else None
 
 
 def _tainted_outputs(jaxpr, inputs=None) -> list[bool]:

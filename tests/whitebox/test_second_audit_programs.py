@@ -78,3 +78,33 @@ def test_a_second_audit_of_the_family_traces_nothing(tmp_path, folder, name, sam
         result = run_audit(second)
     assert dict(counts) == {}, f"{name}: a second audit built programs: {dict(counts)}"
     assert result.verdict == "pass"
+
+
+@pytest.mark.parametrize(
+    ("second", "verdict"),
+    [
+        ("bmr-federated-ecdf", "pass"),  # the same spec at another epsilon
+        ("faulty/bmr-federated-ecdf-noise-split", "violation"),  # a faulty variant
+    ],
+)
+def test_a_second_multi_site_audit_lowers_and_compiles_nothing(tmp_path, second, verdict):
+    # A JointRelease keeps its model as static structure; each build is a new closure
+    # around the law's constants, so the closure's numbers are jit leaves (not the
+    # closure itself). What remains: one trace per law of the adaptivity analysis
+    # (JointRelease.adaptive, a jaxpr read structurally, never lowered).
+    first = prepare([_spec_at(tmp_path, "catalogue", "bmr-federated-ecdf", 1.0)], samples=100)[0]
+    if second.startswith("faulty/"):
+        path = ROOT / "audits" / f"{second}.toml"
+    else:
+        path = _spec_at(tmp_path, "catalogue", second, 0.5)
+    (item,) = prepare([path], samples=100)
+    jax.clear_caches()  # the first audit builds its programs even after another test
+    with count_programs() as counts:
+        run_audit(first)
+    assert counts["lowerings"] > 0  # the listener sees JAX's events at all
+    with count_programs() as counts:
+        result = run_audit(item)
+    built = {k: v for k, v in counts.items() if k != "traces"}
+    assert built == {}, f"{second}: a second multi-site audit built programs: {dict(counts)}"
+    assert counts["traces"] <= 2, f"{second}: traced more than its laws' adaptivity: {counts}"
+    assert result.verdict == verdict
