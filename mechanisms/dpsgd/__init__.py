@@ -186,17 +186,17 @@ def _clipped_gradients(theta, x, y, clip):
 # The algorithm's constants (compared by privacy_accounting) and the scalars the programs
 # use, all fields of the trajectory law (arrays, so one program serves every configuration).
 _CONSTANTS = ("q", "clip", "noise_std", "learning_rate", "denominator")
-_SCALARS = (*_CONSTANTS, "noise_scale", "step_size", "minus_half_precision", "log_membership",
-            "log_normaliser")  # fmt: skip
+_SCALARS = (*_CONSTANTS, "step_size", "minus_half_precision", "log_membership", "log_normaliser")
 
 
 def _program_scalars(q, clip, noise_std, learning_rate, denominator, event) -> dict:
     """The law's scalar fields, computed on the host in double precision.
 
-    Each derived scalar is the value XLA computed when the constants were baked into the
-    programs (constant folding reassociates ``s (sqrt2 erfinv u)`` into ``erfinv u (s
-    sqrt2)`` and ``lr r / (q n)`` into ``r (lr (1 / (q n)))``), so the programs with the
-    constants as arguments round exactly as the constant ones did.
+    Each derived scalar is the value the programs used when the constants were baked into
+    them (the densities' normalisers were computed in Python; XLA rewrote ``lr r / (q n)``
+    into ``r (lr (1 / (q n)))`` by folding the constants, and with ``lr`` and ``q n`` as
+    arguments it would divide), so the programs with the constants as arguments round
+    exactly as the constant ones did (measured; the noise ``s z`` rounds alike either way).
     """
     q, clip, noise_std = float(q), float(clip), float(noise_std)
     learning_rate, denominator = float(learning_rate), float(denominator)
@@ -206,22 +206,11 @@ def _program_scalars(q, clip, noise_std, learning_rate, denominator, event) -> d
     return {
         "q": q, "clip": clip, "noise_std": noise_std, "learning_rate": learning_rate,
         "denominator": denominator,
-        "noise_scale": float(np.float64(noise_std) * np.sqrt(np.float64(2))),
         "step_size": learning_rate * (1.0 / denominator),
         "minus_half_precision": -inv,
         "log_membership": np.array([math.log1p(-q), math.log(q)]),
         "log_normaliser": steps * const,
     }  # fmt: skip
-
-
-def _normal(key, shape, scale):
-    """``scale / sqrt(2)`` times ``jax.random.normal(key, shape)``, rounded as JAX rounds
-    ``noise_std * jax.random.normal(key, shape)`` with a constant ``noise_std``: JAX draws
-    ``sqrt(2) erfinv(u)``, ``u`` uniform on ``(-1, 1)``, and XLA folded the two constants
-    into ``scale = noise_std sqrt(2)`` (computed on the host, :func:`_program_scalars`)."""
-    lo = np.nextafter(np.float64(-1.0), np.float64(0.0))
-    u = jax.random.uniform(key, shape, jnp.float64, lo, 1.0)
-    return lax.erf_inv(u) * scale
 
 
 class DPSGDTrajectory(Distribution):
@@ -230,9 +219,9 @@ class DPSGDTrajectory(Distribution):
     The algorithm's constants are arrays among the law's fields, never constants baked into
     a program: every configuration of one shape (``T``, records, features) shares the
     compiled draws and densities. The scalars the programs use are computed here, on the
-    host, as XLA folded them when they were program constants (the noise scale times
-    ``sqrt 2`` of the normal draw, ``lr (1 / (q n))`` of the update, the densities'
-    normalisers), so the draws and densities are bit for bit those of the constant programs.
+    host as the constant programs used them (``lr (1 / (q n))`` of the update as XLA folded
+    it, the densities' normalisers), so the draws and densities are bit for bit those of the
+    constant programs.
 
     Args:
         x, y: ``(m, d)`` features and ``(m,)`` labels of the records.
@@ -284,7 +273,7 @@ class DPSGDTrajectory(Distribution):
     def _sample_one(self, key):
         steps, dim = self.event_shape
         k_noise, k_in = jax.random.split(key)
-        noise = _normal(k_noise, (steps, dim), self.noise_scale)
+        noise = self.noise_std * jax.random.normal(k_noise, (steps, dim))
         included = jax.random.bernoulli(k_in, self.q, (steps,)).astype(jnp.float64)
 
         def step(theta, inputs):
