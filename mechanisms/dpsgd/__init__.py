@@ -183,8 +183,45 @@ def _clipped_gradients(theta, x, y, clip):
     return grads * jnp.minimum(1.0, clip / jnp.maximum(norms, 1e-300))
 
 
+# The algorithm's constants (compared by privacy_accounting) and the scalars the programs
+# use, all fields of the trajectory law (arrays, so one program serves every configuration).
+_CONSTANTS = ("q", "clip", "noise_std", "learning_rate", "denominator")
+_SCALARS = (*_CONSTANTS, "step_size", "minus_half_precision", "log_membership", "log_normaliser")
+
+
+def _program_scalars(q, clip, noise_std, learning_rate, denominator, event) -> dict:
+    """The law's scalar fields, computed on the host in double precision.
+
+    Each derived scalar is the value the programs used when the constants were baked into
+    them (the densities' normalisers were computed in Python; XLA rewrote ``lr r / (q n)``
+    into ``r (lr (1 / (q n)))`` by folding the constants, and with ``lr`` and ``q n`` as
+    arguments it would divide), so the programs with the constants as arguments round
+    exactly as the constant ones did (measured; the noise ``s z`` rounds alike either way).
+    """
+    q, clip, noise_std = float(q), float(clip), float(noise_std)
+    learning_rate, denominator = float(learning_rate), float(denominator)
+    steps, dim = event
+    inv = 0.5 / noise_std**2
+    const = -0.5 * dim * math.log(2 * math.pi * noise_std**2)
+    return {
+        "q": q, "clip": clip, "noise_std": noise_std, "learning_rate": learning_rate,
+        "denominator": denominator,
+        "step_size": learning_rate * (1.0 / denominator),
+        "minus_half_precision": -inv,
+        "log_membership": np.array([math.log1p(-q), math.log(q)]),
+        "log_normaliser": steps * const,
+    }  # fmt: skip
+
+
 class DPSGDTrajectory(Distribution):
     """The law of a DP-SGD trajectory ``(r_1, ..., r_T)`` given the other records' batches.
+
+    The algorithm's constants are arrays among the law's fields, never constants baked into
+    a program: every configuration of one shape (``T``, records, features) shares the
+    compiled draws and densities. The scalars the programs use are computed here, on the
+    host as the constant programs used them (``lr (1 / (q n))`` of the update as XLA folded
+    it, the densities' normalisers), so the draws and densities are bit for bit those of the
+    constant programs.
 
     Args:
         x, y: ``(m, d)`` features and ``(m,)`` labels of the records.
@@ -192,13 +229,12 @@ class DPSGDTrajectory(Distribution):
         target_x, target_y: the record whose membership is marginalised.
         target_in: 1.0 when the target is in the data set, else 0.0.
         q, clip, noise_std, learning_rate, denominator: the algorithm's constants
-            (``denominator = q n``).
+            (``denominator = q n``), Python numbers.
     """
 
     arg_constraints = {}
     support = constraints.real_vector
-    pytree_data_fields = ("x", "y", "masks", "target_x", "target_y", "target_in")
-    pytree_aux_fields = ("q", "clip", "noise_std", "learning_rate", "denominator")
+    pytree_data_fields = ("x", "y", "masks", "target_x", "target_y", "target_in", *_SCALARS)
 
     def __init__(self, x, y, masks, target_x, target_y, target_in, *, q, clip, noise_std,
                  learning_rate, denominator, validate_args=None):  # fmt: skip
@@ -207,9 +243,10 @@ class DPSGDTrajectory(Distribution):
         self.target_x = jnp.asarray(target_x, jnp.float64)
         self.target_y = jnp.asarray(target_y, jnp.float64)
         self.target_in = jnp.asarray(target_in, jnp.float64)
-        self.q, self.clip, self.noise_std = float(q), float(clip), float(noise_std)
-        self.learning_rate, self.denominator = float(learning_rate), float(denominator)
         event = (self.masks.shape[0], self.x.shape[-1])
+        scalars = _program_scalars(q, clip, noise_std, learning_rate, denominator, event)
+        for name, value in scalars.items():
+            setattr(self, name, jnp.asarray(value, jnp.float64))
         super().__init__(batch_shape=(), event_shape=event, validate_args=validate_args)
 
     def _means(self, theta, mask):
@@ -219,7 +256,8 @@ class DPSGDTrajectory(Distribution):
         return g, c * self.target_in
 
     def _next(self, theta, release):
-        return theta - self.learning_rate * release / self.denominator
+        # XLA folded lr * r / (q n) with constant lr and q n into r * (lr * (1 / (q n)))
+        return theta - release * self.step_size
 
     def sample(self, key, sample_shape=()):
         """Trajectories, drawn by running the algorithm.
@@ -271,22 +309,20 @@ class DPSGDTrajectory(Distribution):
         return jax.vmap(self._log_prob_one)(flat).reshape(batch)
 
     def _log_prob_one(self, releases):
-        steps, dim = self.event_shape
-        inv = 0.5 / self.noise_std**2
-        const = -0.5 * dim * math.log(2 * math.pi * self.noise_std**2)
-        with_target = jnp.array([math.log1p(-self.q), math.log(self.q)])
+        dim = self.event_shape[1]
+        minus_inv = self.minus_half_precision
 
         def step(theta, inputs):
             mask, release = inputs
             g, c = self._means(theta, mask)
             resid = release - g
-            out = -inv * jnp.sum(resid * resid)
-            inside = -inv * jnp.sum((resid - c) ** 2)
-            mixed = jax.nn.logsumexp(with_target + jnp.stack([out, inside]))
+            out = minus_inv * jnp.sum(resid * resid)
+            inside = minus_inv * jnp.sum((resid - c) ** 2)
+            mixed = jax.nn.logsumexp(self.log_membership + jnp.stack([out, inside]))
             return self._next(theta, release), jnp.where(self.target_in > 0, mixed, out)
 
         _, terms = lax.scan(step, jnp.zeros(dim), (self.masks, releases))
-        return jnp.sum(terms) + steps * const
+        return jnp.sum(terms) + self.log_normaliser
 
     def privacy_accounting(self, other, *, discretization: float = 1e-4):
         """Exact accounting of the pair (this law, ``other``) when they differ by the target.
@@ -303,16 +339,17 @@ class DPSGDTrajectory(Distribution):
         """
         if type(other) is not DPSGDTrajectory or self.event_shape != other.event_shape:
             return None
-        constants = ("q", "clip", "noise_std", "learning_rate", "denominator")
-        if any(getattr(self, k) != getattr(other, k) for k in constants):
+        fields = (*_CONSTANTS, "target_in")
+        if not all(is_concrete(getattr(law, k)) for law in (self, other) for k in fields):
             return None
-        if not (is_concrete(self.target_in) and is_concrete(other.target_in)):
+        mine, theirs = ({k: float(getattr(law, k)) for k in fields} for law in (self, other))
+        if any(mine[k] != theirs[k] for k in _CONSTANTS):
             return None
-        if float(self.target_in) + float(other.target_in) != 1.0:
+        if mine["target_in"] + theirs["target_in"] != 1.0:
             return None
-        mu = self.clip / self.noise_std
+        mu = mine["clip"] / mine["noise_std"]
         return _subsampled_gaussian(
-            mu, self.q, int(self.event_shape[0]), discretization * max(1.0, mu), True
+            mu, mine["q"], int(self.event_shape[0]), discretization * max(1.0, mu), True
         )
 
 

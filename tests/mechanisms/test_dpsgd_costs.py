@@ -5,21 +5,31 @@
   hits its programs in a new process.
 - The accounting of one configuration is computed once per process (builders' claims,
   known flaws and the audit's exact accounting ask for the same curves).
+- The algorithm's constants (``q``, ``clip``, noise, learning rate, ``q n``) are arrays in the
+  trajectory law: an audit of another configuration of the same shape traces, lowers and
+  compiles nothing, and the shared programs round exactly as the constant ones did.
 - ``dpaudit validate`` of the Opacus specs imports neither PyTorch nor Opacus (the PRV
   profile is computed when the audit reads it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import pathlib
 import subprocess
 import sys
+from collections import Counter
+from functools import partial
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from compile_counts import count_compilations
+from jax import lax
+from numpyro import handlers
 
 import dpaudit
 import mechanisms.dpsgd as dpsgd
@@ -131,3 +141,119 @@ def test_a_second_audit_of_one_configuration_compiles_nothing():
         )
     assert count[0] == 0, f"{count[0]} compilation(s) in a second DP-SGD audit of one shape"
     assert first.verdict == second.verdict
+
+
+_PROGRAM_EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "traces",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowerings",
+    "/jax/core/compile/backend_compile_duration": "compilations",
+}
+
+
+@contextlib.contextmanager
+def _count_programs():
+    """Count jaxpr traces, lowerings and XLA compilations inside the block."""
+    counts = Counter()
+
+    def listener(event, duration, **kwargs):
+        if event in _PROGRAM_EVENTS:
+            counts[_PROGRAM_EVENTS[event]] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield counts
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+def test_a_second_configuration_of_one_shape_builds_no_program():
+    # the faulty pair of one shape (T, n) with other noise, q, clip and learning rate: the
+    # algorithm's constants are arrays in the trajectory law, so its programs are shared
+    shape = {"steps": 2, "n": 5}  # a shape no other test builds (the first audit traces)
+    x, y = breast_cancer_records(5)
+    options = {"samples": 256, "progress": False}
+
+    def audit(name, clip, **params):
+        cx, cy = dpsgd.canary(clip)
+        d, d_prime = (x, y), (np.vstack([x, cx]), np.append(y, cy))
+        mech = dpaudit.build(name, **shape, clip=clip, **params)
+        return dpaudit.audit(mech, d, d_prime, **options)
+
+    with _count_programs() as counts:
+        audit("faulty/dpsgd-ignores-steps", 1.0, q=0.5, noise_multiplier=0.8)
+    assert counts["traces"] > 0  # the listener sees JAX's events at all
+    with _count_programs() as counts:
+        second = audit(
+            "faulty/dpsgd-noise-batch", 1.5, q=0.4, noise_multiplier=0.9, learning_rate=0.04
+        )
+    assert dict(counts) == {}, f"a second DP-SGD configuration built programs: {dict(counts)}"
+    assert second.verdict == "violation"
+
+
+def _constant_program_reference(law, consts, key, n):
+    """The trajectory draws and densities as computed before the constants became fields:
+    the arrays as program arguments, ``consts`` closed over as Python floats (XLA folds
+    them), the original formulas."""
+    q, clip, noise_std = consts["q"], consts["clip"], consts["noise_std"]
+    lr, denominator = consts["learning_rate"], consts["denominator"]
+    steps, dim = law.event_shape
+    arrays = {k: getattr(law, k) for k in ("x", "y", "masks", "target_x", "target_y", "target_in")}
+
+    def means(a, theta, mask):
+        g = jnp.sum(mask[:, None] * dpsgd._clipped_gradients(theta, a["x"], a["y"], clip), 0)
+        c = dpsgd._clipped_gradients(theta, a["target_x"], a["target_y"], clip)
+        return g, c * a["target_in"]
+
+    def sample_one(a, k):
+        k_noise, k_in = jax.random.split(k)
+        noise = noise_std * jax.random.normal(k_noise, (steps, dim))
+        included = jax.random.bernoulli(k_in, q, (steps,)).astype(jnp.float64)
+
+        def step(theta, inputs):
+            mask, z, b = inputs
+            g, c = means(a, theta, mask)
+            release = g + b * c + z
+            return theta - lr * release / denominator, release
+
+        return lax.scan(step, jnp.zeros(dim), (a["masks"], noise, included))[1]
+
+    def log_prob_one(a, releases):
+        inv = 0.5 / noise_std**2
+        const = -0.5 * dim * math.log(2 * math.pi * noise_std**2)
+        with_target = jnp.array([math.log1p(-q), math.log(q)])
+
+        def step(theta, inputs):
+            mask, release = inputs
+            g, c = means(a, theta, mask)
+            resid = release - g
+            out = -inv * jnp.sum(resid * resid)
+            inside = -inv * jnp.sum((resid - c) ** 2)
+            mixed = jax.nn.logsumexp(with_target + jnp.stack([out, inside]))
+            return theta - lr * release / denominator, jnp.where(a["target_in"] > 0, mixed, out)
+
+        terms = lax.scan(step, jnp.zeros(dim), (a["masks"], releases))[1]
+        return jnp.sum(terms) + steps * const
+
+    # two programs, as the law's sample and log_prob are (one program fuses differently)
+    draw = jax.jit(lambda a, k: jax.vmap(partial(sample_one, a))(jax.random.split(k, n)))
+    draws = draw(arrays, key)
+    return draws, jax.jit(lambda a, v: jax.vmap(partial(log_prob_one, a))(v))(arrays, draws)
+
+
+def test_the_shared_programs_round_as_the_constant_ones():
+    # the constants are program arguments now; the scalars computed from them on the host
+    # must be the ones XLA folded when they were constants: draws and densities bit for bit
+    params = {"steps": 3, "q": 0.3, "n": 7, "clip": 1.3, "noise_multiplier": 0.7}
+    x, y = breast_cancer_records(7)
+    cx, cy = dpsgd.canary(1.3)
+    model = dpaudit.build("faulty/dpsgd-noise-batch", **params, learning_rate=0.07).model
+    for data in ((x, y), (np.vstack([x, cx]), np.append(y, cy))):
+        law = handlers.trace(handlers.seed(model, 0)).get_trace(data)["release"]["fn"]
+        consts = {k: float(getattr(law, k)) for k in dpsgd._CONSTANTS}
+        key = jax.random.key(5)
+        draws = law.sample(key, (64,))
+        expected_draws, expected_densities = _constant_program_reference(law, consts, key, 64)
+        np.testing.assert_array_equal(np.asarray(draws), np.asarray(expected_draws))
+        np.testing.assert_array_equal(
+            np.asarray(law.log_prob(draws)), np.asarray(expected_densities)
+        )
