@@ -263,7 +263,10 @@ def spec_sampler(data, n, key, *, audit: str):
     Returns:
         ``n`` releases of the measurement on ``data``.
     """
-    return _samplers.setdefault(audit, auditable(audit_named(audit)).sampler)(data, n, key)
+    sampler = _samplers.get(audit)
+    if sampler is None:  # built once per audit name (OpenDP's measurement and its translation)
+        sampler = _samplers[audit] = auditable(audit_named(audit)).sampler
+    return sampler(data, n, key)
 
 
 _samplers: dict = {}

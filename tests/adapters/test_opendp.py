@@ -227,3 +227,18 @@ def test_the_cli_exits_2_on_a_bad_d_in_and_writes_nothing(tmp_path, capsys):
     code = main(["audit", str(_bad_spec(tmp_path, '"one"')), "--json", str(report)])
     assert code == EXIT_INVALID and not report.exists()
     assert "d_in must be a number" in capsys.readouterr().err
+
+
+def test_the_spec_sampler_builds_each_measurement_once(monkeypatch):
+    # a spec's pre-audit draw and every chunk of its audit call spec_sampler: OpenDP's
+    # measurement and its translation are built on the first call only
+    built = []
+    real = LIB.auditable
+    monkeypatch.setattr(LIB, "auditable", lambda audit: built.append(audit.name) or real(audit))
+    monkeypatch.setattr(LIB, "_samplers", {})
+    data = np.array([0.0])
+    for n in (2, 3, 2):
+        assert (
+            np.asarray(LIB.spec_sampler(data, n, jax.random.key(0), audit="laplace")).shape[0] == n
+        )
+    assert built == ["laplace"]
