@@ -1,7 +1,7 @@
 """The share of a warm ``dpaudit audit`` run spent outside the audits, on a subset of audits/.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/prepare_share.py [--other ROOT] [--cache DIR]
-[--bytecode DIR] [SPEC ...]``. Each checkout (``--other`` first, e.g. an unpacked older
+[--bytecode DIR] [--mixed] [SPEC ...]``. Each checkout (``--other`` first, e.g. an unpacked older
 commit, then this one) runs ``dpaudit audit SPECS --json FILE -q`` twice in a fresh
 process with a persistent compilation cache of its own under ``DIR``: the first run fills
 the cache and is discarded, the second is the warm run measured, as in a warm ``make
@@ -43,6 +43,39 @@ SUBSET = (
     "audits/libraries/diffprivlib-laplace.toml",
 )
 
+#: ``--mixed``: 28 shipped specs mixing white-box, black-box (implementations, OpenDP) and
+#: training audits, most below 1 s of audit (the driver's share is largest there).
+MIXED = (
+    "audits/catalogue/gaussian-mean-classical.toml",
+    "audits/faulty/gaussian-pure-claim.toml",
+    "audits/catalogue/gaussian-mean-zcdp.toml",
+    "audits/faulty/iclp-unscaled-sigma.toml",
+    "audits/catalogue/hrw-kernel-ridge.toml",
+    "audits/catalogue/hrw-kernel-svm.toml",
+    "audits/faulty/laplace-histogram-rdp-add-remove.toml",
+    "audits/catalogue/iclp-qr-mean.toml",
+    "audits/catalogue/composed-laplace-queries.toml",
+    "audits/faulty/gaussian-gdp-linf-sensitivity.toml",
+    "audits/faulty/histogram-scale-epsilon.toml",
+    "audits/faulty/continual-textbook-half-scale.toml",
+    "audits/catalogue/laplace-mean-rdp.toml",
+    "audits/catalogue/laplace-mean.toml",
+    "audits/catalogue/mrs-penalized-mean.toml",
+    "audits/catalogue/gaussian-kl-coefficients.toml",
+    "audits/catalogue/hrw-online-gp.toml",
+    "audits/implementations/snapping.toml",
+    "audits/implementations/discrete-laplace.toml",
+    "audits/blackbox/laplace-mean.toml",
+    "audits/libraries/opendp-geometric.toml",
+    "audits/blackbox/histogram-scale-epsilon.toml",
+    "audits/training/catalogue-dpsgd-correct.toml",
+    "audits/training/catalogue-dpsgd-ignores-steps.toml",
+    "audits/training/catalogue-dpsgd-noise-batch.toml",
+    "audits/training/jax-privacy-dpsgd.toml",
+    "audits/libraries/opendp-laplace.toml",
+    "audits/libraries/opendp-histogram.toml",
+)
+
 
 def _run(root: Path, specs, cache: Path, bytecode: Path | None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(root), "DPAUDIT_CACHE": "1"}
@@ -75,7 +108,10 @@ def main() -> None:
     parser.add_argument("--other", type=Path, help="another checkout to run first, e.g. the base")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "share")
     parser.add_argument("--bytecode", type=Path, help="children keep their bytecode under DIR")
+    parser.add_argument("--mixed", action="store_true", help="the 28 specs of MIXED")
     args = parser.parse_args()
+    if args.mixed:
+        args.specs = list(MIXED)
     roots = ([args.other] if args.other else []) + [ROOT]
     print(f"load before {os.getloadavg()}")
     print("| checkout | audits | CPU | wall | audits' own seconds | outside the audits (share) |")

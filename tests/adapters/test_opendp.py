@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -227,3 +229,37 @@ def test_the_cli_exits_2_on_a_bad_d_in_and_writes_nothing(tmp_path, capsys):
     code = main(["audit", str(_bad_spec(tmp_path, '"one"')), "--json", str(report)])
     assert code == EXIT_INVALID and not report.exists()
     assert "d_in must be a number" in capsys.readouterr().err
+
+
+def test_the_spec_sampler_builds_each_measurement_once(monkeypatch):
+    # a spec's pre-audit draw and every chunk of its audit call spec_sampler: OpenDP's
+    # measurement and its translation are built on the first call only
+    built = []
+    real = LIB.auditable
+    monkeypatch.setattr(LIB, "auditable", lambda audit: built.append(audit.name) or real(audit))
+    monkeypatch.setattr(LIB, "_samplers", {})
+    data = np.array([0.0])
+    for n in (2, 3, 2):
+        assert (
+            np.asarray(LIB.spec_sampler(data, n, jax.random.key(0), audit="laplace")).shape[0] == n
+        )
+    assert built == ["laplace"]
+
+
+def test_building_a_measurement_imports_none_of_the_preludes_extras():
+    # opendp.prelude imports scikit-learn, polars and more (seconds): the audits' measurements
+    # are built from OpenDP's own modules, the same functions
+    code = (
+        "import sys, importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('o', {str(_ROOT / 'opendp_audits.py')!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "module.laplace(); module.histogram()\n"
+        "print(sorted(m for m in ('sklearn', 'polars', 'opendp.extras') if m in sys.modules))\n"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+        env={**os.environ, "PYTHONPATH": root},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-1000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
