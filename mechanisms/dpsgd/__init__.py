@@ -59,10 +59,12 @@ from dpaudit.model.densities import law_jit
 from mechanisms.faulty import register_pair
 
 __all__ = [
+    "CONFIGURATION",
     "DPSGDTrajectory",
     "breast_cancer_records",
     "canary",
     "canary_escape_probability",
+    "clipped_gradients",
     "dpsgd_accounting",
     "example_pair",
 ]
@@ -176,17 +178,17 @@ def _epsilon_upper(noise_multiplier: float, q: float, steps: int, delta: float) 
     return dpsgd_accounting(noise_multiplier, q, steps, lower=False).epsilon_upper(delta)
 
 
-def _clipped_gradients(theta, x, y, clip):
+def clipped_gradients(theta, x, y, clip):
     """Per-example logistic-loss gradients ``(sigmoid(x.theta) - y) x``, clipped to norm ``C``."""
     grads = (jax.nn.sigmoid(x @ theta) - y)[..., None] * x
     norms = jnp.sqrt(jnp.sum(grads * grads, axis=-1, keepdims=True))
     return grads * jnp.minimum(1.0, clip / jnp.maximum(norms, 1e-300))
 
 
-# The algorithm's constants (compared by privacy_accounting) and the scalars the programs
-# use, all fields of the trajectory law (arrays, so one program serves every configuration).
-_CONSTANTS = ("q", "clip", "noise_std", "learning_rate", "denominator")
-_SCALARS = (*_CONSTANTS, "step_size", "minus_half_precision", "log_membership", "log_normaliser")
+#: The algorithm's configuration (compared by privacy_accounting); it and the scalars the
+#: programs use are fields of the trajectory law (arrays: one program for every configuration).
+CONFIGURATION = ("q", "clip", "noise_std", "learning_rate", "denominator")
+_SCALARS = (*CONFIGURATION, "step_size", "minus_half_precision", "log_membership", "log_normaliser")
 
 
 def _program_scalars(q, clip, noise_std, learning_rate, denominator, event) -> dict:
@@ -251,8 +253,8 @@ class DPSGDTrajectory(Distribution):
 
     def _means(self, theta, mask):
         """``g_t`` (the other records' clipped gradient sum) and ``c_t`` (the target's)."""
-        g = jnp.sum(mask[:, None] * _clipped_gradients(theta, self.x, self.y, self.clip), 0)
-        c = _clipped_gradients(theta, self.target_x, self.target_y, self.clip)
+        g = jnp.sum(mask[:, None] * clipped_gradients(theta, self.x, self.y, self.clip), 0)
+        c = clipped_gradients(theta, self.target_x, self.target_y, self.clip)
         return g, c * self.target_in
 
     def _next(self, theta, release):
@@ -339,11 +341,11 @@ class DPSGDTrajectory(Distribution):
         """
         if type(other) is not DPSGDTrajectory or self.event_shape != other.event_shape:
             return None
-        fields = (*_CONSTANTS, "target_in")
+        fields = (*CONFIGURATION, "target_in")
         if not all(is_concrete(getattr(law, k)) for law in (self, other) for k in fields):
             return None
         mine, theirs = ({k: float(getattr(law, k)) for k in fields} for law in (self, other))
-        if any(mine[k] != theirs[k] for k in _CONSTANTS):
+        if any(mine[k] != theirs[k] for k in CONFIGURATION):
             return None
         if mine["target_in"] + theirs["target_in"] != 1.0:
             return None

@@ -200,8 +200,8 @@ def _constant_program_reference(law, consts, key, n):
     arrays = {k: getattr(law, k) for k in ("x", "y", "masks", "target_x", "target_y", "target_in")}
 
     def means(a, theta, mask):
-        g = jnp.sum(mask[:, None] * dpsgd._clipped_gradients(theta, a["x"], a["y"], clip), 0)
-        c = dpsgd._clipped_gradients(theta, a["target_x"], a["target_y"], clip)
+        g = jnp.sum(mask[:, None] * dpsgd.clipped_gradients(theta, a["x"], a["y"], clip), 0)
+        c = dpsgd.clipped_gradients(theta, a["target_x"], a["target_y"], clip)
         return g, c * a["target_in"]
 
     def sample_one(a, k):
@@ -249,7 +249,7 @@ def test_the_shared_programs_round_as_the_constant_ones():
     model = dpaudit.build("faulty/dpsgd-noise-batch", **params, learning_rate=0.07).model
     for data in ((x, y), (np.vstack([x, cx]), np.append(y, cy))):
         law = handlers.trace(handlers.seed(model, 0)).get_trace(data)["release"]["fn"]
-        consts = {k: float(getattr(law, k)) for k in dpsgd._CONSTANTS}
+        consts = {k: float(getattr(law, k)) for k in dpsgd.CONFIGURATION}
         key = jax.random.key(5)
         draws = law.sample(key, (64,))
         expected_draws, expected_densities = _constant_program_reference(law, consts, key, 64)
