@@ -8,6 +8,7 @@ compilation (the suite runs without the cache, tests/conftest.py).
 
 import contextlib
 import traceback
+from collections import Counter
 
 import jax
 
@@ -35,5 +36,28 @@ def count_compilations(ignore=()):
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+PROGRAM_EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "traces",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowerings",
+    BACKEND_COMPILE: "compilations",
+}
+
+
+@contextlib.contextmanager
+def count_programs():
+    """Count jaxpr traces, lowerings and XLA compilations inside the block (a Counter)."""
+    counts = Counter()
+
+    def listener(event, duration, **kwargs):
+        if event in PROGRAM_EVENTS:
+            counts[PROGRAM_EVENTS[event]] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield counts
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)

@@ -14,20 +14,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import pathlib
 import subprocess
 import sys
-from collections import Counter
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from compile_counts import count_compilations
+from compile_counts import count_compilations, count_programs
 from jax import lax
 from numpyro import handlers
 
@@ -143,29 +141,6 @@ def test_a_second_audit_of_one_configuration_compiles_nothing():
     assert first.verdict == second.verdict
 
 
-_PROGRAM_EVENTS = {
-    "/jax/core/compile/jaxpr_trace_duration": "traces",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowerings",
-    "/jax/core/compile/backend_compile_duration": "compilations",
-}
-
-
-@contextlib.contextmanager
-def _count_programs():
-    """Count jaxpr traces, lowerings and XLA compilations inside the block."""
-    counts = Counter()
-
-    def listener(event, duration, **kwargs):
-        if event in _PROGRAM_EVENTS:
-            counts[_PROGRAM_EVENTS[event]] += 1
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield counts
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-
-
 def test_a_second_configuration_of_one_shape_builds_no_program():
     # the faulty pair of one shape (T, n) with other noise, q, clip and learning rate: the
     # algorithm's constants are arrays in the trajectory law, so its programs are shared
@@ -179,10 +154,10 @@ def test_a_second_configuration_of_one_shape_builds_no_program():
         mech = dpaudit.build(name, **shape, clip=clip, **params)
         return dpaudit.audit(mech, d, d_prime, **options)
 
-    with _count_programs() as counts:
+    with count_programs() as counts:
         audit("faulty/dpsgd-ignores-steps", 1.0, q=0.5, noise_multiplier=0.8)
     assert counts["traces"] > 0  # the listener sees JAX's events at all
-    with _count_programs() as counts:
+    with count_programs() as counts:
         second = audit(
             "faulty/dpsgd-noise-batch", 1.5, q=0.4, noise_multiplier=0.9, learning_rate=0.04
         )

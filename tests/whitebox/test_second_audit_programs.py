@@ -10,38 +10,16 @@ could not be traced with the law as an argument: every SVT audit traced its whol
 again (op by op on the first one), 10 traces and 10 lowerings per repeated audit.
 """
 
-import contextlib
 import re
-from collections import Counter
 from pathlib import Path
 
 import jax
 import pytest
+from compile_counts import count_programs
 
 from dpaudit.cli.main import prepare, run_audit
 
 ROOT = Path(__file__).resolve().parents[2]
-EVENTS = {
-    "/jax/core/compile/jaxpr_trace_duration": "traces",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowerings",
-    "/jax/core/compile/backend_compile_duration": "compilations",
-}
-
-
-@contextlib.contextmanager
-def count_programs():
-    """Count jaxpr traces, lowerings and XLA compilations inside the block."""
-    counts = Counter()
-
-    def listener(event, duration, **kwargs):
-        if event in EVENTS:
-            counts[EVENTS[event]] += 1
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield counts
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 def _spec_at(tmp_path, folder: str, name: str, epsilon: float) -> Path:
