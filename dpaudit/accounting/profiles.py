@@ -617,29 +617,40 @@ def composed_error(errors) -> float:
     return min(1.0, total * (1.0 + 2.0 * total))
 
 
-def _batched_tree(rows: np.ndarray, offsets: np.ndarray):
-    """Convolve all rows of ``rows (B, L)`` together by a balanced tree of batched FFTs."""
+def _batched_tree(rows: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
+    """Convolve all rows of ``rows (B, W)`` together by a balanced tree of batched FFTs.
+
+    ``lengths[i]`` is row ``i``'s support (the rest of the row is zero). Every product is
+    cut to its exact support ``n_1 + n_2 - 1``: the FFT's round-off beyond it is set to the
+    exact value, zero, so no padding carries round-off into longer and longer supports.
+
+    Returns:
+        ``(offset, probs)`` of the convolution, ``probs`` of its exact support length.
+    """
     while rows.shape[0] > 1:
         if rows.shape[0] % 2:
             identity = np.zeros((1, rows.shape[1]))
             identity[0, 0] = 1.0
             rows = np.vstack([rows, identity])
             offsets = np.append(offsets, 0)
+            lengths = np.append(lengths, 1)
+        pair = lengths[0::2] + lengths[1::2] - 1
+        out_len = int(pair.max())
         length = rows.shape[1]
-        out_len = 2 * length - 1
         if length <= 16:
             a, b = rows[0::2], rows[1::2]
-            out = np.zeros((a.shape[0], out_len))
+            out = np.zeros((a.shape[0], 2 * length - 1))
             for s in range(length):
                 out[:, s : s + length] += a[:, s : s + 1] * b
+            out = out[:, :out_len]
         else:
             n_fft = scipy.fft.next_fast_len(out_len, real=True)
             spec = scipy.fft.rfft(rows, n=n_fft, axis=1)
             out = scipy.fft.irfft(spec[0::2] * spec[1::2], n=n_fft, axis=1)[:, :out_len]
             np.maximum(out, 0.0, out=out)
-        rows = out
-        offsets = offsets[0::2] + offsets[1::2]
-    return int(offsets[0]), rows[0]
+            out[np.arange(out_len) >= pair[:, None]] = 0.0
+        rows, offsets, lengths = out, offsets[0::2] + offsets[1::2], pair
+    return int(offsets[0]), rows[0, : int(lengths[0])]
 
 
 def _fft_convolve(p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
@@ -688,15 +699,16 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
     for offset, probs in components:
         buckets.setdefault(max(0, math.ceil(math.log2(probs.size))), []).append((offset, probs))
     parts = []
-    for cls, items in buckets.items():
-        width = 2**cls
-        rows = np.zeros((len(items), width))
+    for items in buckets.values():
+        items.sort(key=lambda item: item[1].size)  # pairs of similar lengths
+        lengths = np.array([p.size for _, p in items], dtype=np.int64)
+        rows = np.zeros((len(items), int(lengths[-1])))
         for i, (_, p) in enumerate(items):
             rows[i, : p.size] = p
         offsets = np.array([o for o, _ in items], dtype=np.int64)
-        off, probs = _batched_tree(rows, offsets)
-        nz = np.nonzero(probs)[0]
-        probs = probs[: nz[-1] + 1] if nz.size else probs[:1]
+        off, probs = _batched_tree(rows, offsets, lengths)
+        bounds = _nonzero_bounds(probs)
+        probs = probs[: bounds[1] + 1] if bounds is not None else probs[:1]
         parts.append((probs.size, len(parts), off, probs))  # index breaks ties: no array compares
     heapq.heapify(parts)
     tie = len(parts)
