@@ -686,15 +686,17 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
             at grid index ``offset + i``.
 
     Returns:
-        ``(offset, probs)`` of the convolution (``(0, [1.0])`` for no components).
+        ``(offset, probs)`` of the convolution (``(0, [1.0])`` for no components; for one
+        component its ``probs`` without trailing zeros, a view of the input).
     """
     if not components:
         return 0, np.ones(1)
-    if len(components) == 1:  # what the tree below returns for one pmf, without its copy
+    if len(components) == 1:  # what the tree below returns for one pmf: a view, not a copy
         offset, probs = components[0]
-        bounds = _nonzero_bounds(np.asarray(probs))
+        probs = np.asarray(probs, dtype=float)
+        bounds = _nonzero_bounds(probs)
         end = bounds[1] + 1 if bounds is not None else 1
-        return int(offset), np.array(probs[:end], dtype=float)
+        return int(offset), probs[:end]
     buckets: dict[int, list] = {}
     for offset, probs in components:
         buckets.setdefault(max(0, math.ceil(math.log2(probs.size))), []).append((offset, probs))
