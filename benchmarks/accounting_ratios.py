@@ -19,6 +19,9 @@ interleaved with their order rotated; load average before and after each workloa
    accounting *and* ``epsilon(1e-5)``: ``subsampled_accounting(lower=False)`` against
    ``PLDAccountant`` + ``get_epsilon``.
 
+Lengths (``iclp K``): the composed pmf's length against the exact support of the sum
+(``sum_j size_j - K + 1``); session 13 cut every batched-tree product to its exact support.
+
 Curves: ``delta`` at 6 epsilons and ``epsilon`` at 3 deltas for each workload, and the
 smallest ``dpaudit - dp_accounting`` delta difference (never below dp_accounting's curve
 beyond dpaudit's round-off margin). Epsilon passes: curve evaluations of one ``epsilon(1e-5)``
@@ -51,7 +54,7 @@ from dpaudit.accounting.composition import (
     compose_accounting,
     laplace_group_pld,
 )
-from dpaudit.accounting.profiles import DiscretePLD, laplace_parameters
+from dpaudit.accounting.profiles import DiscretePLD, laplace_components, laplace_parameters
 from dpaudit.accounting.subsampling import subsampled_accounting
 
 D = 1e-4
@@ -136,7 +139,11 @@ def heterogeneous(k: int, repeats: int) -> dict:
         cases["dp_accounting sequential"] = lambda: _dp_sequential(a)
     times, values = _run(cases, repeats)
     best = min((n for n in cases if n.startswith("dp_")), key=lambda n: times[n]["cpu"])
-    return {"times": times, "best": best} | _curves(values["audit path"], values[best])
+    pmfs, _ = laplace_components(a, D, "pessimistic")
+    support = sum(p.size for _, p in pmfs) - len(pmfs) + 1  # the exact composed support
+    lengths = {"composed": int(values["audit path"].probs.size), "exact support": support}
+    out = {"times": times, "best": best, "lengths": lengths}
+    return out | _curves(values["audit path"], values[best])
 
 
 def equal(repeats: int, a: float = 0.05, count: int = 10_000) -> dict:
@@ -227,6 +234,9 @@ def main() -> None:
                 f"{r['min_difference']:.3e} (margin {r['margin']:.3e}); epsilon(1e-3, 1e-5, 1e-8) "
                 + ", ".join(f"{e[0]:.8f}/{e[1]:.8f}" for e in r["epsilon"].values())
             )
+    for name in report:
+        if isinstance(report[name], dict) and "lengths" in report[name]:
+            print(f"{name}: composed pmf length (exact support)", report[name]["lengths"])
     for name in report:
         times = report[name].get("times", {}) if isinstance(report[name], dict) else {}
         if "composition API, one object per part" in times:
