@@ -648,7 +648,8 @@ def _batched_tree(rows: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
             spec = scipy.fft.rfft(rows, n=n_fft, axis=1)
             out = scipy.fft.irfft(spec[0::2] * spec[1::2], n=n_fft, axis=1)[:, :out_len]
             np.maximum(out, 0.0, out=out)
-            out[np.arange(out_len) >= pair[:, None]] = 0.0
+            for r in np.flatnonzero(pair < out_len).tolist():  # rows are sorted: few
+                out[r, pair[r] :] = 0.0
         rows, offsets, lengths = out, offsets[0::2] + offsets[1::2], pair
     return int(offsets[0]), rows[0, : int(lengths[0])]
 
