@@ -126,53 +126,51 @@ def test_the_lazy_opacus_profile_describes_and_reads_opacus_accountant():
     assert profile.delta_of_epsilon(np.array([eps - 0.05]))[0] > 1e-5
 
 
-def test_a_second_audit_of_one_configuration_compiles_nothing():
-    params = {"steps": 2, "q": 0.5, "n": 3}
-    x, y = breast_cancer_records(3)
-    cx, cy = dpsgd.canary()
-    d, d_prime = (x, y), (np.vstack([x, cx]), np.append(y, cy))
-    options = {"samples": 256, "progress": False}
-    first = dpaudit.audit(dpaudit.build("dpsgd-logistic", **params), d, d_prime, **options)
-    with count_compilations() as count:
-        second = dpaudit.audit(
-            dpaudit.build("dpsgd-logistic", **params), d, d_prime, seed=1, **options
-        )
-    assert count[0] == 0, f"{count[0]} compilation(s) in a second DP-SGD audit of one shape"
-    assert first.verdict == second.verdict
-
-
-def test_a_second_configuration_of_one_shape_builds_no_program():
-    # the faulty pair of one shape (T, n) with other noise, q, clip and learning rate: the
-    # algorithm's constants are arrays in the trajectory law, so its programs are shared
+def test_a_second_audit_builds_no_program_for_one_configuration_or_another_of_its_shape():
+    # one shape (T, n), three audits: the first builds the programs; the same configuration
+    # again (another seed) compiles nothing; the faulty pair with other noise, q, clip and
+    # learning rate builds nothing either: the algorithm's constants are arrays in the
+    # trajectory law, so its programs are shared (one first audit pays for all three checks)
     shape = {"steps": 2, "n": 5}  # a shape no other test builds (the first audit traces)
     x, y = breast_cancer_records(5)
     options = {"samples": 256, "progress": False}
 
-    def audit(name, clip, **params):
+    def audit(name, clip, seed=0, **params):
         cx, cy = dpsgd.canary(clip)
         d, d_prime = (x, y), (np.vstack([x, cx]), np.append(y, cy))
         mech = dpaudit.build(name, **shape, clip=clip, **params)
-        return dpaudit.audit(mech, d, d_prime, **options)
+        return dpaudit.audit(mech, d, d_prime, seed=seed, **options)
 
     with count_programs() as counts:
-        audit("faulty/dpsgd-ignores-steps", 1.0, q=0.5, noise_multiplier=0.8)
+        first = audit("dpsgd-logistic", 1.0, q=0.5)
     assert counts["traces"] > 0  # the listener sees JAX's events at all
-    with count_programs() as counts:
-        second = audit(
-            "faulty/dpsgd-noise-batch", 1.5, q=0.4, noise_multiplier=0.9, learning_rate=0.04
-        )
-    assert dict(counts) == {}, f"a second DP-SGD configuration built programs: {dict(counts)}"
-    assert second.verdict == "violation"
+    with count_compilations() as count:
+        again = audit("dpsgd-logistic", 1.0, seed=1, q=0.5)
+    assert count[0] == 0, f"{count[0]} compilation(s) in a second DP-SGD audit of one shape"
+    assert again.verdict == first.verdict == "pass"
+    for name, clip, params in (
+        ("faulty/dpsgd-ignores-steps", 1.0, {"q": 0.5, "noise_multiplier": 0.8}),
+        (
+            "faulty/dpsgd-noise-batch",
+            1.5,
+            {"q": 0.4, "noise_multiplier": 0.9, "learning_rate": 0.04},
+        ),
+    ):
+        with count_programs() as counts:
+            other = audit(name, clip, **params)
+        assert dict(counts) == {}, f"{name}: another configuration built programs: {dict(counts)}"
+    assert other.verdict == "violation"
 
 
-def _constant_program_reference(law, consts, key, n):
-    """The trajectory draws and densities as computed before the constants became fields:
-    the arrays as program arguments, ``consts`` closed over as Python floats (XLA folds
-    them), the original formulas."""
+def _constant_programs(consts, event_shape, n):
+    """The trajectory draw and density programs as built before the constants became
+    fields: the law's arrays as program arguments, ``consts`` closed over as Python floats
+    (XLA folds them), the original formulas. Returns ``draw(arrays, key)`` (``n`` draws) and
+    ``density(arrays, draws)``, each one ``jax.jit`` program (built once, used for both
+    data sets of the pair: their laws have one shape)."""
     q, clip, noise_std = consts["q"], consts["clip"], consts["noise_std"]
     lr, denominator = consts["learning_rate"], consts["denominator"]
-    steps, dim = law.event_shape
-    arrays = {k: getattr(law, k) for k in ("x", "y", "masks", "target_x", "target_y", "target_in")}
+    steps, dim = event_shape
 
     def means(a, theta, mask):
         g = jnp.sum(mask[:, None] * dpsgd.clipped_gradients(theta, a["x"], a["y"], clip), 0)
@@ -211,8 +209,7 @@ def _constant_program_reference(law, consts, key, n):
 
     # two programs, as the law's sample and log_prob are (one program fuses differently)
     draw = jax.jit(lambda a, k: jax.vmap(partial(sample_one, a))(jax.random.split(k, n)))
-    draws = draw(arrays, key)
-    return draws, jax.jit(lambda a, v: jax.vmap(partial(log_prob_one, a))(v))(arrays, draws)
+    return draw, jax.jit(lambda a, v: jax.vmap(partial(log_prob_one, a))(v))
 
 
 def test_the_shared_programs_round_as_the_constant_ones():
@@ -222,12 +219,21 @@ def test_the_shared_programs_round_as_the_constant_ones():
     x, y = breast_cancer_records(7)
     cx, cy = dpsgd.canary(1.3)
     model = dpaudit.build("faulty/dpsgd-noise-batch", **params, learning_rate=0.07).model
+    programs = {}
     for data in ((x, y), (np.vstack([x, cx]), np.append(y, cy))):
         law = handlers.trace(handlers.seed(model, 0)).get_trace(data)["release"]["fn"]
         consts = {k: float(getattr(law, k)) for k in dpsgd.CONFIGURATION}
+        if not programs:
+            programs.update(consts=consts, shape=law.event_shape)
+            programs["draw"], programs["density"] = _constant_programs(consts, law.event_shape, 64)
+        assert (consts, law.event_shape) == (programs["consts"], programs["shape"])
+        arrays = {
+            k: getattr(law, k) for k in ("x", "y", "masks", "target_x", "target_y", "target_in")
+        }
         key = jax.random.key(5)
         draws = law.sample(key, (64,))
-        expected_draws, expected_densities = _constant_program_reference(law, consts, key, 64)
+        expected_draws = programs["draw"](arrays, key)
+        expected_densities = programs["density"](arrays, expected_draws)
         np.testing.assert_array_equal(np.asarray(draws), np.asarray(expected_draws))
         np.testing.assert_array_equal(
             np.asarray(law.log_prob(draws)), np.asarray(expected_densities)

@@ -185,15 +185,19 @@ def test_pattern_table_is_the_catalogue_sparse_vector_law():
     reference = sm.reference_model("sparse-vector", k=4, algorithm=4, threshold=1.0)
     exact = dpaudit.build("faulty/svt-lyu-alg4", epsilon=EPS, n=2, thresholds=(1.0,) * 4, cutoff=1)
     table = reference.release_distribution(data)
+    # the table's look-ups and draws as jitted programs (as an audit runs them; eagerly every
+    # operation compiled on its own for each shape)
+    log_prob = jax.jit(lambda law, v: law.log_prob(v))
     patterns = jnp.array([[0, 0, 1, -1], [1, -1, -1, -1], [0, 0, 0, 0], [0, 1, -1, -1]], float)
     catalogue = jax.jit(exact.release_distribution(data).log_prob)
-    np.testing.assert_allclose(table.log_prob(patterns), catalogue(patterns), rtol=1e-12)
-    # impossible outputs: a code after the cutoff, and a non-code value
-    assert float(table.log_prob(jnp.array([1.0, 1.0, -1.0, -1.0]))) == -math.inf
-    assert float(table.log_prob(jnp.array([0.5, -1.0, -1.0, -1.0]))) == -math.inf
-    drawn = table.sample(jax.random.key(0), (7,))
+    np.testing.assert_allclose(log_prob(table, patterns), catalogue(patterns), rtol=1e-12)
+    # impossible outputs: a code after the cutoff, and a non-code value (0.5 rounds to the
+    # code 0 of a possible pattern: only the code check makes it impossible)
+    impossible = jnp.array([[1.0, 1.0, -1.0, -1.0], [0.5, 0.0, 0.0, 0.0]])
+    assert np.all(np.asarray(log_prob(table, impossible)) == -math.inf)
+    drawn = jax.jit(lambda law, key: law.sample(key, (7,)))(table, jax.random.key(0))
     np.testing.assert_array_equal(sm.PatternTable.decode(sm.PatternTable.encode(drawn), 4), drawn)
-    assert np.all(np.isfinite(np.asarray(table.log_prob(drawn))))
+    assert np.all(np.isfinite(np.asarray(log_prob(table, drawn))))
 
 
 def test_svt_parameters_are_lyu_et_al():
