@@ -83,3 +83,11 @@ def test_validating_a_catalogue_spec_leaves_the_statistics_stacks_unloaded(spec)
     found = [m for m in loaded if any(m == h or m.startswith(h + ".") for h in CATALOGUE_ON_USE)]
     assert "mechanisms.iclp.simulations" in loaded
     assert found == [], found
+
+
+def test_importing_dpaudit_loads_no_numerical_stack():
+    """``import dpaudit`` is the package's lazy top level: no JAX, numpy, scipy or submodule."""
+    loaded = _loaded("import dpaudit")
+    heavy = ("jax", "jaxlib", "numpy", "scipy", "numpyro", "mechanisms")
+    found = [m for m in loaded if any(m == h or m.startswith(h + ".") for h in heavy)]
+    assert found == [] and [m for m in loaded if m.startswith("dpaudit")] == ["dpaudit"], found
