@@ -16,6 +16,10 @@ the children read and write Python bytecode under ``DIR`` (``PYTHONPYCACHEPREFIX
 discarded import first), as a pip-installed package has it; without it they run as the
 environment says (under ``PYTHONDONTWRITEBYTECODE=1`` every import of dpaudit and the
 catalogue compiles their sources again, about 1 s CPU).
+
+``--rounds N`` (with ``--cache``): after the cold and warm runs, ``N`` more warm runs of
+each checkout, alternating (base, this, base, this, ...), so a load that drifts falls on
+both alike; the medians of all warm runs are printed last (session 13).
 """
 
 import argparse
@@ -23,6 +27,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -91,8 +96,10 @@ def main() -> None:
     parser.add_argument("--specs", default="audits/")
     parser.add_argument("--cache", type=Path, help="cold and warm runs with a cache under DIR")
     parser.add_argument("--bytecode", type=Path, help="children keep their bytecode under DIR")
+    parser.add_argument("--rounds", type=int, default=0, help="alternating warm runs (--cache)")
     args = parser.parse_args()
     roots = ([args.other] if args.other else []) + [ROOT]
+    warm = {}
     print(f"load before {os.getloadavg()}")
     print(
         "| checkout | run | CPU | wall | peak | programs (parameter checks) | cache hits | modules |"
@@ -103,6 +110,7 @@ def main() -> None:
             probe = "import dpaudit.cli.main, dpaudit.io.spec, mechanisms, dpaudit.training"
             subprocess.run([sys.executable, "-c", probe], cwd=root, env=_env(root, None, args.bytecode), check=True)  # fmt: skip
         runs = [("cold", None)]
+        warm[root] = []
         if args.cache is not None and _has_cache_option(root):
             folder = args.cache / root.name
             shutil.rmtree(folder, ignore_errors=True)
@@ -115,7 +123,27 @@ def main() -> None:
                 f"| {r['cache hits']} | {r['modules']} |"
             )
             print(f"  exit {r['exit']}: {r['summary']}; load {os.getloadavg()[0]:.1f}")
+            if label == "warm cache":
+                warm[root].append(r["cpu"])
+    _alternate(args, roots, warm)
     print(f"load after {os.getloadavg()}")
+
+
+def _alternate(args, roots: list, warm: dict) -> None:
+    """``--rounds`` more warm runs per checkout, alternating; the medians of every warm run."""
+    if args.cache is None or not args.rounds:
+        return
+    for _ in range(args.rounds):
+        for root in roots:
+            if warm[root]:
+                r = _run(root, args.specs, args.cache / root.name, args.bytecode)
+                warm[root].append(r["cpu"])
+                print(f"  warm {root.name}: {r['cpu']:.1f} s CPU, load {os.getloadavg()[0]:.1f}")
+    for root in roots:
+        if warm[root]:
+            cpus = ", ".join(f"{c:.1f}" for c in warm[root])
+            print(f"| {root.name} | warm median of {len(warm[root])} | "
+                  f"{statistics.median(warm[root]):.1f} s CPU ({cpus}) |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-import scipy.optimize
 
 import dpaudit
 from dpaudit.accounting.profiles import gaussian_epsilon
@@ -84,6 +83,8 @@ def advanced_composition_epsilon(epsilon: float, delta: float, k: int) -> float:
     Returns:
         ``epsilon_0`` (rounded down, the safe side).
     """
+    import scipy.optimize  # on use: loading the catalogue does not need it
+
     check_epsilon(epsilon)
     check_delta(delta)
 

@@ -37,7 +37,6 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import scipy.linalg
-import scipy.optimize
 from numpyro.distributions import Distribution, constraints
 
 import dpaudit
@@ -120,6 +119,8 @@ def smooth_ecdf(noisy, *, p: int = 2, indices=None) -> np.ndarray:
         >>> smooth_ecdf(np.array([0.1, 0.05, 0.6, 1.2]), p=1).round(6).tolist()
         [0.0, 0.0, 0.4, 1.0]
     """
+    from scipy.optimize import linprog  # on use: loading the catalogue does not need it
+
     values = _as_values(noisy)
     if p not in (1, 2):
         raise ValueError(f"p must be 1 or 2, got {p!r}.")
@@ -144,7 +145,7 @@ def smooth_ecdf(noisy, *, p: int = 2, indices=None) -> np.ndarray:
     if p == 1:
         g = diff @ a
         n_nodes = a.shape[1]
-        result = scipy.optimize.linprog(
+        result = linprog(
             np.ones(2 * n_nodes),
             A_ub=np.hstack([g, -g]),
             b_ub=bound - diff @ f,
@@ -161,6 +162,8 @@ def smooth_ecdf(noisy, *, p: int = 2, indices=None) -> np.ndarray:
 
 def _smooth_least_squares(f: np.ndarray, a: np.ndarray) -> np.ndarray:
     """The ``p = 2`` problem as bounded least squares in the increments (see smooth_ecdf)."""
+    from scipy.optimize import lsq_linear  # on use: loading the catalogue does not need it
+
     k = f.size
     cholesky = np.linalg.cholesky(a @ a.T)  # (x - f)' (A A')^-1 (x - f) = ||C^-1 (x - f)||^2
     cumulative = np.tril(np.ones((k, k)))  # x = cumulative @ increments
@@ -170,7 +173,7 @@ def _smooth_least_squares(f: np.ndarray, a: np.ndarray) -> np.ndarray:
     pull = np.linalg.solve(design.T, np.ones(k))
 
     def increments(mu):
-        result = scipy.optimize.lsq_linear(
+        result = lsq_linear(
             design, target - mu * pull, bounds=(0.0, np.inf), method="bvls", tol=1e-12
         )
         if result.status < 0:

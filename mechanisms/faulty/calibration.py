@@ -8,7 +8,6 @@ import math
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
-import scipy.optimize
 
 import dpaudit
 from dpaudit.core.checks import check_delta, check_epsilon
@@ -30,6 +29,7 @@ def gaussian_true_epsilon(mu: float, delta: float) -> float:
     Returns:
         The epsilon (0 when ``delta`` already holds at 0).
     """
+    import scipy.optimize  # on use: loading the catalogue does not need it
 
     def excess(eps):
         return float(gaussian_delta(eps, mu)) - delta

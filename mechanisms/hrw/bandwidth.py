@@ -87,8 +87,6 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-import scipy.integrate
-import scipy.optimize
 
 import dpaudit
 from dpaudit.accounting.composition import GaussianComponent, LaplaceComponent, compose_accounting
@@ -288,6 +286,7 @@ def laplace_gaussian_delta(epsilon: float, a: float, mu: float) -> float:
     Returns:
         ``delta(epsilon)``.
     """
+    import scipy.integrate  # on use: loading the catalogue does not need it
 
     def gauss(e):
         return float(gaussian_curve(e, mu))
@@ -312,6 +311,8 @@ def laplace_gaussian_epsilon(delta: float, a: float, mu: float) -> float:
     Returns:
         The epsilon (``0`` if ``delta(0) <= delta``).
     """
+    import scipy.optimize  # on use: loading the catalogue does not need it
+
     check_delta(delta)
 
     def excess(e):

@@ -71,7 +71,6 @@ import math
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 import scipy.special
 
 from dpaudit import Mechanism, register

@@ -59,7 +59,6 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 import scipy.linalg
-import scipy.optimize
 
 import dpaudit
 from dpaudit import Mechanism
@@ -468,6 +467,8 @@ def unconditioned_mu(n: int, bandwidth: float, queries: np.ndarray, s: float):
     Returns:
         ``(mu, a, b)``.
     """
+    import scipy.optimize  # on use: loading the catalogue does not need it
+
     q = np.asarray(queries, dtype=np.float64)[:, 0]
     c = 1.0 / (n * math.sqrt(2 * math.pi) * bandwidth * s)
 

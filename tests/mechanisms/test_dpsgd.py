@@ -13,6 +13,7 @@ from dpaudit.accounting.profiles import declared_accounting
 from dpaudit.io.spec import load_spec, resolve_mechanism
 from mechanisms.dpsgd import (
     breast_cancer_records,
+    breast_cancer_table,
     canary,
     canary_escape_probability,
     dpsgd_accounting,
@@ -26,6 +27,16 @@ def _pair(n):
     x, y = breast_cancer_records(n)
     cx, cy = canary()
     return (x, y), (np.vstack([x, cx]), np.append(y, cy))
+
+
+def test_the_records_read_without_scikit_learn_are_its_records_bit_for_bit():
+    """The CSV read equals ``load_breast_cancer`` exactly (the audits' data set is unchanged)."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    bunch = datasets.load_breast_cancer()
+    data, target = breast_cancer_table()
+    assert data.dtype == bunch.data.dtype and target.dtype == bunch.target.dtype
+    assert np.array_equal(data, bunch.data) and np.array_equal(target, bunch.target)
+    assert not data.flags.writeable  # one shared copy per process
 
 
 def test_entries_claim_their_accounting_and_carry_true_guarantees():
