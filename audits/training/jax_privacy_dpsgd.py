@@ -117,6 +117,7 @@ def target(
         llr=subsampled_gaussian_loss(q, noise_multiplier * clip, clip),
         name=f"jax-privacy DP-SGD ({variant}, T={steps}, q={q:g})",
         vectorize=True,
+        requires=("jax_privacy",),
     )
 
 

@@ -220,6 +220,7 @@ def target(
         llr=llr,
         name=f"Opacus DP-SGD ({variant}, T={steps}, batch {batch_size} of {n})",
         profile=accountant_profile(steps, batch_size, n, noise_multiplier),
+        requires=("torch", "opacus"),
     )
 
 

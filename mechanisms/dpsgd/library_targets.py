@@ -13,6 +13,7 @@ an accountant's epsilon into a spec's claim (:func:`claim_rounding`).
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Callable
 
@@ -56,6 +57,7 @@ def claim_rounding(epsilon: float) -> float:
 def library_target(
     train: Callable, *, variant: str, variants: tuple[str, ...], n: int, dim: int,
     llr: Callable, name: str, vectorize: bool = False, profile: ProfileClaim | None = None,
+    requires: tuple[str, ...] = (),
 ) -> TrainingTarget:
     """A library's DP-SGD as a :class:`~dpaudit.training.TrainingTarget` on canary-free records.
 
@@ -69,16 +71,26 @@ def library_target(
         name: what is audited.
         vectorize: ``train`` is JAX-traceable (each group's runs are one ``vmap``).
         profile: the accountant's whole privacy profile, or ``None``.
+        requires: the modules ``train`` imports when it runs (the library): checked here,
+            without importing them, so that a missing ``training`` extra is one sentence when
+            the target is built (as ``dpaudit validate`` does), not an import error mid-audit.
 
     Returns:
         The target.
 
     Raises:
-        ValueError: for a variant not in ``variants``.
+        ValueError: for a variant not in ``variants``, or a module of ``requires`` that is
+            not installed.
     """
     # fmt: on
     if variant not in variants:
         raise ValueError(f"variant must be one of {variants}, got {variant!r}.")
+    missing = [module for module in requires if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ValueError(
+            f"{name} needs {', '.join(missing)}, which is not installed: "
+            "pip install 'dpaudit[training]'."
+        )
     return TrainingTarget(
         train=train, dataset=canary_free_records(n, dim), dim=dim, llr=llr,
         vectorize=vectorize, name=name, profile=profile,

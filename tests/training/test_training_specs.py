@@ -401,3 +401,27 @@ def test_validate_describes_a_training_spec_by_its_target_and_claim(tmp_path, ca
     assert main(["validate", str(_spec(tmp_path, "profiled", claim='"profile"'))]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert "claim the target's accountant profile (its point (8, 1e-05) add-remove)" in line
+
+
+@pytest.mark.parametrize(
+    ("spec", "module"),
+    [("jax-privacy-dpsgd.toml", "jax_privacy"), ("opacus-poisson.toml", "opacus")],
+)
+def test_a_missing_training_library_is_one_sentence_when_validated(
+    spec, module, monkeypatch, capsys
+):
+    """The library targets import their library only when a training runs; a missing
+    ``training`` extra is still refused when the spec is validated, in one sentence."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == module else find_spec(name, *a),
+    )
+    path = pathlib.Path(__file__).resolve().parents[2] / "audits" / "training" / spec
+    assert main(["validate", str(path)]) == EXIT_INVALID
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"needs {module}" in err[0], err
+    assert "pip install 'dpaudit[training]'" in err[0], err
