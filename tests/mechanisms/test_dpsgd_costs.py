@@ -175,7 +175,7 @@ def _constant_program_reference(law, consts, key, n):
     arrays = {k: getattr(law, k) for k in ("x", "y", "masks", "target_x", "target_y", "target_in")}
 
     def means(a, theta, mask):
-        g = jnp.sum(mask[:, None] * dpsgd.clipped_gradients(theta, a["x"], a["y"], clip), 0)
+        g = dpsgd.clipped_gradient_sum(theta, a["x"], a["y"], mask, clip)
         c = dpsgd.clipped_gradients(theta, a["target_x"], a["target_y"], clip)
         return g, c * a["target_in"]
 
