@@ -65,6 +65,7 @@ __all__ = [
     "breast_cancer_table",
     "canary",
     "canary_escape_probability",
+    "clipped_gradient_sum",
     "clipped_gradients",
     "dpsgd_accounting",
     "example_pair",
@@ -230,6 +231,31 @@ def clipped_gradients(theta, x, y, clip):
     return grads * jnp.minimum(1.0, clip / jnp.maximum(norms, 1e-300))
 
 
+def clipped_gradient_sum(theta, x, y, mask, clip):
+    """``sum_i mask_i clip_C(grad l(theta; z_i))``: the clipped gradients summed, as matrix products.
+
+    The logistic-loss gradient of record ``i`` is ``d_i x_i`` with ``d_i = sigmoid(x_i.theta) -
+    y_i``, so its norm is ``|d_i| ||x_i||`` and the clipped sum is ``x^T w`` with ``w_i =
+    mask_i d_i min(1, C / (|d_i| ||x_i||))``: two matrix-vector products instead of the
+    ``(m, d)`` per-record gradients of :func:`clipped_gradients` (the same sum up to
+    round-off; vmapped over trajectories, the products are matrix products).
+
+    Args:
+        theta: ``(d,)`` parameters.
+        x: ``(m, d)`` features.
+        y: ``(m,)`` labels.
+        mask: ``(m,)`` batch membership weights (1/0).
+        clip: the clipping norm ``C``.
+
+    Returns:
+        The ``(d,)`` sum.
+    """
+    residual = jax.nn.sigmoid(x @ theta) - y
+    norms = jnp.abs(residual) * jnp.sqrt(jnp.sum(x * x, axis=-1))
+    weights = mask * residual * jnp.minimum(1.0, clip / jnp.maximum(norms, 1e-300))
+    return weights @ x
+
+
 #: The algorithm's configuration (compared by privacy_accounting); it and the scalars the
 #: programs use are fields of the trajectory law (arrays: one program for every configuration).
 CONFIGURATION = ("q", "clip", "noise_std", "learning_rate", "denominator")
@@ -298,7 +324,9 @@ class DPSGDTrajectory(Distribution):
 
     def _means(self, theta, mask):
         """``g_t`` (the other records' clipped gradient sum) and ``c_t`` (the target's)."""
-        g = jnp.sum(mask[:, None] * clipped_gradients(theta, self.x, self.y, self.clip), 0)
+        # the batch's sum as two matrix products (the per-record gradients, an (m, d) array
+        # per trajectory and step, made the draws and densities 4-6x slower)
+        g = clipped_gradient_sum(theta, self.x, self.y, mask, self.clip)
         c = clipped_gradients(theta, self.target_x, self.target_y, self.clip)
         return g, c * self.target_in
 

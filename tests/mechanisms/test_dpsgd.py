@@ -16,6 +16,8 @@ from mechanisms.dpsgd import (
     breast_cancer_table,
     canary,
     canary_escape_probability,
+    clipped_gradient_sum,
+    clipped_gradients,
     dpsgd_accounting,
     example_pair,
 )
@@ -106,6 +108,25 @@ def test_trajectory_density_matches_a_step_by_step_oracle():
         np.asarray(mech.release_distribution(d).masks)[:, : SMALL["n"]],
         np.asarray(mech.release_distribution(d_prime).masks)[:, : SMALL["n"]],
     )
+
+
+def test_the_clipped_gradient_sum_is_the_sum_of_the_clipped_gradients():
+    # the trajectory law sums the batch's clipped gradients as two matrix products; it must
+    # be the per-record definition (clipping active for most records, a zero row, a record
+    # the model fits exactly, records outside the batch)
+    x, y = breast_cancer_records(20)
+    x[3] = 0.0
+    mask = (np.arange(20) % 3 != 0).astype(np.float64)
+    for seed, clip in ((0, 1.0), (1, 0.2), (2, 50.0)):
+        theta = np.random.default_rng(seed).normal(size=31)
+        ours = np.asarray(clipped_gradient_sum(theta, x, y, mask, clip))
+        ref = np.sum(mask[:, None] * np.asarray(clipped_gradients(theta, x, y, clip)), 0)
+        np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-13)
+    big = np.zeros(31)
+    big[0] = 1e3  # sigmoid saturates: residuals exactly 0 for the records with y = 1 and x_0 > 0
+    ours = np.asarray(clipped_gradient_sum(big, x, y, mask, 1.0))
+    ref = np.sum(mask[:, None] * np.asarray(clipped_gradients(big, x, y, 1.0)), 0)
+    np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.slow
