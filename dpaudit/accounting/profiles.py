@@ -324,43 +324,79 @@ class DiscretePLD:
         return hi
 
 
+# The loss range of one block of :func:`_crossing`'s weights: ``e^700`` is finite.
+_SPAN = 700.0
+
+
 def _crossing(start: int, probs: np.ndarray, target: float, pld: DiscretePLD) -> float | None:
     """Where ``sum_i (1 - e^(e - l_i))_+ p_i`` falls to ``target``, by suffix sums.
 
     ``probs[i]`` is the mass at ``l_i = d (start + i)``. The suffix sums are taken from the
     top over a part that grows fourfold until it holds the crossing (the curve at the grid
-    points is non-increasing), so a crossing in the upper tail costs only that tail.
-    Returns ``None`` when the weights overflow (a loss range over ~700) or the curve never
-    reaches ``target`` (the caller then bisects).
+    points is non-increasing), so a crossing in the upper tail costs only that tail. The
+    weights ``p_i e^(r - l_i)`` are taken against a reference ``r`` per block of losses
+    ``_SPAN`` wide (one block, the top loss, unless the range is wider), so they never
+    overflow; a block's suffix sum carries into the next one down scaled by ``e^-_SPAN``.
+    Returns ``None`` when the curve never reaches ``target`` (the caller then bisects).
     """
     d, n = pld.discretization, probs.size
     ref = d * (start + n - 1)
     size = min(n, 4096)
     while True:
+        part = probs[n - size :]
         losses = d * (start + np.arange(n - size, n))
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked just below
-            scale = np.exp(ref - losses)
-            weights = probs[n - size :] * scale  # p_i e^(ref - l_i) >= p_i
-        if not np.all(np.isfinite(weights)):
-            return None
-        mass_above = np.cumsum(probs[n - size :][::-1])[::-1]  # sum over i >= j
-        weight_above = np.cumsum(weights[::-1])[::-1]
-        # the curve at l_j: mass and weights strictly above l_j
-        at_grid = np.append(mass_above[1:] - weight_above[1:] / scale[:-1], 0.0)
+        refs, scale, weights, weight_above = _block_weights(part, losses, ref)
+        mass_above = np.cumsum(part[::-1])[::-1]  # sum over i >= j
+        # the curve at l_j: mass and weights strictly above l_j (the weight above l_j taken
+        # to l_j's block: a factor 1 inside a block, e^-_SPAN across a block's bottom)
+        above = weight_above[1:]
+        if refs[0] != ref:
+            above = above * np.exp(refs[:-1] - refs[1:])
+        at_grid = np.append(mass_above[1:] - above / scale[:-1], 0.0)
         if size == n or at_grid[0] > target:
             break
         size = min(n, 4 * size)
     j = int(np.argmax(at_grid <= target))  # first grid point at or below the target
     if at_grid[j] > target:
         return None
-    # on [l_(j-1), l_j] (or below l_0 when j = 0) the curve is A - e^(e - ref) B
-    mass = float(np.sum(probs[n - size + j :]))
-    weight = float(np.sum(weights[j:]))
+    # on [l_(j-1), l_j] (or below l_0 when j = 0) the curve is A - e^(e - r) B, r = l_j's
+    # reference: B the weights of l_j's block from j up plus the carry of the blocks above
+    mass = float(np.sum(part[j:]))
+    same = refs == refs[j]
+    top = j + int(np.count_nonzero(same[j:]))
+    weight = float(np.sum(weights[j:top]))
+    if top < size:
+        weight += float(weight_above[top] * math.exp(refs[j] - refs[top]))
     if weight <= 0 or mass - target <= 0:
         return float(losses[j])
-    crossing = ref + math.log((mass - target) / weight)
+    crossing = float(refs[j]) + math.log((mass - target) / weight)
     low = float(losses[j - 1]) if j else -math.inf
     return min(max(crossing, low), float(losses[j]))
+
+
+def _block_weights(part: np.ndarray, losses: np.ndarray, ref: float):
+    """References, ``e^(r - l)``, weights ``p e^(r - l)`` and their suffix sums, by blocks.
+
+    Block ``k`` holds the losses with ``floor((ref - l) / _SPAN) = k`` and the reference
+    ``r_k = ref - k _SPAN``; the suffix sum at ``i`` is over ``i' >= i``, every term taken to
+    ``i``'s reference. With one block (a range under ``_SPAN``) this is the plain suffix sum
+    of ``p e^(ref - l)``, bit for bit.
+    """
+    blocks = np.floor((ref - losses) / _SPAN)
+    refs = ref - blocks * _SPAN
+    scale = np.exp(refs - losses)
+    weights = part * scale  # p_i e^(r - l_i) >= p_i
+    if blocks[0] == 0:
+        return refs, scale, weights, np.cumsum(weights[::-1])[::-1]
+    suffix = np.empty_like(weights)
+    # blocks are contiguous, the top one (k = 0) last: carry each block's total downwards
+    edges = np.flatnonzero(np.diff(blocks)) + 1  # first index of each higher block
+    carry = 0.0
+    bounds = [*edges.tolist(), part.size]
+    for low, high in zip([0, *edges.tolist()][::-1], bounds[::-1], strict=True):
+        suffix[low:high] = np.cumsum(weights[low:high][::-1])[::-1] + carry
+        carry = float(suffix[low]) * math.exp(-_SPAN)
+    return refs, scale, weights, suffix
 
 
 def _connect_dots_components(a: np.ndarray, discretization: float):

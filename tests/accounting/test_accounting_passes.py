@@ -101,6 +101,27 @@ def test_epsilon_evaluates_the_curve_once_instead_of_bisecting():
     assert new_calls <= 1 < 30 <= old_calls
 
 
+def test_a_curve_wider_than_the_exponent_range_is_searched_in_one_pass():
+    """Losses over ~1900 nats (faulty/dpsgd-noise-batch's are ~1100): ``e^(ref - l)`` would
+    overflow, so the weights are taken per 700-nat block; the answer is the bisection's."""
+    rng = np.random.default_rng(13)
+    n, spacing = 40_000, 0.05
+    probs = rng.exponential(1.0, n) * (rng.uniform(size=n) < 0.8)
+    probs /= 1.2 * probs.sum()
+    for estimate in ("pessimistic", "optimistic"):
+        pld = DiscretePLD(spacing, -n // 5, probs, 1e-13, 1e-12, estimate)
+        for delta in (0.5, 0.3, 1e-2, 1e-5, 1e-9):
+            with mock.patch.object(
+                DiscretePLD, "delta", autospec=True, side_effect=DiscretePLD.delta
+            ) as m:
+                new = pld.epsilon(delta)
+            assert m.call_count == 1, (estimate, delta, m.call_count)
+            old = _bisection(pld, delta)
+            assert abs(new - old) <= 1e-12 * max(1.0, abs(old)), (delta, new, old)
+            if estimate == "pessimistic":
+                assert _summed_delta(pld, new) <= delta * (1 + 1e-12)
+
+
 # ------------------------------------------------------------ grouped equal parts
 
 
