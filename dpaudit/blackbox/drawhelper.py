@@ -126,8 +126,9 @@ class DrawHelper:
         self.next_ticket = 0
         self.waiting: dict[int, int] = {}  # ticket -> releases asked
         self.replies: dict[int, tuple] = {}
-        #: releases the helper drew, requests taken back here, samplers it could not load
-        self.counts = {"helper_releases": 0, "taken_back": 0, "refused": 0}
+        #: releases the helper drew, requests taken back here, answers it could not give,
+        #: sampler failures it reported
+        self.counts = {"helper_releases": 0, "taken_back": 0, "refused": 0, "errors": 0}
 
     def _start(self) -> bool:
         if self.process is not None or self.broken:
@@ -210,7 +211,25 @@ class DrawHelper:
             self.counts["helper_releases"] += n
         elif status == "refused":  # it could not load the sampler or send its answer
             self.counts["refused"] += 1
+        else:
+            self.counts["errors"] += 1
         return status, value
+
+    def ready(self, timeout: float = 120.0) -> bool:
+        """Start the helper if needed and wait until it answers (tests and benchmarks).
+
+        Args:
+            timeout: seconds to wait.
+
+        Returns:
+            Whether it answered in time.
+        """
+        if not self._start():
+            return False
+        ticket = self.submit(b"", None, 0, np.zeros(2, np.uint32))
+        if ticket is None or not self.conn.poll(timeout):
+            return False
+        return self.take(ticket) is not None
 
     def discard(self, ticket: int) -> None:
         """Forget a request no longer needed (the helper skips it if not started).
@@ -283,6 +302,8 @@ def serve(conn, states) -> None:
 
 
 def _answer(samplers: dict, ticket: int, payload: bytes, data, n: int, key) -> bytes:
+    if not payload:  # a ping (DrawHelper.ready)
+        return pickle.dumps((ticket, "ok", None))
     digest = hashlib.sha256(payload).digest()
     if digest not in samplers:
         try:
