@@ -31,6 +31,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 
 import numpy as np
 
@@ -125,7 +126,9 @@ class DrawHelper:
         self.broken = False
         self.next_ticket = 0
         self.waiting: dict[int, int] = {}  # ticket -> releases asked
+        # answers, read by a thread as they come (the helper never waits to send one)
         self.replies: dict[int, tuple] = {}
+        self.arrived = threading.Condition()
         #: releases the helper drew, requests taken back here, answers it could not give,
         #: sampler failures it reported
         self.counts = {"helper_releases": 0, "taken_back": 0, "refused": 0, "errors": 0}
@@ -143,9 +146,26 @@ class DrawHelper:
             with _main_hidden():  # the helper never runs the caller's script again
                 self.process.start()
             child.close()
+            threading.Thread(target=self._read, name="dpaudit-draws-reader", daemon=True).start()
         except Exception:  # no processes here (a sandbox): draw serially
             self.broken = True
         return not self.broken
+
+    def _read(self) -> None:
+        """Keep the answers as they arrive; those of requests no longer wanted are dropped."""
+        conn = self.conn
+        while True:
+            try:
+                reply = pickle.loads(conn.recv_bytes())
+            except Exception:  # EOF, closed, or an answer that does not unpickle: stop using it
+                with self.arrived:
+                    self.broken = True
+                    self.arrived.notify_all()
+                return
+            with self.arrived:
+                if reply[0] in self.waiting:
+                    self.replies[reply[0]] = reply[1:]
+                    self.arrived.notify_all()
 
     def submit(self, payload: bytes, data, n: int, key) -> int | None:
         """Ask the helper for ``sampler(data, n, key)``.
@@ -168,13 +188,15 @@ class DrawHelper:
             return None
         with self.states.get_lock():
             self.states[ticket % _SLOTS] = _state(ticket, _PENDING)
+        with self.arrived:
+            self.waiting[ticket] = int(n)
         try:
             self.conn.send_bytes(message)
         except OSError:
             self.broken = True
+            self.waiting.pop(ticket, None)
             return None
         self.next_ticket += 1
-        self.waiting[ticket] = int(n)
         return ticket
 
     def take(self, ticket: int):
@@ -190,22 +212,19 @@ class DrawHelper:
             ``("ok", releases)``, ``("error", exception)``, ``("refused", why)`` (the
             helper cannot run this sampler), or ``None`` (taken back).
         """
-        n = self.waiting.pop(ticket)
         with self.states.get_lock():
             if self.states[ticket % _SLOTS] == _state(ticket, _PENDING):
                 self.states[ticket % _SLOTS] = _state(ticket, _TAKEN)
                 self.counts["taken_back"] += 1
+                self.waiting.pop(ticket)
                 return None
-            if self.states[ticket % _SLOTS] != _state(ticket, _RUNNING):
-                return None  # never seen by the helper: drawn here
-        while ticket not in self.replies:
-            try:
-                reply = pickle.loads(self.conn.recv_bytes())
-            except (EOFError, OSError):  # the helper died: this process draws from now on
-                self.broken = True
+            started = self.states[ticket % _SLOTS] == _state(ticket, _RUNNING)
+        with self.arrived:
+            while started and ticket not in self.replies and not self.broken:
+                self.arrived.wait()
+            n = self.waiting.pop(ticket)
+            if ticket not in self.replies:  # never started, or the helper died: drawn here
                 return None
-            if reply[0] in self.waiting or reply[0] == ticket:
-                self.replies[reply[0]] = reply[1:]
         status, value = self.replies.pop(ticket)
         if status == "ok":
             self.counts["helper_releases"] += n
@@ -227,8 +246,10 @@ class DrawHelper:
         if not self._start():
             return False
         ticket = self.submit(b"", None, 0, np.zeros(2, np.uint32))
-        if ticket is None or not self.conn.poll(timeout):
+        if ticket is None:
             return False
+        with self.arrived:
+            self.arrived.wait_for(lambda: ticket in self.replies or self.broken, timeout)
         return self.take(ticket) is not None
 
     def discard(self, ticket: int) -> None:
@@ -237,7 +258,10 @@ class DrawHelper:
         Args:
             ticket: from :meth:`submit`.
         """
-        if self.waiting.pop(ticket, None) is None or self.broken:
+        with self.arrived:
+            known = self.waiting.pop(ticket, None) is not None
+            self.replies.pop(ticket, None)
+        if not known or self.broken:
             return
         with self.states.get_lock():
             if self.states[ticket % _SLOTS] == _state(ticket, _PENDING):
