@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -142,11 +143,12 @@ seed = 0
 """
 
 
-def _failing_item(folder: Path):
+def _failing_item(folder: Path, last: float = 2.0):
+    """A spec whose sampler fails on ``D'`` (drawn by the helper) unless ``last <= 1.5``."""
     (folder / "failing.py").write_text(_FAILING)
     (folder / "spec.toml").write_text(_SPEC)
     np.save(folder / "d.npy", np.array([0.0, 0.0, 1.0, 1.0]))
-    np.save(folder / "dp.npy", np.array([0.0, 0.0, 1.0, 2.0]))
+    np.save(folder / "dp.npy", np.array([0.0, 0.0, 1.0, last]))
     (item,) = prepare([folder / "spec.toml"])
     return item
 
@@ -196,3 +198,32 @@ def test_the_setting_and_one_core(monkeypatch):
     monkeypatch.setenv(drawhelper.HELPER_SETTING, "sometimes")
     with pytest.raises(ValueError, match="DPAUDIT_DRAW_HELPER must be one of auto, on, off"):
         helper_enabled()
+
+
+def test_a_request_the_helper_has_not_started_is_drawn_here_and_skipped_there():
+    helper = shared_helper()
+    key = np.zeros(2, np.uint32)
+    os.kill(helper.process.pid, signal.SIGSTOP)  # it cannot start anything now
+    try:
+        before = helper.counts["taken_back"]
+        ticket = helper.submit(b"", None, 0, key)
+        assert helper.take(ticket) is None  # taken back: the caller draws it
+        assert helper.counts["taken_back"] - before == 1
+    finally:
+        os.kill(helper.process.pid, signal.SIGCONT)
+    assert helper.ready()  # it skipped the request taken back and answers the next
+
+
+def test_a_helper_that_dies_leaves_the_serial_record(monkeypatch, tmp_path):
+    item = _failing_item(tmp_path, last=1.5)  # no failure: D' draws
+    serial, serial_calls, _ = _run(monkeypatch, item, "off")
+    own = drawhelper.DrawHelper()
+    monkeypatch.setattr(drawhelper, "_HELPER", [own])
+    assert own.ready()
+    os.kill(own.process.pid, signal.SIGKILL)
+    own.process.join()
+    with own.arrived:  # its reader has seen the pipe close
+        own.arrived.wait_for(lambda: own.broken, 60)
+    parallel, local, counts = _run(monkeypatch, item, "on")
+    assert _record(parallel) == _record(serial) and local == serial_calls
+    assert own.broken and counts["helper_releases"] == 0
