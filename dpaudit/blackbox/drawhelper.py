@@ -41,6 +41,7 @@ __all__ = [
     "helper_enabled",
     "shared_helper",
     "shipped_sampler",
+    "start_for",
 ]
 
 #: The environment variable that turns the helper on or off (``auto``, ``on``, ``off``).
@@ -133,7 +134,12 @@ class DrawHelper:
         #: sampler failures it reported
         self.counts = {"helper_releases": 0, "taken_back": 0, "refused": 0, "errors": 0}
 
-    def _start(self) -> bool:
+    def start(self) -> bool:
+        """Spawn the helper if it is not running (it imports in the background).
+
+        Returns:
+            Whether a helper is running (``False``: processes cannot be started here).
+        """
         if self.process is not None or self.broken:
             return not self.broken
         try:
@@ -179,7 +185,7 @@ class DrawHelper:
         Returns:
             A ticket for :meth:`take`, or ``None`` (not sent: draw here).
         """
-        if len(self.waiting) >= _SLOTS // 2 or not self._start():
+        if len(self.waiting) >= _SLOTS // 2 or not self.start():
             return None
         ticket = self.next_ticket
         try:
@@ -243,7 +249,7 @@ class DrawHelper:
         Returns:
             Whether it answered in time.
         """
-        if not self._start():
+        if not self.start():
             return False
         ticket = self.submit(b"", None, 0, np.zeros(2, np.uint32))
         if ticket is None:
@@ -302,6 +308,24 @@ def shared_helper() -> DrawHelper:
     if not _HELPER:
         _HELPER.append(DrawHelper())
     return _HELPER[0]
+
+
+def start_for(samplers) -> bool:
+    """Start the helper now if one of ``samplers`` will draw on it (a suite about to run).
+
+    Its imports then overlap the audits before the first that needs it.
+
+    Args:
+        samplers: the samplers of the audits to come.
+
+    Returns:
+        Whether the helper was started.
+    """
+    try:
+        wanted = helper_enabled() and any(shipped_sampler(s) for s in samplers)
+    except ValueError:  # a bad setting: the first audit that reads it says so
+        return False
+    return wanted and shared_helper().start()
 
 
 def serve(conn, states) -> None:
