@@ -32,6 +32,7 @@ import pickle
 import signal
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -257,6 +258,27 @@ class DrawHelper:
         with self.arrived:
             self.arrived.wait_for(lambda: ticket in self.replies or self.broken, timeout)
         return self.take(ticket) is not None
+
+    def wait_started(self, timeout: float = 120.0) -> bool:
+        """Wait until the helper has started every request it holds (tests: no take-backs).
+
+        Args:
+            timeout: seconds to wait.
+
+        Returns:
+            ``False`` when some request was still waiting after ``timeout`` (a dead helper
+            starts nothing more: its requests are drawn here, ``True``).
+        """
+        deadline = time.monotonic() + timeout
+        while not self.broken and time.monotonic() < deadline:
+            with self.states.get_lock():
+                pending = [
+                    t for t in self.waiting if self.states[t % _SLOTS] == _state(t, _PENDING)
+                ]
+            if not pending:
+                return True
+            time.sleep(0.002)
+        return self.broken
 
     def discard(self, ticket: int) -> None:
         """Forget a request no longer needed (the helper skips it if not started).

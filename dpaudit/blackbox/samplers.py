@@ -286,11 +286,9 @@ class ReleaseSource:
         Args:
             requests: ``(n, key)`` of the calls this source will make.
         """
-        if not requests or not helper_enabled():
-            return
         if self.shipped is None:
             self.shipped = shipped_sampler(self.sampler) or b""
-        if not self.shipped:
+        if not requests or not self.shipped or not helper_enabled():
             return
         helper = shared_helper()
         for n, key in requests:

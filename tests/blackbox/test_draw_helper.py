@@ -49,6 +49,8 @@ def _run(monkeypatch, item, mode: str):
     call = SpecSampler.__call__
 
     def counted(self, data, n, key):
+        if mode == "on":  # what the helper was asked is started there: nothing taken back
+            assert shared_helper().wait_started()
         local.append(int(n))
         return call(self, data, n, key)
 
