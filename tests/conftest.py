@@ -15,6 +15,9 @@ import os
 # count backend compilations; a cache hit is none), and writes nothing to the user's cache.
 # Subprocesses inherit it. tests/core/test_compilation_cache.py turns it on in tmp folders.
 os.environ["DPAUDIT_CACHE"] = "0"
+# The suite's xdist workers take a core each: no draw helper process beside them (it cannot
+# pay, and each would hold ~190 MB). tests/blackbox/test_draw_helper.py turns it on.
+os.environ.setdefault("DPAUDIT_DRAW_HELPER", "off")
 
 import jax
 import pytest

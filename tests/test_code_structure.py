@@ -189,6 +189,7 @@ DEFERRED_IMPORTS = {
             "dpaudit.model.registry",
             "dpaudit.runtime",
             "dpaudit.blackbox.result",
+            "dpaudit.blackbox.drawhelper",
             "dpaudit.estimation.significance",
             "dpaudit.testing.record_spaces",
             "dpaudit.testing.assertions",

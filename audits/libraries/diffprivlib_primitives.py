@@ -622,6 +622,8 @@ def spec_sampler(data, n, key, *, audit: str):
 # one seeded block per request (per_call in this process): the first m releases of a request
 # for n are the releases of a request for m, so the audit draws a last chunk at its own size
 spec_sampler.prefix_stable = True
+# diffprivlib's own Python per release: the audit may draw on a helper process beside it
+spec_sampler.host_python = True
 
 
 def _numeric(part):

@@ -285,6 +285,8 @@ _samplers: dict = {}
 # OpenDP's releases are independent whatever the request: the audit draws exactly the
 # releases it needs (a last chunk at its own size), each an OpenDP call's worth
 spec_sampler.prefix_stable = True
+# one OpenDP call per release from Python: the audit may draw on a helper process beside it
+spec_sampler.host_python = True
 
 
 def claim_fields(claim) -> dict:

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from dpaudit.blackbox.result import CertifiedCounts, SelectedEvent
-from dpaudit.blackbox.samplers import ReleaseSource, chunks_of, numpy_generator
+from dpaudit.blackbox.samplers import ReleaseSource, chunks_of, drawn_ahead, numpy_generator
 from dpaudit.estimation.bounds import CONDITIONAL_RATIO, PAIR
 from dpaudit.estimation.sequential import LookPlan, look_chunk, look_plan
 
@@ -133,6 +133,15 @@ def _job_chunk_keys(job: TallyJob):
     if job.chunk is None:
         return job.source.chunk_keys(job.samples, job.key)
     return job.chunk, jax.random.split(job.key, chunks_of(job.samples, job.chunk))
+
+
+def _tally_requests(job: TallyJob, chunk_keys) -> list:
+    """The sampler calls ``(releases, key)`` of :func:`step_tally` over all the job's chunks."""
+    chunk, keys = chunk_keys
+    return [
+        (job.source.releases_of_chunk(chunk, job.samples - c * chunk), keys[c])
+        for c in range(len(keys))
+    ]
 
 
 def init_tally() -> TallyState:
@@ -307,11 +316,12 @@ def count_event(
         basis = samples + _POISSON_SLACK_SDS * (math.isqrt(samples) + 1)
     jobs = _jobs(selected, score, sources, releases, keys, basis)
     chunk_keys = [_job_chunk_keys(job) for job in jobs]
-    if executor is None:
-        states = [
-            tally_shard(job, range(len(ck[1])), progress)
-            for job, ck in zip(jobs, chunk_keys, strict=True)
-        ]
+    if executor is None:  # Q's releases drawn by the helper process while P's are counted here
+        with drawn_ahead(jobs[1].source, _tally_requests(jobs[1], chunk_keys[1])):
+            states = [
+                tally_shard(job, range(len(ck[1])), progress)
+                for job, ck in zip(jobs, chunk_keys, strict=True)
+            ]
     else:  # one chunk grid for both datasets: the larger one's
         states = executor.run_tallies(jobs, max(len(ck[1]) for ck in chunk_keys), progress)
     (p_above, p_ties, s_p), (q_above, q_ties, s_q) = (

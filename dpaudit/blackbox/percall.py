@@ -159,4 +159,6 @@ def per_call(
     sampler.per_call = True
     # one block in this process: the first m of n calls are the calls of a request for m
     sampler.prefix_stable = processes == 1
+    # per-release Python: drawn on the helper process beside the audit when it pickles
+    sampler.host_python = processes == 1
     return sampler

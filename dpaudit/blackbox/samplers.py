@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -23,6 +24,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from dpaudit.blackbox.drawhelper import helper_enabled, shared_helper, shipped_sampler
 from dpaudit.core.checks import check_release_values
 from dpaudit.core.errors import user_code_error
 from dpaudit.model.mechanism import Mechanism
@@ -36,6 +38,7 @@ __all__ = [
     "as_sampler",
     "check_same_shape",
     "chunks_of",
+    "drawn_ahead",
     "numpy_generator",
     "open_sources",
     "pilot_run",
@@ -269,10 +272,55 @@ class ReleaseSource:
         # partial chunk is drawn at its own size, not drawn whole and cut (library calls
         # are its cost, and no program is compiled per shape).
         self.prefix_stable = bool(getattr(sampler, "prefix_stable", False))
+        # A host-Python sampler's calls asked of the helper process ahead of need:
+        # (releases, key data) -> ticket (dpaudit.blackbox.drawhelper).
+        self.shipped: bytes | None = None
+        self.ahead: dict = {}
+
+    def ask_ahead(self, requests) -> None:
+        """Ask the helper process for these calls now (a host-Python sampler, when enabled).
+
+        The calls are drawn there while this process draws others; :meth:`call` takes
+        their releases (the same ``sampler(data, n, key)``: the same releases).
+
+        Args:
+            requests: ``(n, key)`` of the calls this source will make.
+        """
+        if self.shipped is None:
+            self.shipped = shipped_sampler(self.sampler) or b""
+        if not requests or not self.shipped or not helper_enabled():
+            return
+        helper = shared_helper()
+        for n, key in requests:
+            ticket = helper.submit(self.shipped, self.data, n, key)
+            if ticket is None:
+                return
+            self.ahead[(int(n), _key_bytes(key))] = ticket
+
+    def forget_ahead(self) -> None:
+        """Tell the helper the calls asked ahead and not taken are no longer needed."""
+        helper = shared_helper()
+        for ticket in self.ahead.values():
+            helper.discard(ticket)
+        self.ahead = {}
+
+    def _sample(self, n: int, key):
+        """``sampler(data, n, key)``: the helper's answer if it was asked ahead, else here."""
+        ticket = self.ahead.pop((int(n), _key_bytes(key)), None) if self.ahead else None
+        if ticket is not None:
+            answer = shared_helper().take(ticket)
+            if answer is not None and answer[0] == "refused":
+                self.shipped = b""  # the helper cannot run it: this source draws here
+            elif answer is not None:
+                status, value = answer
+                if status == "error":
+                    raise value
+                return value
+        return self.sampler(self.data, n, key)
 
     def _call(self, n: int, key) -> np.ndarray:
         try:
-            x = self.sampler(self.data, n, key)
+            x = self._sample(n, key)
         except Exception as err:  # report, with the sampler's name, what went wrong
             message = (
                 f"the sampler {self.name!r} failed on a request for {n} releases: "
@@ -387,17 +435,34 @@ class ReleaseSource:
             ValueError, TypeError: if the sampler fails or returns bad releases.
         """
         chunk, keys = self._chunk_keys(n, key)
-        lo, hi = skip if skip is not None else (0, 0)
         out = []
         for c, chunk_key in enumerate(keys):
             start, stop = c * chunk, min((c + 1) * chunk, n)
-            if not lo <= start < stop <= hi:  # a chunk holding a needed release
+            if _needed(start, stop, skip):  # a chunk holding a needed release
                 # whole chunks (one shape for score) unless the sampler is prefix-stable
                 x = self._call(self.releases_of_chunk(chunk, n - start), chunk_key)
                 out.append(np.asarray(x if score is None else score(x))[: stop - start])
             if progress is not None:
                 progress.advance()
         return np.concatenate(out, axis=0)
+
+    def draw_requests(self, n: int, key, skip=None) -> list:
+        """The sampler calls ``(releases, key)`` that :meth:`draw` makes for these arguments.
+
+        Args:
+            n: releases to draw.
+            key: the JAX key of the draw.
+            skip: as for :meth:`draw`.
+
+        Returns:
+            The calls, in order.
+        """
+        chunk, keys = self._chunk_keys(n, key)
+        return [
+            (self.releases_of_chunk(chunk, n - c * chunk), chunk_key)
+            for c, chunk_key in enumerate(keys)
+            if _needed(c * chunk, min((c + 1) * chunk, n), skip)
+        ]
 
     def tally(self, n: int, key, score, sign: float, threshold: float, keep: int, progress=None):
         """Stream ``n`` scores: ``#{sign*s > t}``, ``#{sign*s = t}`` and the first ``keep`` values.
@@ -432,6 +497,42 @@ class ReleaseSource:
             if progress is not None:
                 progress.advance()
         return above, ties, np.concatenate(head) if head else np.zeros(0)
+
+
+def _needed(start: int, stop: int, skip) -> bool:
+    """Whether releases ``start .. stop - 1`` hold one outside ``skip = (lo, hi)``."""
+    lo, hi = skip if skip is not None else (0, 0)
+    return not lo <= start < stop <= hi
+
+
+def _key_bytes(key) -> bytes:
+    """A JAX key's data, as the dictionary key of a call asked ahead."""
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return np.asarray(key).tobytes()
+
+
+@contextlib.contextmanager
+def drawn_ahead(source: ReleaseSource, requests):
+    """Within the block, ``source``'s calls ``requests`` are drawn by the helper process.
+
+    The block draws something else first (the other dataset of the pair); what the
+    helper drew is taken when ``source`` makes those calls, and what was not taken is
+    forgotten when the block ends (also on an error).
+
+    Args:
+        source: the :class:`ReleaseSource` drawn second.
+        requests: its calls ``(n, key)`` (:meth:`ReleaseSource.draw_requests`).
+
+    Yields:
+        Nothing.
+    """
+    source.ask_ahead(requests)
+    try:
+        yield
+    finally:
+        if source.ahead:
+            source.forget_ahead()
 
 
 def open_sources(

@@ -1120,6 +1120,10 @@ def _audit_all(prepared: list[PreparedAudit], out, quiet: bool = False) -> list:
         redirect_stderr=False,
     ) as progress:
         task = progress.add_task("auditing", total=len(prepared))
+        # the draw helper of host-Python samplers imports while the first audits run
+        from dpaudit.blackbox.drawhelper import start_for
+
+        start_for(getattr(item.target, "sampler", None) for item in prepared)
         for item in prepared:
             progress.update(task, description=f"auditing {item.spec.name}")
             if item.claim_note:

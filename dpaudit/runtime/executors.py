@@ -21,6 +21,7 @@ import jax
 import numpy as np
 
 from dpaudit.blackbox.certification import TallyJob, merge_tally, tally_job_shard, tally_shard
+from dpaudit.blackbox.drawhelper import HELPER_SETTING
 from dpaudit.blackbox.samplers import chunks_of
 from dpaudit.runtime.shards import (
     SearchJob,
@@ -363,7 +364,8 @@ def connect_ray(address: str | None = None, workers: int | None = None):
         # Local workers see the driver's import path: a sampler defined in the caller's own
         # module (a script folder, a test folder) unpickles on them as it does here.
         path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-        env = {"PYTHONPATH": path, **_blas_threads()}
+        # each worker takes a core: no draw helper process beside it
+        env = {"PYTHONPATH": path, HELPER_SETTING: "off", **_blas_threads()}
         options.update(num_cpus=workers, runtime_env={"env_vars": env})
         options["object_store_memory"] = _LOCAL_OBJECT_STORE
     else:

@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable, Sequence
 from types import MappingProxyType
 
+from dpaudit.blackbox.drawhelper import HELPER_SETTING
 from dpaudit.core.memory import SUITE_MEMORY_BYTES, release_memory
 from dpaudit.runtime.schedule import Dispatcher, plan_groups
 from dpaudit.runtime.suite import SuiteRunner, SuiteTarget, driver_cache, run_spec
@@ -159,6 +160,8 @@ def worker_loop(worker: int, overrides: tuple, tasks, results) -> None:
         tasks: the worker's own queue of ``(index, target)``, ``None`` to stop.
         results: the queue shared by every worker.
     """
+    # a worker already uses a core of its own: no helper process drawing beside it
+    os.environ.setdefault(HELPER_SETTING, "off")
     parent = os.getppid()
     while (task := _next_task(tasks, parent)) is not None:
         index, target = task

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from dpaudit.blackbox.samplers import ReleaseSource, check_same_shape
+from dpaudit.blackbox.samplers import ReleaseSource, check_same_shape, drawn_ahead
 from dpaudit.blackbox.statistics.classifiers import (
     ClassifierOptions,
     classifier_option_problem,
@@ -196,8 +196,11 @@ def fit_statistics(
     # scores them all) their chunks are not drawn; the others are the same releases.
     half = select // 2
     skip = None if "model" in kinds else (min(half, MAX_TRAIN), half)
-    z_d = sources[0].draw(select, keys[0], per_chunk, progress, skip)
-    z_dp = sources[1].draw(select, keys[1], per_chunk, progress, skip)
+    # D' drawn by the helper process while D is drawn here (host-Python samplers; the same
+    # releases either way)
+    with drawn_ahead(sources[1], sources[1].draw_requests(select, keys[1], skip)):
+        z_d = sources[0].draw(select, keys[0], per_chunk, progress, skip)
+        z_dp = sources[1].draw(select, keys[1], per_chunk, progress, skip)
     check_same_shape(sources, name)
     offset = 0 if reference_score is None else 1
     width = int(np.prod(sources[0].shape or (), dtype=np.int64)) if raw else 0

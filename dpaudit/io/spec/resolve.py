@@ -33,6 +33,7 @@ from dpaudit.model.registry import entry
 __all__ = [
     "BlackBoxTarget",
     "PublicParameters",
+    "SpecSampler",
     "check_dataset",
     "check_model_runs",
     "check_pair_differs",
@@ -276,16 +277,43 @@ def _bind_sampler(spec: AuditSpec, fn, params: Mapping, name: str) -> Callable:
         ) from None
     except ValueError:  # builtins without a signature: let the call decide
         pass
-    params = dict(params)
+    return SpecSampler(
+        fn, dict(params), name, (str(Path(spec.path).resolve()), spec.blackbox.sampler)
+    )
 
-    def sampler(data, n, key):
-        return fn(data, n, key, **params)
 
-    sampler.__name__ = name
-    # a per-release sampler's declaration (dpaudit.blackbox.ReleaseSource draws a last,
-    # partial chunk at its own size for it)
-    sampler.prefix_stable = bool(getattr(fn, "prefix_stable", False))
-    return sampler
+class SpecSampler:
+    """A spec's sampler with its ``blackbox.params`` bound: ``sampler(data, n, key)``.
+
+    It pickles as the spec file and reference it was loaded from, so a helper process
+    (:mod:`dpaudit.blackbox.drawhelper`) loads the user's file again instead of looking
+    for this process's private module.
+
+    Args:
+        fn: the loaded callable ``fn(data, n, key, **params)``.
+        params: the bound keyword arguments.
+        name: the sampler's name in reports.
+        origin: ``(spec path, "file.py:callable")``.
+    """
+
+    def __init__(self, fn: Callable, params: dict, name: str, origin: tuple[str, str]):
+        self.fn, self.params, self.__name__, self.origin = fn, params, name, origin
+        # a per-release sampler's declarations (dpaudit.blackbox.ReleaseSource draws a last,
+        # partial chunk at its own size for it, and a host-Python one on the helper process)
+        self.prefix_stable = bool(getattr(fn, "prefix_stable", False))
+        self.host_python = bool(getattr(fn, "host_python", False))
+
+    def __call__(self, data, n, key):
+        return self.fn(data, n, key, **self.params)
+
+    def __reduce__(self):
+        return _reload_sampler, (*self.origin, self.params, self.__name__)
+
+
+def _reload_sampler(spec_path: str, ref: str, params: dict, name: str) -> SpecSampler:
+    """The :class:`SpecSampler` of ``ref`` in a fresh process (the pickle of one)."""
+    fn = load_callable(Path(spec_path), ref, "blackbox.sampler")
+    return SpecSampler(fn, params, name, (spec_path, ref))
 
 
 def _build_reference(spec: AuditSpec) -> Mechanism | None:
