@@ -862,9 +862,13 @@ class JointRelease(Distribution):
                 raise TypeError("a law keeps a released value outside its leaves")
             return [jax.tree_util.tree_leaves(trace[s]["fn"]) for s in self.release_sites]
 
+        # the jaxpr reads only the sites' shapes and dtypes (known since the law was built):
+        # no eager model trace for example values
+        layout = zip(self.sites, self._shapes, self._dtypes, strict=True)
+        values = {
+            s: np.zeros(shape, dtype) for s, shape, dtype in layout if s in self.release_sites
+        }
         try:
-            trace = model_trace(self._model, self._data)
-            values = {s: jnp.asarray(trace[s]["value"]) for s in self.release_sites}
             closed = jax.make_jaxpr(laws)(values)
         except Exception:  # any failure to trace: treat as adaptive (density route)
             return True
