@@ -416,7 +416,8 @@ def check_model_runs(spec_path: Path, mechanism: Mechanism, pair) -> None:
     or complex. The draw uses its own key: the audit's random numbers are unchanged.
 
     Both releases are drawn by one compiled program (``jax.jit`` of the draw, the data
-    as arguments; one more for a ``D'`` of another shape), with the parameters numpyro
+    as arguments; one more for a ``D'`` of another shape; shared by the builds of one
+    family when the model's numbers can be its arguments), with the parameters numpyro
     cannot check on traced data checked inside it
     (:func:`dpaudit.model.parameter_checks.traced_parameters_valid`). Run op by op,
     the same draw compiled a program per operation (most of the programs ``dpaudit
