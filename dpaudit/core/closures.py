@@ -11,7 +11,8 @@ inside ``jit``). Two builds of one family with other numbers then share one desc
 
 What becomes a leaf: Python floats (passed to ``jit`` they are weakly typed, as the
 literal they replace) and NumPy floating scalars, inside tuples and lists, and the same
-inside closed-over plain functions (recursively). Arrays stay in the description by
+inside closed-over plain functions, keyword defaults and the function's attributes
+(recursively). Arrays stay in the description by
 value, bit for bit (builders check grids with NumPy in the model, which a tracer refuses;
 an array equal in every bit is the same constant). Integers, strings, booleans and
 ``None`` stay in the description (they usually decide shapes and loops). Any other object
@@ -87,8 +88,6 @@ def _describe(value, leaves: list, depth: int):
 
 
 def _describe_function(fn: types.FunctionType, leaves: list, depth: int):
-    if fn.__kwdefaults__ or vars(fn):
-        return None  # keyword defaults or attributes: not rebuilt (kept by identity)
     mark = len(leaves)
     try:
         cells = tuple(_describe(c.cell_contents, leaves, depth) for c in fn.__closure__ or ())
@@ -96,7 +95,18 @@ def _describe_function(fn: types.FunctionType, leaves: list, depth: int):
         del leaves[mark:]
         return None
     defaults = _describe(fn.__defaults__, leaves, depth) if fn.__defaults__ else None
-    return (fn.__code__, _ById(fn.__globals__), fn.__name__, defaults, cells)
+    # Keyword defaults and attributes (a model's host hooks, e.g. privacy_accounting with
+    # its keyword-only discretization) are described by the same rules and set again on
+    # the rebuilt function: kept by identity, every build of a model carrying such hooks
+    # was a new program (faulty/hrw-bandwidth-budget-ignored after its catalogue entry).
+    keywords = _describe_items(fn.__kwdefaults__ or {}, leaves, depth)
+    attributes = _describe_items(vars(fn), leaves, depth)
+    return (fn.__code__, _ById(fn.__globals__), fn.__name__, defaults, cells, keywords, attributes)
+
+
+def _describe_items(mapping: dict, leaves: list, depth: int) -> tuple:
+    """``((name, description), ...)`` of a mapping's values, in name order."""
+    return tuple((k, _describe(v, leaves, depth)) for k, v in sorted(mapping.items()))
 
 
 def lift_closure(fn) -> tuple | None:
@@ -134,10 +144,15 @@ def _rebuild(description, leaves):
 
 
 def _rebuild_function(described, leaves):
-    code, globals_, name, defaults, cells = described
+    code, globals_, name, defaults, cells, keywords, attributes = described
     closure = tuple(types.CellType(_rebuild(c, leaves)) for c in cells)
     default_values = _rebuild(defaults, leaves) if defaults is not None else None
-    return types.FunctionType(code, globals_.value, name, default_values, closure)
+    fn = types.FunctionType(code, globals_.value, name, default_values, closure)
+    if keywords:
+        fn.__kwdefaults__ = {key: _rebuild(value, leaves) for key, value in keywords}
+    for key, value in attributes:
+        setattr(fn, key, _rebuild(value, leaves))
+    return fn
 
 
 def rebuild_closure(description, leaves):

@@ -743,8 +743,11 @@ class JointRelease(Distribution):
         Returns:
             ``{site: numpyro distribution}``.
         """
-        trace = model_trace(self._model, self._data)
-        return {s: trace[s]["fn"] for s in self.release_sites}
+        laws = _SITE_LAWS.get(self)
+        if laws is None:  # a law made by joint_release knows them from the trace it read
+            trace = model_trace(self._model, self._data)
+            laws = _SITE_LAWS[self] = {s: trace[s]["fn"] for s in self.release_sites}
+        return dict(laws)
 
     def exact_sup_loss(self, other):
         """Certified bounds on the suprema of the loss: the sum of the sites' suprema.
@@ -859,9 +862,13 @@ class JointRelease(Distribution):
                 raise TypeError("a law keeps a released value outside its leaves")
             return [jax.tree_util.tree_leaves(trace[s]["fn"]) for s in self.release_sites]
 
+        # the jaxpr reads only the sites' shapes and dtypes (known since the law was built):
+        # no eager model trace for example values
+        layout = zip(self.sites, self._shapes, self._dtypes, strict=True)
+        values = {
+            s: np.zeros(shape, dtype) for s, shape, dtype in layout if s in self.release_sites
+        }
         try:
-            trace = model_trace(self._model, self._data)
-            values = {s: jnp.asarray(trace[s]["value"]) for s in self.release_sites}
             closed = jax.make_jaxpr(laws)(values)
         except Exception:  # any failure to trace: treat as adaptive (density route)
             return True
@@ -870,6 +877,10 @@ class JointRelease(Distribution):
 
 #: ``{law: JointRelease.adaptive()}`` (not an attribute: a pytree round trip keeps none).
 _ADAPTIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: ``{law: {release site: distribution}}`` of the model's seed-0 trace on the law's data: the
+#: plan asks a joint law for its sites' laws up to four times, each an eager model trace.
+_SITE_LAWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 #: ``{model description: whether the model traces with its numbers as arguments}``, decided
 #: once per family and layout in a process (dpaudit.core.closures).
@@ -1235,7 +1246,7 @@ def adaptive_sup_loss(p: JointRelease, q: JointRelease) -> ExactSupLoss | None:
     return _summed(parts, "adaptive sites: ")
 
 
-def joint_release(model, data, release_sites, name: str, *, rng_seed=0):
+def joint_release(model, data, release_sites, name: str, *, rng_seed=0, trace=None):
     """The release law of a model: one site's distribution, or the :class:`JointRelease`.
 
     Args:
@@ -1244,6 +1255,8 @@ def joint_release(model, data, release_sites, name: str, *, rng_seed=0):
         release_sites: the release site names.
         name: the mechanism's name, for messages.
         rng_seed: seed of the trace that reads the sites.
+        trace: ``model_trace(model, data, rng_seed)`` when the caller has made it (the
+            audit's plan: the same trace checks the model's randomness), or ``None``.
 
     Returns:
         The single release site's distribution when the model has one release site
@@ -1256,7 +1269,7 @@ def joint_release(model, data, release_sites, name: str, *, rng_seed=0):
         TypeError: a single release site drawn from something that is not a
             numpyro ``Distribution``.
     """
-    trace = model_trace(model, data, rng_seed)
+    trace = model_trace(model, data, rng_seed) if trace is None else trace
     latent, shared = _classify(name, release_sites, trace)
     _check_latent_rates(name, latent, trace)
     for site in release_sites:
@@ -1268,4 +1281,7 @@ def joint_release(model, data, release_sites, name: str, *, rng_seed=0):
             )
     if len(release_sites) == 1 and not latent and not shared:
         return trace[release_sites[0]]["fn"]
-    return JointRelease(model, data, release_sites, shared, latent, trace, name)
+    law = JointRelease(model, data, release_sites, shared, latent, trace, name)
+    if isinstance(rng_seed, int) and rng_seed == 0:  # the trace site_distributions reads
+        _SITE_LAWS[law] = {s: trace[s]["fn"] for s in release_sites}
+    return law

@@ -36,7 +36,7 @@ TRACE_RTOL = 1e-12
 _OWN_MODULES = ("numpyro.", "dpaudit.")
 
 
-def check_traced_randomness(model, data, name: str, *, rng_seed: int = 0) -> None:
+def check_traced_randomness(model, data, name: str, *, rng_seed: int = 0, first=None) -> None:
     """Refuse a model whose trace is not a function of the data and the seed.
 
     Args:
@@ -44,13 +44,16 @@ def check_traced_randomness(model, data, name: str, *, rng_seed: int = 0) -> Non
         data: the dataset it is traced on.
         name: the mechanism's name, for the message.
         rng_seed: the seed of both traces.
+        first: ``model_trace(model, data, rng_seed)`` when the caller has made it (the
+            audit's plan reads the release law from it), or ``None``; the second trace is
+            always made here.
 
     Raises:
         ValueError: one sentence naming the mechanism and the first site whose value or log
             density differs between two traces of the same data and seed (the model draws
             from a random source outside numpyro, e.g. ``np.random`` or ``random``).
     """
-    first = model_trace(model, data, rng_seed)
+    first = model_trace(model, data, rng_seed) if first is None else first
     second = model_trace(model, data, rng_seed)
     sites = [k for k, s in first.items() if s["type"] == "sample"]
     other_sites = [k for k, s in second.items() if s["type"] == "sample"]

@@ -27,7 +27,12 @@ from dpaudit.model.compatibility import compatibility as compatibility_of
 from dpaudit.model.densities import check_has_density
 from dpaudit.model.mechanism import Mechanism
 from dpaudit.model.shift import NoiseShift, joint_noise_shift, noise_shift
-from dpaudit.model.sites import JointRelease, undeclared_adaptive_sites
+from dpaudit.model.sites import (
+    JointRelease,
+    joint_release,
+    model_trace,
+    undeclared_adaptive_sites,
+)
 from dpaudit.model.traced_randomness import check_traced_randomness
 from dpaudit.whitebox.options import AuditOptions
 from dpaudit.whitebox.subsampled_sites import (
@@ -324,9 +329,13 @@ def plan_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) ->
     route, exact, discretization = options.route, options.exact, options.discretization
     if options.check_adjacency:
         check_adjacent(data, data_prime, claim.adjacency)
-    # a model drawing np.random numbers while traced would be audited as two mechanisms
-    check_traced_randomness(mechanism.model, data, mechanism.name)
-    dist_d = mechanism.release_distribution(data)
+    # a model drawing np.random numbers while traced would be audited as two mechanisms;
+    # the first of its two traces is the one the release law of D is read from
+    # (Mechanism.release_distribution, without tracing the model a third time)
+    model, sites, name = mechanism.model, mechanism.release_sites, mechanism.name
+    trace_d = model_trace(model, data)
+    check_traced_randomness(model, data, name, first=trace_d)
+    dist_d = joint_release(model, data, sites, name, trace=trace_d)
     dist_dp = mechanism.release_distribution(data_prime)
     if isinstance(dist_d, JointRelease) and isinstance(dist_dp, JointRelease):
         shift = joint_noise_shift(dist_d, dist_dp)

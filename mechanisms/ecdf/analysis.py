@@ -645,21 +645,29 @@ class HosmerLemeshowSums(Distribution):
         scores: ``(n,)`` predicted probabilities (clipped to ``[0, 1]``).
         labels: ``(n,)`` outcomes in ``{0, 1}``.
         cuts: ``(Q + 1,)`` cut points ``t_0 = 0 <= ... <= t_Q = 1``.
-        scale: the Laplace scale ``1/epsilon'`` of each sum.
+        scale: the Laplace scale ``1/epsilon'`` of each sum (a number, or a traced scalar
+            when the model is traced with its constants as ``jit`` arguments).
         rows: ``"expected"`` or ``"observed"``.
+        log_normalizer: ``log(2 scale)``; ``None`` computes it on the host from a concrete
+            ``scale``. A builder passes it with a traced scale, so the density keeps the
+            host's bits (XLA's runtime ``log`` may differ from it in the last bit).
 
     Raises:
         ValueError: for an unknown ``rows``, fewer than two groups or a bad scale.
     """
 
     support = constraints.independent(constraints.real, 2)
-    pytree_data_fields = ("scores", "labels", "cuts")
-    pytree_aux_fields = ("rows", "scale")
+    # the scale is a leaf: two builds with other epsilons share one program
+    # (tests/whitebox/test_second_audit_programs.py)
+    pytree_data_fields = ("scores", "labels", "cuts", "scale", "log_normalizer")
+    pytree_aux_fields = ("rows",)
     #: The fields computed from the earlier release (the ECDF): the bounds of
     #: :meth:`uniform_sup_loss` hold for every value of them.
     uniform_fields = ("cuts",)
 
-    def __init__(self, scores, labels, cuts, scale, rows, *, validate_args=None):
+    def __init__(
+        self, scores, labels, cuts, scale, rows, *, log_normalizer=None, validate_args=None
+    ):
         if rows not in ("expected", "observed"):
             raise ValueError(f"rows must be 'expected' or 'observed', got {rows!r}.")
         self.scores = jnp.clip(jnp.asarray(scores, dtype=jnp.float64), 0.0, 1.0)
@@ -667,9 +675,14 @@ class HosmerLemeshowSums(Distribution):
         self.cuts = jnp.asarray(cuts, dtype=jnp.float64)
         if self.cuts.ndim != 1 or self.cuts.shape[0] < 3:
             raise ValueError("cuts must be a 1-D array of Q + 1 >= 3 cut points.")
-        self.scale = float(scale)
-        if not (math.isfinite(self.scale) and self.scale > 0):
-            raise ValueError(f"the Laplace scale must be finite and positive, got {scale!r}.")
+        if not isinstance(scale, jax.core.Tracer):
+            scale = float(scale)
+            if not (math.isfinite(scale) and scale > 0):
+                raise ValueError(f"the Laplace scale must be finite and positive, got {scale!r}.")
+        if log_normalizer is None:
+            log_normalizer = math.log(2.0 * scale)  # a traced scale passes its own (Args)
+        self.scale = jnp.asarray(scale, dtype=jnp.float64)
+        self.log_normalizer = jnp.asarray(log_normalizer, dtype=jnp.float64)
         self.rows = rows
         n_groups = self.cuts.shape[0] - 1
         super().__init__(batch_shape=(), event_shape=(2, n_groups), validate_args=validate_args)
@@ -701,8 +714,7 @@ class HosmerLemeshowSums(Distribution):
         Returns:
             The log-density, shape ``(...)``.
         """
-        b = self.scale
-        terms = -jnp.abs(value - self.loc) / b - math.log(2.0 * b)
+        terms = -jnp.abs(value - self.loc) / self.scale - self.log_normalizer
         return jnp.sum(terms, axis=(-2, -1))
 
     def uniform_sup_loss(self, other) -> ExactSupLoss | None:
@@ -725,7 +737,7 @@ class HosmerLemeshowSums(Distribution):
         """
         if not isinstance(other, HosmerLemeshowSums) or other.rows != self.rows:
             return None
-        if other.scale != self.scale or other.cuts.shape != self.cuts.shape:
+        if float(other.scale) != float(self.scale) or other.cuts.shape != self.cuts.shape:
             return None
         if other.scores.shape != self.scores.shape:
             return None
@@ -734,8 +746,8 @@ class HosmerLemeshowSums(Distribution):
             return None
         lower, upper = shift
         # shift / scale is rounded once (and the shift, a sum of two differences, twice)
-        low = lower / self.scale * (1 - _HL_RTOL)
-        high = upper / self.scale * (1 + _HL_RTOL)
+        low = lower / float(self.scale) * (1 - _HL_RTOL)
+        high = upper / float(self.scale) * (1 + _HL_RTOL)
         method = f"declared: hosmer-lemeshow {self.rows} sums, uniform over cut points"
         return ExactSupLoss(low, high, low, high, method)
 
@@ -753,6 +765,7 @@ def _hosmer_lemeshow_mechanism(name, epsilon, n, n_points, n_groups, budget, kno
     grid = jnp.linspace(0.0, 1.0, n_points)
     epsilon_prime = budget(epsilon, depth)
     scale = 1.0 / epsilon_prime
+    log_normalizer = math.log(2.0 * scale)  # closed over: a jit argument with the host's bits
 
     def model(data):
         scores, labels = data
@@ -764,8 +777,9 @@ def _hosmer_lemeshow_mechanism(name, epsilon, n, n_points, n_groups, budget, kno
         )
         # 2. cut points read off the released ECDF (post-processing), then the group sums
         cuts = _monotone_cuts(ecdf, grid, n_groups)
-        numpyro.sample("expected", HosmerLemeshowSums(m, y, cuts, scale, "expected"))
-        numpyro.sample("observed", HosmerLemeshowSums(m, y, cuts, scale, "observed"))
+        for rows in ("expected", "observed"):
+            law = HosmerLemeshowSums(m, y, cuts, scale, rows, log_normalizer=log_normalizer)
+            numpyro.sample(rows, law)
 
     params = {
         "epsilon": epsilon,

@@ -424,13 +424,16 @@ def _bandwidth_kde(name, epsilon_scale, epsilon_kde, delta, sizes, claim, flaw):
         ]
     )
     table = (jnp.asarray(bandwidths), jnp.asarray(whiten), jnp.asarray(grid))
+    # the ladder's ends as an array, a constant of every program (ladder_index branches on
+    # them in Python); as floats they would be jit arguments (dpaudit.core.closures) and
+    # the model, untraceable with them, would be a new program on every build
+    ends = np.array([h_min, h_max])
 
     def model(data):
         x = check_points("KDE data", data, dim=1, n=n)[:, 0]
         scale = numpyro.sample("scale", dist.Laplace(gini_mean_difference(x), scale_b))
-        j = ladder_index(
-            rule_of_thumb_bandwidth(scale, n, h_min, h_max), h_min, h_max, n_bandwidths
-        )
+        low, high = ends
+        j = ladder_index(rule_of_thumb_bandwidth(scale, n, low, high), low, high, n_bandwidths)
         h, w, g = table[0][j], table[1][j], table[2]
         numpyro.sample("kde", dist.Normal(w @ _kde(x, g, h), 1.0).to_event(1))
 

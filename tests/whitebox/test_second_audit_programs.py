@@ -88,3 +88,31 @@ def test_a_second_multi_site_audit_lowers_and_compiles_nothing(tmp_path, second,
     assert built == {}, f"{second}: a second multi-site audit built programs: {dict(counts)}"
     assert counts["traces"] <= 2, f"{second}: traced more than its laws' adaptivity: {counts}"
     assert result.verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "samples", "traces"),
+    [
+        # HosmerLemeshowSums kept its scale as static aux data (a Python float): the model
+        # failed to trace with its numbers as arguments and stayed whole (8/3/3). What
+        # remains: the adaptivity analysis's three structural traces (never lowered).
+        ("bmr-hosmer-lemeshow", "bmr-hosmer-lemeshow-budget", 100, 3),
+        # the KDE's model carries host hooks (privacy_accounting, with a keyword-only
+        # default) as attributes: such a function was kept by identity (6/3/3)
+        ("hrw-private-bandwidth-kde", "hrw-bandwidth-budget-ignored", 300, 1),
+    ],
+)
+def test_a_faulty_variant_after_its_catalogue_entry_builds_nothing(first, second, samples, traces):
+    # make audit's order: the catalogue entry, later its faulty variant, in one process
+    correct = prepare([ROOT / "audits" / "catalogue" / f"{first}.toml"], samples=samples)[0]
+    (faulty,) = prepare([ROOT / "audits" / "faulty" / f"{second}.toml"], samples=samples)
+    jax.clear_caches()
+    with count_programs() as counts:
+        run_audit(correct)
+    assert counts["lowerings"] > 0  # the listener sees JAX's events at all
+    with count_programs() as counts:
+        result = run_audit(faulty)
+    built = {k: v for k, v in counts.items() if k != "traces"}
+    assert built == {}, f"{second}: a second audit built programs: {dict(counts)}"
+    assert counts["traces"] <= traces, f"{second}: traced more than its adaptivity: {counts}"
+    assert result.verdict == "violation"
