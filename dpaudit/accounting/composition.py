@@ -73,7 +73,7 @@ import scipy.special
 from dpaudit.accounting.profiles import (
     DiscretePLD,
     ExactAccounting,
-    compose_pmfs,
+    compose_pmfs_bounded,
     composed_error,
     gaussian_curve,
     gaussian_mu,
@@ -992,13 +992,13 @@ def laplace_group_pld(
         offset, probs, extra = self_compose_pmf(offset, probs, int(count), discretization, budget)
         parts.append((offset, probs))
         margin += extra
-    offset, probs = compose_pmfs(parts)
+    offset, probs, fft_error = compose_pmfs_bounded(parts)
     return DiscretePLD(
         discretization=float(discretization),
         offset=offset,
         probs=probs,
         infinity_mass=0.0,
-        margin=margin + composed_error(errors) + float(probs.size) * _EPS,
+        margin=margin + composed_error(errors) + fft_error,
         estimate=estimate,
     )
 
@@ -1342,8 +1342,8 @@ def _compose_direction(
         folded, margin = (up, margin) if upper else (0.0, margin + down)
         margin += probs.size * _EPS  # FFT round-off of the convolutions (as laplace_pld)
     else:
-        offset, probs = compose_pmfs(pmfs)
-        margin += probs.size * _EPS
+        offset, probs, fft_error = compose_pmfs_bounded(pmfs)
+        margin += fft_error
         offset, probs, folded = fold_tails(offset, probs, tail / 4, pessimistic=upper)
     return DiscretePLD(
         discretization=discretization,

@@ -62,8 +62,10 @@ __all__ = [
     "DiscretePLD",
     "ExactAccounting",
     "compose_pmfs",
+    "compose_pmfs_bounded",
     "composed_error",
     "declared_accounting",
+    "fft_convolution_error",
     "gaussian_curve",
     "gaussian_epsilon",
     "gaussian_mu",
@@ -653,6 +655,90 @@ def composed_error(errors) -> float:
     return min(1.0, total * (1.0 + 2.0 * total))
 
 
+# The FFT error model (docs/composition.md, "Round-off of the convolution trees"): a
+# computed real FFT of length n (forward or inverse, unscaled) is within
+# FFT_ULPS_PER_LEVEL * log2(n) * u / (1 - that) of the exact transform in L2, relative to
+# the exact transform's L2 norm (Higham's Theorem 24.2 gives (1 + 4 sqrt 2) u ~ 6.7 u per
+# binary level for radix 2 with twiddles within u; doubled for pocketfft's radix-3/4/5
+# passes and twiddles). A complex product is within COMPLEX_PRODUCT_ULPS * u relative.
+FFT_ULPS_PER_LEVEL = 16.0
+COMPLEX_PRODUCT_ULPS = 3.0
+_UNIT = _EPS / 2  # unit round-off u = 2^-53
+
+
+def fft_convolution_error(l1_a, l2_a, l1_b, l2_b, n_fft: int, support):
+    """Bound on the L1 error of ``irfft(rfft(a, n) * rfft(b, n), n)[:support]``.
+
+    For float operands ``a``, ``b`` (the exact convolution is of these very operands) with
+    ``n >= support`` and the convolution supported on ``support`` points; holds after
+    negative outputs are clipped to 0 and outputs beyond the support set to 0 (both move
+    every output towards its exact value). Vectorised over rows.
+
+    Args:
+        l1_a, l2_a: ``||a||_1`` and ``||a||_2`` (computed; the factor 1.01 covers their
+            rounding).
+        l1_b, l2_b: the same for ``b``.
+        n_fft: the transform length.
+        support: the number of output points kept (the exact convolution's support).
+
+    Returns:
+        The bound (``sqrt(support)`` times a bound on the L2 error).
+    """
+    levels = FFT_ULPS_PER_LEVEL * math.log2(max(2, n_fft)) * _UNIT
+    g = levels / (1.0 - levels)
+    g_inverse = g + _UNIT * (1.0 + g)  # irfft's scaling by 1/n: one more rounding
+    root_n = math.sqrt(n_fft)
+    err_a, err_b = g * root_n * l2_a, g * root_n * l2_b  # ||E_a||_2, ||E_b||_2
+    spectrum_b = root_n * l2_b + err_b  # ||fl(F b)||_2 (Parseval)
+    product = (
+        err_a * l1_b  # E_a (F b): ||F b||_inf <= ||b||_1
+        + l1_a * err_b  # (F a) E_b
+        + err_a * err_b
+        + COMPLEX_PRODUCT_ULPS * _UNIT * (l1_a + err_a) * spectrum_b  # rounding the product
+    )
+    exact = np.minimum(l1_a * l2_b, l2_a * l1_b)  # ||a * b||_2 (Young)
+    l2_error = product / root_n + g_inverse * (exact + product / root_n)
+    return 1.01 * np.sqrt(support) * l2_error
+
+
+def _direct_convolution_error(l1_a, l1_b, terms: int):
+    """L1 error of a direct convolution, at most ``terms`` products per output.
+
+    Each output is a dot product of at most ``terms`` products: within
+    ``gamma_(terms+1) = (terms + 1) u / (1 - (terms + 1) u)`` of the sum of absolute
+    products (Higham, eq. 3.5); the absolute products sum to ``||a||_1 ||b||_1``.
+    """
+    t = (terms + 1) * _UNIT
+    return 1.01 * t / (1.0 - t) * l1_a * l1_b
+
+
+def _tree_level(rows: np.ndarray, errs: np.ndarray, pair: np.ndarray):
+    """One level of :func:`_batched_tree`: the pairwise products and their L1 error bounds."""
+    out_len = int(pair.max())
+    length = rows.shape[1]
+    l1 = np.sum(np.abs(rows), axis=1)
+    l1_a, l1_b, e_a, e_b = l1[0::2], l1[1::2], errs[0::2], errs[1::2]
+    # the operands are off by e_a, e_b from the exact ones: |a'b' - ab| <= e_a |b'| + |a| e_b
+    propagated = e_a * l1_b + (l1_a + e_a) * e_b
+    if length <= 16:
+        a, b = rows[0::2], rows[1::2]
+        out = np.zeros((a.shape[0], 2 * length - 1))
+        for s in range(length):
+            out[:, s : s + length] += a[:, s : s + 1] * b
+        out = out[:, :out_len]
+        new = _direct_convolution_error(l1_a, l1_b, length)
+    else:
+        n_fft = scipy.fft.next_fast_len(out_len, real=True)
+        spec = scipy.fft.rfft(rows, n=n_fft, axis=1)
+        out = scipy.fft.irfft(spec[0::2] * spec[1::2], n=n_fft, axis=1)[:, :out_len]
+        np.maximum(out, 0.0, out=out)
+        for r in np.flatnonzero(pair < out_len).tolist():  # rows are sorted: few
+            out[r, pair[r] :] = 0.0
+        l2 = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+        new = fft_convolution_error(l1_a, l2[0::2], l1_b, l2[1::2], n_fft, pair)
+    return out, propagated + new
+
+
 def _batched_tree(rows: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
     """Convolve all rows of ``rows (B, W)`` together by a balanced tree of batched FFTs.
 
@@ -661,8 +747,10 @@ def _batched_tree(rows: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
     exact value, zero, so no padding carries round-off into longer and longer supports.
 
     Returns:
-        ``(offset, probs)`` of the convolution, ``probs`` of its exact support length.
+        ``(offset, probs, error)`` of the convolution, ``probs`` of its exact support
+        length, ``error`` a bound on its L1 distance to the exact convolution of the rows.
     """
+    errs = np.zeros(rows.shape[0])
     while rows.shape[0] > 1:
         if rows.shape[0] % 2:
             identity = np.zeros((1, rows.shape[1]))
@@ -670,24 +758,11 @@ def _batched_tree(rows: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
             rows = np.vstack([rows, identity])
             offsets = np.append(offsets, 0)
             lengths = np.append(lengths, 1)
+            errs = np.append(errs, 0.0)
         pair = lengths[0::2] + lengths[1::2] - 1
-        out_len = int(pair.max())
-        length = rows.shape[1]
-        if length <= 16:
-            a, b = rows[0::2], rows[1::2]
-            out = np.zeros((a.shape[0], 2 * length - 1))
-            for s in range(length):
-                out[:, s : s + length] += a[:, s : s + 1] * b
-            out = out[:, :out_len]
-        else:
-            n_fft = scipy.fft.next_fast_len(out_len, real=True)
-            spec = scipy.fft.rfft(rows, n=n_fft, axis=1)
-            out = scipy.fft.irfft(spec[0::2] * spec[1::2], n=n_fft, axis=1)[:, :out_len]
-            np.maximum(out, 0.0, out=out)
-            for r in np.flatnonzero(pair < out_len).tolist():  # rows are sorted: few
-                out[r, pair[r] :] = 0.0
-        rows, offsets, lengths = out, offsets[0::2] + offsets[1::2], pair
-    return int(offsets[0]), rows[0, : int(lengths[0])]
+        rows, errs = _tree_level(rows, errs, pair)
+        offsets, lengths = offsets[0::2] + offsets[1::2], pair
+    return int(offsets[0]), rows[0, : int(lengths[0])], float(errs[0])
 
 
 def _fft_convolve(p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
@@ -713,10 +788,7 @@ def _nonzero_bounds(probs: np.ndarray) -> tuple[int, int] | None:
 
 
 def compose_pmfs(components) -> tuple[int, np.ndarray]:
-    """Convolution of many pmfs on a common integer grid.
-
-    Batched FFT trees per length class, then a heap that always convolves the
-    two shortest parts (small ones directly, large ones by FFT).
+    """Convolution of many pmfs on a common integer grid (:func:`compose_pmfs_bounded`).
 
     Args:
         components: a sequence of ``(offset, probs)``: ``probs[i]`` is the mass
@@ -726,14 +798,34 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
         ``(offset, probs)`` of the convolution (``(0, [1.0])`` for no components; for one
         component its ``probs`` without trailing zeros, a view of the input).
     """
+    offset, probs, _ = compose_pmfs_bounded(components)
+    return offset, probs
+
+
+def compose_pmfs_bounded(components) -> tuple[int, np.ndarray, float]:
+    """Convolution of many pmfs on a common integer grid, with its round-off bound.
+
+    Batched FFT trees per length class, then a heap that always convolves the
+    two shortest parts (small ones directly, large ones by FFT). Each product's error
+    (:func:`fft_convolution_error`, from its operands' L1 and L2 norms) is added to the
+    operands' errors carried through it.
+
+    Args:
+        components: a sequence of ``(offset, probs)``: ``probs[i]`` is the mass
+            at grid index ``offset + i``.
+
+    Returns:
+        ``(offset, probs, error)``: the convolution as for :func:`compose_pmfs`, and a
+        bound on its L1 distance to the exact convolution of the given pmfs.
+    """
     if not components:
-        return 0, np.ones(1)
+        return 0, np.ones(1), 0.0
     if len(components) == 1:  # what the tree below returns for one pmf: a view, not a copy
         offset, probs = components[0]
         probs = np.asarray(probs, dtype=float)
         bounds = _nonzero_bounds(probs)
         end = bounds[1] + 1 if bounds is not None else 1
-        return int(offset), probs[:end]
+        return int(offset), probs[:end], 0.0
     buckets: dict[int, list] = {}
     for offset, probs in components:
         buckets.setdefault(max(0, math.ceil(math.log2(probs.size))), []).append((offset, probs))
@@ -745,23 +837,29 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
         for i, (_, p) in enumerate(items):
             rows[i, : p.size] = p
         offsets = np.array([o for o, _ in items], dtype=np.int64)
-        off, probs = _batched_tree(rows, offsets, lengths)
+        off, probs, error = _batched_tree(rows, offsets, lengths)
         bounds = _nonzero_bounds(probs)
         probs = probs[: bounds[1] + 1] if bounds is not None else probs[:1]
-        parts.append((probs.size, len(parts), off, probs))  # index breaks ties: no array compares
+        parts.append((probs.size, len(parts), off, probs, error))  # index breaks ties
     heapq.heapify(parts)
     tie = len(parts)
     while len(parts) > 1:
-        n1, _, o1, p1 = heapq.heappop(parts)
-        n2, _, o2, p2 = heapq.heappop(parts)
+        n1, _, o1, p1, e1 = heapq.heappop(parts)
+        n2, _, o2, p2, e2 = heapq.heappop(parts)
+        l1_1, l1_2 = float(np.sum(np.abs(p1))), float(np.sum(np.abs(p2)))
+        error = e1 * l1_2 + (l1_1 + e1) * e2
         if min(n1, n2) <= 64:
             p = np.convolve(p1, p2)
+            error += _direct_convolution_error(l1_1, l1_2, min(n1, n2))
         else:
             p = np.maximum(_fft_convolve(p1, p2), 0.0)
-        heapq.heappush(parts, (p.size, tie, o1 + o2, p))
+            n_fft = scipy.fft.next_fast_len(p.size, real=True)
+            l2_1, l2_2 = math.sqrt(float(p1 @ p1)), math.sqrt(float(p2 @ p2))
+            error += float(fft_convolution_error(l1_1, l2_1, l1_2, l2_2, n_fft, p.size))
+        heapq.heappush(parts, (p.size, tie, o1 + o2, p, error))
         tie += 1
-    _, _, offset, probs = parts[0]
-    return offset, probs
+    _, _, offset, probs, error = parts[0]
+    return offset, probs, error
 
 
 def laplace_pld(a, discretization: float = 1e-4, *, estimate: str = "pessimistic") -> DiscretePLD:
@@ -793,13 +891,13 @@ def laplace_pld(a, discretization: float = 1e-4, *, estimate: str = "pessimistic
         raise ValueError(f"estimate must be 'pessimistic' or 'optimistic', got {estimate!r}.")
     a = a[a > 0]
     components, errors = laplace_components(a, discretization, estimate)
-    offset, probs = compose_pmfs(components)
+    offset, probs, fft_error = compose_pmfs_bounded(components)
     return DiscretePLD(
         discretization=float(discretization),
         offset=offset,
         probs=probs,
         infinity_mass=0.0,
-        margin=composed_error(errors) + float(probs.size) * _EPS,
+        margin=composed_error(errors) + fft_error,
         estimate=estimate,
     )
 

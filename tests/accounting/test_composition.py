@@ -245,8 +245,9 @@ def test_many_laplace_components_equal_the_plain_convolution(monkeypatch):
     eps = np.linspace(-1.0, 0.99 * acc.sup_loss, 60)
     for estimate, ours in (("pessimistic", acc.delta_upper), ("optimistic", acc.delta_lower)):
         plain = laplace_pld(a, 1e-3, estimate=estimate).delta(eps)
-        # the two differ by round-off only: 64 ulp per closed-form pmf against N ulp in all
-        np.testing.assert_allclose(ours(eps), plain, rtol=1e-9, atol=1e-11)
+        # the two differ by round-off and its charge only: the plain tree's derived FFT bound
+        # (3.3e-11 here, docs/composition.md) against the windowed tree's N eps
+        np.testing.assert_allclose(ours(eps), plain, rtol=1e-9, atol=1e-10)
     ref = _dp_composed(
         [
             dp_pld.from_laplace_mechanism(

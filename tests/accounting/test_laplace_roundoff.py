@@ -16,7 +16,9 @@ every part, margin ``N eps``) fail ``test_composed_pmf_within_the_margin`` at K 
 within ``N eps``); the closed forms used below ``a = 2 d`` fail
 ``test_part_pmfs_within_their_bounds`` (0.15 in L1); the margin without the parts' bounds
 fails ``test_margin_is_the_documented_sum`` (with closed forms the measured distance alone
-stays within ``N eps``).
+stays within ``N eps``). Since session 13 the FFT round-off is the derived bound of
+``compose_pmfs_bounded`` instead of ``N eps``; ``test_composed_pmf_within_the_margin``
+reports both beside the observed distance.
 """
 
 import importlib.util
@@ -27,6 +29,7 @@ import numpy as np
 import pytest
 
 from dpaudit.accounting.profiles import (
+    compose_pmfs_bounded,
     composed_error,
     laplace_components,
     laplace_pld,
@@ -90,6 +93,15 @@ def _reference(a, d: float, estimate: str):
     return offset, out
 
 
+def _convolve_computed(pmfs):
+    """The computed part pmfs convolved directly in extended precision (exact sums of floats
+    to 2^-64 relative per step)."""
+    out = np.ones(1, dtype=np.longdouble)
+    for _, probs in pmfs:
+        out = np.convolve(out, np.asarray(probs, dtype=np.longdouble))
+    return out
+
+
 def _curve(offset, probs, d, eps):
     losses = d * (offset + np.arange(probs.size, dtype=np.longdouble))
     weights = -np.expm1(np.longdouble(eps) - losses)
@@ -126,6 +138,12 @@ def test_composed_pmf_within_the_margin(k, d, high, estimate):
     distance = float(np.sum(np.abs(head - exact)))
     # the reference's own error: 2^-64 per mass and per convolution step, far below 1e-15
     assert distance <= pld.margin, (distance, pld.margin)
+    # the FFT tree's share alone covers the distance to the exact convolution of the
+    # computed parts (the parts' own bounds are checked in test_part_pmfs_within_their_bounds)
+    pmfs, _ = laplace_components(a, d, estimate)
+    _, _, fft_bound = compose_pmfs_bounded(pmfs)
+    parts_exact = _convolve_computed(pmfs)
+    assert float(np.sum(np.abs(head - parts_exact))) <= fft_bound
     eps_grid = np.linspace(-0.2, float(np.sum(a)), 25)
     ours = pld.delta(eps_grid)
     truth = np.array([_curve(offset, exact, d, e) for e in eps_grid])
@@ -140,12 +158,12 @@ def test_composed_pmf_within_the_margin(k, d, high, estimate):
 
 
 def test_margin_is_the_documented_sum():
-    """N eps for the FFT plus the parts' bounds, composed: no more and no less."""
+    """The FFT tree's bound plus the parts' bounds, composed: no more and no less."""
     a = np.random.default_rng(3).uniform(0.001, 0.02, 50)
     for estimate in ("pessimistic", "optimistic"):
         pld = laplace_pld(a, 1e-4, estimate=estimate)
-        _, errors = laplace_components(a, 1e-4, estimate)
-        expected = composed_error(errors) + pld.probs.size * np.finfo(float).eps
+        pmfs, errors = laplace_components(a, 1e-4, estimate)
+        expected = composed_error(errors) + compose_pmfs_bounded(pmfs)[2]
         assert pld.margin == expected
         assert composed_error(errors) >= np.sum(errors)
 

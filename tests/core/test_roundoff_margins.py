@@ -5,7 +5,7 @@ Each margin is checked against a higher-precision evaluation of the computation 
 documented size (loosening it tenfold fails the pin on the derivation).
 
 Mutation checks: ``margin=0`` in ``laplace_pld`` fails
-``test_fft_margin_covers_the_convolution_error``; ``N * 10 * eps`` fails its pin.
+``test_fft_margin_covers_the_convolution_error``; ``10 *`` the tree's bound fails its pin.
 ``gaussian_curve_error`` returning 0 fails ``test_gaussian_curve_error_bounds_the_evaluation``
 (and times 10 its ratio pin); ``_CURVE_RTOL = 1e-11`` or ``0`` fails
 ``test_curve_inflation_without_a_derived_bound_is_relative_1e_12``. ``8 * _EPS`` -> ``0`` in ``log_bracket`` fails ``test_log_bracket_contains_the_log``;
@@ -21,6 +21,7 @@ from dpaudit.accounting.calibration import gaussian_delta
 from dpaudit.accounting.composition import upper_curve_values
 from dpaudit.accounting.profiles import (
     compose_pmfs,
+    compose_pmfs_bounded,
     composed_error,
     laplace_components,
     laplace_pld,
@@ -52,9 +53,9 @@ def test_fft_margin_covers_the_convolution_error():
     head = probs[: exact.size].astype(np.longdouble)
     error = float(np.sum(np.abs(head - exact)) + np.sum(np.abs(probs[exact.size :])))
     assert 0 < error <= pld.margin  # removing the margin leaves the error uncovered
-    # the documented N 2^-52 plus the parts' own round-off (laplace_components), not looser
+    # the tree's derived bound plus the parts' own round-off (laplace_components), not looser
     _, errors = laplace_components(a, 1e-3, "pessimistic")
-    assert pld.margin == probs.size * 2 * U + composed_error(errors)
+    assert pld.margin == compose_pmfs_bounded(components)[2] + composed_error(errors)
 
 
 def test_gaussian_curve_error_bounds_the_evaluation():

@@ -1,0 +1,148 @@
+"""The FFT convolution trees' round-off bound (``compose_pmfs_bounded``) against its model.
+
+The bound rests on one assumption, the FFT error model (a computed real FFT of length
+``n`` is within ``FFT_ULPS_PER_LEVEL log2(n) u`` of the exact one in L2, relative), and
+on a derivation from it (docs/composition.md, "Round-off of the convolution trees").
+The model is checked here against extended-precision transforms; the derivation against
+spectrum errors the model admits, placed where they do the most harm (at frequency 0,
+where a non-negative operand's spectrum is largest, so the error reaches every output
+point); the composition against exact references, including concentrated operands for
+which the former ``N eps`` charge was below the bound.
+
+Mutation checks: ``fft_convolution_error`` without ``sqrt(support)``, or without either
+cross term ``err_a * l1_b`` / ``l1_a * err_b``, fails
+``test_bound_covers_admissible_spectrum_errors``; ``_tree_level`` or the heap without the
+propagated errors fails ``test_tree_carries_the_errors_of_its_operands``.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.fft
+
+from dpaudit.accounting import profiles
+from dpaudit.accounting.profiles import compose_pmfs_bounded, fft_convolution_error
+
+U = 2.0**-53
+EXTENDED = np.finfo(np.longdouble).eps < np.finfo(np.float64).eps
+
+
+def _level_error(n: int) -> float:
+    levels = profiles.FFT_ULPS_PER_LEVEL * math.log2(n) * U
+    return levels / (1.0 - levels)
+
+
+@pytest.mark.skipif(not EXTENDED, reason="no extended precision on this platform")
+@pytest.mark.parametrize("n", [96, 625, 4096, 20_000, 59_049])
+def test_fft_model_against_extended_precision(n):
+    """Forward and inverse transforms of spread and spiky inputs are within the model."""
+    rng = np.random.default_rng(n)
+    spike = np.full(n, 1e-3 / n)
+    spike[n // 3] = 1.0
+    for x in (rng.random(n), spike, np.exp(-np.arange(n) / 50.0)):
+        exact = scipy.fft.rfft(x.astype(np.longdouble))
+        forward = np.linalg.norm((scipy.fft.rfft(x) - exact).astype(np.clongdouble))
+        assert float(forward / np.linalg.norm(exact)) <= _level_error(n)
+        spectrum = exact.astype(complex)  # an inverse of a float64 spectrum
+        reference = scipy.fft.irfft(spectrum.astype(np.clongdouble), n=n)
+        inverse = np.linalg.norm(scipy.fft.irfft(spectrum, n=n) - reference)
+        assert float(inverse / np.linalg.norm(reference)) <= _level_error(n)
+
+
+def _two_point(n: int, first: float) -> np.ndarray:
+    p = np.zeros(n)
+    p[0], p[-1] = first, 1.0 - first
+    return p
+
+
+def _wide(n: int) -> np.ndarray:
+    p = np.random.default_rng(n).random(n)
+    return p / p.sum()
+
+
+OPERANDS = {
+    "concentrated * wide": (lambda n: _two_point(n, 0.999), _wide),
+    "wide * concentrated": (_wide, lambda n: _two_point(n, 0.999)),
+    "concentrated * concentrated": (lambda n: _two_point(n, 0.6), lambda n: _two_point(n, 0.9)),
+    "wide * wide": (_wide, lambda n: _wide(n + 1)[:n] / _wide(n + 1)[:n].sum()),
+}
+
+
+def _norms(p):
+    return float(np.sum(np.abs(p))), math.sqrt(float(p @ p))
+
+
+@pytest.mark.parametrize("which", ["a", "b", "both"])
+@pytest.mark.parametrize("case", list(OPERANDS))
+def test_bound_covers_admissible_spectrum_errors(case, which):
+    """Spectrum errors of the full admitted size at frequency 0 stay within the bound."""
+    n = 3000
+    a, b = (make(n) for make in OPERANDS[case])
+    support = 2 * n - 1
+    n_fft = scipy.fft.next_fast_len(support, real=True)
+    g = _level_error(n_fft)
+    spec_a, spec_b = scipy.fft.rfft(a, n=n_fft), scipy.fft.rfft(b, n=n_fft)
+    # ||F x||_2 = sqrt(n) ||x||_2: an error of g times that, all at frequency 0
+    if which in ("a", "both"):
+        spec_a[0] += g * math.sqrt(n_fft) * math.sqrt(float(a @ a))
+    if which in ("b", "both"):
+        spec_b[0] += g * math.sqrt(n_fft) * math.sqrt(float(b @ b))
+    out = np.maximum(scipy.fft.irfft(spec_a * spec_b, n=n_fft)[:support], 0.0)
+    exact = np.convolve(a.astype(np.longdouble), b.astype(np.longdouble))
+    observed = float(np.sum(np.abs(out - exact)))
+    bound = float(fft_convolution_error(*_norms(a), *_norms(b), n_fft, support))
+    assert observed <= bound, (observed, bound)
+
+
+def _exact(components):
+    offset, out = 0, np.ones(1, dtype=np.longdouble)
+    for o, p in components:
+        out, offset = np.convolve(out, np.asarray(p, dtype=np.longdouble)), offset + o
+    return offset, out
+
+
+def _distance(result, reference) -> float:
+    (offset, probs), (ref_offset, exact) = result, reference
+    assert offset == ref_offset and probs.size <= exact.size
+    head = np.zeros(exact.size, dtype=np.longdouble)
+    head[: probs.size] = probs
+    return float(np.sum(np.abs(head - exact)))
+
+
+@pytest.mark.parametrize("case", list(OPERANDS))
+def test_concentrated_operands_within_the_bound(case):
+    """Two pmfs of 20 000 points (one batched FFT) against the exact product."""
+    n = 20_000
+    a, b = (make(n) for make in OPERANDS[case])
+    offset, probs, bound = compose_pmfs_bounded([(0, a), (3, b)])
+    observed = _distance((offset, probs), _exact([(0, a), (3, b)]))
+    assert observed <= bound, (observed, bound)
+    if case == "concentrated * concentrated":  # where the former N eps fell short of it
+        assert bound > probs.size * np.finfo(float).eps
+
+
+def test_tree_carries_the_errors_of_its_operands():
+    """Composing four parts costs at least the two pairs' errors (each carried at mass 1)."""
+    rng = np.random.default_rng(5)
+    parts = [(0, p / p.sum()) for p in rng.random((4, 5000))]
+    bound = compose_pmfs_bounded(parts)[2]
+    pairs = compose_pmfs_bounded(parts[:2])[2] + compose_pmfs_bounded(parts[2:])[2]
+    assert bound >= pairs * (1 - 1e-9)
+    # a second length class (one point): the heap carries the tree's error through its product
+    heap = [parts[0], (7, np.ones(1)), parts[2]]
+    assert compose_pmfs_bounded(heap)[2] >= compose_pmfs_bounded(heap[::2])[2] * (1 - 1e-9)
+
+
+@pytest.mark.skipif(not EXTENDED, reason="no extended precision on this platform")
+def test_mixed_tree_within_the_bound():
+    """Batched trees of several length classes, direct and FFT products, then the heap."""
+    rng = np.random.default_rng(11)
+    sizes = [2, 3, 9, 17, 40, 70, 130, 300, 301, 1200, 1500, 4000]
+    parts = []
+    for i, m in enumerate(sizes):
+        p = rng.random(m) ** 8  # spiky
+        parts.append((i - 3, p / p.sum()))
+    offset, probs, bound = compose_pmfs_bounded(parts)
+    assert _distance((offset, probs), _exact(parts)) <= bound
+    assert bound > 0
