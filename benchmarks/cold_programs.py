@@ -113,7 +113,9 @@ def _report(recorder: Recorder, top: int) -> dict:
         per_spec[spec][kind + "_s"] += seconds
         per_name[name][kind] += 1
         per_name[name][kind + "_s"] += seconds
-    print("\n| spec | compiled | compile s | cache loads | traces | trace+lower s | RSS GB | peak GB |")
+    print(
+        "\n| spec | compiled | compile s | cache loads | traces | trace+lower s | RSS GB | peak GB |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for spec, c in per_spec.items():
         _, rss, peak = recorder.memory.get(spec, (0, 0, 0))
@@ -146,6 +148,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="+", help="spec files or folders")
     parser.add_argument("-k", default=None, help="the CLI's -k filter")
+    parser.add_argument("--samples", default=None, help="the CLI's --samples (counts only)")
     parser.add_argument("--cache-dir", default=None, help="compilation cache (default: empty)")
     parser.add_argument("--json", default=None, help="write every event here")
     parser.add_argument("--top", type=int, default=40, help="programs listed")
@@ -157,6 +160,7 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache_dir or os.path.join(tmp, "jax")
         extra = ["-k", args.k] if args.k else []
+        extra += ["--samples", args.samples] if args.samples else []
         code = cli.main(
             ["audit", *args.targets, *extra, "-q", "--report", tmp + "/r", "--cache-dir", cache]
         )
