@@ -3,9 +3,12 @@ r"""Loss kernels: stream a chunk of privacy losses into the hockey-stick state, 
 A :class:`LossKernel` is ``(init, step, release)`` for one direction:
 ``init(G)`` is an empty :class:`~dpaudit.estimation.pld.HockeyStickState`;
 ``step(state, key, epsilons, n_valid, n)`` draws ``n`` releases with ``key``,
-evaluates their losses and folds the first ``n_valid`` into the state (jitted:
-one compilation per shape); ``release(key, n, index)`` regenerates release
-``index`` of the chunk drawn with ``key`` (the hot loop never keeps draws).
+evaluates their losses, folds the first ``n_valid`` into the state and, on the
+density and model routes, returns the release of the largest loss beside them (jitted:
+one compilation per shape; no second program per shape draws the chunk again);
+``release(key, n, index)`` regenerates release ``index`` of the chunk drawn with
+``key`` (the closed form's largest loss, whose draws stay fused in its step, and a NaN
+loss's release to diagnose it).
 
 Routes (see :mod:`dpaudit.model.loss`): ``"closed-form"`` (the Radon–Nikodym form
 in noise coordinates), ``"density"`` (the two ``log_prob``), ``"model"``
@@ -51,8 +54,9 @@ class LossKernel(NamedTuple):
         dist_p: the release law the releases are drawn from.
         dist_q: the other release law.
         init: ``init(G) -> HockeyStickState`` for a grid of ``G`` epsilons.
-        step: ``step(state, key, epsilons, n_valid, n) -> (state, losses, top, index)``:
-            the new state, the chunk's ``n`` losses, its largest valid loss and where.
+        step: ``step(state, key, epsilons, n_valid, n) -> (state, losses, top, index,
+            draw)``: the new state, the chunk's ``n`` losses, its largest valid loss, where,
+            and the release there (``None`` for the closed form: ``release`` draws it).
         release: ``release(key, n, index) -> numpy release`` of a chunk drawn with ``key``.
     """
 
@@ -85,6 +89,17 @@ def fold_chunk(state: HockeyStickState, loss, epsilons, n_valid):
     masked = jnp.where(mask & ~jnp.isnan(loss), loss, -jnp.inf)
     best = jnp.argmax(masked)
     return state, loss, masked[best], best
+
+
+def _fold_keeping(state: HockeyStickState, loss, draws, epsilons, n_valid):
+    """:func:`fold_chunk`, and the draw of the largest valid loss (row ``index`` of ``draws``).
+
+    The density route holds its draws anyway (both log densities read them): returning one
+    row of them changes neither the losses' bits nor the step's time (measured,
+    BENCHMARKS.md), and saves a second program per shape that drew the chunk again.
+    """
+    state, loss, top, index = fold_chunk(state, loss, epsilons, n_valid)
+    return state, loss, top, index, draws[index]
 
 
 # Module-level jits: their caches outlive an audit, so a second audit with the same
@@ -131,10 +146,18 @@ def batched_density_losses(key, dist_p, dist_q, n: int, batch: int) -> jax.Array
     return jax.lax.map(losses, batches).reshape(-1)[:n]
 
 
+def _density_losses_and_draws(key, dist_p, dist_q, n: int, batch: int):
+    """:func:`batched_density_losses` and the ``n`` draws it evaluated (traceable)."""
+    x = dist_p.sample(key, (n,))
+    if batch >= n:  # density_losses, on the same draws
+        return loss_at_releases(dist_p, dist_q, x), x
+    return batched_density_losses(key, dist_p, dist_q, n, batch), x
+
+
 @partial(law_jit, static_argnames=("n", "batch"))
 def _density_step(state, key, dist_p, dist_q, epsilons, n_valid, *, n, batch):
-    losses = batched_density_losses(key, dist_p, dist_q, n, batch)
-    return fold_chunk(state, losses, epsilons, n_valid)
+    losses, x = _density_losses_and_draws(key, dist_p, dist_q, n, batch)
+    return _fold_keeping(state, losses, x, epsilons, n_valid)
 
 
 def _closed_form_kernel(shift: NoiseShift, dist_p, dist_q) -> LossKernel:
@@ -144,9 +167,12 @@ def _closed_form_kernel(shift: NoiseShift, dist_p, dist_q) -> LossKernel:
     sigma, singular = np.asarray(shift.sigma, dtype=np.float64), np.asarray(shift.singular)
 
     def step(state, key, epsilons, n_valid, n):
-        return _closed_form_step(
+        # no draw: returning one would change how XLA fuses the draws into the losses (their
+        # last bits) or draw the chunk twice; the release is regenerated at the end
+        state, loss, top, index = _closed_form_step(
             state, key, h, eigenvalues, sigma, singular, epsilons, n_valid, n=n, family=shift.family
         )
+        return state, loss, top, index, None
 
     def release(key, n: int, index: int) -> np.ndarray:
         z = _draws_jit(key, eigenvalues, sigma, n=n, family=shift.family)
@@ -190,8 +216,8 @@ def _density_kernel(dist_p, dist_q) -> LossKernel:
 
             @jax.jit
             def step(state, key, epsilons, n_valid):
-                losses = batched_density_losses(key, dist_p, dist_q, n, batch)
-                return fold_chunk(state, losses, epsilons, n_valid)
+                losses, x = _density_losses_and_draws(key, dist_p, dist_q, n, batch)
+                return _fold_keeping(state, losses, x, epsilons, n_valid)
 
             closed[n] = step
         return closed[n]
@@ -214,7 +240,8 @@ def _model_kernel(mechanism, data_p, data_q, dist_p, dist_q) -> LossKernel:
         loss = combine_log_probs(
             model_log_prob(mechanism, data_p, x), model_log_prob(mechanism, data_q, x)
         )
-        return _fold_jit(state, loss, epsilons, n_valid)
+        state, loss, top, index = _fold_jit(state, loss, epsilons, n_valid)
+        return state, loss, top, index, np.asarray(x)[int(index)]  # on the host: no program
 
     return LossKernel("model", dist_p, dist_q, init_hockey_stick, step, _sample_release(dist_p))
 

@@ -164,12 +164,14 @@ class ChunkPart(NamedTuple):
         top: its largest valid loss (``-inf`` when none).
         where: the index of that loss in the chunk.
         kept: the chunk's losses among the first ``keep_samples`` of the direction.
+        draw: the release with that loss when the kernel's step returned it, else ``None``.
     """
 
     state: HockeyStickState
     top: float
     where: int
     kept: np.ndarray
+    draw: np.ndarray | None = None
 
 
 class DirectionState(NamedTuple):
@@ -184,14 +186,15 @@ class DirectionState(NamedTuple):
     Attributes:
         folded: the hockey-stick state of chunks ``0 .. folded_chunks - 1`` (numpy).
         folded_chunks: how many leading chunks are folded.
-        best: ``(loss, chunk, index)`` of the first largest loss among the folded chunks.
+        best: ``(loss, chunk, index, release)`` of the first largest loss among the folded
+            chunks (``release``: as the step returned it, or ``None``).
         kept: the kept losses of the folded chunks, in order.
         pending: chunk index -> :class:`ChunkPart` of chunks not yet folded.
     """
 
     folded: HockeyStickState
     folded_chunks: int
-    best: tuple[float, int, int]
+    best: tuple[float, int, int, np.ndarray | None]
     kept: tuple[np.ndarray, ...]
     pending: dict
 
@@ -217,7 +220,7 @@ def init_direction(settings: RunSettings) -> DirectionState:
         A :class:`DirectionState`.
     """
     return DirectionState(
-        _host(init_hockey_stick(settings.grid.size)), 0, (-math.inf, -1, -1), (), {}
+        _host(init_hockey_stick(settings.grid.size)), 0, (-math.inf, -1, -1, None), (), {}
     )
 
 
@@ -240,7 +243,7 @@ def chunk_part(kernel: LossKernel, d_index: int, key, settings: RunSettings, c: 
     s = settings
     n_valid = min(s.chunk, s.samples - c * s.chunk)
     chunk_key = _fold_in(_fold_in(key, d_index), c)
-    state, loss, top, where = kernel.step(
+    state, loss, top, where, draw = kernel.step(
         kernel.init(s.grid.size), chunk_key, np.asarray(s.grid, dtype=np.float64), n_valid, s.chunk
     )
 
@@ -251,7 +254,8 @@ def chunk_part(kernel: LossKernel, d_index: int, key, settings: RunSettings, c: 
     _raise_on_nan(state, s.name, d_index, cause)
     head = max(0, min(n_valid, s.keep_samples - c * s.chunk))
     kept = np.asarray(loss[:head]) if head else np.zeros(0)
-    return ChunkPart(_host(state), float(top), int(where), kept)
+    draw = None if draw is None else np.asarray(draw)
+    return ChunkPart(_host(state), float(top), int(where), kept, draw)
 
 
 def _fold(state: DirectionState) -> DirectionState:
@@ -266,7 +270,7 @@ def _fold(state: DirectionState) -> DirectionState:
         empty = c == 0 and float(folded.count) == 0.0
         folded = part.state if empty else _host(_merge_jit(folded, part.state))
         if part.top > best[0]:
-            best = (part.top, c, part.where)
+            best = (part.top, c, part.where, part.draw)
         if part.kept.size:
             kept = (*kept, part.kept)
         c += 1
@@ -294,7 +298,7 @@ def step_direction(
     """
     part = chunk_part(kernel, d_index, key, settings, c)
     return merge_direction(
-        state, DirectionState(state.folded, 0, (-math.inf, -1, -1), (), {c: part})
+        state, DirectionState(state.folded, 0, (-math.inf, -1, -1, None), (), {c: part})
     )
 
 
@@ -349,9 +353,8 @@ def finish_direction(
         )
     losses = np.concatenate(state.kept) if state.kept else np.zeros(0)
     result = direction_result(d_index, state.folded, losses, settings)
-    best_loss, c, where = state.best
-    best_release = None
-    if c >= 0:
+    best_loss, c, where, best_release = state.best
+    if c >= 0 and best_release is None:  # the closed form: its chunk drawn again
         best_release = kernel.release(_fold_in(_fold_in(key, d_index), c), settings.chunk, where)
     return DirectionRun(result, best_loss, best_release)
 
@@ -540,13 +543,13 @@ def _pilot_top(kernels, key, chunk: int, samples: int) -> float:
     shape = chunk if kernels[0].route == "closed-form" else n_valid
     for d_index, kernel in enumerate(kernels):
         state = init_hockey_stick(GRID_POINTS + 1)
-        _, loss, _, _ = kernel.step(
+        loss = kernel.step(
             state,
             _fold_in(key, _PILOT_KEY_OFFSET + d_index),
             np.zeros(GRID_POINTS + 1),
             n_valid,
             shape,
-        )
+        )[1]
         loss = np.asarray(loss)[:n_valid]
         finite = loss[np.isfinite(loss)]
         if finite.size:
