@@ -14,6 +14,7 @@ Prints one line per (setting, group) and the totals; each setting's exit codes t
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,7 @@ def run(groups, cache_on):
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                    "-p", "compile_tally", *group.split()]  # fmt: skip
         codes.append(subprocess.run(command, cwd=ROOT, env=env, capture_output=True).returncode)
+    shutil.rmtree(folder, ignore_errors=True)
     return out.read_text().splitlines(), codes
 
 
