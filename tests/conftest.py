@@ -22,14 +22,19 @@ import dpaudit.core.compilation_cache as compilation_cache
 import dpaudit.core.memory
 import dpaudit.testing.plugin  # (registers the dpaudit-ci / dpaudit-long profiles)
 
-# One persistent compilation cache per test run, shared by its processes (the xdist workers,
-# the `dpaudit` subprocesses and spawned suite workers of the tests): the process that starts
-# the run makes an empty folder, every process of the run compiles into it and reads from it,
-# the starting process deletes it at the end. Never the user's cache. DPAUDIT_TEST_CACHE=0
-# compiles without it (DPAUDIT_TEST_CACHE_DIR names a folder to keep). Files that count
-# compilations compile without it (COUNTING_FILES, below).
+# One persistent compilation cache per test run, on request (DPAUDIT_TEST_CACHE=1, or
+# DPAUDIT_TEST_CACHE_DIR=DIR to keep the run's folder in DIR), shared by the run's processes
+# (the xdist workers, the `dpaudit` subprocesses and spawned suite workers of the tests): the
+# process that starts the run makes an empty folder, every process of the run compiles into
+# it and reads from it, the starting process deletes it at the end. Never the user's cache.
+# Off by default: measured on 8 files, it saved 19 % CPU with the files' two processes one
+# after the other but nothing under `-n 2` (BENCHMARKS.md, "Default suite, session 13").
+# Files that count compilations compile without it (COUNTING_FILES, below). Without it the
+# suite compiles without any persistent cache (DPAUDIT_CACHE=0, inherited by subprocesses).
 # tests/core/test_compilation_cache.py turns the cache on in its own tmp folders.
-RUN_CACHE_ON = os.environ.get("DPAUDIT_TEST_CACHE", "1").strip().lower() not in {"0", "off"}
+RUN_CACHE_ON = bool(os.environ.get("DPAUDIT_TEST_CACHE_DIR")) or os.environ.get(
+    "DPAUDIT_TEST_CACHE", ""
+).strip().lower() in {"1", "on", "yes", "true"}
 OWN_RUN_CACHE = RUN_CACHE_ON and not os.environ.get("DPAUDIT_TEST_CACHE_DIR")
 if OWN_RUN_CACHE:
     os.environ["DPAUDIT_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpaudit-test-jax-")
