@@ -27,8 +27,9 @@ import dpaudit.testing.plugin  # (registers the dpaudit-ci / dpaudit-long profil
 # (the xdist workers, the `dpaudit` subprocesses and spawned suite workers of the tests): the
 # process that starts the run makes an empty folder, every process of the run compiles into
 # it and reads from it, the starting process deletes it at the end. Never the user's cache.
-# Off by default: measured on 8 files, it saved 19 % CPU with the files' two processes one
-# after the other but nothing under `-n 2` (BENCHMARKS.md, "Default suite, session 13").
+# Off by default: on 8 files under `-n 2` it saved 0-8 % CPU in three pairs of runs (wall
+# 0.52x in the quietest pair), not yet measured on a whole run (BENCHMARKS.md, "Default
+# suite, session 13").
 # Files that count compilations compile without it (COUNTING_FILES, below). Without it the
 # suite compiles without any persistent cache (DPAUDIT_CACHE=0, inherited by subprocesses).
 # tests/core/test_compilation_cache.py turns the cache on in its own tmp folders.
