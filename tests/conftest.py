@@ -10,11 +10,9 @@ reproducible; ``HYPOTHESIS_PROFILE=long`` explores far more examples locally.
 """
 
 import os
+import shutil
+import tempfile
 
-# The suite compiles without the persistent compilation cache (the compilation-count tests
-# count backend compilations; a cache hit is none), and writes nothing to the user's cache.
-# Subprocesses inherit it. tests/core/test_compilation_cache.py turns it on in tmp folders.
-os.environ["DPAUDIT_CACHE"] = "0"
 # The suite's xdist workers take a core each: no draw helper process beside them (it cannot
 # pay, and each would hold ~190 MB). tests/blackbox/test_draw_helper.py turns it on.
 os.environ.setdefault("DPAUDIT_DRAW_HELPER", "off")
@@ -24,8 +22,95 @@ import pytest
 from hypothesis import settings
 
 import dpaudit  # enables jax_enable_x64
+import dpaudit.core.compilation_cache as compilation_cache
 import dpaudit.core.memory
 import dpaudit.testing.plugin  # (registers the dpaudit-ci / dpaudit-long profiles)
+
+# One persistent compilation cache per test run, on request (DPAUDIT_TEST_CACHE=1, or
+# DPAUDIT_TEST_CACHE_DIR=DIR to keep the run's folder in DIR), shared by the run's processes
+# (the xdist workers, the `dpaudit` subprocesses and spawned suite workers of the tests): the
+# process that starts the run makes an empty folder, every process of the run compiles into
+# it and reads from it, the starting process deletes it at the end. Never the user's cache.
+# Off by default: on 8 files under `-n 2` it saved 0-8 % CPU in three pairs of runs (wall
+# 0.52x in the quietest pair), not yet measured on a whole run (BENCHMARKS.md, "Default
+# suite, session 13").
+# Files that count compilations compile without it (COUNTING_FILES, below). Without it the
+# suite compiles without any persistent cache (DPAUDIT_CACHE=0, inherited by subprocesses).
+# tests/core/test_compilation_cache.py turns the cache on in its own tmp folders.
+RUN_CACHE_ON = bool(os.environ.get("DPAUDIT_TEST_CACHE_DIR")) or os.environ.get(
+    "DPAUDIT_TEST_CACHE", ""
+).strip().lower() in {"1", "on", "yes", "true"}
+OWN_RUN_CACHE = RUN_CACHE_ON and not os.environ.get("DPAUDIT_TEST_CACHE_DIR")
+if OWN_RUN_CACHE:
+    os.environ["DPAUDIT_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpaudit-test-jax-")
+if RUN_CACHE_ON:
+    os.environ["DPAUDIT_CACHE"] = "1"
+    os.environ["DPAUDIT_CACHE_DIR"] = os.environ["DPAUDIT_TEST_CACHE_DIR"]
+else:
+    os.environ["DPAUDIT_CACHE"] = "0"
+
+RUN_CACHE_DIR = os.environ["DPAUDIT_TEST_CACHE_DIR"] if RUN_CACHE_ON else None
+if RUN_CACHE_DIR:
+    compilation_cache.enable_compilation_cache(RUN_CACHE_DIR)
+
+
+def pytest_configure(config):
+    """Two processes of the run may compile one program at once: a process that reads the
+    entry while the other still writes it warns, deletes the entry and compiles the program
+    itself (dpaudit.core.compilation_cache), with the same result. Not a test failure."""
+    if RUN_CACHE_DIR:
+        config.addinivalue_line(
+            "filterwarnings", "ignore:Error reading persistent compilation cache entry"
+        )
+
+
+def pytest_unconfigure(config):
+    """The process that made the run's cache folder deletes it."""
+    if OWN_RUN_CACHE and not os.environ.get("PYTEST_XDIST_WORKER"):
+        shutil.rmtree(RUN_CACHE_DIR, ignore_errors=True)
+
+
+# Test files that count compilations, traces or cache entries in their own process: their
+# tests compile without the run's cache (a program read back from it is no compilation, so a
+# count would depend on what another process compiled first). tests/test_run_cache.py checks
+# that every file using jax.monitoring, compile_counts or the cache is listed.
+COUNTING_FILES = (
+    "tests/blackbox/test_blackbox_selection_cost.py",
+    "tests/cli/test_prepare_cost.py",
+    "tests/cli/test_validate_cost.py",
+    "tests/core/test_arrays.py",
+    "tests/core/test_compilation_cache.py",
+    "tests/core/test_memory.py",
+    "tests/mechanisms/test_dpsgd_costs.py",
+    "tests/model/test_parameter_checks.py",
+    "tests/model/test_traced_randomness.py",
+    "tests/whitebox/test_continuous_latent.py",
+    "tests/whitebox/test_engine.py",
+    "tests/whitebox/test_first_audit_programs.py",
+    "tests/whitebox/test_heavy_compiles.py",
+    "tests/whitebox/test_second_audit_programs.py",
+    "tests/whitebox/test_svt_certificate_programs.py",
+)
+
+
+def run_cache_for(nodeid: str) -> str | None:
+    """The compilation cache folder for a test (its node id): the run's, or ``None`` (off)."""
+    return None if nodeid.split("::")[0] in COUNTING_FILES else RUN_CACHE_DIR
+
+
+@pytest.fixture(autouse=True)
+def _run_cache_for_this_test(request):
+    """Tests of COUNTING_FILES compile without the run's cache, every other test with it
+    (set again after a test that changed the cache choice, as the CLI's --no-cache does)."""
+    folder = run_cache_for(request.node.nodeid)
+    if folder is None and RUN_CACHE_DIR is not None:
+        compilation_cache.disable_compilation_cache()
+    elif folder is not None and jax.config.jax_compilation_cache_dir != folder:
+        compilation_cache.enable_compilation_cache(folder)
+    yield
+    if folder is None and RUN_CACHE_DIR is not None:
+        compilation_cache.enable_compilation_cache(RUN_CACHE_DIR)
+
 
 # A suite of several audits run in-process (``main(["audit", DIR])``) drops JAX's compiled
 # programs between its audits once the process holds more than SUITE_MEMORY_BYTES (1.2 GB,
@@ -84,6 +169,7 @@ HEAVY_FILES = (
     "tests/whitebox/test_parameterisations.py",
     "tests/accounting/test_suprema.py",
     "tests/blackbox/test_ratio_bound.py",
+    "tests/runtime/test_shards.py",
     "tests/runtime/test_suite_workers.py",
     "tests/cli/test_explain.py",
     "tests/mechanisms/test_private_bandwidth.py",

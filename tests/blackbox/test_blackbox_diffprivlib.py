@@ -19,12 +19,18 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-with warnings.catch_warnings():  # a library's import-time deprecations are not ours to fail on
-    warnings.simplefilter("ignore")
-    # ImportError too: diffprivlib 0.6.6 installed beside scikit-learn >= 1.9 fails to import
-    diffprivlib = pytest.importorskip(
-        "diffprivlib", reason="the 'libraries' extra is not installed", exc_type=ImportError
-    )
+
+@pytest.fixture(scope="module", autouse=True)
+def diffprivlib():
+    """diffprivlib (with scikit-learn), imported when this file's tests run, not when it is
+    collected (every xdist worker collects every file); its tests skip without it."""
+    with warnings.catch_warnings():  # a library's import-time deprecations are not ours to fail on
+        warnings.simplefilter("ignore")
+        # ImportError too: diffprivlib 0.6.6 installed beside scikit-learn >= 1.9 fails to import
+        return pytest.importorskip(
+            "diffprivlib", reason="the 'libraries' extra is not installed", exc_type=ImportError
+        )
+
 
 _PATH = Path(__file__).resolve().parents[2] / "audits" / "libraries" / "diffprivlib_primitives.py"
 
@@ -45,7 +51,7 @@ def _releases(name: str, which: int, n: int, seed: int = 0) -> np.ndarray:
     return np.asarray(LIB.sampler_of(audit)(audit.inputs[which], n, jax.random.key(seed)))
 
 
-def test_diffprivlib_refuses_a_generator_and_the_bridge_keeps_the_stream():
+def test_diffprivlib_refuses_a_generator_and_the_bridge_keeps_the_stream(diffprivlib):
     with pytest.raises(ValueError):
         diffprivlib.mechanisms.Laplace(
             epsilon=1.0, sensitivity=1.0, random_state=np.random.default_rng(0)
@@ -126,7 +132,7 @@ def test_every_diffprivlib_audit_gives_its_expected_verdict(name):
 
 @pytest.mark.parametrize("name", ["laplace", "gaussian", "geometric", "laplace-sensitivity-2"])
 def test_the_query_answer_is_computed_once_per_block_and_the_library_called_per_release(
-    name, monkeypatch
+    name, monkeypatch, diffprivlib
 ):
     audit = LIB.audit_named(name)
     sums, randomised = [], []

@@ -47,7 +47,8 @@ def _start(tmp_path: Path, *options: str) -> subprocess.Popen:
     command = [sys.executable, "-c", launch]
     command += ["-m", "dpaudit.cli.main", "audit", "user.py:build"]
     command += ["--generator", "points", "--data-param", "n=20", "--cache-dir", "none"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu", "DPAUDIT_CACHE": "0"}
+    env.pop("DPAUDIT_CACHE_DIR", None)
     return subprocess.Popen(
         [*command, *options], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,

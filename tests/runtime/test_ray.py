@@ -8,6 +8,7 @@ tests and the command-line tests are slow.
 """
 
 import hashlib
+import importlib.util
 import json
 import os
 import signal
@@ -26,7 +27,10 @@ from dpaudit.blackbox import blackbox_audit
 from dpaudit.cli.main import main
 from dpaudit.runtime import RayExecutor, connect_ray
 
-ray = pytest.importorskip("ray")
+# ray is imported when a test starts Ray, not when this file is collected (every xdist worker
+# collects every file; importing ray cost each ~1 s)
+if importlib.util.find_spec("ray") is None:
+    pytest.skip("could not import 'ray'", allow_module_level=True)
 
 N = 10
 D, D_PRIME = jnp.zeros(N), jnp.zeros(N).at[0].set(1.0)
@@ -36,6 +40,8 @@ SPECS = ["audits/catalogue/laplace-mean.toml", "audits/blackbox/laplace-mean.tom
 
 @pytest.fixture(scope="module")
 def local_ray():
+    import ray
+
     connect_ray(workers=2)
     yield RayExecutor(shards=4)
     ray.shutdown()
@@ -83,6 +89,8 @@ def test_local_workers_do_linear_algebra_with_the_drivers_bits(local_ray):
     """Ray gives workers OMP_NUM_THREADS=1 unless told otherwise; a single-threaded BLAS sums in
     another order, and a suite's Gaussian accounting moved in the last bits on workers
     (hrw-gaussian-kde-anisotropic, session 6). Local workers get the driver's thread counts."""
+    import ray
+
     remote = ray.remote(_linear_algebra_bits)
     assert ray.get(remote.remote()) == _linear_algebra_bits()
 

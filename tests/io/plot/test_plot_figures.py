@@ -3,7 +3,6 @@ results print short: __repr__, summary(), _repr_html_."""
 
 import dataclasses
 
-import matplotlib
 import numpy as np
 import pytest
 
@@ -11,7 +10,14 @@ import dpaudit
 from dpaudit.io import plot
 from dpaudit.io.datasets import generate
 
-matplotlib.use("Agg")
+
+@pytest.fixture(scope="module", autouse=True)
+def _agg():
+    """matplotlib's Agg backend, imported when this file's tests run (not at collection: every
+    xdist worker collects every file)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
 
 
 @pytest.fixture(scope="module")
