@@ -68,6 +68,7 @@ imports JAX before a command needs it, so ``--help`` and ``--version`` answer at
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import dataclasses
@@ -77,6 +78,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 import traceback
@@ -2068,6 +2070,8 @@ def main(argv: list[str] | None = None) -> int:
         :data:`EXIT_INTERRUPTED` (run as the program, Ctrl-C ends the process). An
         error is one sentence on stderr, with the traceback under ``--verbose``.
     """
+    if argv is None:
+        _keep_interrupts()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command not in _COMMANDS:
@@ -2089,6 +2093,32 @@ def main(argv: list[str] | None = None) -> int:
         if code == EXIT_INTERRUPTED and argv is None:
             _end_interrupted()
         return code
+
+
+def _keep_interrupts() -> None:
+    """Make a Ctrl-C that lands inside a garbage-collector callback interrupt the run.
+
+    Python raises ``KeyboardInterrupt`` in whatever Python code runs when ``SIGINT``
+    arrives; inside a ``gc`` callback (JAX registers one that frees XLA buffers) the
+    exception is "ignored" - printed and dropped - and the audit went on. The program's
+    unraisable-exception hook now interrupts the main thread again, from a timer thread
+    10 ms later, for a dropped ``KeyboardInterrupt`` (other exceptions go to the previous
+    hook unchanged).
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "_dpaudit_keeps_interrupts", False):
+        return
+
+    def hook(unraisable) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            # not from here: the main thread would raise it at once, inside this hook (ignored
+            # again); a moment later it is back in the audit (if not, this runs again)
+            threading.Timer(0.01, _thread.interrupt_main).start()
+            return
+        previous(unraisable)
+
+    hook._dpaudit_keeps_interrupts = True
+    sys.unraisablehook = hook
 
 
 def _end_interrupted() -> None:

@@ -79,3 +79,38 @@ def test_sigint_during_an_audit_exits_130_and_leaves_nothing(tmp_path):
     assert "Segmentation" not in err and "Traceback" not in err
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == ["running", "user.py"], left
+
+
+GC_INTERRUPT = """
+import gc, sys, time
+from dpaudit.cli.main import main
+
+sys.argv = ["dpaudit"]
+main()  # no command: prints the help, and installs the program's hooks
+fired = []
+
+def interrupted_here(phase, info):  # Ctrl-C arriving while a gc callback runs (JAX has one)
+    if not fired:
+        fired.append(1)
+        raise KeyboardInterrupt
+
+gc.callbacks.append(interrupted_here)
+try:
+    gc.collect()
+    start = time.monotonic()
+    while time.monotonic() - start < 30:
+        pass
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_a_ctrl_c_dropped_inside_a_gc_callback_still_interrupts_the_program():
+    """Python drops ("Exception ignored") a KeyboardInterrupt raised in a gc callback; the
+    ``dpaudit`` program interrupts itself again instead of running on."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run(
+        [sys.executable, "-c", GC_INTERRUPT], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.stdout.strip().splitlines()[-1] == "interrupted", out.stdout[-500:] + out.stderr
