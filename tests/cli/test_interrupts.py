@@ -82,9 +82,12 @@ def test_sigint_during_an_audit_exits_130_and_leaves_nothing(tmp_path):
 
 
 GC_INTERRUPT = """
-import gc, sys, time
+import gc, signal, sys, time
 from dpaudit.cli.main import main
 
+# a pytest-xdist worker ignores SIGINT and its children inherit that; a shell's program has
+# Python's own handler
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.argv = ["dpaudit"]
 main()  # no command: prints the help, and installs the program's hooks
 fired = []

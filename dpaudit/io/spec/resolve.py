@@ -41,6 +41,7 @@ __all__ = [
     "check_pair_differs",
     "check_sampler_runs",
     "check_sampler_traces",
+    "clear_draw_programs",
     "load_array_file",
     "load_callable",
     "load_pair",
@@ -493,6 +494,12 @@ def _compiled_draw_passes(mechanism: Mechanism, pair) -> bool:
 #: :data:`_MAX_DRAW_PROGRAMS`; then it starts again.
 _DRAW_PROGRAMS: dict = {}
 _MAX_DRAW_PROGRAMS = 256
+
+
+def clear_draw_programs() -> None:
+    """Drop the pre-audit draw programs shared per model family (as ``jax.clear_caches``
+    drops JAX's own): the next draw of each family compiles again."""
+    _DRAW_PROGRAMS.clear()
 
 
 def _draw(model, release_sites, name: str, data):
