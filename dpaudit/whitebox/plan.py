@@ -335,7 +335,10 @@ def plan_audit(mechanism: Mechanism, data, data_prime, options: AuditOptions) ->
     model, sites, name = mechanism.model, mechanism.release_sites, mechanism.name
     trace_d = model_trace(model, data)
     check_traced_randomness(model, data, name, first=trace_d)
-    dist_d = joint_release(model, data, sites, name, trace=trace_d)
+    if type(mechanism).release_distribution is Mechanism.release_distribution:
+        dist_d = joint_release(model, data, sites, name, trace=trace_d)
+    else:  # a subclass's own law of the release, as for D'
+        dist_d = mechanism.release_distribution(data)
     dist_dp = mechanism.release_distribution(data_prime)
     if isinstance(dist_d, JointRelease) and isinstance(dist_dp, JointRelease):
         shift = joint_noise_shift(dist_d, dist_dp)
