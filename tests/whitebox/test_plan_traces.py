@@ -52,3 +52,22 @@ def test_a_joint_plan_reads_its_site_laws_from_the_traces_it_made():
     calls = _plan_calls(2)
     assert calls.count("D") == 2, calls
     assert calls.count("D'") == 1, calls
+
+
+def test_a_subclass_law_of_the_release_is_asked_for_both_datasets():
+    """Reading D's law from the randomness check's trace is Mechanism's own law: a subclass
+    that defines ``release_distribution`` is asked for D as for D'."""
+    asked = []
+
+    class OwnLaw(dpaudit.Mechanism):
+        def release_distribution(self, data):
+            asked.append("D" if float(np.asarray(data)[0]) == 0.0 else "D'")
+            return super().release_distribution(data)
+
+    plain = _counting([], 1)
+    mechanism = OwnLaw(plain.name, plain.model, plain.claim, release_site="mean")
+    data = np.zeros(N)
+    data_prime = data.copy()
+    data_prime[0] = 1.0
+    plan_audit(mechanism, data, data_prime, AuditOptions())
+    assert "D" in asked and "D'" in asked, asked
