@@ -1,12 +1,12 @@
 """Preparing specs for an audit draws one release of D and D' per white-box model: one
 compiled program per model (and data shape), not a program per operation."""
 
-import re
 from pathlib import Path
 
 import jax
 import pytest
 from compile_counts import count_compilations, count_programs
+from spec_variants import spec_at
 
 from dpaudit.cli.main import prepare
 from dpaudit.io.spec.resolve import clear_draw_programs
@@ -30,26 +30,13 @@ def test_the_pre_audit_draw_compiles_one_program_per_model(name):
     assert drawing == 1, f"the pre-audit draw of {name} compiled {drawing} programs"
 
 
-def _at_epsilon(tmp_path, name: str, epsilon: float) -> Path:
-    """The catalogue spec ``name`` with the mechanism built, and claimed, at ``epsilon``."""
-    text = (CATALOGUE / f"{name}.toml").read_text()
-    text, built = re.subn(
-        r'(\[mechanism\]\nname = "[^"]+")', rf"\1\nparams = {{ epsilon = {epsilon} }}", text
-    )
-    text, claimed = re.subn(r"(\[claim\]\nepsilon = )[0-9.e-]+", rf"\g<1>{epsilon}", text)
-    assert built == claimed == 1, f"{name}: unexpected spec layout"
-    path = tmp_path / f"{name}-{epsilon}.toml"
-    path.write_text(text)
-    return path
-
-
 @pytest.mark.parametrize("name", ["laplace-mean", "gaussian-mean-classical"])
 def test_a_second_build_of_a_family_draws_with_the_first_ones_program(tmp_path, name):
     # the model's closed-over numbers are arguments of the draw: a second build of the
     # family (another epsilon) on data of the same shape traces, lowers and compiles
     # nothing, where each mechanism traced and lowered a draw of its own (~0.25 s warm)
-    prepare([_at_epsilon(tmp_path, name, 1.0)])
+    prepare([spec_at(tmp_path, "catalogue", name, 1.0)])
     with count_programs() as counts:
-        (item,) = prepare([_at_epsilon(tmp_path, name, 0.5)])
+        (item,) = prepare([spec_at(tmp_path, "catalogue", name, 0.5)])
     assert item.mechanism.claim.epsilon == 0.5
     assert dict(counts) == {}, f"{name}: the second pre-audit draw built {dict(counts)}"

@@ -10,29 +10,16 @@ could not be traced with the law as an argument: every SVT audit traced its whol
 again (op by op on the first one), 10 traces and 10 lowerings per repeated audit.
 """
 
-import re
 from pathlib import Path
 
 import jax
 import pytest
 from compile_counts import count_programs
+from spec_variants import spec_at
 
 from dpaudit.cli.main import prepare, run_audit
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _spec_at(tmp_path, folder: str, name: str, epsilon: float) -> Path:
-    """The shipped spec ``name`` with the mechanism built, and claimed, at ``epsilon``."""
-    text = (ROOT / "audits" / folder / f"{name}.toml").read_text()
-    text, built = re.subn(
-        r'(\[mechanism\]\nname = "[^"]+")', rf"\1\nparams = {{ epsilon = {epsilon} }}", text
-    )
-    text, claimed = re.subn(r"(\[claim\]\nepsilon = )[0-9.e-]+", rf"\g<1>{epsilon}", text)
-    assert built == claimed == 1, f"{name}: unexpected spec layout"
-    path = tmp_path / f"{name}-{epsilon}.toml"
-    path.write_text(text)
-    return path
 
 
 @pytest.mark.parametrize(
@@ -47,7 +34,7 @@ def _spec_at(tmp_path, folder: str, name: str, epsilon: float) -> Path:
 )
 def test_a_second_audit_of_the_family_traces_nothing(tmp_path, folder, name, samples):
     first, second = (
-        prepare([_spec_at(tmp_path, folder, name, eps)], samples=samples)[0] for eps in (1.0, 0.5)
+        prepare([spec_at(tmp_path, folder, name, eps)], samples=samples)[0] for eps in (1.0, 0.5)
     )
     with count_programs() as counts:
         run_audit(first)
@@ -72,11 +59,11 @@ def test_a_second_multi_site_audit_lowers_and_compiles_nothing(tmp_path, second,
     # around the law's constants, so the closure's numbers are jit leaves (not the
     # closure itself). What remains: one trace per law of the adaptivity analysis
     # (JointRelease.adaptive, a jaxpr read structurally, never lowered).
-    first = prepare([_spec_at(tmp_path, "catalogue", "bmr-federated-ecdf", 1.0)], samples=100)[0]
+    first = prepare([spec_at(tmp_path, "catalogue", "bmr-federated-ecdf", 1.0)], samples=100)[0]
     if second.startswith("faulty/"):
         path = ROOT / "audits" / f"{second}.toml"
     else:
-        path = _spec_at(tmp_path, "catalogue", second, 0.5)
+        path = spec_at(tmp_path, "catalogue", second, 0.5)
     (item,) = prepare([path], samples=100)
     jax.clear_caches()  # the first audit builds its programs even after another test
     with count_programs() as counts:
