@@ -40,6 +40,7 @@ __all__ = [
     "HELPER_SETTING",
     "DrawHelper",
     "helper_enabled",
+    "helper_setting",
     "shared_helper",
     "shipped_sampler",
     "start_for",
@@ -59,11 +60,11 @@ def _state(ticket: int, state: int) -> int:
     return 4 * ticket + state
 
 
-def helper_enabled() -> bool:
-    """Whether host-Python samplers draw on a helper process (``DPAUDIT_DRAW_HELPER``).
+def helper_setting() -> str:
+    """The ``DPAUDIT_DRAW_HELPER`` setting, checked (the command line reads it before any audit).
 
     Returns:
-        ``True`` for ``on``; for ``auto`` (default) when this process may use 2 cores or more.
+        ``auto`` (also when unset or empty), ``on`` or ``off``.
 
     Raises:
         ValueError: for another value of the variable.
@@ -74,6 +75,19 @@ def helper_enabled() -> bool:
             f"{HELPER_SETTING} must be one of {', '.join(_SETTINGS)}, got {value!r}; unset it "
             "or choose one of those."
         )
+    return value
+
+
+def helper_enabled() -> bool:
+    """Whether host-Python samplers draw on a helper process (``DPAUDIT_DRAW_HELPER``).
+
+    Returns:
+        ``True`` for ``on``; for ``auto`` (default) when this process may use 2 cores or more.
+
+    Raises:
+        ValueError: for another value of the variable.
+    """
+    value = helper_setting()
     if value != "auto":
         return value == "on"
     try:

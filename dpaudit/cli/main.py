@@ -1886,7 +1886,15 @@ def _add_error_options(p: argparse.ArgumentParser) -> None:
 
 
 def _check_error_options(args) -> None:
-    """``--confidence`` and ``--suite-confidence`` in ``(0, 1)``, checked before any audit."""
+    """``--confidence`` and ``--suite-confidence`` in ``(0, 1)`` and the draw helper's setting,
+    checked before any audit (a bad ``DPAUDIT_DRAW_HELPER`` would otherwise be read only by a
+    library audit, or not at all)."""
+    from dpaudit.blackbox.drawhelper import helper_setting
+
+    try:
+        helper_setting()
+    except ValueError as err:
+        raise _spec_error(str(err)) from None
     for option, value in (("--confidence", getattr(args, "confidence", None)),
                           ("--suite-confidence", getattr(args, "suite_confidence", None))):  # fmt: skip
         if value is not None and not 0 < value < 1:

@@ -3,7 +3,8 @@
 Mutation checks: ``_correct_suite`` skipped in ``audit_targets`` fails
 ``test_a_violation_at_the_resolution_is_demoted_by_the_suite_correction`` (exit 1, no
 suite line); the range check of ``--suite-confidence`` removed fails
-``test_out_of_range_levels_are_invalid_input``.
+``test_out_of_range_levels_are_invalid_input``; the draw-helper check removed from
+``_check_error_options`` fails ``test_a_bad_draw_helper_setting_is_invalid_input_before_any_audit``.
 """
 
 import dataclasses
@@ -27,6 +28,20 @@ def test_out_of_range_levels_are_invalid_input(tmp_path, capsys, option, value):
     assert main(["audit", str(spec), option, value, "--report", str(reports)]) == EXIT_INVALID
     err = capsys.readouterr().err
     assert f"{option} must lie strictly between 0 and 1" in err
+    assert not reports.exists()
+
+
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_a_bad_draw_helper_setting_is_invalid_input_before_any_audit(
+    tmp_path, capsys, monkeypatch, quiet
+):
+    # read by a library audit only (or never, for white-box specs): checked up front instead
+    spec = write_correct_spec(tmp_path)
+    reports = tmp_path / "reports"
+    monkeypatch.setenv("DPAUDIT_DRAW_HELPER", "sometimes")
+    monkeypatch.setattr(dpaudit.cli.main, "run_audit", lambda item: pytest.fail("audited"))
+    assert main(["audit", str(spec), "--report", str(reports), *quiet]) == EXIT_INVALID
+    assert "DPAUDIT_DRAW_HELPER must be one of auto, on, off" in capsys.readouterr().err
     assert not reports.exists()
 
 
