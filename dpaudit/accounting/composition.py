@@ -52,8 +52,11 @@ is bounded, and it is moved the safe way (upper curve: the part from above also 
 ``+inf``; lower curve: the part from below subtracted from every delta). See
 :func:`_windowed_tree` and ``docs/composition.md``.
 
-Round-off. A convolution of output length ``N`` adds ``N * 2^-52`` to the margin
-(as :func:`~dpaudit.accounting.profiles.laplace_pld` does); the power path adds
+Round-off. The convolutions' round-off is bounded from their operands' L1 and L2 norms
+(:func:`~dpaudit.accounting.profiles.fft_convolution_error`; in the windowed tree carried as
+an L1 distance to the same tree in exact arithmetic, with the folds' summation error and a
+``k``-factor last product, :func:`_product_roundoff`; ``docs/composition.md``, "Round-off of
+the windowed tree") and added to the margin; the power path adds
 ``4 * 2^-52 * count * log2(n) * sqrt(n) * ||p||_2`` for an FFT of length ``n``, the
 normwise FFT error bound (``||err|| <= c eps log2 n ||x||``) carried through the
 power (``|a^k - b^k| <= k |a - b|`` for ``|a|, |b| <= 1``) and back to the sum of

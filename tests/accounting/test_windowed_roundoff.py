@@ -51,7 +51,7 @@ def _gaussian_leaf(half: int, scale: float) -> tuple:
 
 CASES = {
     "two atoms near 1/2": lambda: _two_point_leaves(100, 1),
-    "two atoms and a long Gaussian": lambda: _two_point_leaves(40, 2) + [_gaussian_leaf(3000, 300)],
+    "two atoms and a long Gaussian": lambda: [*_two_point_leaves(40, 2), _gaussian_leaf(3000, 300)],
     "Laplace upper pmfs": lambda: laplace_components(
         np.random.default_rng(3).uniform(0.002, 0.08, 64), 1e-3, "pessimistic"
     )[0],
@@ -117,9 +117,7 @@ def test_bound_covers_admissible_fft_errors(case, monkeypatch):
     """
     pmfs = CASES[case]()
     fake = types.SimpleNamespace(
-        fft=types.SimpleNamespace(
-            rfft=_rfft, irfft=_irfft, next_fast_len=scipy.fft.next_fast_len
-        )
+        fft=types.SimpleNamespace(rfft=_rfft, irfft=_irfft, next_fast_len=scipy.fft.next_fast_len)
     )
     monkeypatch.setattr(composition, "scipy", fake)
     result = composition._compose_many(pmfs, TAIL)
