@@ -104,8 +104,8 @@ def record_rows(cases):
 
 def _windowed_row(name, pmfs):
     tail = 1e-15
-    _, probs, _, _, bound = composition._compose_many(pmfs, tail)
-    reference = composition._compose_many(
+    _, probs, _, _, bound = composition.compose_windowed(pmfs, tail)
+    reference = composition.compose_windowed(
         [(o, np.asarray(p, dtype=np.longdouble)) for o, p in pmfs], tail
     )
     observed = float(np.sum(np.abs(probs.astype(np.longdouble) - reference[1])))
@@ -118,7 +118,7 @@ def _windowed_row(name, pmfs):
 
 
 def windowed_rows():
-    """The windowed tree (``composition._compose_many``): old charge, derived bound, observed."""
+    """The windowed tree (``composition.compose_windowed``): old charge, derived bound, observed."""
     print(
         "| composition | pmfs | N | folded | N eps (old) | derived bound (new) | new/old "
         "| observed | observed/bound |"

@@ -102,9 +102,11 @@ __all__ = [
     "SupremumComponent",
     "components_of",
     "compose_accounting",
+    "compose_windowed",
     "connect_dots_error",
     "connect_dots_pmf",
     "exact_accounting",
+    "fold_roundoff",
     "fold_tails",
     "gaussian_merge_error",
     "laplace_group_pld",
@@ -1116,11 +1118,20 @@ def _kept(plan: dict, row: np.ndarray, length: int) -> tuple[_Node, float, float
     return node, above, below
 
 
-def _fold_error(sizes, length: int, l1):
-    """L1 round-off of :func:`_wrapped`: each output sums ``r = ceil(size / length)`` inputs.
+def fold_roundoff(sizes, length: int, l1):
+    """L1 round-off of folding pmfs modulo ``length`` (the windowed tree's cyclic operands).
 
-    Any order of summing ``r`` terms is within ``gamma_(r-1)`` of the exact sum relative to
-    the sum of their absolute values (Higham, eq. 3.5), and those sums add up to ``||p||_1``.
+    Each output sums ``r = ceil(size / length)`` inputs; any order of summing ``r`` terms is
+    within ``gamma_(r-1)`` of the exact sum relative to the sum of their absolute values
+    (Higham, eq. 3.5), and those sums add up to ``||p||_1``.
+
+    Args:
+        sizes: the pmfs' lengths (an int or an array).
+        length: the fold's length.
+        l1: the pmfs' L1 norms (same shape as ``sizes``).
+
+    Returns:
+        The bounds (0 where nothing folds), times 1.01 for the rounding of ``l1``.
     """
     terms = np.maximum(-(-np.asarray(sizes) // length) - 1, 0) * (_EPS / 2)
     return 1.01 * terms / (1.0 - terms) * np.asarray(l1)
@@ -1131,7 +1142,7 @@ def _cyclic_pairs(plans: list, length: int) -> tuple[np.ndarray, np.ndarray]:
 
     The bound is against the *ideal* row, the exact cyclic convolution of the operands the
     tree would hold in exact arithmetic: the operands' own bounds (their ``roundoff`` plus
-    the fold's, :func:`_fold_error`) carried through the product, plus the product's
+    the fold's, :func:`fold_roundoff`) carried through the product, plus the product's
     round-off (:func:`~dpaudit.accounting.profiles.fft_convolution_error`; a row cut to
     ``length`` points keeps all of them, a linear one its ``size``).
     """
@@ -1150,7 +1161,7 @@ def _cyclic_pairs(plans: list, length: int) -> tuple[np.ndarray, np.ndarray]:
         l2 = np.sqrt(np.asarray(np.einsum("ij,ij->i", rows, rows), dtype=np.float64))
         sizes = np.array([plan[side].probs.size for plan in plans])
         carried = np.array([plan[side].roundoff for plan in plans])
-        norms.append((l1, l2, carried + _fold_error(sizes, length, l1)))
+        norms.append((l1, l2, carried + fold_roundoff(sizes, length, l1)))
     (l1_a, l2_a, e_a), (l1_b, l2_b, e_b) = norms
     support = np.minimum([plan["size"] for plan in plans], length)
     # ||a' b' - a b||_1 <= e_a ||b'||_1 + (||a'||_1 + e_a) e_b (bilinear; Young in L1)
@@ -1284,7 +1295,7 @@ def _cyclic_product(nodes: list, length: int, support: int) -> tuple[np.ndarray,
         x = _wrapped(node.probs, length)
         l1.append(float(np.sum(x)))  # the operands are >= 0
         l2.append(math.sqrt(float(np.einsum("i,i->", x, x))))  # no BLAS call (threads)
-        carried.append(node.roundoff + float(_fold_error(node.probs.size, length, l1[-1])))
+        carried.append(node.roundoff + float(fold_roundoff(node.probs.size, length, l1[-1])))
         factor = scipy.fft.rfft(x, n=length)
         if spectrum is None:
             spectrum = factor
@@ -1341,8 +1352,17 @@ def _final_product(shorts: list, longs: list, budget: float) -> tuple[_Node, flo
     return node, above, below
 
 
-def _compose_many(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, float, float] | None:
+def compose_windowed(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, float, float] | None:
     """Short pmfs by the windowed tree, whose last product takes in the long pmfs.
+
+    What :func:`compose_accounting` uses for 32 different pmfs and more
+    (``docs/composition.md``, "Many different parts: the windowed tree" and "Round-off of
+    the windowed tree"). The pmfs keep a long double type (a reference run of the same
+    tree in extended precision, with the same windows).
+
+    Args:
+        pmfs: ``(offset, probs)`` pairs of non-negative masses on a common grid.
+        tail: the mass all windows together may cut (half for the last product).
 
     Returns:
         ``(offset, probs, up, down, roundoff)``: ``up`` is mass for ``+inf`` (upper curve),
@@ -1458,7 +1478,7 @@ def _compose_direction(
         items, discretization, tail, forward=forward, upper=upper
     )
     margin += merged
-    many = _compose_many(pmfs, tail / 2) if len(pmfs) >= _TREE_MIN_LEAVES else None
+    many = compose_windowed(pmfs, tail / 2) if len(pmfs) >= _TREE_MIN_LEAVES else None
     if many is not None:  # the windows also trim the result: no fold
         offset, probs, up, down, roundoff = many
         folded, margin = (up, margin) if upper else (0.0, margin + down)

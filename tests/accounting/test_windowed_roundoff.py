@@ -1,6 +1,6 @@
-"""The windowed tree's round-off bound (``_compose_many``) against extended precision.
+"""The windowed tree's round-off bound (``compose_windowed``) against extended precision.
 
-The tree (``composition._compose_many``, 32 different pmfs and more) folds its operands onto
+The tree (``composition.compose_windowed``, 32 different pmfs and more) folds its operands onto
 Chernoff windows and convolves them cyclically; its round-off is bounded from the operands'
 norms with the FFT error model of ``profiles.fft_convolution_error`` (docs/composition.md,
 "Round-off of the windowed tree"). The reference is the *same tree* run in long double (the
@@ -63,7 +63,7 @@ CASES = {
 
 def _observed(pmfs, result) -> float:
     """L1 distance of ``result`` to the same tree run in long double."""
-    reference = composition._compose_many(
+    reference = composition.compose_windowed(
         [(o, np.asarray(p, dtype=np.longdouble)) for o, p in pmfs], TAIL
     )
     assert reference[0] == result[0] and reference[1].size == result[1].size  # same windows
@@ -78,7 +78,7 @@ def _linear_support(pmfs) -> int:
 def test_windowed_tree_within_the_bound(case):
     """The computed tree is within its bound of the extended-precision tree."""
     pmfs = CASES[case]()
-    result = composition._compose_many(pmfs, TAIL)
+    result = composition.compose_windowed(pmfs, TAIL)
     if case != "Laplace upper pmfs":  # that one fits its linear support: no fold
         assert result[1].size < _linear_support(pmfs)  # the windows did fold
     observed = _observed(pmfs, result)
@@ -120,7 +120,7 @@ def test_bound_covers_admissible_fft_errors(case, monkeypatch):
         fft=types.SimpleNamespace(rfft=_rfft, irfft=_irfft, next_fast_len=scipy.fft.next_fast_len)
     )
     monkeypatch.setattr(composition, "scipy", fake)
-    result = composition._compose_many(pmfs, TAIL)
+    result = composition.compose_windowed(pmfs, TAIL)
     monkeypatch.undo()
     observed = _observed(pmfs, result)
     # the injected errors reach a good part of the bound (so a smaller constant fails)
@@ -132,11 +132,11 @@ def test_fold_charge_covers_an_adversarial_sum():
     length = 4
     p = np.full(3 * length, U)
     p[:length] = 1.0
-    folded = composition._wrapped(p, length)
+    folded = p.reshape(-1, length).sum(axis=0)  # the tree's fold of a whole number of rows
     exact = np.full(length, 1.0 + 2 * U, dtype=np.longdouble)
     observed = float(np.sum(np.abs(folded.astype(np.longdouble) - exact)))
     assert observed > 0  # the float sums did round
-    charge = float(composition._fold_error(p.size, length, float(np.sum(p))))
+    charge = float(composition.fold_roundoff(p.size, length, float(np.sum(p))))
     assert observed <= charge < 1.5 * observed
 
 
@@ -147,6 +147,6 @@ def test_margin_carries_the_tree_bound(monkeypatch):
     acc = compose_accounting([LaplaceComponent(float(x)) for x in a], discretization=1e-3)
     for pld, estimate in ((acc.upper_pld, "pessimistic"), (acc.lower_pld, "optimistic")):
         pmfs, errors = laplace_components(a, 1e-3, estimate)
-        bound = composition._compose_many(pmfs, TAIL / 2)[4]
+        bound = composition.compose_windowed(pmfs, TAIL / 2)[4]
         assert bound > pld.probs.size * 2.0**-52  # concentrated leaves: above the old N eps
         assert pld.margin >= bound + float(np.sum(errors))
