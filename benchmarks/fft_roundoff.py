@@ -6,9 +6,11 @@ Run from the worktree root with ``PYTHONPATH=$PWD``::
 
     python benchmarks/fft_roundoff.py            # Laplace compositions and adversarial pairs
     python benchmarks/fft_roundoff.py --records CASE [CASE ...]   # golden cases' compositions
+    python benchmarks/fft_roundoff.py --windowed  # the windowed tree (docs: "... windowed tree")
 
 The observed distance is to the direct convolution of the same float pmfs in extended
-precision (``np.longdouble``), so it measures the trees' round-off alone.
+precision (``np.longdouble``), so it measures the trees' round-off alone; for the windowed
+tree it is to the same tree run in long double (the same windows and folds).
 """
 
 import argparse
@@ -100,11 +102,59 @@ def record_rows(cases):
         print(f"| {case} | {len(calls)} | {largest} | {old:.2e} | {new:.2e} | {moved:.1e} |")
 
 
+def _windowed_row(name, pmfs):
+    tail = 1e-15
+    _, probs, _, _, bound = composition.compose_windowed(pmfs, tail)
+    reference = composition.compose_windowed(
+        [(o, np.asarray(p, dtype=np.longdouble)) for o, p in pmfs], tail
+    )
+    observed = float(np.sum(np.abs(probs.astype(np.longdouble) - reference[1])))
+    linear = sum(np.asarray(p).size for _, p in pmfs) - len(pmfs) + 1
+    n = probs.size
+    print(
+        f"| {name} | {len(pmfs)} | {n} | {'yes' if n < linear else 'no'} | {n * EPS:.2e} "
+        f"| {bound:.2e} | {bound / (n * EPS):.1f} | {observed:.1e} | {observed / bound:.1e} |"
+    )
+
+
+def windowed_rows():
+    """The windowed tree (``composition.compose_windowed``): old charge, derived bound, observed."""
+    print(
+        "| composition | pmfs | N | folded | N eps (old) | derived bound (new) | new/old "
+        "| observed | observed/bound |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    rng = np.random.default_rng(1)
+    for k, d, lo, hi in [
+        (64, 1e-3, 0.002, 0.08),
+        (200, 1e-4, 0.01, 0.1),
+        (1000, 1e-4, 0.001, 0.02),
+    ]:
+        a = rng.uniform(lo, hi, k)
+        for estimate in ("pessimistic", "optimistic"):
+            pmfs, _ = profiles.laplace_components(a, d, estimate)
+            _windowed_row(f"Laplace K={k} d={d:g} {estimate[:3]}", pmfs)
+    two_point = []
+    for width in rng.integers(20, 400, 100).tolist():
+        p = np.zeros(width)
+        p[0], p[-1] = 0.5 - 1e-3, 0.5 + 1e-3
+        two_point.append((-(width // 2), p))
+    _windowed_row("two atoms near 1/2, widths 20-400", two_point)
+    x = np.arange(-3000, 3001)
+    gauss = np.exp(-0.5 * (x / 300.0) ** 2)
+    _windowed_row(
+        "40 of them + a long Gaussian pmf", [*two_point[:40], (-3000, gauss / gauss.sum())]
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", nargs="*", default=None)
+    parser.add_argument("--windowed", action="store_true")
     args = parser.parse_args()
-    if args.records is None:
+    if args.windowed:
+        windowed_rows()
+    elif args.records is None:
         laplace_rows()
     else:
         record_rows(args.records)

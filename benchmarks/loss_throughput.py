@@ -18,6 +18,10 @@ runs over ``--releases`` releases):
 * ``density step, two sums``: the same step computing the loss as before, as the
   difference of the two laws' whole log-densities (two reductions per release), for
   the side-by-side comparison.
+* ``density step, no kept draw`` (experiment, session 14): the density step's losses and
+  fold without returning the largest-loss draw, so XLA need not write the ``(n, K)`` draws.
+* ``density step, reciprocal`` (experiment, ICLP only, not adopted: see BENCHMARKS.md): the
+  per-coordinate difference as ``|x - m_q| (1/b_q) - |x - m_p| (1/b_p) + log(b_q / b_p)``.
 
 Run ``python benchmarks/loss_throughput.py`` (one to two minutes; ``--releases`` and
 ``--repeats`` trade time for precision; ``--clock cpu`` times by the process's CPU time,
@@ -42,7 +46,7 @@ import jax.numpy as jnp
 import dpaudit  # noqa: F401  (64-bit floats)
 from dpaudit.estimation.pld import init_hockey_stick
 from dpaudit.model.densities import combine_log_probs, site_log_prob
-from dpaudit.model.loss import loss_chunk, noise_shift
+from dpaudit.model.loss import loss_at_releases, loss_chunk, noise_shift
 from dpaudit.model.noise import GaussianProcessNoise, ICLPNoise
 from dpaudit.whitebox.kernels import fold_chunk, loss_kernel
 
@@ -81,14 +85,31 @@ def _timers(family: str, k: int, n: int):
         loss = combine_log_probs(site_log_prob(p, x), site_log_prob(q, x))
         return fold_chunk(state, loss, grid, n)[1]
 
-    return {
+    @jax.jit
+    def no_kept_draw(key):  # the density step's losses and fold, no draw returned
+        x = p.sample(key, (n,))
+        return fold_chunk(state, loss_at_releases(p, q, x), grid, n)[1]
+
+    @jax.jit
+    def reciprocal(key):  # one multiplication per law and coordinate instead of a division
+        x = p.sample(key, (n,))
+        bp, bq = p.laplace_scale, q.laplace_scale
+        terms = jnp.abs(x - q.loc) * (1.0 / bq) - jnp.abs(x - p.loc) * (1.0 / bp)
+        terms = jnp.where(jnp.isfinite(x), terms + jnp.log(bq / bp), jnp.nan)
+        return fold_chunk(state, jnp.sum(terms, axis=-1), grid, n)[1]
+
+    timers = {
         "roofline": roofline,
         "closed-form": lambda key: loss_chunk(key, p, q, n, shift=shift, return_draws=False)[0],
         "density": lambda key: loss_chunk(key, p, q, n, return_draws=False)[0],
         "audit step": audit_step,
         "density step": density_step,
         "density step, two sums": two_sums,
+        "density step, no kept draw": no_kept_draw,
     }
+    if family == "laplace":
+        timers["density step, reciprocal"] = reciprocal
+    return timers
 
 
 def main(argv=None) -> None:

@@ -52,8 +52,11 @@ is bounded, and it is moved the safe way (upper curve: the part from above also 
 ``+inf``; lower curve: the part from below subtracted from every delta). See
 :func:`_windowed_tree` and ``docs/composition.md``.
 
-Round-off. A convolution of output length ``N`` adds ``N * 2^-52`` to the margin
-(as :func:`~dpaudit.accounting.profiles.laplace_pld` does); the power path adds
+Round-off. The convolutions' round-off is bounded from their operands' L1 and L2 norms
+(:func:`~dpaudit.accounting.profiles.fft_convolution_error`; in the windowed tree carried as
+an L1 distance to the same tree in exact arithmetic, with the folds' summation error and a
+``k``-factor last product, :func:`_product_roundoff`; ``docs/composition.md``, "Round-off of
+the windowed tree") and added to the margin; the power path adds
 ``4 * 2^-52 * count * log2(n) * sqrt(n) * ||p||_2`` for an FFT of length ``n``, the
 normwise FFT error bound (``||err|| <= c eps log2 n ||x||``) carried through the
 power (``|a^k - b^k| <= k |a - b|`` for ``|a|, |b| <= 1``) and back to the sum of
@@ -71,10 +74,13 @@ import scipy.fft
 import scipy.special
 
 from dpaudit.accounting.profiles import (
+    COMPLEX_PRODUCT_ULPS,
+    FFT_ULPS_PER_LEVEL,
     DiscretePLD,
     ExactAccounting,
     compose_pmfs_bounded,
     composed_error,
+    fft_convolution_error,
     gaussian_curve,
     gaussian_mu,
     laplace_components,
@@ -96,9 +102,11 @@ __all__ = [
     "SupremumComponent",
     "components_of",
     "compose_accounting",
+    "compose_windowed",
     "connect_dots_error",
     "connect_dots_pmf",
     "exact_accounting",
+    "fold_roundoff",
     "fold_tails",
     "gaussian_merge_error",
     "laplace_group_pld",
@@ -1013,8 +1021,9 @@ class _Node:
     ``mass``, ``mean`` (grid index) and ``proxy`` (a variance proxy: the normalised
     exact sum ``S`` has ``log E e^{l (S - mean)} <= l^2 proxy / 2`` for every real ``l``,
     Hoeffding's lemma summed over the leaves) describe the exact convolution of the
-    leaves; ``moved`` bounds the total variation between ``probs`` and that convolution
-    (mass relocated by the windows below).
+    leaves; ``moved`` bounds the total variation between the *ideal* node (the same tree
+    in exact arithmetic) and that convolution (mass relocated by the windows below);
+    ``roundoff`` bounds the L1 distance between ``probs`` and the ideal node.
     """
 
     offset: int
@@ -1024,17 +1033,20 @@ class _Node:
     proxy: float
     moved: float = 0.0
     variance: float = 0.0
+    roundoff: float = 0.0
 
 
 def _leaf_nodes(pmfs: list) -> tuple[list, list]:
     """Nodes of the leaves (one vectorised pass), split into short and long ones.
 
     A leaf is *short* when Hoeffding's proxy suits it: its support is at most about four
-    standard deviations wide (``w^2 / 4 <= 4 var + 1``, grid units).
+    standard deviations wide (``w^2 / 4 <= 4 var + 1``, grid units). The pmfs keep a long
+    double type (an extended-precision run of the same tree, with the same windows: the
+    statistics are computed in float64 either way); anything else becomes float64.
     """
-    probs = [np.asarray(p, dtype=np.float64) for _, p in pmfs]
+    probs = [np.asarray(p, dtype=np.result_type(np.asarray(p).dtype, np.float64)) for _, p in pmfs]
     sizes = np.array([p.size for p in probs], dtype=np.int64)
-    flat = np.concatenate(probs)
+    flat = np.asarray(np.concatenate(probs), dtype=np.float64)
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     idx = np.arange(flat.size, dtype=np.float64) - np.repeat(starts, sizes)
     mass = np.add.reduceat(flat, starts)
@@ -1076,7 +1088,7 @@ def _wrapped(probs: np.ndarray, length: int) -> np.ndarray:
     """``probs`` folded modulo ``length`` (cyclic convolution of folded inputs = folded output)."""
     if probs.size <= length:
         return probs
-    folded = np.zeros(-(-probs.size // length) * length)
+    folded = np.zeros(-(-probs.size // length) * length, dtype=probs.dtype)
     folded[: probs.size] = probs
     return folded.reshape(-1, length).sum(axis=0)
 
@@ -1106,6 +1118,57 @@ def _kept(plan: dict, row: np.ndarray, length: int) -> tuple[_Node, float, float
     return node, above, below
 
 
+def fold_roundoff(sizes, length: int, l1):
+    """L1 round-off of folding pmfs modulo ``length`` (the windowed tree's cyclic operands).
+
+    Each output sums ``r = ceil(size / length)`` inputs; any order of summing ``r`` terms is
+    within ``gamma_(r-1)`` of the exact sum relative to the sum of their absolute values
+    (Higham, eq. 3.5), and those sums add up to ``||p||_1``.
+
+    Args:
+        sizes: the pmfs' lengths (an int or an array).
+        length: the fold's length.
+        l1: the pmfs' L1 norms (same shape as ``sizes``).
+
+    Returns:
+        The bounds (0 where nothing folds), times 1.01 for the rounding of ``l1``.
+    """
+    terms = np.maximum(-(-np.asarray(sizes) // length) - 1, 0) * (_EPS / 2)
+    return 1.01 * terms / (1.0 - terms) * np.asarray(l1)
+
+
+def _cyclic_pairs(plans: list, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cyclic convolutions of the planned pairs' folded pmfs; each row's L1 round-off bound.
+
+    The bound is against the *ideal* row, the exact cyclic convolution of the operands the
+    tree would hold in exact arithmetic: the operands' own bounds (their ``roundoff`` plus
+    the fold's, :func:`fold_roundoff`) carried through the product, plus the product's
+    round-off (:func:`~dpaudit.accounting.profiles.fft_convolution_error`; a row cut to
+    ``length`` points keeps all of them, a linear one its ``size``).
+    """
+    dtype = plans[0]["a"].probs.dtype
+    left, right = np.zeros((len(plans), length), dtype), np.zeros((len(plans), length), dtype)
+    for r, plan in enumerate(plans):
+        pa, pb = _wrapped(plan["a"].probs, length), _wrapped(plan["b"].probs, length)
+        left[r, : pa.size], right[r, : pb.size] = pa, pb
+    spectrum = scipy.fft.rfft(left, axis=1)
+    spectrum *= scipy.fft.rfft(right, axis=1)
+    out = scipy.fft.irfft(spectrum, n=length, axis=1)
+    np.maximum(out, 0.0, out=out)  # the ideal row is >= 0: clipping moves towards it
+    norms = []
+    for side, rows in (("a", left), ("b", right)):  # float64 norms (also of long double rows)
+        l1 = np.asarray(np.sum(rows, axis=1), dtype=np.float64)  # the operands are >= 0
+        l2 = np.sqrt(np.asarray(np.einsum("ij,ij->i", rows, rows), dtype=np.float64))
+        sizes = np.array([plan[side].probs.size for plan in plans])
+        carried = np.array([plan[side].roundoff for plan in plans])
+        norms.append((l1, l2, carried + fold_roundoff(sizes, length, l1)))
+    (l1_a, l2_a, e_a), (l1_b, l2_b, e_b) = norms
+    support = np.minimum([plan["size"] for plan in plans], length)
+    # ||a' b' - a b||_1 <= e_a ||b'||_1 + (||a'||_1 + e_a) e_b (bilinear; Young in L1)
+    propagated = 1.01 * (e_a * l1_b + (l1_a + e_a) * e_b)
+    return out, propagated + fft_convolution_error(l1_a, l2_a, l1_b, l2_b, length, support)
+
+
 def _run_level(plans: list) -> tuple[list, float, float]:
     """Convolve every planned pair by batched real FFTs of similar lengths."""
     plans = sorted(plans, key=lambda p: -p["need"])
@@ -1118,16 +1181,10 @@ def _run_level(plans: list) -> tuple[list, float, float]:
         rows = max(1, _BATCH_ELEMENTS // length)
         while j < len(plans) and j - i < rows and plans[j]["need"] >= _BATCH_RATIO * length:
             j += 1
-        left, right = np.zeros((j - i, length)), np.zeros((j - i, length))
-        for r, plan in enumerate(plans[i:j]):
-            pa, pb = _wrapped(plan["a"].probs, length), _wrapped(plan["b"].probs, length)
-            left[r, : pa.size], right[r, : pb.size] = pa, pb
-        spectrum = scipy.fft.rfft(left, axis=1)
-        spectrum *= scipy.fft.rfft(right, axis=1)
-        out = scipy.fft.irfft(spectrum, n=length, axis=1)
-        np.maximum(out, 0.0, out=out)  # round-off: adding mass (covered by the margin)
+        out, roundoff = _cyclic_pairs(plans[i:j], length)
         for r, plan in enumerate(plans[i:j]):
             node, above, below = _kept(plan, out[r], length)
+            node.roundoff = float(roundoff[r])
             nodes.append(node)
             up, down = up + above, down + below
         i = j
@@ -1166,10 +1223,86 @@ def _windowed_tree(nodes: list, budget: float, stop: int) -> tuple[list, float, 
 
 def _centred_log_mgf(node: _Node, lam: float) -> float:
     """``log sum_k p_k e^(lam (k - mean))`` of a leaf's pmf (grid indices), exactly."""
-    keep = node.probs > 0
-    x = lam * (np.flatnonzero(keep) + (node.offset - node.mean)) + np.log(node.probs[keep])
+    probs = np.asarray(node.probs, dtype=np.float64)
+    keep = probs > 0
+    x = lam * (np.flatnonzero(keep) + (node.offset - node.mean)) + np.log(probs[keep])
     top = float(np.max(x))
     return top + math.log(float(np.sum(np.exp(x - top))))
+
+
+def _product_roundoff(l1: list, l2: list, carried: list, n_fft: int, support: int) -> float:
+    """L1 bound on ``irfft(prod_j rfft(x_j, n), n)`` against the ideal cyclic convolution.
+
+    The FFT error model of :func:`~dpaudit.accounting.profiles.fft_convolution_error`,
+    for ``k >= 1`` factors (``docs/composition.md``, "Round-off of the windowed tree"):
+    ``S_j = fl(F x_j)`` is within ``e_j = g sqrt(n) ||x_j||_2`` of ``F x_j`` in L2 and
+    ``|F x_j| <= ||x_j||_1`` pointwise, so the product of the spectra is within
+    ``sum_j prod_(i<j) (||x_i||_1 + e_i) e_j prod_(i>j) ||x_i||_1`` (telescoping), and its
+    ``k - 1`` complex roundings within ``(1 + 3u)^(k-1) - 1`` relative; the inverse adds
+    ``g_inv`` of its output; Cauchy-Schwarz over the ``support`` points kept. The operands
+    ``x_j`` are within ``carried[j]`` (L1) of the ideal ones: carried through the product
+    by the same telescoping (Young in L1).
+
+    Args:
+        l1, l2: ``||x_j||_1`` and ``||x_j||_2`` of the float operands.
+        carried: the operands' L1 distances to the ideal ones.
+        n_fft: the transform length.
+        support: the number of output points kept.
+
+    Returns:
+        The bound.
+    """
+    l1, l2 = [1.01 * v for v in l1], [1.01 * v for v in l2]  # their own rounding
+    unit = _EPS / 2
+    levels = FFT_ULPS_PER_LEVEL * math.log2(max(2, n_fft)) * unit
+    g = levels / (1.0 - levels)
+    g_inverse = g + unit * (1.0 + g)  # the inverse's scaling by 1/n: one more rounding
+    root = math.sqrt(n_fft)
+    errs = [g * root * v for v in l2]
+    big = [x + e for x, e in zip(l1, errs, strict=True)]  # ||S_j||_inf
+    grown = [x + c for x, c in zip(l1, carried, strict=True)]  # ||ideal x_j||_1
+    # prefix[j] = prod_(i<j), suffix[j] = prod_(i>j): every product of the others in O(k)
+    before_big, before_grown, after_l1, after_big = [1.0], [1.0], [1.0], [1.0]
+    for j in range(len(l1) - 1):
+        before_big.append(before_big[-1] * big[j])
+        before_grown.append(before_grown[-1] * grown[j])
+        after_l1.append(after_l1[-1] * l1[-1 - j])
+        after_big.append(after_big[-1] * big[-1 - j])
+    after_l1.reverse()
+    after_big.reverse()
+    spectral = math.fsum(p * e * q for p, e, q in zip(before_big, errs, after_l1, strict=True))
+    propagated = math.fsum(
+        p * c * q for p, c, q in zip(before_grown, carried, after_l1, strict=True)
+    )
+    spectrum = min(
+        (root * v + e) * p * q for v, e, p, q in zip(l2, errs, before_big, after_big, strict=True)
+    )
+    rounding = 1.01 * math.expm1((len(l1) - 1) * math.log1p(COMPLEX_PRODUCT_ULPS * unit))
+    deviation = (spectral + rounding * spectrum) / root  # L2, after the isometry F / sqrt(n)
+    before_l1 = [1.0]
+    for x in l1[:-1]:
+        before_l1.append(before_l1[-1] * x)
+    exact = min(v * p * q for v, p, q in zip(l2, before_l1, after_l1, strict=True))  # Young
+    own = math.sqrt(support) * (deviation + g_inverse * (exact + deviation))
+    return 1.01 * (own + propagated)
+
+
+def _cyclic_product(nodes: list, length: int, support: int) -> tuple[np.ndarray, float]:
+    """``irfft`` of the product of the nodes' folded spectra (clipped); its round-off bound."""
+    l1, l2, carried = [], [], []
+    spectrum = None
+    for node in nodes:
+        x = _wrapped(node.probs, length)
+        l1.append(float(np.sum(x)))  # the operands are >= 0
+        l2.append(math.sqrt(float(np.einsum("i,i->", x, x))))  # no BLAS call (threads)
+        carried.append(node.roundoff + float(fold_roundoff(node.probs.size, length, l1[-1])))
+        factor = scipy.fft.rfft(x, n=length)
+        if spectrum is None:
+            spectrum = factor
+        else:
+            spectrum *= factor
+    out = np.maximum(scipy.fft.irfft(spectrum, n=length), 0.0)  # towards the ideal (>= 0)
+    return out, _product_roundoff(l1, l2, carried, length, support)
 
 
 def _final_product(shorts: list, longs: list, budget: float) -> tuple[_Node, float, float]:
@@ -1202,12 +1335,9 @@ def _final_product(shorts: list, longs: list, budget: float) -> tuple[_Node, flo
     length = scipy.fft.next_fast_len(need, real=True)
     if length >= size:
         length = scipy.fft.next_fast_len(size, real=True)
-    spectrum = scipy.fft.rfft(_wrapped(nodes[0].probs, length), n=length)
-    for node in nodes[1:]:
-        spectrum *= scipy.fft.rfft(_wrapped(node.probs, length), n=length)
-    out = np.maximum(scipy.fft.irfft(spectrum, n=length), 0.0)
+    out, roundoff = _cyclic_product(nodes, length, min(size, length))
     if length >= size:
-        return _Node(start0, out[:size], mass, mean, proxy, moved), 0.0, 0.0
+        return _Node(start0, out[:size], mass, mean, proxy, moved, roundoff=roundoff), 0.0, 0.0
     centre = mean + 0.5 * (half_up - half_down)
     start = min(max(round(centre - 0.5 * length), start0), start0 + size - length)
     gaps = (start + length - mean, mean - (start - 1))
@@ -1218,17 +1348,29 @@ def _final_product(shorts: list, longs: list, budget: float) -> tuple[_Node, flo
     above = (0.0 if start + length >= start0 + size else bounds[0]) + moved
     below = (0.0 if start <= start0 else bounds[1]) + moved
     probs = np.roll(out, start0 - start)
-    return _Node(start, probs, mass, mean, proxy, moved + 2 * (above + below)), above, below
+    node = _Node(start, probs, mass, mean, proxy, moved + 2 * (above + below), roundoff=roundoff)
+    return node, above, below
 
 
-def _compose_many(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, float] | None:
+def compose_windowed(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, float, float] | None:
     """Short pmfs by the windowed tree, whose last product takes in the long pmfs.
 
+    What :func:`compose_accounting` uses for 32 different pmfs and more
+    (``docs/composition.md``, "Many different parts: the windowed tree" and "Round-off of
+    the windowed tree"). The pmfs keep a long double type (a reference run of the same
+    tree in extended precision, with the same windows).
+
+    Args:
+        pmfs: ``(offset, probs)`` pairs of non-negative masses on a common grid.
+        tail: the mass all windows together may cut (half for the last product).
+
     Returns:
-        ``(offset, probs, up, down)``: ``up`` is mass for ``+inf`` (upper curve), ``down``
-        is subtracted from every delta (lower curve); both already scaled by the largest
-        total mass the rest of the composition can multiply them with. ``None`` when no
-        pmf is short.
+        ``(offset, probs, up, down, roundoff)``: ``up`` is mass for ``+inf`` (upper curve),
+        ``down`` is subtracted from every delta (lower curve); both already scaled by the
+        largest total mass the rest of the composition can multiply them with. ``roundoff``
+        bounds the L1 distance of ``probs`` to the same tree in exact arithmetic (every
+        product's FFT round-off and every fold's, carried up the tree): it is added to the
+        margin of both curves. ``None`` when no pmf is short.
     """
     short, long = _leaf_nodes(pmfs)
     if not short:
@@ -1240,7 +1382,7 @@ def _compose_many(pmfs: list, tail: float) -> tuple[int, np.ndarray, float, floa
     short, up, down = _windowed_tree(short, budget, stop=_FINAL_FAN_IN)
     root, last_up, last_down = _final_product(short, long, last)
     up, down = up + last_up, down + last_down
-    return root.offset, root.probs, up * scale, down * scale
+    return root.offset, root.probs, up * scale, down * scale, root.roundoff
 
 
 # --------------------------------------------------------------- composition
@@ -1336,11 +1478,11 @@ def _compose_direction(
         items, discretization, tail, forward=forward, upper=upper
     )
     margin += merged
-    many = _compose_many(pmfs, tail / 2) if len(pmfs) >= _TREE_MIN_LEAVES else None
+    many = compose_windowed(pmfs, tail / 2) if len(pmfs) >= _TREE_MIN_LEAVES else None
     if many is not None:  # the windows also trim the result: no fold
-        offset, probs, up, down = many
+        offset, probs, up, down, roundoff = many
         folded, margin = (up, margin) if upper else (0.0, margin + down)
-        margin += probs.size * _EPS  # FFT round-off of the convolutions (as laplace_pld)
+        margin += roundoff  # the FFTs' and folds' round-off, derived (docs/composition.md)
     else:
         offset, probs, fft_error = compose_pmfs_bounded(pmfs)
         margin += fft_error
