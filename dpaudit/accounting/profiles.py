@@ -701,14 +701,17 @@ def fft_convolution_error(l1_a, l2_a, l1_b, l2_b, n_fft: int, support):
     return 1.01 * np.sqrt(support) * l2_error
 
 
-def _prefix_products(x: np.ndarray) -> np.ndarray:
+def _prefix_products(x: list) -> list:
     """``prod_(i<j) x_i`` for every ``j`` (1 for ``j = 0``)."""
-    return np.concatenate(([1.0], np.cumprod(x)[:-1]))
+    out = [1.0]
+    for value in x[:-1]:
+        out.append(out[-1] * value)
+    return out
 
 
-def _suffix_products(x: np.ndarray) -> np.ndarray:
+def _suffix_products(x: list) -> list:
     """``prod_(i>j) x_i`` for every ``j`` (1 for the last)."""
-    return np.concatenate((np.cumprod(x[::-1])[::-1][1:], [1.0]))
+    return _prefix_products(x[::-1])[::-1]
 
 
 def fft_product_error(l1, l2, n_fft: int, support: int) -> float:
@@ -734,22 +737,25 @@ def fft_product_error(l1, l2, n_fft: int, support: int) -> float:
     Returns:
         The bound (``sqrt(support)`` times a bound on the L2 error).
     """
-    l1 = np.asarray(l1, dtype=np.float64)
-    l2 = np.asarray(l2, dtype=np.float64)
-    m = l1.size
+    l1 = [float(x) for x in l1]  # few rows: plain floats cost less than numpy calls
+    l2 = [float(x) for x in l2]
+    m = len(l1)
     levels = FFT_ULPS_PER_LEVEL * math.log2(max(2, n_fft)) * _UNIT
     g = levels / (1.0 - levels)
     g_inverse = g + _UNIT * (1.0 + g)  # irfft's scaling by 1/n: one more rounding
     root_n = math.sqrt(n_fft)
-    err = g * root_n * l2  # ||E_j||_2
-    sup = l1 + err  # ||fl(F p_j)||_inf
-    spectra = float(np.sum(err * _prefix_products(sup) * _suffix_products(l1)))
-    others = _prefix_products(sup) * _suffix_products(sup)  # prod_(i != j) (l1_i + e_i)
+    err = [g * root_n * x for x in l2]  # ||E_j||_2
+    sup = [x + e for x, e in zip(l1, err, strict=True)]  # ||fl(F p_j)||_inf
+    sup_before, sup_after = _prefix_products(sup), _suffix_products(sup)
+    l1_before, l1_after = _prefix_products(l1), _suffix_products(l1)
+    spectra = sum(e * b * f for e, b, f in zip(err, sup_before, l1_after, strict=True))
     t = COMPLEX_PRODUCT_ULPS * (m - 1) * _UNIT
-    rounding = t / (1.0 - t) * float(np.min((root_n * l2 + err) * others))
-    product = spectra + rounding
+    spectrum = min(
+        (root_n * x + e) * b * f for x, e, b, f in zip(l2, err, sup_before, sup_after, strict=True)
+    )
+    product = spectra + t / (1.0 - t) * spectrum
     # ||p_1 * ... * p_m||_2 <= ||p_j||_2 prod_(i != j) ||p_i||_1 (Young)
-    exact = float(np.min(l2 * _prefix_products(l1) * _suffix_products(l1)))
+    exact = min(x * b * f for x, b, f in zip(l2, l1_before, l1_after, strict=True))
     l2_error = product / root_n + g_inverse * (exact + product / root_n)
     return 1.01 * math.sqrt(support) * l2_error
 
@@ -820,21 +826,22 @@ def _batched_tree(rows: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
 
 # Cost model of one length class (in transformed points; one numpy/scipy round trip of a tree
 # level or of a multi-way product costs about as much as transforming this many points).
-_CALL_POINTS = 4000.0
+_CALL_POINTS = 9000.0
 
 
-def _tree_points(lengths: np.ndarray) -> float:
-    """Points transformed (plus call overheads) by :func:`_batched_tree` on these lengths."""
+def _tree_points(rows: int, width: int) -> float:
+    """Points transformed (plus call overheads) by :func:`_batched_tree`, about.
+
+    ``rows`` rows of at most ``width`` points: each level transforms every row once and half
+    of them back, at the length of its longest product (at most ``2 width - 1``).
+    """
     cost = 0.0
-    lengths = np.asarray(lengths, dtype=np.int64)
-    while lengths.size > 1:
-        if lengths.size % 2:
-            lengths = np.append(lengths, 1)
-        pair = lengths[0::2] + lengths[1::2] - 1
-        if int(lengths.max()) > 16:
-            cost += 1.5 * lengths.size * scipy.fft.next_fast_len(int(pair.max()), real=True)
+    while rows > 1:
+        rows += rows % 2
+        if width > 16:
+            cost += 1.5 * rows * scipy.fft.next_fast_len(2 * width - 1, real=True)
         cost += _CALL_POINTS
-        lengths = pair
+        rows, width = rows // 2, 2 * width - 1
     return cost
 
 
@@ -855,7 +862,7 @@ def prefer_multiway(lengths) -> bool:
     lengths = np.asarray(lengths, dtype=np.int64)
     support = int(lengths.sum()) - lengths.size + 1
     multiway = (lengths.size + 1) * scipy.fft.next_fast_len(support, real=True) + _CALL_POINTS
-    return bool(multiway < _tree_points(lengths))
+    return bool(multiway < _tree_points(lengths.size, int(lengths.max())))
 
 
 def _multiway_product(rows: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
