@@ -926,10 +926,11 @@ def compose_pmfs(components) -> tuple[int, np.ndarray]:
 def compose_pmfs_bounded(components) -> tuple[int, np.ndarray, float]:
     """Convolution of many pmfs on a common integer grid, with its round-off bound.
 
-    Batched FFT trees per length class, then a heap that always convolves the
+    Per length class (``ceil(log2 n)``) a batched FFT tree or, where :func:`prefer_multiway`
+    says it is cheaper, one multi-way FFT product; then a heap that always convolves the
     two shortest parts (small ones directly, large ones by FFT). Each product's error
-    (:func:`fft_convolution_error`, from its operands' L1 and L2 norms) is added to the
-    operands' errors carried through it.
+    (:func:`fft_convolution_error`, :func:`fft_product_error`, from its operands' L1 and L2
+    norms) is added to the operands' errors carried through it.
 
     Args:
         components: a sequence of ``(offset, probs)``: ``probs[i]`` is the mass
