@@ -66,6 +66,7 @@ __all__ = [
     "composed_error",
     "declared_accounting",
     "fft_convolution_error",
+    "fft_product_error",
     "gaussian_curve",
     "gaussian_epsilon",
     "gaussian_mu",
@@ -74,6 +75,7 @@ __all__ = [
     "laplace_parameters",
     "laplace_pld",
     "laplace_pmfs",
+    "prefer_multiway",
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
