@@ -756,6 +756,9 @@ def fft_product_error(l1, l2, n_fft: int, support: int) -> float:
         (root_n * x + e) * b * f for x, e, b, f in zip(l2, err, sup_before, sup_after, strict=True)
     )
     product = spectra + t / (1.0 - t) * spectrum
+    # gradual underflow: a complex product below 2^-1022 is off by <= 2^-1072 absolutely, then
+    # multiplied by the later factors (<= sup each); over sqrt(n) coefficients in L2
+    product += (m - 1) * 2.0**-1072 * root_n * max(1.0, math.prod(sup))
     # ||p_1 * ... * p_m||_2 <= ||p_j||_2 prod_(i != j) ||p_i||_1 (Young)
     exact = min(x * b * f for x, b, f in zip(l2, l1_before, l1_after, strict=True))
     l2_error = product / root_n + g_inverse * (exact + product / root_n)
