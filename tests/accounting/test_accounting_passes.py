@@ -5,6 +5,7 @@ FFTs the grouped route runs. Correctness: the one-pass search against the old bi
 an exactly summed curve; grouped against ungrouped and dp_accounting's ``self_compose``.
 """
 
+import dataclasses
 import gc
 import math
 from unittest import mock
@@ -337,3 +338,29 @@ def test_power_path_powers_only_the_coefficients_that_matter_and_charges_the_res
     assert error <= margin
     if dropped_power > 1e-10:
         assert error > 1e-9  # the left-out coefficients matter here, and are charged
+
+
+# --------------------------------------------------- epsilon of two directions
+
+
+def test_two_directions_one_epsilon_pass_when_the_first_dominates():
+    """DP-SGD (remove first, the larger): one ``epsilon`` pass and one check of the other
+    direction's curve; the answer is the larger direction's epsilon, to the bit. With the
+    directions swapped the check fails and both are searched: the same answer.
+
+    Mutation: searching every direction (the former ``max``) -> 2 passes here, fails.
+    """
+    acc = subsampled_accounting(GaussianComponent(1.0), 0.1, 20, lower=False)
+    own = [pld.epsilon(1e-5) for pld in (acc.upper_pld, acc.reverse_upper_pld)]
+    assert own[0] > own[1]
+    with mock.patch.object(
+        DiscretePLD, "epsilon", autospec=True, side_effect=DiscretePLD.epsilon
+    ) as m:
+        answer = acc.epsilon_upper(1e-5)
+    assert m.call_count == 1 and answer == own[0]
+    swapped = dataclasses.replace(
+        acc, upper_pld=acc.reverse_upper_pld, reverse_upper_pld=acc.upper_pld
+    )
+    assert swapped.epsilon_upper(1e-5) == own[0]
+    for pld in (acc.upper_pld, acc.reverse_upper_pld):
+        assert float(pld.delta(answer)) <= 1e-5

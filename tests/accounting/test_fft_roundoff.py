@@ -122,8 +122,9 @@ def test_concentrated_operands_within_the_bound(case):
         assert bound > probs.size * np.finfo(float).eps
 
 
-def test_tree_carries_the_errors_of_its_operands():
+def test_tree_carries_the_errors_of_its_operands(monkeypatch):
     """Composing four parts costs at least the two pairs' errors (each carried at mass 1)."""
+    monkeypatch.setattr(profiles, "prefer_multiway", lambda lengths: False)  # the tree itself
     rng = np.random.default_rng(5)
     parts = [(0, p / p.sum()) for p in rng.random((4, 5000))]
     bound = compose_pmfs_bounded(parts)[2]
@@ -146,3 +147,75 @@ def test_mixed_tree_within_the_bound():
     offset, probs, bound = compose_pmfs_bounded(parts)
     assert _distance((offset, probs), _exact(parts)) <= bound
     assert bound > 0
+
+
+# ---------------------------------------------------------------- multi-way products
+
+
+def _spread(n: int, seed: int) -> np.ndarray:
+    p = np.random.default_rng(seed).random(n)
+    return p / p.sum()
+
+
+MULTIWAY = {
+    "concentrated": [_two_point(400, 0.6), _two_point(300, 0.9), _two_point(500, 0.999)],
+    "mixed": [_two_point(400, 0.999), _spread(700, 1), _spread(200, 2), _two_point(50, 0.5)],
+    "spread": [_spread(n, n) for n in (100, 150, 220, 330, 500)],
+}
+
+
+@pytest.mark.parametrize("case", list(MULTIWAY))
+def test_multiway_bound_covers_admissible_spectrum_errors(case):
+    """Every spectrum off by its full admitted error at frequency 0: the product stays within."""
+    rows = MULTIWAY[case]
+    support = sum(p.size for p in rows) - len(rows) + 1
+    n_fft = scipy.fft.next_fast_len(support, real=True)
+    g = _level_error(n_fft)
+    spectrum = np.ones(n_fft // 2 + 1, dtype=complex)
+    for p in rows:
+        spec = scipy.fft.rfft(p, n=n_fft)
+        spec[0] += g * math.sqrt(n_fft) * math.sqrt(float(p @ p))
+        spectrum *= spec
+    out = np.maximum(scipy.fft.irfft(spectrum, n=n_fft)[:support], 0.0)
+    _, exact = _exact([(0, p) for p in rows])
+    observed = float(np.sum(np.abs(out - exact)))
+    l1, l2 = zip(*(_norms(p) for p in rows), strict=True)
+    bound = profiles.fft_product_error(np.array(l1), np.array(l2), n_fft, support)
+    assert observed <= bound, (observed, bound)
+
+
+def test_multiway_bound_of_two_rows_is_the_pairwise_bound():
+    """With two rows the multi-way bound is the pairwise one (the rounding term's min aside)."""
+    a, b = _wide(3000), _two_point(2000, 0.7)
+    n_fft = scipy.fft.next_fast_len(4999, real=True)
+    pair = float(fft_convolution_error(*_norms(a), *_norms(b), n_fft, 4999))
+    l1, l2 = zip(_norms(a), _norms(b), strict=True)
+    multi = profiles.fft_product_error(np.array(l1), np.array(l2), n_fft, 4999)
+    assert 0.95 * pair <= multi <= pair * (1 + 1e-12)
+
+
+@pytest.mark.skipif(not EXTENDED, reason="no extended precision on this platform")
+def test_multiway_classes_within_the_bound(monkeypatch):
+    """Length classes composed by multi-way products, then the heap, against the exact product."""
+    calls = []
+    real = profiles.prefer_multiway
+
+    def recorded(lengths):
+        calls.append(real(lengths))
+        return calls[-1]
+
+    monkeypatch.setattr(profiles, "prefer_multiway", recorded)
+    rng = np.random.default_rng(3)
+    parts = []
+    for i, m in enumerate([9, 10, 12, 14, 15, 16, 40, 41, 50, 60, 64, 300, 400]):
+        p = rng.random(m) ** 8
+        parts.append((i - 5, p / p.sum()))
+    offset, probs, bound = compose_pmfs_bounded(parts)
+    assert any(calls), "no class took the multi-way product"
+    assert _distance((offset, probs), _exact(parts)) <= bound
+
+
+def test_prefer_multiway_for_few_similar_rows_only():
+    """The cost model: few rows of similar length multiply at once, a thousand rows take the tree."""
+    assert profiles.prefer_multiway(np.arange(9, 17))
+    assert not profiles.prefer_multiway(np.full(1000, 12))
