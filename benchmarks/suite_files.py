@@ -35,7 +35,7 @@ def per_file(path):
     files = collections.defaultdict(lambda: [0.0, 0.0, 0])
     with open(path) as f:
         for line in f:
-            nodeid, phase, cpu, wall = line.rstrip("\n").split("\t")
+            nodeid, phase, cpu, wall = line.rstrip("\n").split("\t")[:4]
             row = files[nodeid.split("::")[0]]
             row[0] += float(cpu)
             row[1] += float(wall)
