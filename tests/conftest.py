@@ -90,6 +90,7 @@ COUNTING_FILES = (
     "tests/whitebox/test_heavy_compiles.py",
     "tests/whitebox/test_second_audit_programs.py",
     "tests/whitebox/test_svt_certificate_programs.py",
+    "tests/testing/test_search.py",
     "tests/whitebox/test_winning_release_programs.py",
 )
 
@@ -149,8 +150,8 @@ def _release_memory_between_files():
 # Session 14 (cpu_durations rows with their worker and start time; BENCHMARKS.md, "Default
 # suite, session 14"): tests/testing/test_assertions.py, one of the heaviest files (a property
 # check of every catalogue mechanism), was missing and ran among the last files; with it
-# test_dpsgd_costs, test_threshold_noise and test_svt_certificate_programs (the last of these
-# a whitebox file, collected at the very end).
+# test_dpsgd_costs, test_threshold_noise, test_svt_certificate_programs (a whitebox file,
+# collected at the very end) and tests/testing/test_search.py (17 s CPU at load ~30).
 HEAVY_FILES = (
     "tests/blackbox/test_blackbox.py",
     "tests/whitebox/test_audit.py",
