@@ -90,7 +90,6 @@ COUNTING_FILES = (
     "tests/whitebox/test_heavy_compiles.py",
     "tests/whitebox/test_second_audit_programs.py",
     "tests/whitebox/test_svt_certificate_programs.py",
-    "tests/testing/test_search.py",
     "tests/whitebox/test_winning_release_programs.py",
 )
 
@@ -177,6 +176,7 @@ HEAVY_FILES = (
     "tests/training/test_training_bounds.py",
     "tests/mechanisms/test_ecdf.py",
     "tests/whitebox/test_svt_certificate_programs.py",
+    "tests/testing/test_search.py",
     "tests/whitebox/test_parameterisations.py",
     "tests/accounting/test_suprema.py",
     "tests/blackbox/test_ratio_bound.py",
