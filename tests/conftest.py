@@ -150,7 +150,8 @@ def _release_memory_between_files():
 # suite, session 14"): tests/testing/test_assertions.py, one of the heaviest files (a property
 # check of every catalogue mechanism), was missing and ran among the last files; with it
 # test_dpsgd_costs, test_threshold_noise, test_svt_certificate_programs (a whitebox file,
-# collected at the very end) and tests/testing/test_search.py (17 s CPU at load ~30).
+# collected at the very end), tests/training/test_training_specs.py and
+# tests/testing/test_search.py (20 and 17 s CPU at load ~30, collected among the last).
 HEAVY_FILES = (
     "tests/blackbox/test_blackbox.py",
     "tests/whitebox/test_audit.py",
@@ -176,6 +177,7 @@ HEAVY_FILES = (
     "tests/training/test_training_bounds.py",
     "tests/mechanisms/test_ecdf.py",
     "tests/whitebox/test_svt_certificate_programs.py",
+    "tests/training/test_training_specs.py",
     "tests/testing/test_search.py",
     "tests/whitebox/test_parameterisations.py",
     "tests/accounting/test_suprema.py",
