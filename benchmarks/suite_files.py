@@ -12,11 +12,14 @@ two files, before and after side by side. Collection is not in these rows
 two workers taking one file at a time, in xdist's most-tests-first order and in
 tests/conftest.py's heaviest-first order (HEAVY_FILES, then collection order), and prints
 each order's finish time (the busier worker) against the ideal (total / 2).
+``--timeline rows.tsv`` prints what each worker of an xdist run ran and when (rows with the
+worker and start-time columns), and when each worker's last test ended.
 """
 
 import ast
 import collections
 import heapq
+import math
 import pathlib
 import sys
 
@@ -35,7 +38,7 @@ def per_file(path):
     files = collections.defaultdict(lambda: [0.0, 0.0, 0])
     with open(path) as f:
         for line in f:
-            nodeid, phase, cpu, wall = line.rstrip("\n").split("\t")
+            nodeid, phase, cpu, wall = line.rstrip("\n").split("\t")[:4]
             row = files[nodeid.split("::")[0]]
             row[0] += float(cpu)
             row[1] += float(wall)
@@ -80,6 +83,29 @@ def schedule(path):
         print(f"{label:18s} {makespan(order, files):7.1f} s (ideal {ideal:.1f} s)")
 
 
+def timeline(path):
+    """Print each xdist worker's files in the order it ran them, and when each worker stopped.
+
+    Needs the worker and start-time columns of ``cpu_durations`` rows. The gap between the
+    workers' last ends is the time one worker sat idle while the other finished its files.
+    """
+    spans = collections.defaultdict(lambda: [math.inf, 0.0, 0.0])  # (worker, file) -> span
+    with open(path) as f:
+        for line in f:
+            nodeid, _, cpu, wall, worker, start = line.rstrip("\n").split("\t")
+            span = spans[worker, nodeid.split("::")[0]]
+            span[0] = min(span[0], float(start))
+            span[1] = max(span[1], float(start) + float(wall))
+            span[2] += float(cpu)
+    origin = min(span[0] for span in spans.values())
+    ends = {}
+    for (worker, name), (first, last, cpu) in sorted(spans.items(), key=lambda kv: kv[1][0]):
+        print(f"{worker} {first - origin:8.1f} {last - origin:8.1f} wall {cpu:7.1f} cpu {name}")
+        ends[worker] = max(ends.get(worker, 0.0), last - origin)
+    for worker, end in sorted(ends.items()):
+        print(f"{worker} last test ends at {end:.1f} s after the first test started")
+
+
 def main(argv):
     """Print the per-file table of one run, or of two runs side by side."""
     runs = [per_file(path) for path in argv]
@@ -100,5 +126,7 @@ def main(argv):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--schedule"]:
         schedule(sys.argv[2])
+    elif sys.argv[1:2] == ["--timeline"]:
+        timeline(sys.argv[2])
     else:
         main(sys.argv[1:])

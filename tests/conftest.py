@@ -146,11 +146,19 @@ def _release_memory_between_files():
 # seconds per file (benchmarks/suite_files.py on tests/whitebox and tests/blackbox, wall for
 # files whose work runs in subprocesses; CI run E's --durations elsewhere; BENCHMARKS.md,
 # "Default test suite, session 12"); a file missing from the list keeps its place after them.
+# Session 14 (cpu_durations rows with their worker and start time; BENCHMARKS.md, "Default
+# suite, session 14"): tests/testing/test_assertions.py, one of the heaviest files (a property
+# check of every catalogue mechanism), was missing and ran among the last files; with it
+# test_dpsgd_costs, test_threshold_noise, test_svt_certificate_programs (a whitebox file,
+# collected at the very end), tests/training/test_training_specs.py and
+# tests/testing/test_search.py (20 and 17 s CPU at load ~30, collected among the last).
 HEAVY_FILES = (
     "tests/blackbox/test_blackbox.py",
     "tests/whitebox/test_audit.py",
+    "tests/testing/test_assertions.py",
     "tests/runtime/test_ray.py",
     "tests/whitebox/test_supports.py",
+    "tests/mechanisms/test_dpsgd_costs.py",
     "tests/whitebox/test_first_audit_programs.py",
     "tests/blackbox/test_blackbox_specs.py",
     "tests/mechanisms/test_mechanisms_iclp.py",
@@ -158,6 +166,7 @@ HEAVY_FILES = (
     "tests/whitebox/test_notion_audits.py",
     "tests/whitebox/test_continuous_latent.py",
     "tests/whitebox/test_user_subsampling.py",
+    "tests/model/noise/test_threshold_noise.py",
     "tests/golden/test_golden.py",
     "tests/training/test_training_audit.py",
     "tests/mechanisms/test_hosmer_lemeshow_audit.py",
@@ -167,6 +176,9 @@ HEAVY_FILES = (
     "tests/whitebox/test_process_history.py",
     "tests/training/test_training_bounds.py",
     "tests/mechanisms/test_ecdf.py",
+    "tests/whitebox/test_svt_certificate_programs.py",
+    "tests/training/test_training_specs.py",
+    "tests/testing/test_search.py",
     "tests/whitebox/test_parameterisations.py",
     "tests/accounting/test_suprema.py",
     "tests/blackbox/test_ratio_bound.py",

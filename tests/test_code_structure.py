@@ -12,6 +12,7 @@
 """
 
 import ast
+import functools
 import re
 import subprocess
 from pathlib import Path
@@ -31,6 +32,17 @@ KEYWORD_ENTRY_POINTS = {("engine.py", "audit"), ("engine.py", "blackbox_audit")}
 OVER_THE_LIMIT = {("assertions.py", "assert_sensitivity_bound"), ("search.py", "worst_neighbours")}
 
 
+@functools.cache
+def _parse(text: str) -> ast.Module:
+    """The syntax tree of a file's text, parsed once for every test of this file (the tests
+    only read the trees; each one parsed the whole package again)."""
+    return ast.parse(text)
+
+
+def _tree(path: Path) -> ast.Module:
+    return _parse(path.read_text())
+
+
 def _python_files(*folders):
     for folder in folders:
         yield from sorted((ROOT / folder).rglob("*.py"))
@@ -47,7 +59,7 @@ def _docstring_lines(node) -> int:
 def test_no_long_functions_in_the_package():
     long = []
     for path in _python_files("dpaudit"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 n = node.end_lineno - node.lineno + 1 - _docstring_lines(node)
                 if n > MAX_FUNCTION_LINES:
@@ -66,7 +78,7 @@ def _parameter_count(node) -> int:
 def _functions_over_the_parameter_limit() -> set[tuple[str, str]]:
     over = set()
     for path in _python_files("dpaudit"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 if _parameter_count(node) > MAX_PARAMETERS:
                     over.add((path.name, node.name))
@@ -96,7 +108,7 @@ def test_the_engines_take_their_options_as_one_record():
             continue
         text = path.read_text()
         assert "# fmt: off" not in text, path  # the 17-positional _plan was written under it
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(_parse(text)):
             if isinstance(node, ast.FunctionDef) and node.name.startswith("run_"):
                 assert _parameter_count(node) <= 5, (path.name, node.name)
 
@@ -110,7 +122,7 @@ def _module_names(path: Path) -> set[str]:
 def test_no_private_names_imported_across_modules():
     found = []
     for path in _python_files("dpaudit", "mechanisms", "tests", "benchmarks"):
-        tree = ast.parse(path.read_text())
+        tree = _tree(path)
         own = _module_names(path)
         imported_modules = {}
         for node in ast.walk(tree):
@@ -144,7 +156,7 @@ def test_no_private_names_imported_across_modules():
 def test_nothing_in_the_package_imports_the_catalogue():
     importers = []
     for path in _python_files("dpaudit"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -229,7 +241,7 @@ def _imports_of(name: str, path: Path, modules) -> list[tuple[str, bool]]:
                     found.append((module, deferred))
             visit(child, deferred)
 
-    visit(ast.parse(path.read_text()), False)
+    visit(_tree(path), False)
     return found
 
 
@@ -357,7 +369,7 @@ def test_no_reference_outside_the_repository():
 
 def _public_functions(path: Path):
     """Public module-level functions and public methods of public classes, with their docstrings."""
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
             yield node
