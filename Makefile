@@ -36,15 +36,15 @@ notebooks: $(STAMP)
 	$(BIN)/python notebooks/execute.py
 
 # compiled XLA programs are kept in .cache/jax: a second run skips most compilation.
-# With AUDIT_WORKERS=N the specs run on N local worker processes, family-affine (the specs
-# of one mechanism family on one worker, so no program is compiled twice; results
-# identical to a serial run, tests/runtime). Default: one worker per core on machines with
+# With AUDIT_WORKERS=N the specs run on N local processes, this one and N-1 workers,
+# family-affine (the specs of one mechanism family in one process, so no program is compiled
+# twice; each spec read first and prepared once, by the process that audits it; results
+# identical to a serial run, tests/runtime). Default: one process per core on machines with
 # 4 cores or more, otherwise serially in one process. Measured on 2 cores side by side,
-# 12 specs (BENCHMARKS.md, "Family-affine local workers"): 2 workers now match the serial
-# run cold or beat it (412 vs 428 s at load 17-39, before 627 s; 137 vs 232 s at load 10)
-# but stay slower warm (87 vs 58 s; 34 vs 28 s: every worker imports the engine and
-# prepares its specs again, the driver validates them too), and three processes with JAX
-# peak above 2 GB (2.25 GB vs 1.53 GB).
+# 15 specs at load 14-36 (BENCHMARKS.md, "The caller audits a share"): warm, 2 processes use
+# the serial run's CPU (the s12 pool +26 %) and 0.78-0.97x its wall, largest process 1.05 GB
+# (serial 1.4 GB); cold they do not win (1.0-1.17x the wall: a second JAX import and the
+# programs shared across families compiled twice), so 2 cores stay serial.
 AUDIT_WORKERS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); [ "$$n" -ge 4 ] && echo $$n)
 audit: $(STAMP)
 	$(BIN)/dpaudit audit audits/ --report reports/ --cache-dir .cache/jax $(if $(AUDIT_WORKERS),--workers $(AUDIT_WORKERS))

@@ -75,8 +75,9 @@ def run_suite(cache: Path, workers: int | None, json_path: Path, target: str) ->
     }
 
 
-def _tree_rss(root: int) -> int:
-    """Resident bytes of process ``root`` and all its descendants (Linux ``/proc``)."""
+def _tree_rss(root: int) -> tuple[int, int]:
+    """Resident bytes of process ``root`` and all its descendants (Linux ``/proc``), summed
+    and of the largest process among them."""
     parents, rss = {}, {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -94,23 +95,26 @@ def _tree_rss(root: int) -> int:
         children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
         tree.update(children)
         frontier += children
-    return sum(rss.get(pid, 0) for pid in tree)
+    sizes = [rss.get(pid, 0) for pid in tree]
+    return sum(sizes), max(sizes)
 
 
 def run_sampled(command: list, env: dict, root: Path = ROOT) -> dict:
     """Run ``command`` in ``root``; wall, CPU (it and its reaped children), peak RSS of its
-    process tree."""
+    process tree (summed) and of its largest process, sampled every 0.5 s."""
     load_before, cpu_before, t0 = _load(), _children_cpu(), time.perf_counter()
     process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
-    peak = 0
+    peak = largest = 0
     while process.poll() is None:
-        peak = max(peak, _tree_rss(process.pid))
+        tree, one = _tree_rss(process.pid)
+        peak, largest = max(peak, tree), max(largest, one)
         time.sleep(0.5)
     out = process.stdout.read()
     return {
         "wall_s": round(time.perf_counter() - t0, 1),
         "cpu_s": round(_children_cpu() - cpu_before, 1),
         "peak_tree_rss_mb": round(peak / 2**20),
+        "peak_largest_rss_mb": round(largest / 2**20),
         "exit": process.returncode,
         "load_before": load_before,
         "load_after": _load(),
@@ -129,6 +133,10 @@ MODES = {
     "base-serial": ([], ""),
     "base-pool2": (["--workers", "2"], ""),
 }
+#: environment of a mode (s14: the driver's own library audits with the draw helper beside a
+#: worker, against the default of none)
+MODE_ENV = {"pool2-helper": {"DPAUDIT_DRAW_HELPER": "on"}}
+MODES["pool2-helper"] = MODES["pool2"]
 
 
 def compare(args) -> None:
@@ -148,7 +156,9 @@ def compare(args) -> None:
             command += ["-k", args.k] if args.k else []
             env = dict(os.environ, PYTHONPATH=str(root))
             env.pop("XLA_FLAGS", None)
+            env.pop("DPAUDIT_DRAW_HELPER", None)
             env.update({"XLA_FLAGS": flags} if flags else {})
+            env.update(MODE_ENV.get(mode, {}))
             row = {"mode": mode, "cache": state, **run_sampled(command, env, root)}
             row["results"] = _stripped(out)
             rows.append(row)
@@ -160,14 +170,16 @@ def compare(args) -> None:
         r["differs"] = [a["name"] for a, b in pairs if json.dumps(a) != json.dumps(b)]
     print()
     print(
-        "| mode | cache | wall | CPU | CPU / wall | peak RSS (tree) | same JSON as serial | load |"
+        "| mode | cache | wall | CPU | CPU / wall | peak RSS (tree / largest) | JSON differs from "
+        "the first row | load |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['mode']} | {r['cache']} | {r['wall_s']:.0f} s | {r['cpu_s']:.0f} s | "
-            f"{r['cpu_s'] / r['wall_s']:.2f} | {r['peak_tree_rss_mb']} MB | "
-            f"{', '.join(r['differs']) or 'none'} | {r['load_before']} / {r['load_after']} |"
+            f"{r['cpu_s'] / r['wall_s']:.2f} | {r['peak_tree_rss_mb']} / "
+            f"{r['peak_largest_rss_mb']} MB | {', '.join(r['differs']) or 'none'} | "
+            f"{r['load_before']} / {r['load_after']} |"
         )
     RESULTS.mkdir(exist_ok=True)
     slim = [{k: v for k, v in r.items() if k != "results"} for r in rows]

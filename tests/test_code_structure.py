@@ -208,6 +208,7 @@ DEFERRED_IMPORTS = {
             "dpaudit.cli.regression",
             "dpaudit.testing.worst_pair",
             "dpaudit.whitebox.scope",
+            "dpaudit.io.plot.whitebox",
         )
     },
     ("dpaudit.io.report", "dpaudit.io.plot"): "matplotlib (optional) only for a figure",

@@ -1231,12 +1231,44 @@ def _suite_prepare_callable(options: tuple, ref: str, args) -> PreparedAudit:
     return dataclasses.replace(item, force=True) if force else item
 
 
+def report_view(item: PreparedAudit, figures: bool = True) -> PreparedAudit:
+    """What a local worker sends back of an audit it prepared, for the driver's report.
+
+    A prepared audit holds models and samplers that do not pickle; its view keeps the spec,
+    the pair and the claim note, and in place of the mechanism a
+    :class:`~dpaudit.io.plot.whitebox.ReleaseSketch` (its known flaw, and the releases the
+    report plots, drawn now as the report would draw them).
+
+    Args:
+        item: the prepared audit.
+        figures: draw the releases the report plots (``False``: no report is written).
+
+    Returns:
+        A picklable :class:`PreparedAudit` whose ``mechanism`` is the sketch (``None`` for a
+        training target) and whose ``target`` and ``features`` are ``None``.
+    """
+    from dpaudit.io.plot.whitebox import ReleaseSketch, sketch_releases
+
+    built = item.mechanism if item.target is None else getattr(item.target, "mechanism", None)
+    data = item.pair[0] if item.pair else None
+    if built is None:
+        sketch = None
+    elif figures and item.target is None:  # the report plots a white-box audit's releases
+        sketch = sketch_releases(built, data)
+    else:
+        sketch = ReleaseSketch(getattr(built, "known_flaw", None))
+    return PreparedAudit(
+        item.spec, sketch, None, None, tuple(item.pair), item.claim_note, item.force
+    )
+
+
 def suite_runner(args):
     """What a suite's worker runs: the CLI's preparation and audit.
 
     Args:
         args: the parsed command line; its ``confidence`` and ``force`` are applied to
-            every audit the workers prepare, as the serial run applies them.
+            every audit the workers prepare, as the serial run applies them; with
+            ``report``, a local worker's report view draws the report's figures.
 
     Returns:
         A :class:`~dpaudit.runtime.SuiteRunner` of module-level functions (picklable).
@@ -1246,8 +1278,9 @@ def suite_runner(args):
     from dpaudit.runtime import SuiteRunner
 
     options = (getattr(args, "confidence", None), bool(getattr(args, "force", False)))
+    view = partial(report_view, figures=bool(getattr(args, "report", None)))
     return SuiteRunner(
-        partial(_suite_prepare, options), partial(_suite_prepare_callable, options), run_audit
+        partial(_suite_prepare, options), partial(_suite_prepare_callable, options), run_audit, view
     )
 
 
@@ -1291,27 +1324,41 @@ def _audit_parallel(prepared: list[PreparedAudit], args, out) -> list:
 
 def _local_targets(args, found, known: dict) -> list:
     """The suite's targets for local workers, read from the spec files alone (nothing built):
-    path, last run's seconds and family (:func:`audit_family`)."""
-    from dpaudit.io.spec import load_spec
+    path, last run's seconds and family (:func:`audit_family`).
+
+    Every spec file is loaded (:func:`dpaudit.io.spec.load_spec`: its TOML, its fields, its
+    claim) and the names checked unique before any audit starts: a malformed spec exits 2
+    before anything runs. Building happens once, in the process that audits it.
+    """
+    from dpaudit.io.spec import load_spec, with_overrides
     from dpaudit.runtime import SuiteTarget
 
     paths, refs = found
-    targets = []
+    targets, names = [], []
     for path in paths:
-        spec = load_spec(path)  # an invalid spec is refused here, before any worker starts
+        spec = with_overrides(load_spec(path), args.seed, args.samples)
         key = str(spec.path)
+        names.append(spec.name)
         targets.append(SuiteTarget(key, cost=float(known.get(key, 0.0)), group=audit_family(spec)))
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise _spec_error(f"two specs share the name {duplicates[0]!r}; names must be unique.")
     # the parsed command line minus the subcommand's handler: plain values, picklable
     options = {k: v for k, v in vars(args).items() if not callable(v)}
     for ref in refs:
         group = f"callable:{ref.rsplit(':', 1)[0]}"
         targets.append(SuiteTarget(ref, options, float(known.get(ref, 0.0)), group))
+    if not targets:
+        raise _spec_error(f"-k {args.k!r} selects none of the audits of {' '.join(args.targets)}.")
     return targets
 
 
 def _audit_local(args, out) -> tuple[list, list]:
-    """Every audit on ``--workers`` local processes, family-affine; the driver validates and
-    builds the specs for the report (as ``validate`` does, nothing drawn) while they run.
+    """Every audit on ``--workers`` local processes, this one included, family-affine.
+
+    Every spec file is read first (:func:`_local_targets`); each audit is then prepared
+    once, by the process that audits it; a worker sends back its result and the audit's
+    :func:`report_view`.
 
     Returns:
         ``(prepared, outcomes)``, both in the order of the targets.
@@ -1320,27 +1367,18 @@ def _audit_local(args, out) -> tuple[list, list]:
 
     found = _target_paths(args)
     record, known = _known_seconds()
-    targets = _local_targets(args, found, known) if any(found) else []
-    if not targets:  # nothing selected: refused with the serial run's sentence
-        _prepare_targets(args, draw=False, found=found)
+    targets = _local_targets(args, found, known)
+    _log(args, f"dpaudit: {len(targets)} audit(s) read; running on "
+               f"{min(args.workers, len(targets))} process(es).")  # fmt: skip
     suite = LocalSuite(targets, (args.seed, args.samples), suite_runner(args), args.workers)
-    try:
-        prepared = _prepare_targets(args, draw=False, found=found)
-        prepared = _with_confidence(prepared, getattr(args, "confidence", None))
-        kinds = _kind_counts([p.spec.kind for p in prepared])
-        _log(args, f"dpaudit: {len(prepared)} audit(s) validated ({kinds}); running on "
-                   f"{len(suite.procs)} worker(s).")  # fmt: skip
-        release_memory(1)  # the driver audits nothing: drop what building compiled
 
-        def finished(index: int, result, took: float) -> None:  # as each audit ends
-            _print_finished(prepared[index], _outcome(prepared[index], result), took, args, out)
+    def finished(index: int, result, took: float, item) -> None:  # as each audit ends
+        _print_finished(item, _outcome(item, result), took, args, out)
 
-        done = suite.wait(finished)
-    except BaseException:
-        suite.stop()
-        raise
-    outcomes = [_outcome(item, r) for item, (r, _) in zip(prepared, done, strict=True)]
-    _keep_seconds(record, known, targets, [took for _, took in done])
+    done = suite.wait(finished)  # stops the workers itself on any failure
+    prepared = [item for _, _, item in done]
+    outcomes = [_outcome(item, r) for item, (r, _, _) in zip(prepared, done, strict=True)]
+    _keep_seconds(record, known, targets, [took for _, took, _ in done])
     return prepared, outcomes
 
 
@@ -1432,9 +1470,10 @@ def audit_targets(args, legacy: bool = False) -> int:
     _check_outputs(args)
     _check_error_options(args)
     parallel = _start_workers(args)
-    # in parallel each worker prepares its spec again and draws from it before auditing
-    # (runtime/suite.py): here the specs are validated as `validate` does, without drawing
-    if parallel and not args.ray:  # local workers start auditing while this process validates
+    # Ray: each task prepares its spec again (runtime/suite.py); the driver validates every
+    # spec first as `validate` does, without drawing. Local workers: every spec file is
+    # read first, each audit prepared once by the process that audits it (runtime/pool.py)
+    if parallel and not args.ray:
         prepared, outcomes = _audit_local(args, out)
     else:
         prepared = _prepare_targets(args, draw=not parallel)
@@ -1953,8 +1992,9 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
                    help="an inconclusive verdict without an expected one fails the run")  # fmt: skip
     _add_cache_options(p)
     p.add_argument("--workers", type=int,
-                   help="run the specs in parallel on N local worker processes (with --ray: "
-                   "CPUs of a local Ray instance, ignored for a cluster)")  # fmt: skip
+                   help="run the specs in parallel on N local processes: this one and N-1 "
+                   "workers (with --ray: CPUs of a local Ray instance, ignored for a "
+                   "cluster)")  # fmt: skip
     p.add_argument("--ray", metavar="ADDRESS", help="run the specs on the Ray cluster at ADDRESS")
 
 

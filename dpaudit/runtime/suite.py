@@ -24,6 +24,7 @@ __all__ = [
     "SuiteRunner",
     "SuiteTarget",
     "driver_cache",
+    "prepare_and_run",
     "run_spec",
     "run_suite_parallel",
     "start_suite",
@@ -63,11 +64,15 @@ class SuiteRunner(NamedTuple):
         prepare_callable: ``prepare_callable(ref, options) -> prepared`` for a
             ``FILE.py:CALLABLE`` target and its command-line options (a ``Namespace``).
         run_audit: ``run_audit(prepared) -> result``.
+        report_view: ``report_view(prepared) -> view``: what a local worker sends back of
+            an audit it prepared, for the driver's report (picklable: a prepared audit
+            holds models that do not pickle); ``None``: nothing is sent back.
     """
 
     prepare: Callable
     prepare_callable: Callable
     run_audit: Callable
+    report_view: Callable | None = None
 
 
 def _configure_worker(cache_dir: str | None) -> None:
@@ -102,11 +107,33 @@ def run_spec(overrides: tuple, target):
         RuntimeError: the audit crashed.
     """
     seed, samples, cache_dir, runner = overrides
-    target = target if isinstance(target, SuiteTarget) else SuiteTarget(str(target))
     _configure_worker(cache_dir)
+    _, result, seconds = prepare_and_run((seed, samples, runner), target)
+    return result, seconds
+
+
+def prepare_and_run(overrides: tuple, target):
+    """Prepare one audit of the suite from its path and run it, in this process.
+
+    Args:
+        overrides: ``(seed, samples, runner)``: the command line's seed and samples
+            (``None`` each when absent) and the :class:`SuiteRunner`.
+        target: a :class:`SuiteTarget`, or a spec's path.
+
+    Returns:
+        ``(prepared, result, seconds)``: what ``runner.prepare`` built, the audit's result
+        and its wall time (preparation included).
+
+    Raises:
+        SpecError: the audit failed on bad input (one sentence naming the spec).
+        RuntimeError: the audit crashed.
+    """
+    seed, samples, runner = overrides
+    target = target if isinstance(target, SuiteTarget) else SuiteTarget(str(target))
     path, started = target.path, time.perf_counter()
     try:
-        result = runner.run_audit(_prepare(target, seed, samples, runner))
+        item = _prepare(target, seed, samples, runner)
+        result = runner.run_audit(item)
     except SpecError:
         raise
     except UserCodeError as err:  # a sampler or model raised mid-audit: a crash (exit 3)
@@ -118,7 +145,7 @@ def run_spec(overrides: tuple, target):
     except Exception as err:  # a crash is no verdict: the suite stops, nothing is written
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise RuntimeError(f"{path}: the audit crashed ({first}); no report was written.") from None
-    return result, time.perf_counter() - started
+    return item, result, time.perf_counter() - started
 
 
 def start_suite(workers: int | None = None, address: str | None = None) -> None:

@@ -193,8 +193,8 @@ class _Stop(Exception):
 
 
 def test_a_parallel_audit_prepares_its_specs_without_drawing(tmp_path, monkeypatch):
-    """With workers, each worker prepares (and draws from) its spec again: the parent only
-    validates, as ``dpaudit validate`` does, and compiles no program before the workers run
+    """With workers, each audit is prepared (and drawn from) by the process that runs it: the
+    parent only reads the spec files before the suite starts and compiles no program then
     (a serial run draws from the model here: it compiles)."""
 
     (tmp_path / "user.py").write_text(USER)

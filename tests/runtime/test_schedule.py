@@ -144,8 +144,9 @@ def test_results_with_read_only_mappings_come_back_and_unpicklable_ones_fail_nam
         tasks.put(task)
     pool.worker_loop(0, (None, None, driver_cache(), runner, 1 << 30), tasks, results)
     (_, _, ok, payload), (_, _, bad, error) = results.get_nowait(), results.get_nowait()
-    (value, _seconds) = pickle.loads(payload)
+    (value, _seconds, view) = pickle.loads(payload)
     assert ok and isinstance(value["sites"], MappingProxyType) and value["sites"]["a"] == 1.0
+    assert view is None  # this runner sends no report view
     error = pickle.loads(error)
     assert not bad and isinstance(error, RuntimeError)
     assert str(error).startswith("lock: its result cannot be sent back from the worker")

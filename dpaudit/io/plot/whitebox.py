@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from dpaudit.io.plot.style import CLAIM_COLOUR, axes, bin_edges, finish, finite, say
 
-__all__ = ["compatibility_sums", "loss_distribution", "privacy_profile", "releases"]
+__all__ = [
+    "ReleaseSketch",
+    "compatibility_sums",
+    "loss_distribution",
+    "privacy_profile",
+    "release_paths",
+    "releases",
+    "sketch_releases",
+]
 
 #: delta values at or below this are Monte Carlo zeros; a log axis cannot show 0.
 DELTA_FLOOR = 1e-12
@@ -152,19 +161,53 @@ def compatibility_sums(result, ax=None):
     return finish(ax, f"Compatibility: {comp.classification}", "K (components)", "partial sum")
 
 
-def releases(mechanism, data, ax=None, n: int = 3, seed: int = 0):
-    """A few releases of ``mechanism`` on ``data`` against its non-private summary ``f_D``.
+@dataclass(frozen=True)
+class ReleaseSketch:
+    """What a report shows of a mechanism audited in another process (picklable).
+
+    A mechanism holds numpyro models that do not pickle; a suite worker sends this back
+    instead, and :func:`releases` draws it as it would draw the mechanism.
+
+    Attributes:
+        known_flaw: the mechanism's ``known_flaw`` (``None``: none declared).
+        paths: ``(x, xlabel, draws, summary)`` as :func:`release_paths`, or ``None``.
+    """
+
+    known_flaw: object = None
+    paths: tuple | None = None
+
+
+def sketch_releases(mechanism, data, n: int = 3, seed: int = 0) -> ReleaseSketch | None:
+    """The :class:`ReleaseSketch` of ``mechanism`` on ``data`` (its releases drawn now).
 
     Args:
-        mechanism: a :class:`dpaudit.Mechanism` with a ``summary``.
-        data: the dataset ``D``.
-        ax: matplotlib axes, or ``None`` for a new figure.
+        mechanism: a :class:`dpaudit.Mechanism`, or ``None``.
+        data: the dataset ``D``, or ``None``.
         n: the number of releases drawn.
         seed: the random seed of the releases.
 
     Returns:
-        The axes, or ``None`` when the mechanism has no summary, its release is
-        a single number, or drawing fails.
+        The sketch, or ``None`` for no mechanism.
+    """
+    if mechanism is None:
+        return None
+    paths = release_paths(mechanism, data, n, seed)
+    return ReleaseSketch(getattr(mechanism, "known_flaw", None), paths)
+
+
+def release_paths(mechanism, data, n: int = 3, seed: int = 0) -> tuple | None:
+    """A few releases of ``mechanism`` on ``data`` and its summary, as plotted by :func:`releases`.
+
+    Args:
+        mechanism: a :class:`dpaudit.Mechanism` with a ``summary``.
+        data: the dataset ``D``.
+        n: the number of releases drawn.
+        seed: the random seed of the releases.
+
+    Returns:
+        ``(x, xlabel, draws, summary)`` (numpy arrays; ``draws`` of shape ``(n, size)``),
+        or ``None`` when the mechanism has no summary, its release is a single number,
+        or drawing fails.
     """
     if mechanism is None or data is None or mechanism.summary is None:
         return None
@@ -182,8 +225,34 @@ def releases(mechanism, data, ax=None, n: int = 3, seed: int = 0):
     x, xlabel = np.arange(summary.size), "coordinate"
     if grid is not None and grid.dim == 1:
         x, xlabel = np.asarray(grid.points)[:, 0], "t"
+    return x, xlabel, draws, summary
+
+
+def releases(mechanism, data, ax=None, n: int = 3, seed: int = 0):
+    """A few releases of ``mechanism`` on ``data`` against its non-private summary ``f_D``.
+
+    Args:
+        mechanism: a :class:`dpaudit.Mechanism` with a ``summary``, or the
+            :class:`ReleaseSketch` of one (its releases already drawn; ``n`` and ``seed``
+            are then those it was drawn with).
+        data: the dataset ``D``.
+        ax: matplotlib axes, or ``None`` for a new figure.
+        n: the number of releases drawn.
+        seed: the random seed of the releases.
+
+    Returns:
+        The axes, or ``None`` when the mechanism has no summary, its release is
+        a single number, or drawing fails.
+    """
+    if isinstance(mechanism, ReleaseSketch):
+        paths = mechanism.paths
+    else:
+        paths = release_paths(mechanism, data, n, seed)
+    if paths is None:
+        return None
+    x, xlabel, draws, summary = paths
     ax = axes(ax)
-    for i in range(n):
+    for i in range(draws.shape[0]):
         ax.plot(x, draws[i], lw=0.8, alpha=0.8, color="C0", label="releases" if i == 0 else None)
     ax.plot(x, summary, color="k", lw=1.6, label="non-private summary f_D")
     return finish(ax, "Releases against the summary", xlabel)

@@ -64,6 +64,17 @@ def test_loss_histogram_and_releases(results):
     ax = plot.loss_distribution(result)
     assert any(np.ptp(line.get_xdata()) == 0 for line in ax.get_lines())  # ± claimed epsilon
     assert plot.releases(mech, d).get_lines()
+    # what a suite worker sends back instead of the mechanism draws the very same lines
+    import pickle
+
+    from dpaudit.io.plot.whitebox import sketch_releases
+
+    sketch = pickle.loads(pickle.dumps(sketch_releases(mech, d)))
+    assert sketch.known_flaw == mech.known_flaw and sketch.known_flaw is not None
+    direct, sketched = plot.releases(mech, d).get_lines(), plot.releases(sketch, d).get_lines()
+    assert len(direct) == len(sketched) == 4  # three releases and the summary
+    for a, b in zip(direct, sketched, strict=True):
+        assert np.array_equal(a.get_xydata(), b.get_xydata())
     comp = plot.compatibility_sums(result)
     assert comp is not None and comp.get_xscale() == "linear"  # a handful of components
 
