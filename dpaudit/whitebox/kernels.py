@@ -115,7 +115,7 @@ def _update(state: HockeyStickState, loss, epsilons, n_valid) -> HockeyStickStat
     """:func:`fold_chunk`'s state update as a program of its own: one per chunk and grid size.
 
     The loss steps return their losses anyway; folding them here instead of inside each
-    step leaves the hockey-stick moments (about 40 % of a step's compilation) to one
+    step leaves the hockey-stick moments (a quarter to 40 % of a step's compilation) to one
     program that every law, family and spec with the same chunk and grid sizes shares.
     """
     mask = jnp.arange(loss.shape[0]) < n_valid

@@ -2,7 +2,7 @@
 
 The loss steps of the density and closed-form routes used to fold their losses into the
 running hockey-stick state inside their own program, so every law, family and release
-width compiled the fold again (about 40 % of a step's compilation, BENCHMARKS.md
+width compiled the fold again (a quarter to 40 % of a step's compilation, BENCHMARKS.md
 "Compile options and the shared fold, session 14"). The steps now return their losses and
 the largest one; one program per (chunk, grid) size folds them. Same losses, same state,
 bit for bit.
