@@ -91,18 +91,34 @@ def test_a_second_law_of_another_route_compiles_no_fold():
 
     grid, key, n = np.linspace(0.0, 2.0, 11), jax.random.key(7), 557  # sizes no other test uses
     p, q = _iclp(5)
+    p2, q2 = _iclp(8, scale=1.3)  # another width, the closed form
+    density = loss_kernel("density", None, None, None, p, q, None)
+    closed = loss_kernel("closed-form", None, None, None, p2, q2, noise_shift(p2, q2))
+    state = init_hockey_stick(11)
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
-        loss_kernel("density", None, None, None, p, q, None).step(
-            init_hockey_stick(11), key, grid, n, n
-        )
+        density.step(state, key, grid, n, n)
         first = list(names)
         names.clear()
-        p2, q2 = _iclp(8, scale=1.3)  # another width, the closed form
-        loss_kernel("closed-form", None, None, None, p2, q2, noise_shift(p2, q2)).step(
-            init_hockey_stick(11), key, grid, n, n
-        )
+        closed.step(state, key, grid, n, n)
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     assert first.count("jit(_update)") == 1
-    assert "jit(_update)" not in names and "jit(_closed_form_step)" in names
+    assert names == ["jit(_closed_form_step)"]  # and no fold of its own
+
+
+def test_the_steps_return_no_state():
+    """The steps return the losses, the largest and where (and its release): no state."""
+    from dpaudit.whitebox import kernels
+
+    p, q = _iclp(3)
+    shift = noise_shift(p, q)
+    args = (np.asarray(shift.shift), np.asarray(shift.eigenvalues))
+    args += (np.float64(shift.sigma), np.asarray(shift.singular))
+    key = jax.random.key(0)
+    closed = jax.eval_shape(
+        lambda k: kernels._closed_form_step(k, *args, 100, n=100, family=shift.family), key
+    )
+    assert len(jax.tree.leaves(closed)) == 3
+    density = jax.eval_shape(lambda k: kernels._density_step(k, p, q, 100, n=100, batch=100), key)
+    assert len(jax.tree.leaves(density)) == 4
