@@ -7,7 +7,7 @@ contracts multiply-adds into fused ones at the default level, not at 0), even in
 that run once per audit: a Gaussian draw (``erf_inv``) regenerated at level 0, a
 multivariate normal's certificate loss and a sparse-vector density each moved in their last
 bit, where the golden records of the shipped specs happened not to (BENCHMARKS.md,
-"Compile options, session 14"). Only the pre-audit draw, whose release is only checked for
+"Compile options and the shared fold, session 14"). Only the pre-audit draw, whose release is only checked for
 being finite, is compiled at level 0. This pins that every program whose values reach a
 record keeps the default.
 """
