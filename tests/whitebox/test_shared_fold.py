@@ -105,20 +105,3 @@ def test_a_second_law_of_another_route_compiles_no_fold():
         jax.monitoring.unregister_event_duration_listener(listener)
     assert first.count("jit(_update)") == 1
     assert names == ["jit(_closed_form_step)"]  # and no fold of its own
-
-
-def test_the_steps_return_no_state():
-    """The steps return the losses, the largest and where (and its release): no state."""
-    from dpaudit.whitebox import kernels
-
-    p, q = _iclp(3)
-    shift = noise_shift(p, q)
-    args = (np.asarray(shift.shift), np.asarray(shift.eigenvalues))
-    args += (np.float64(shift.sigma), np.asarray(shift.singular))
-    key = jax.random.key(0)
-    closed = jax.eval_shape(
-        lambda k: kernels._closed_form_step(k, *args, 100, n=100, family=shift.family), key
-    )
-    assert len(jax.tree.leaves(closed)) == 3
-    density = jax.eval_shape(lambda k: kernels._density_step(k, p, q, 100, n=100, batch=100), key)
-    assert len(jax.tree.leaves(density)) == 4
