@@ -88,7 +88,9 @@ COUNTING_FILES = (
     "tests/whitebox/test_engine.py",
     "tests/whitebox/test_first_audit_programs.py",
     "tests/whitebox/test_heavy_compiles.py",
+    "tests/whitebox/test_run_once_programs.py",
     "tests/whitebox/test_second_audit_programs.py",
+    "tests/whitebox/test_shared_fold.py",
     "tests/whitebox/test_svt_certificate_programs.py",
     "tests/whitebox/test_winning_release_programs.py",
 )

@@ -91,15 +91,35 @@ def fold_chunk(state: HockeyStickState, loss, epsilons, n_valid):
     return state, loss, masked[best], best
 
 
-def _fold_keeping(state: HockeyStickState, loss, draws, epsilons, n_valid):
-    """:func:`fold_chunk`, and the draw of the largest valid loss (row ``index`` of ``draws``).
+def _largest(loss, n_valid):
+    """The largest valid non-NaN loss of a chunk and its index (:func:`fold_chunk`'s)."""
+    mask = jnp.arange(loss.shape[0]) < n_valid
+    masked = jnp.where(mask & ~jnp.isnan(loss), loss, -jnp.inf)
+    best = jnp.argmax(masked)
+    return masked[best], best
+
+
+def _keeping(loss, draws, n_valid):
+    """The losses, the largest valid one, where, and its draw (row ``index`` of ``draws``).
 
     The density route holds its draws anyway (both log densities read them): returning one
     row of them changes neither the losses' bits nor the step's time (measured,
     BENCHMARKS.md), and saves a second program per shape that drew the chunk again.
     """
-    state, loss, top, index = fold_chunk(state, loss, epsilons, n_valid)
-    return state, loss, top, index, draws[index]
+    top, index = _largest(loss, n_valid)
+    return loss, top, index, draws[index]
+
+
+@jax.jit
+def _update(state: HockeyStickState, loss, epsilons, n_valid) -> HockeyStickState:
+    """:func:`fold_chunk`'s state update as a program of its own: one per chunk and grid size.
+
+    The loss steps return their losses anyway; folding them here instead of inside each
+    step leaves the hockey-stick moments (a quarter to 40 % of a step's compilation) to one
+    program that every law, family and spec with the same chunk and grid sizes shares.
+    """
+    mask = jnp.arange(loss.shape[0]) < n_valid
+    return update_hockey_stick(state, loss, epsilons, mask)
 
 
 # Module-level jits: their caches outlive an audit, so a second audit with the same
@@ -109,9 +129,9 @@ _draws_jit = jax.jit(closed_form_draws, static_argnames=("n", "family"))
 
 
 @partial(jax.jit, static_argnames=("n", "family"))
-def _closed_form_step(state, key, h, eigenvalues, sigma, singular, epsilons, n_valid, *, n, family):
+def _closed_form_step(key, h, eigenvalues, sigma, singular, n_valid, *, n, family):
     loss = closed_form_losses(key, h, eigenvalues, sigma, singular, n, family)
-    return fold_chunk(state, loss, epsilons, n_valid)
+    return (loss, *_largest(loss, n_valid))
 
 
 def batched_density_losses(key, dist_p, dist_q, n: int, batch: int) -> jax.Array:
@@ -155,9 +175,9 @@ def _density_losses_and_draws(key, dist_p, dist_q, n: int, batch: int):
 
 
 @partial(law_jit, static_argnames=("n", "batch"))
-def _density_step(state, key, dist_p, dist_q, epsilons, n_valid, *, n, batch):
+def _density_step(key, dist_p, dist_q, n_valid, *, n, batch):
     losses, x = _density_losses_and_draws(key, dist_p, dist_q, n, batch)
-    return _fold_keeping(state, losses, x, epsilons, n_valid)
+    return _keeping(losses, x, n_valid)
 
 
 def _closed_form_kernel(shift: NoiseShift, dist_p, dist_q) -> LossKernel:
@@ -169,10 +189,10 @@ def _closed_form_kernel(shift: NoiseShift, dist_p, dist_q) -> LossKernel:
     def step(state, key, epsilons, n_valid, n):
         # no draw: returning one would change how XLA fuses the draws into the losses (their
         # last bits) or draw the chunk twice; the release is regenerated at the end
-        state, loss, top, index = _closed_form_step(
-            state, key, h, eigenvalues, sigma, singular, epsilons, n_valid, n=n, family=shift.family
+        loss, top, index = _closed_form_step(
+            key, h, eigenvalues, sigma, singular, n_valid, n=n, family=shift.family
         )
-        return state, loss, top, index, None
+        return _update(state, loss, epsilons, n_valid), loss, top, index, None
 
     def release(key, n: int, index: int) -> np.ndarray:
         z = _draws_jit(key, eigenvalues, sigma, n=n, family=shift.family)
@@ -215,21 +235,20 @@ def _density_kernel(dist_p, dist_q) -> LossKernel:
             batch = density_batch_size(dist_p, dist_q, n)
 
             @jax.jit
-            def step(state, key, epsilons, n_valid):
+            def step(key, n_valid):
                 losses, x = _density_losses_and_draws(key, dist_p, dist_q, n, batch)
-                return _fold_keeping(state, losses, x, epsilons, n_valid)
+                return _keeping(losses, x, n_valid)
 
             closed[n] = step
         return closed[n]
 
     def step(state, key, epsilons, n_valid, n):
-        return traced_or_closed(
+        loss, top, index, draw = traced_or_closed(
             (dist_p, dist_q),
-            lambda: _density_step(
-                state, key, dist_p, dist_q, epsilons, n_valid, n=n, batch=batch_of(n)
-            ),
-            lambda: closed_step(n)(state, key, epsilons, n_valid),
+            lambda: _density_step(key, dist_p, dist_q, n_valid, n=n, batch=batch_of(n)),
+            lambda: closed_step(n)(key, n_valid),
         )
+        return _update(state, loss, epsilons, n_valid), loss, top, index, draw
 
     return LossKernel("density", dist_p, dist_q, init_hockey_stick, step, _sample_release(dist_p))
 

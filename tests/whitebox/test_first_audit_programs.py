@@ -81,7 +81,9 @@ print(json.dumps({**events, "order": list(order)}))
 """
 
 
-DENSITY_STEPS = ["fold_in", "_density_step", "_density_step"]
+#: each chunk size's step and its fold (``_update``: one program per chunk and grid size,
+#: shared by every law, tests/whitebox/test_shared_fold.py)
+DENSITY_STEPS = ["fold_in", "_density_step", "_update", "_density_step", "_update"]
 
 
 #: A whole first audit: the model's own eager operations (its mean, its release drawn by
@@ -97,6 +99,7 @@ WHOLE_CLOSED_FORM = [
     "add",
     "fold_in",
     "_closed_form_step",
+    "_update",
     "closed_form_draws",
     "_evaluate_at",
 ]
@@ -119,7 +122,10 @@ def _run(script: str, *args: str, env: dict | None = None) -> dict:
 @pytest.mark.parametrize(
     ("route", "expected"),
     [
-        ("closed-form", ["fold_in", "_closed_form_step", "closed_form_draws", "_evaluate_at"]),
+        (
+            "closed-form",
+            ["fold_in", "_closed_form_step", "_update", "closed_form_draws", "_evaluate_at"],
+        ),
         # the pilot's own shape, then the main one; the release of the largest loss comes
         # out of the step (no program draws the chunk again)
         ("density", [*DENSITY_STEPS, "_evaluate_at"]),
