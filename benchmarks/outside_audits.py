@@ -34,7 +34,9 @@ REPORT = ("write_report", "write_json", "_whitebox_plots", "_blackbox_section",
           "_training_section", "_whitebox_section")  # fmt: skip
 
 
-def _wrap(module, name: str, spent: dict, prefix: str = "") -> None:
+def _wrap(module, name: str, spent: dict, prefix: str = "", per_call: dict | None = None) -> None:
+    """Wrap ``module.name`` (looked up by name, as the module calls it) with timers; with
+    ``per_call``, each call's times are kept under its first argument (a spec's path)."""
     inner = getattr(module, name, None)
     if inner is None:
         return
@@ -45,9 +47,12 @@ def _wrap(module, name: str, spent: dict, prefix: str = "") -> None:
         try:
             return inner(*args, **kwargs)
         finally:
-            spent[key][0] += time.perf_counter() - w
-            spent[key][1] += time.process_time() - c
+            dw, dc = time.perf_counter() - w, time.process_time() - c
+            spent[key][0] += dw
+            spent[key][1] += dc
             spent[key][2] += 1
+            if per_call is not None and args:
+                per_call[str(args[0])] = (dw, dc)
 
     setattr(module, name, wrapper)
 
@@ -63,21 +68,11 @@ def child(argv: list[str], out: Path) -> None:
     spent["import cli"] = [time.perf_counter() - w0, time.process_time() - c0, 1]
     for name in READER:
         _wrap(reader, name, spent, "spec.")
+    per_spec = {}
     for name in DRIVER:
-        _wrap(cli, name, spent)
+        _wrap(cli, name, spent, per_call=per_spec if name == "_prepare_one" else None)
     for name in REPORT:
         _wrap(report, name, spent, "report.")
-    per_spec = {}
-    prepare = cli._prepare_one
-
-    def timed_prepare(path, *args, **kwargs):
-        w, c = time.perf_counter(), time.process_time()
-        try:
-            return prepare(path, *args, **kwargs)
-        finally:
-            per_spec[str(path)] = (time.perf_counter() - w, time.process_time() - c)
-
-    cli._prepare_one = timed_prepare
     modules_before = len(sys.modules)
     code = cli.main(argv)
     spent["main"] = [time.perf_counter() - w0, time.process_time() - c0, 1]
