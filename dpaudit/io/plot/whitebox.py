@@ -220,11 +220,12 @@ def _compiled_releases(mechanism, data, n: int, seed: int):
     points = []
 
     def draw(d, seed):
+        release = mechanism.release_distribution(d)
         try:  # the grid is the mechanism's own constant, read while tracing
-            points.append(_grid_points(mechanism.release_distribution(d)))
+            points.append(_grid_points(release))
         except Exception:  # a grid that depends on the data: the coordinates are plotted
             points.append(None)
-        return mechanism.summary(d), mechanism.sample(d, jax.random.key(seed), n)
+        return mechanism.summary(d), release.sample(jax.random.key(seed), (n,))
 
     try:
         lowered = jax.jit(draw).lower(data, seed)
