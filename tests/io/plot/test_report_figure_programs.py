@@ -7,8 +7,8 @@ from pathlib import Path
 
 import jax
 import pytest
-from compile_counts import count_compilations
 
+from compile_counts import count_compilations
 from dpaudit.io import plot
 from dpaudit.io.plot.svg import SvgAxes
 from dpaudit.io.spec import load_pair, load_spec, resolve_mechanism
