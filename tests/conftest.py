@@ -81,7 +81,6 @@ COUNTING_FILES = (
     "tests/core/test_arrays.py",
     "tests/core/test_compilation_cache.py",
     "tests/core/test_memory.py",
-    "tests/io/plot/test_report_figure_programs.py",
     "tests/mechanisms/test_dpsgd_costs.py",
     "tests/model/test_parameter_checks.py",
     "tests/model/test_traced_randomness.py",

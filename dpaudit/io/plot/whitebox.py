@@ -155,10 +155,6 @@ def compatibility_sums(result, ax=None):
 def releases(mechanism, data, ax=None, n: int = 3, seed: int = 0):
     """A few releases of ``mechanism`` on ``data`` against its non-private summary ``f_D``.
 
-    The summary and the releases are computed by one compiled program (the summary's shape
-    is traced first: a single-number summary draws nothing); a model that reads its data's
-    values, and cannot be compiled so, is run op by op.
-
     Args:
         mechanism: a :class:`dpaudit.Mechanism` with a ``summary``.
         data: the dataset ``D``.
@@ -172,83 +168,22 @@ def releases(mechanism, data, ax=None, n: int = 3, seed: int = 0):
     """
     if mechanism is None or data is None or mechanism.summary is None:
         return None
-    drawn = _compiled_releases(mechanism, data, n, seed)
-    if drawn is _NOT_COMPILED:
-        drawn = _eager_releases(mechanism, data, n, seed)
-    if drawn is None:
-        return None
-    summary, draws, points = drawn
-    draws = draws.reshape(n, -1)
-    if draws.shape[1] != summary.size or summary.size < 2:
-        return None
-    x, xlabel = np.arange(summary.size), "coordinate"
-    if points is not None:
-        x, xlabel = points, "t"
-    ax = axes(ax)
-    for i in range(n):
-        ax.plot(x, draws[i], lw=0.8, alpha=0.8, color="C0", label="releases" if i == 0 else None)
-    ax.plot(x, summary, color="k", lw=1.6, label="non-private summary f_D")
-    return finish(ax, "Releases against the summary", xlabel)
-
-
-#: The figure's draw runs once: compiled without LLVM optimisation, as the pre-audit draw.
-_ONE_RUN = {"xla_backend_optimization_level": 0}
-#: :func:`_compiled_releases` could not compile the draw: it is run op by op.
-_NOT_COMPILED = object()
-
-
-def _grid_points(release):
-    """The points of a release's one-dimensional grid (numpy), or ``None``."""
-    grid = getattr(getattr(release, "basis", None), "grid", None)
-    if grid is None or grid.dim != 1:
-        return None
-    return np.asarray(grid.points)[:, 0]
-
-
-def _compiled_releases(mechanism, data, n: int, seed: int):
-    """``(summary, draws, grid points)`` by one compiled program; ``None`` when the summary
-    is a single number (nothing to draw), :data:`_NOT_COMPILED` when the summary or the model
-    cannot be traced (it reads its data's values)."""
-    import jax
-
-    try:
-        shape = jax.eval_shape(mechanism.summary, data)  # a trace: nothing runs
-        if math.prod(shape.shape) < 2:
-            return None
-    except Exception:  # a summary that reads its data's values: the eager route decides
-        return _NOT_COMPILED
-    points = []
-
-    def draw(d, seed):
-        release = mechanism.release_distribution(d)
-        try:  # the grid is the mechanism's own constant, read while tracing
-            points.append(_grid_points(release))
-        except Exception:  # a grid that depends on the data: the coordinates are plotted
-            points.append(None)
-        return mechanism.summary(d), release.sample(jax.random.key(seed), (n,))
-
-    try:
-        lowered = jax.jit(draw).lower(data, seed)
-    except Exception:  # a model that reads its data's values (numpy, branches): op by op
-        return _NOT_COMPILED
-    try:
-        summary_shape, draws_shape = lowered.out_info
-        if math.prod(draws_shape.shape) != n * math.prod(summary_shape.shape):
-            return None  # releases that are not the summary's coordinates: nothing to draw
-        summary, draws = lowered.compile(compiler_options=_ONE_RUN)(data, seed)
-    except Exception:  # a figure is a courtesy; the audit itself already ran
-        return None
-    return np.asarray(summary, float).ravel(), np.asarray(draws, float), points[0]
-
-
-def _eager_releases(mechanism, data, n: int, seed: int):
-    """:func:`_compiled_releases` op by op (the model run as Python); ``None`` on failure."""
     import jax
 
     try:
         summary = np.asarray(mechanism.summary(data), dtype=float).ravel()
         draws = np.asarray(mechanism.sample(data, jax.random.key(seed), n), dtype=float)
-        points = _grid_points(mechanism.release_distribution(data))
     except Exception:  # a figure is a courtesy; the audit itself already ran
         return None
-    return summary, draws, points
+    draws = draws.reshape(n, -1)
+    if draws.shape[1] != summary.size or summary.size < 2:
+        return None
+    grid = getattr(getattr(mechanism.release_distribution(data), "basis", None), "grid", None)
+    x, xlabel = np.arange(summary.size), "coordinate"
+    if grid is not None and grid.dim == 1:
+        x, xlabel = np.asarray(grid.points)[:, 0], "t"
+    ax = axes(ax)
+    for i in range(n):
+        ax.plot(x, draws[i], lw=0.8, alpha=0.8, color="C0", label="releases" if i == 0 else None)
+    ax.plot(x, summary, color="k", lw=1.6, label="non-private summary f_D")
+    return finish(ax, "Releases against the summary", xlabel)
