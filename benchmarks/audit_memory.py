@@ -1,0 +1,225 @@
+"""What ``make audit`` holds in memory: per audit, and for the whole process tree.
+
+``dpaudit audit TARGET --report DIR --cache-dir CACHE`` runs as a child process (the command
+``make audit`` runs, in its order: every spec prepared, then audited, ``release_memory``
+between audits). The child is this script in ``child`` mode: it calls the CLI's ``main``
+with ``_run_checked`` wrapped so that each audit records
+
+* resident memory before, after (once ``release_memory`` ran) and the peak while it ran
+  (``VmHWM``, reset before each audit through ``/proc/self/clear_refs``);
+* what is held after it: live XLA executables (count and generated-code bytes), live
+  device arrays (count and bytes), the pre-audit draw programs kept per family,
+  matplotlib figures left open, XLA compilations during the audit;
+
+one JSON line per audit. The parent samples the resident memory of every process of the
+tree every 0.1 s (the library draw helper sits beside the main process) and prints the
+peak of the largest process and of the tree's sum.
+
+Usage (from the worktree root, ``PYTHONPATH=$PWD``)::
+
+    python benchmarks/audit_memory.py --cache .cache/mem-cold --out benchmarks/results/x.jsonl
+    python benchmarks/audit_memory.py -k svt --cache .cache/jax   # a stretch of the suite
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _status(pid: int | str, field: str) -> int:
+    """A ``/proc/PID/status`` memory field in bytes (0 when the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) << 10
+    except OSError:
+        return 0
+    return 0
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+    return out
+
+
+def _held() -> dict:
+    """What the process holds now: executables, device arrays, draw programs, figures."""
+    import jax
+
+    from dpaudit.io.spec import resolve
+
+    client = jax.devices()[0].client
+    executables = client.live_executables()
+    code = 0
+    for executable in executables:
+        try:
+            code += executable.size_of_generated_code_in_bytes()
+        except Exception:  # noqa: BLE001 - some executables do not say
+            continue
+    arrays = jax.live_arrays()
+    figures = 0
+    if "matplotlib.pyplot" in sys.modules:
+        figures = len(sys.modules["matplotlib.pyplot"].get_fignums())
+    return {
+        "executables": len(executables),
+        "code_mb": round(code / 2**20, 1),
+        "arrays": len(arrays),
+        "array_mb": round(sum(a.nbytes for a in arrays) / 2**20, 1),
+        "draw_programs": len(getattr(resolve, "_DRAW_PROGRAMS", ())),
+        "figures": figures,
+    }
+
+
+def child(args) -> int:
+    """The CLI's ``audit`` in this process, each audit measured (one JSON line each)."""
+    import jax
+
+    from dpaudit.cli import main as cli
+
+    compiles: list[float] = []
+
+    def listen(event: str, duration: float, **_: object) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    out = open(args.out, "a", encoding="utf-8")  # noqa: SIM115 - closed at exit
+    run_checked, release = cli._run_checked, cli.release_memory
+    state: dict = {}
+
+    def release_recorded(*a, **k):
+        dropped = release(*a, **k)
+        state["dropped"] = state.get("dropped", False) or dropped
+        return dropped
+
+    def measured(item):
+        if not state.get("started"):
+            state["started"] = True
+            row = {"spec": "(prepared)", "rss_mb": _status("self", "VmRSS") >> 20, **_held()}
+            row["hwm_mb"] = _status("self", "VmHWM") >> 20
+            print(json.dumps(row), file=out, flush=True)
+        else:
+            state["last"]["rss_after_mb"] = _status("self", "VmRSS") >> 20
+            state["last"]["dropped"] = state.pop("dropped", False)
+            state["last"].update(_held())
+            print(json.dumps(state["last"]), file=out, flush=True)
+        before = _status("self", "VmRSS")
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        n0, t0 = len(compiles), time.perf_counter()
+        try:
+            return run_checked(item)
+        finally:
+            state["last"] = {
+                "spec": item.spec.name,
+                "rss_before_mb": before >> 20,
+                "rss_peak_mb": _status("self", "VmHWM") >> 20,
+                "rss_end_mb": _status("self", "VmRSS") >> 20,
+                "compiles": len(compiles) - n0,
+                "seconds": round(time.perf_counter() - t0, 2),
+            }
+
+    cli._run_checked = measured
+    cli.release_memory = release_recorded
+    argv = ["audit", args.target, "-q", "--report", args.report, "--cache-dir", args.cache]
+    argv += ["--json", str(Path(args.report) / "results.json")]
+    if args.k:
+        argv += ["-k", args.k]
+    code = cli.main(argv)
+    if "last" in state:
+        state["last"]["rss_after_mb"] = _status("self", "VmRSS") >> 20
+        state["last"].update(_held())
+        print(json.dumps(state["last"]), file=out, flush=True)
+    print(json.dumps({"spec": "(total)", "compiles": len(compiles)}), file=out, flush=True)
+    return code
+
+
+def parent(args) -> int:
+    """The child under a 0.1 s sampler of the process tree's resident memory."""
+    report = Path(tempfile.mkdtemp(prefix="audit-memory-"))
+    Path(args.out).write_text("", encoding="utf-8")
+    command = [sys.executable, __file__, "child", "--target", args.target, "--cache", args.cache]
+    command += ["--report", str(report), "--out", args.out] + (["-k", args.k] if args.k else [])
+    load0, wall0 = _load(), time.perf_counter()
+    proc = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    largest, total = 0, 0
+    while proc.poll() is None:
+        sizes = [_status(p, "VmRSS") for p in _tree(proc.pid)]
+        largest, total = max(largest, max(sizes)), max(total, sum(sizes))
+        time.sleep(0.1)
+    rows = [json.loads(line) for line in Path(args.out).read_text().splitlines()]
+    audits = [r for r in rows if "rss_peak_mb" in r]
+    summary = {
+        "target": args.target,
+        "k": args.k,
+        "exit": proc.returncode,
+        "wall_s": round(time.perf_counter() - wall0, 1),
+        "load_before": load0,
+        "load_after": _load(),
+        "peak_largest_mb": largest >> 20,
+        "peak_tree_mb": total >> 20,
+        "audits": len(audits),
+        "compiles": rows[-1].get("compiles") if rows else None,
+        "held_max_mb": max((r["rss_after_mb"] for r in audits), default=None),
+    }
+    top = sorted(audits, key=lambda r: -r["rss_peak_mb"])[: args.top]
+    for row in top:
+        print(
+            f"{row['spec']:45s} before {row['rss_before_mb']:5d} peak {row['rss_peak_mb']:5d} "
+            f"after {row['rss_after_mb']:5d} MB  exe {row['executables']:5d} "
+            f"({row['code_mb']} MB code)  draw {row['draw_programs']:3d}  compiles "
+            f"{row['compiles']}"
+        )
+    print(json.dumps(summary))
+    with open(args.out, "a", encoding="utf-8") as f:
+        print(json.dumps({"spec": "(summary)", **summary}), file=f)
+    shutil.rmtree(report, ignore_errors=True)
+    return proc.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", nargs="?", default="parent", choices=["parent", "child"])
+    parser.add_argument("--target", default="audits/")
+    parser.add_argument("-k", default=None, help="the CLI's -k selection")
+    parser.add_argument("--cache", default=str(ROOT / ".cache" / "jax"))
+    parser.add_argument("--cold", action="store_true", help="empty --cache first")
+    parser.add_argument("--report", default=None)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "memory.jsonl"))
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args()
+    if args.mode == "child":
+        return child(args)
+    if args.cold:
+        shutil.rmtree(args.cache, ignore_errors=True)
+    return parent(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
