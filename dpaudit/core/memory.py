@@ -24,8 +24,9 @@ from collections.abc import Callable
 __all__ = ["SUITE_MEMORY_BYTES", "on_release", "release_memory", "resident_bytes"]
 
 #: Resident memory above which a suite drops JAX's compiled programs between audits. A fresh
-#: process with JAX and the engine loaded holds about 0.5 GB and the largest shipped audit
-#: alone peaks at 1.33 GB, i.e. adds at most about 0.8 GB above what it starts from: starting
+#: process with JAX and the engine loaded holds about 0.5 GB; the largest shipped audit adds
+#: at most about 0.6 GB above what it starts from (svt-dwork-roth and faulty/svt-lyu-alg6,
+#: their quadrature densities batched within 512 MiB; BENCHMARKS.md, session 14): starting
 #: each audit from at most 1.2 GB keeps the run below 2 GB. Below the budget the programs
 #: stay, so audits of one family and shape keep sharing them.
 SUITE_MEMORY_BYTES = 1200 << 20
