@@ -3,7 +3,8 @@
 ``dpaudit audit TARGET --report DIR --cache-dir CACHE`` runs as a child process (the command
 ``make audit`` runs, in its order: every spec prepared, then audited, ``release_memory``
 between audits). The child is this script in ``child`` mode: it calls the CLI's ``main``
-with ``_run_checked`` wrapped so that each audit records
+with ``release_memory`` wrapped (the CLI calls it after each build and each audit) so that
+each audit records
 
 * resident memory before, after (once ``release_memory`` ran) and the peak while it ran
   (``VmHWM``, reset before each audit through ``/proc/self/clear_refs``);
@@ -90,10 +91,15 @@ def _held() -> dict:
 
 
 def child(args) -> int:
-    """The CLI's ``audit`` in this process, each audit measured (one JSON line each)."""
+    """The CLI's ``audit`` in this process, each audit measured (one JSON line each).
+
+    The CLI calls ``release_memory`` after each spec it builds and after each audit; the
+    wrapper measures at each call after the last build (the specs' order is the CLI's).
+    """
     import jax
 
     from dpaudit.cli import main as cli
+    from dpaudit.io.spec import find_specs
 
     compiles: list[float] = []
 
@@ -102,44 +108,40 @@ def child(args) -> int:
             compiles.append(duration)
 
     jax.monitoring.register_event_duration_secs_listener(listen)
+    paths = [p for p in find_specs(args.target) if args.k is None or cli.matches(args.k, [p])]
     out = open(args.out, "a", encoding="utf-8")
-    run_checked, release = cli._run_checked, cli.release_memory
-    state: dict = {}
+    release = cli.release_memory
+    state = {"calls": 0, "compiles": 0, "before": 0}
 
-    def release_recorded(*a, **k):
-        dropped = release(*a, **k)
-        state["dropped"] = state.get("dropped", False) or dropped
-        return dropped
-
-    def measured(item):
-        if not state.get("started"):
-            state["started"] = True
-            row = {"spec": "(prepared)", "rss_mb": _status("self", "VmRSS") >> 20, **_held()}
-            row["hwm_mb"] = _status("self", "VmHWM") >> 20
-            print(json.dumps(row), file=out, flush=True)
-        else:
-            state["last"]["rss_after_mb"] = _status("self", "VmRSS") >> 20
-            state["last"]["dropped"] = state.pop("dropped", False)
-            state["last"].update(_held())
-            print(json.dumps(state["last"]), file=out, flush=True)
-        before = _status("self", "VmRSS")
+    def reset() -> None:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
             f.write("5")  # resets VmHWM to the current RSS
-        n0, t0 = len(compiles), time.perf_counter()
-        try:
-            return run_checked(item)
-        finally:
-            state["last"] = {
-                "spec": item.spec.name,
-                "rss_before_mb": before >> 20,
-                "rss_peak_mb": _status("self", "VmHWM") >> 20,
-                "rss_end_mb": _status("self", "VmRSS") >> 20,
-                "compiles": len(compiles) - n0,
-                "seconds": round(time.perf_counter() - t0, 2),
-            }
+        state["before"], state["compiles"] = _status("self", "VmRSS"), len(compiles)
 
-    cli._run_checked = measured
-    cli.release_memory = release_recorded
+    def measured(*a, **k):
+        state["calls"] += 1
+        audit = state["calls"] - len(paths)  # 0: the last build; then one call per audit
+        end, peak = _status("self", "VmRSS"), _status("self", "VmHWM")
+        dropped = release(*a, **k)
+        if audit == 0:
+            row = {"spec": "(prepared)", "rss_mb": _status("self", "VmRSS") >> 20, **_held()}
+            print(json.dumps(row), file=out, flush=True)
+        elif 0 < audit <= len(paths):
+            row = {
+                "spec": str(paths[audit - 1]),
+                "rss_before_mb": state["before"] >> 20,
+                "rss_peak_mb": peak >> 20,
+                "rss_end_mb": end >> 20,
+                "rss_after_mb": _status("self", "VmRSS") >> 20,
+                "dropped": dropped,
+                "compiles": len(compiles) - state["compiles"],
+                **_held(),
+            }
+            print(json.dumps(row), file=out, flush=True)
+        reset()
+        return dropped
+
+    cli.release_memory = measured
     argv = ["audit", args.target, "-q", "--report", args.report, "--cache-dir", args.cache]
     argv += ["--json", str(Path(args.report) / "results.json")]
     if args.k:
@@ -147,10 +149,6 @@ def child(args) -> int:
     if args.workers:  # the workers' audits are not measured one by one: the tree's peak is
         argv += ["--workers", str(args.workers)]
     code = cli.main(argv)
-    if "last" in state:
-        state["last"]["rss_after_mb"] = _status("self", "VmRSS") >> 20
-        state["last"].update(_held())
-        print(json.dumps(state["last"]), file=out, flush=True)
     print(json.dumps({"spec": "(total)", "compiles": len(compiles)}), file=out, flush=True)
     return code
 

@@ -83,7 +83,6 @@ def test_dropping_the_programs_runs_every_registered_release(monkeypatch):
     """Programs a module keeps itself (compiled executables in a dict) go with JAX's own:
     their releases run when the programs are dropped, never below the budget."""
     calls = []
-    monkeypatch.setattr(dpaudit.core.memory, "_RELEASES", [])
     release = dpaudit.core.memory.on_release(lambda: calls.append(1))
     dpaudit.core.memory.on_release(release)  # registered once
     monkeypatch.setattr(dpaudit.core.memory, "resident_bytes", lambda: 2 << 30)
@@ -95,15 +94,3 @@ def test_dropping_the_programs_runs_every_registered_release(monkeypatch):
 def test_a_release_that_is_not_callable_is_refused():
     with pytest.raises(TypeError, match="release must be a function"):
         dpaudit.core.memory.on_release(42)
-
-
-def test_the_release_step_drops_the_family_draw_programs(monkeypatch):
-    """The pre-audit draw programs (compiled executables kept per model family by
-    dpaudit.io.spec.resolve) are not reached by jax.clear_caches: the release step must
-    drop them with the rest, or every family's program outlives every release."""
-    import dpaudit.io.spec.resolve as resolve
-
-    monkeypatch.setattr(resolve, "_DRAW_PROGRAMS", {("family",): None})
-    monkeypatch.setattr(dpaudit.core.memory, "resident_bytes", lambda: 2 << 30)
-    assert release_memory(1 << 30) is True
-    assert resolve._DRAW_PROGRAMS == {}

@@ -43,6 +43,7 @@ __all__ = [
     "check_sampler_runs",
     "check_sampler_traces",
     "clear_draw_programs",
+    "draw_program_count",
     "load_array_file",
     "load_callable",
     "load_pair",
@@ -505,6 +506,15 @@ def clear_draw_programs() -> None:
     """Drop the pre-audit draw programs shared per model family (as ``jax.clear_caches``
     drops JAX's own): the next draw of each family compiles again."""
     _DRAW_PROGRAMS.clear()
+
+
+def draw_program_count() -> int:
+    """How many pre-audit draw programs this process holds (see :func:`clear_draw_programs`).
+
+    Returns:
+        The number of kept programs (families and data shapes drawn since the last clear).
+    """
+    return len(_DRAW_PROGRAMS)
 
 
 def _draw(model, release_sites, name: str, data):
