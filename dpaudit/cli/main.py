@@ -1124,6 +1124,9 @@ def _audit_all(prepared: list[PreparedAudit], out, quiet: bool = False) -> list:
         task = progress.add_task("auditing", total=len(prepared))
         # the draw helper of host-Python samplers imports while the first audits run
         from dpaudit.blackbox.drawhelper import start_for
+        from dpaudit.io.spec import clear_draw_programs
+
+        clear_draw_programs()  # every spec is drawn from: audits never use these programs
 
         start_for(getattr(item.target, "sampler", None) for item in prepared)
         for item in prepared:

@@ -8,7 +8,9 @@ add up to gigabytes. :func:`release_memory` runs between audits: when the proces
 more than a budget it collects garbage and returns the freed heap to the operating system,
 and if that was not enough it drops JAX's compiled programs (the next audits compile, or
 load from the persistent cache, what they need again: never a different result,
-compilation is deterministic).
+compilation is deterministic). Compiled programs that other layers keep themselves
+(the pre-audit draw programs of :mod:`dpaudit.io.spec.resolve`) are dropped with JAX's own:
+their owners register a release with :func:`on_release`.
 """
 
 from __future__ import annotations
@@ -17,15 +19,45 @@ import ctypes
 import gc
 import os
 import sys
+from collections.abc import Callable
 
-__all__ = ["SUITE_MEMORY_BYTES", "release_memory", "resident_bytes"]
+__all__ = ["SUITE_MEMORY_BYTES", "on_release", "release_memory", "resident_bytes"]
 
 #: Resident memory above which a suite drops JAX's compiled programs between audits. A fresh
-#: process with JAX and the engine loaded holds about 0.5 GB and the largest shipped audit
-#: alone peaks at 1.33 GB, i.e. adds at most about 0.8 GB above what it starts from: starting
+#: process with JAX and the engine loaded holds about 0.5 GB; the largest shipped audit adds
+#: at most about 0.6 GB above what it starts from (svt-dwork-roth and faulty/svt-lyu-alg6,
+#: their quadrature densities batched within 512 MiB; BENCHMARKS.md, session 14): starting
 #: each audit from at most 1.2 GB keeps the run below 2 GB. Below the budget the programs
 #: stay, so audits of one family and shape keep sharing them.
 SUITE_MEMORY_BYTES = 1200 << 20
+
+#: What :func:`release_memory` calls when it drops JAX's compiled programs: the releases of
+#: programs kept outside JAX's caches (compiled executables a module holds itself).
+_RELEASES: list[Callable[[], None]] = []
+
+
+def on_release(release: Callable[[], None]) -> Callable[[], None]:
+    """Register ``release`` to run whenever :func:`release_memory` drops compiled programs.
+
+    A module that keeps compiled executables of its own (``jax.jit(...).lower().compile()``
+    results in a dict) registers the function that empties it: ``jax.clear_caches`` does
+    not reach them, so without it they would outlive every release. Registering the same
+    function twice registers it once.
+
+    Args:
+        release: a function of no arguments that drops what its module keeps.
+
+    Returns:
+        ``release`` itself (usable as a decorator).
+
+    Raises:
+        TypeError: for a ``release`` that is not callable.
+    """
+    if not callable(release):
+        raise TypeError(f"release must be a function of no arguments, got {release!r}.")
+    if release not in _RELEASES:
+        _RELEASES.append(release)
+    return release
 
 
 def resident_bytes() -> int | None:
@@ -55,6 +87,7 @@ def _trim_heap() -> None:
 def release_memory(budget_bytes: int | None = None) -> bool:
     """Above ``budget_bytes`` resident: collect garbage, and if still above, drop JAX's programs.
 
+    Dropping the programs also runs every release registered with :func:`on_release`.
     Below the budget nothing is done: a full garbage collection traverses every live Python
     object (about 0.2 s with 40 specs built, more as a suite grows), which a suite paid after
     every audit. Above it, garbage is collected and freed heap returned to the operating
@@ -92,6 +125,8 @@ def release_memory(budget_bytes: int | None = None) -> bool:
     import jax  # deferred: the accounting layer imports core without JAX
 
     jax.clear_caches()
+    for release in _RELEASES:
+        release()
     gc.collect()
     _trim_heap()
     return True

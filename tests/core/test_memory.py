@@ -77,3 +77,20 @@ def test_programs_are_kept_when_collecting_garbage_brings_the_process_under_budg
     assert release_memory(1 << 30) is False
     assert len(calls) == 1
     assert _compilations(lambda: _double(x)) == 0
+
+
+def test_dropping_the_programs_runs_every_registered_release(monkeypatch):
+    """Programs a module keeps itself (compiled executables in a dict) go with JAX's own:
+    their releases run when the programs are dropped, never below the budget."""
+    calls = []
+    release = dpaudit.core.memory.on_release(lambda: calls.append(1))
+    dpaudit.core.memory.on_release(release)  # registered once
+    monkeypatch.setattr(dpaudit.core.memory, "resident_bytes", lambda: 2 << 30)
+    assert release_memory(1 << 50) is False and calls == []
+    assert release_memory(1 << 30) is True
+    assert calls == [1]
+
+
+def test_a_release_that_is_not_callable_is_refused():
+    with pytest.raises(TypeError, match="release must be a function"):
+        dpaudit.core.memory.on_release(42)

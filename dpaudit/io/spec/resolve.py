@@ -24,6 +24,7 @@ from jax import tree as jax_tree
 from dpaudit.blackbox import as_sampler
 from dpaudit.core.checks import check_distinct_pair, check_finite, check_release_values
 from dpaudit.core.closures import lift_closure, rebuild_closure
+from dpaudit.core.memory import on_release
 from dpaudit.io.datasets import generate
 from dpaudit.io.spec.load import split_callable_path
 from dpaudit.io.spec.schema import AuditSpec, SpecError, field_error
@@ -42,6 +43,7 @@ __all__ = [
     "check_sampler_runs",
     "check_sampler_traces",
     "clear_draw_programs",
+    "draw_program_count",
     "load_array_file",
     "load_callable",
     "load_pair",
@@ -491,15 +493,28 @@ def _compiled_draw_passes(mechanism: Mechanism, pair) -> bool:
 #: ``{(model description, release sites, signatures): compiled draw}``: one pre-audit draw
 #: program per model family and data shape in a process (``make audit`` prepares every spec
 #: in one process; tracing and lowering are never cached on disk). At most
-#: :data:`_MAX_DRAW_PROGRAMS`; then it starts again.
+#: :data:`_MAX_DRAW_PROGRAMS`; then it starts again. Compiled executables: ``jax.clear_caches``
+#: does not reach them, so :func:`dpaudit.core.memory.release_memory` drops them with JAX's
+#: programs (:func:`clear_draw_programs` is registered with it), and a suite drops them once
+#: every spec is prepared (audits never draw through them).
 _DRAW_PROGRAMS: dict = {}
 _MAX_DRAW_PROGRAMS = 256
 
 
+@on_release
 def clear_draw_programs() -> None:
     """Drop the pre-audit draw programs shared per model family (as ``jax.clear_caches``
     drops JAX's own): the next draw of each family compiles again."""
     _DRAW_PROGRAMS.clear()
+
+
+def draw_program_count() -> int:
+    """How many pre-audit draw programs this process holds (see :func:`clear_draw_programs`).
+
+    Returns:
+        The number of kept programs (families and data shapes drawn since the last clear).
+    """
+    return len(_DRAW_PROGRAMS)
 
 
 def _draw(model, release_sites, name: str, data):

@@ -301,6 +301,24 @@ class SparseVector(Distribution):
         total = richardson(integral, self.n_grid) + extra
         return jnp.where(valid, total, -jnp.inf)
 
+    @property
+    def density_work_elements(self) -> int:
+        """Float64 values :meth:`log_prob` holds per release (docs/memory.md), declared.
+
+        With query noise each stretch of the run integrates over a grid: ``(k, n_grid)``
+        tables of the queries' CDF terms for the fine grid and the half-size coarse one.
+        XLA's buffers for one release of the compiled density measure 1.3-1.6 x
+        ``segments x k x n_grid`` values (k = 3 and 8, one and two stretches); the figure
+        declared is 2 x that, so :func:`dpaudit.whitebox.plan.density_batch_size` bounds the
+        memory from above. Without query noise the law is closed form: ``8 k`` values.
+        """
+        k = int(self.queries.shape[0])
+        if not self.noisy_queries:
+            return 8 * k
+        cutoff = k + 1 if self.cutoff is None else self.cutoff
+        segments = (min(cutoff, k) + 1) if self.resample else 1
+        return 2 * segments * k * self.n_grid
+
     def patterns(self) -> np.ndarray:
         """Every pattern of codes the run can output (``1``, ``0``, then ``-1`` after the cutoff).
 
