@@ -56,11 +56,14 @@ Round-off. The convolutions' round-off is bounded from their operands' L1 and L2
 (:func:`~dpaudit.accounting.profiles.fft_convolution_error`; in the windowed tree carried as
 an L1 distance to the same tree in exact arithmetic, with the folds' summation error and a
 ``k``-factor last product, :func:`_product_roundoff`; ``docs/composition.md``, "Round-off of
-the windowed tree") and added to the margin; the power path adds
-``4 * 2^-52 * count * log2(n) * sqrt(n) * ||p||_2`` for an FFT of length ``n``, the
-normwise FFT error bound (``||err|| <= c eps log2 n ||x||``) carried through the
-power (``|a^k - b^k| <= k |a - b|`` for ``|a|, |b| <= 1``) and back to the sum of
-absolute errors of the ``n`` outputs (Cauchy-Schwarz), with ``c = 4``.
+the windowed tree") and added to the margin. The power path assumes the trees' FFT model
+(``FFT_ULPS_PER_LEVEL`` ulps per binary level, ``g = c log2(n) u / (1 - c log2(n) u)``,
+``c = 16``, ``u = 2^-53``): each forward coefficient is within ``g ||p||_1``
+(componentwise, :func:`fft_coefficient_error`), carried through the power
+(``|a^k - b^k| <= k max(|a|, |b|)^(k-1) |a - b|``) and back to the sum of absolute output
+errors (Parseval, Cauchy-Schwarz); the repeated squaring's ``k - 1`` complex products
+(``3 u`` each) and the inverse FFT's normwise ``g sqrt(n) ||out||_2`` are added
+(``docs/composition.md``, "Equal parts: the power path").
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ __all__ = [
     "connect_dots_error",
     "connect_dots_pmf",
     "exact_accounting",
+    "fft_coefficient_error",
     "fold_roundoff",
     "fold_tails",
     "gaussian_merge_error",
@@ -118,6 +122,7 @@ __all__ = [
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
+_UNIT = _EPS / 2  # unit round-off u = 2^-53
 
 # Curves without a derived error bound (the subsampled mixtures of dpaudit.subsampling) are
 # inflated by 1e-12 relative plus 1e-300; a Gaussian component's curve adds the error bound
@@ -819,6 +824,27 @@ def _chernoff_window(probs: np.ndarray, count: int, discretization: float, tail:
     return lo, hi, upper + lower
 
 
+def fft_coefficient_error(l1: float, n_fft: int) -> float:
+    """Bound on every coefficient's error of a computed real FFT of a vector of L1 norm ``l1``.
+
+    The componentwise form of the trees' FFT model (``FFT_ULPS_PER_LEVEL`` ulps per binary
+    level; docs/composition.md, "Equal parts: the power path"): in a Cooley-Tukey FFT the
+    nodes of one level that feed one output partition the inputs, so an error of relative
+    size ``eta`` injected at each of ``log2(n)`` levels adds up to at most
+    ``((1 + eta)^log2(n) - 1) ||x||_1 <= g ||x||_1`` per output,
+    ``g = log2(n) eta / (1 - log2(n) eta)``.
+
+    Args:
+        l1: an upper bound on the transformed vector's L1 norm.
+        n_fft: the transform length.
+
+    Returns:
+        ``g * l1``.
+    """
+    levels = FFT_ULPS_PER_LEVEL * math.log2(max(2, n_fft)) * _UNIT
+    return levels / (1.0 - levels) * l1
+
+
 def powered_coefficients(spec: np.ndarray, perturbation: float, count: int):
     """The coefficients worth powering, and the indices of the others.
 
@@ -873,11 +899,12 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
     n = hi - lo + 1
     n_fft = scipy.fft.next_fast_len(max(n, probs.size), real=True)
     spec = scipy.fft.rfft(probs, n=n_fft)
-    log_n = math.log2(n_fft)
-    # Componentwise FFT error <= c eps log2(n) ||p||_1 per coefficient; through the power,
+    # Componentwise FFT error <= g ||p||_1 per coefficient (the trees' per-level constant;
+    # the sum's own rounding covered by 4 m u); through the power,
     # |a^k - b^k| <= k max(|a|, |b|)^(k-1) |a - b|; Parseval (rfft: each coefficient twice)
     # turns the coefficient errors into the L2, then (Cauchy-Schwarz) L1 error of the outputs.
-    perturbation = 4 * _EPS * log_n * float(np.sum(probs))
+    l1 = float(np.sum(probs)) * (1.0 + 4 * probs.size * _UNIT)
+    perturbation = fft_coefficient_error(l1, n_fft)
     spec, dropped = powered_coefficients(spec, perturbation, count)
     floor = _DROPPED_POWER ** (1.0 / count)
     growth = np.abs(spec)  # exp((count - 1) log(min(|spec| + perturbation, 1 + 1e-3))), in place
@@ -901,6 +928,12 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
         if not k:
             break
         spec *= spec
+    # the k - 1 complex products (3 u each) put fl(s^k) within gamma |s^k| of the exact
+    # power of the computed s (repeated squaring: by induction (1 + 3 u)^(k-1) - 1 <= gamma)
+    t = COMPLEX_PRODUCT_ULPS * (count - 1) * _UNIT
+    gamma = t / (1.0 - t)
+    kept2 = float(np.sum(result.real * result.real + result.imag * result.imag))
+    power_error += gamma / (1.0 - gamma) * math.sqrt(2.0 * kept2 * (1.0 + 4 * result.size * _UNIT))
     if dropped.size:
         full = np.zeros(n_fft // 2 + 1, dtype=result.dtype)
         keep = np.ones(full.size, dtype=bool)
@@ -908,7 +941,12 @@ def self_compose_pmf(offset: int, probs, count: int, discretization: float, tail
         full[keep] = result
         result = full
     out = scipy.fft.irfft(result, n=n_fft)
-    inverse_error = 4 * _EPS * log_n * math.sqrt(n_fft * float(np.sum(out * out)))
+    # normwise inverse error <= g_inv ||exact||_2 <= g_inv / (1 - g_inv) ||out||_2 (the trees'
+    # model; 1/n scaling one more rounding), sqrt(n) of it in L1 (Cauchy-Schwarz)
+    g_inverse = fft_coefficient_error(1.0, n_fft)
+    g_inverse += _UNIT * (1.0 + g_inverse)
+    l2 = math.sqrt(float(np.sum(out * out)) * (1.0 + 4 * n_fft * _UNIT))
+    inverse_error = g_inverse / (1.0 - g_inverse) * math.sqrt(n_fft) * l2
     start = lo % n_fft  # np.roll(out, -lo)[:n], without rolling the whole array
     if start + n <= n_fft:
         out = np.maximum(out[start : start + n], 0.0)

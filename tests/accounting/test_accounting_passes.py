@@ -326,7 +326,7 @@ def test_power_path_powers_only_the_coefficients_that_matter_and_charges_the_res
     count = 40
     off, out, margin = composition.self_compose_pmf(0, p, count, 1e-2, 1e-15)
     n_fft = scipy.fft.next_fast_len(out.size, real=True)
-    perturbation = 4 * np.finfo(float).eps * math.log2(n_fft) * float(np.sum(p))
+    perturbation = composition.fft_coefficient_error(float(np.sum(p)), n_fft)
     kept, dropped = composition.powered_coefficients(
         scipy.fft.rfft(p, n=n_fft), perturbation, count
     )

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import scipy.fft
 
-from dpaudit.accounting import profiles
+from dpaudit.accounting import composition, profiles
 from dpaudit.accounting.profiles import compose_pmfs_bounded, fft_convolution_error
 
 U = 2.0**-53
@@ -219,3 +219,93 @@ def test_prefer_multiway_for_few_similar_rows_only():
     """The cost model: few rows of similar length multiply at once, a thousand rows take the tree."""
     assert profiles.prefer_multiway(np.arange(9, 17))
     assert not profiles.prefer_multiway(np.full(1000, 12))
+
+
+# ------------------------------------------------------- the power path (equal parts)
+
+
+@pytest.mark.parametrize("n", [96, 4096, 54_001])
+def test_power_path_assumes_the_trees_fft_constant(n):
+    """The power path's per-coefficient FFT error is the trees' per-level model.
+
+    Mutation: the former ``4 eps log2(n) ||p||_1`` (8 u per level) fails here.
+    """
+    assert composition.fft_coefficient_error(1.0, n) == _level_error(n)
+    assert composition.fft_coefficient_error(0.5, n) == 0.5 * _level_error(n)
+
+
+def test_power_path_charges_both_transforms_by_the_model(monkeypatch):
+    """``self_compose_pmf`` takes its forward (componentwise) and inverse (normwise) FFT
+    errors from the model: one call each, at the transform's length.
+
+    Mutation: either charge written inline again (e.g. ``4 * _EPS * log_n``) fails here.
+    """
+    calls = []
+
+    def spy(l1, n_fft):
+        calls.append((l1, n_fft))
+        return _level_error(n_fft) * l1
+
+    monkeypatch.setattr(composition, "fft_coefficient_error", spy)
+    p = np.random.default_rng(7).random(40)
+    p /= p.sum()
+    composition.self_compose_pmf(0, p, 25, 0.01, 1e-15)
+    assert len(calls) == 2 and calls[0][1] == calls[1][1]
+    assert calls[0][0] == pytest.approx(float(np.sum(p)), rel=1e-12)  # forward: ||p||_1
+    assert calls[1][0] == 1.0  # inverse: relative to the output's L2 norm
+
+
+def _spiky(m: int) -> np.ndarray:
+    p = np.full(m, 1e-4)
+    p[m // 3] = 1.0
+    return p / p.sum()
+
+
+def _uniform(m: int) -> np.ndarray:
+    p = np.random.default_rng(m).random(m)
+    return p / p.sum()
+
+
+@pytest.mark.skipif(not EXTENDED, reason="no extended precision on this platform")
+@pytest.mark.parametrize("make", [_uniform, _spiky])
+@pytest.mark.parametrize("m", [40, 301])
+def test_forward_coefficients_within_the_componentwise_model(make, m):
+    """Every coefficient of a real FFT (lengths of the power path's kind) against extended
+    precision: within ``fft_coefficient_error``."""
+    p = make(m)
+    for n_fft in (scipy.fft.next_fast_len(25 * m, real=True), 8192):
+        exact = scipy.fft.rfft(p.astype(np.longdouble), n=n_fft)
+        error = np.max(np.abs((scipy.fft.rfft(p, n=n_fft) - exact).astype(np.clongdouble)))
+        assert float(error) <= composition.fft_coefficient_error(float(np.sum(p)), n_fft)
+
+
+@pytest.mark.skipif(not EXTENDED, reason="no extended precision on this platform")
+@pytest.mark.parametrize("make", [_uniform, _spiky])
+@pytest.mark.parametrize("count", [25, 200])
+def test_power_within_its_margin_against_extended_precision(make, count):
+    """The ``count``-fold power against the exact convolution power (extended precision):
+    the L1 distance, window and dropped coefficients included, is within the margin."""
+    p = make(40)
+    offset, out, margin = composition.self_compose_pmf(-3, p, count, 0.01, 1e-15)
+    reference = (-3 * count, np.ones(1, dtype=np.longdouble))
+    exact = reference[1]
+    for _ in range(count):
+        exact = np.convolve(exact, p.astype(np.longdouble))
+    start = offset - reference[0]
+    full = np.zeros(exact.size, dtype=np.longdouble)
+    full[start : start + out.size] = out
+    observed = float(np.sum(np.abs(full - exact)))
+    assert observed <= margin, (observed, margin)
+
+
+def test_power_path_charges_the_products_of_the_squaring(monkeypatch):
+    """With the FFT model set to 0 the margin still holds the ``k - 1`` complex products'
+    ``3 (k - 1) u`` relative error of the power (at least at frequency 0, counted twice).
+
+    Mutation: the products' charge left out fails here.
+    """
+    monkeypatch.setattr(composition, "FFT_ULPS_PER_LEVEL", 0.0)
+    p = _uniform(40)
+    count = 1000
+    _, _, margin = composition.self_compose_pmf(0, p, count, 0.01, 1e-30)
+    assert margin >= 3 * (count - 1) * U * math.sqrt(2.0) * 0.99
