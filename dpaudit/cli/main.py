@@ -87,7 +87,7 @@ from pathlib import Path
 
 import dpaudit
 from dpaudit.core import compilation_cache
-from dpaudit.core.errors import UserCodeError
+from dpaudit.core.errors import UserCodeError, WorkerDied
 from dpaudit.core.memory import release_memory
 
 __all__ = [
@@ -2092,7 +2092,7 @@ def _error_sentence(err: BaseException) -> tuple[str, int]:
         return f"the disk is full{where}; nothing partial was published.", EXIT_ERROR
     if isinstance(err, OSError):
         return f"{_first_line(err)}; nothing partial was published.", EXIT_ERROR
-    if isinstance(err, AuditCrash):
+    if isinstance(err, AuditCrash | WorkerDied):
         return str(err), EXIT_ERROR
     return f"internal error ({_first_line(err)}); please report it with -v.", EXIT_ERROR
 

@@ -12,11 +12,26 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["UserCodeError", "UserTypeError", "UserValueError", "raised_in", "user_code_error"]
+__all__ = [
+    "UserCodeError",
+    "UserTypeError",
+    "UserValueError",
+    "WorkerDied",
+    "raised_in",
+    "user_code_error",
+]
 
 
 class UserCodeError(Exception):
     """Mixin of an exception that user code raised during an audit (a crash in the mechanism)."""
+
+
+class WorkerDied(RuntimeError):
+    """A worker process of a local suite died or stopped early (killed, out of memory).
+
+    Its message is one sentence naming the spec it was auditing; the command line prints it as
+    it is (exit code 3: no verdict, nothing written), not as an internal error to report.
+    """
 
 
 class UserValueError(UserCodeError, ValueError):

@@ -45,6 +45,7 @@ from types import MappingProxyType
 
 from dpaudit.blackbox.drawhelper import HELPER_SETTING
 from dpaudit.core.compilation_cache import disable_compilation_cache, enable_compilation_cache
+from dpaudit.core.errors import WorkerDied
 from dpaudit.core.memory import SUITE_MEMORY_BYTES, release_memory
 from dpaudit.runtime.schedule import Dispatcher, plan_groups
 from dpaudit.runtime.suite import SuiteRunner, SuiteTarget, driver_cache, prepare_and_run
@@ -198,8 +199,8 @@ def worker_loop(worker: int, overrides: tuple, tasks, results) -> None:
             return
 
 
-def _died(target: SuiteTarget, code) -> RuntimeError:
-    return RuntimeError(
+def _died(target: SuiteTarget, code) -> WorkerDied:
+    return WorkerDied(
         f"{target.path}: the worker process auditing it died (exit code {code}: killed, or "
         "out of memory); the run is incomplete and no report was written."
     )
@@ -309,7 +310,10 @@ class LocalSuite:
                 if self.error is not None:
                     raise self.error from None
                 if block and not self.thread.is_alive() and self.finished.empty():
-                    raise RuntimeError("the suite's workers stopped early.") from None
+                    raise WorkerDied(
+                        "the suite's worker processes stopped early; the run is incomplete and "
+                        "no report was written."
+                    ) from None
                 return
             done[index] = (result, took, item)
             if on_result is not None:

@@ -9,6 +9,7 @@ from spec_fixtures import USER, write_correct_spec
 
 import dpaudit.cli.main
 import dpaudit.io.report
+import dpaudit.runtime
 from dpaudit.cli.main import (
     EXIT_ERROR,
     EXIT_FOUND,
@@ -17,6 +18,7 @@ from dpaudit.cli.main import (
     EXIT_OK,
     main,
 )
+from dpaudit.core.errors import WorkerDied
 
 
 @pytest.fixture
@@ -67,6 +69,22 @@ def test_a_user_sys_exit_while_auditing_is_exit_3(spec, capsys, monkeypatch):
     monkeypatch.setattr(dpaudit.cli.main, "run_audit", exits)
     assert main(["run", str(spec)]) == EXIT_ERROR
     assert "sys.exit(0)" in _one_sentence(capsys)
+
+
+def test_a_dead_worker_is_exit_3_with_its_own_sentence_not_an_internal_error(
+    spec, capsys, monkeypatch
+):
+    class DyingSuite:  # a local suite whose worker process was killed mid-run
+        def __init__(self, *args):
+            pass
+
+        def wait(self, on_result):
+            raise WorkerDied("x.toml: the worker process auditing it died (exit code -9).")
+
+    monkeypatch.setattr(dpaudit.runtime, "LocalSuite", DyingSuite)
+    assert main(["audit", str(spec), "--workers", "2"]) == EXIT_ERROR
+    line = _one_sentence(capsys)
+    assert "the worker process auditing it died" in line and "internal error" not in line
 
 
 @pytest.mark.parametrize("error", ["RuntimeError('boom')", "KeyError('boom')"])
