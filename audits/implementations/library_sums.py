@@ -149,8 +149,16 @@ def run(name: str, max_examples: int = 2000):
     package, build = CHECKS[name]
     summary, claimed, bounds, integer = build()
     adjacency = "replace-one" if "replace-one" in name else "add-remove"
+    # the fixed-size mean is defined at MEAN_SIZE records only: every example at that size
+    sizes = {"min_records": MEAN_SIZE, "max_records": MEAN_SIZE} if "n=" in name else {}
     found = find_sensitivity_violation(
-        summary, claimed, bounds, integer=integer, adjacency=adjacency, max_examples=max_examples
+        summary,
+        claimed,
+        bounds,
+        integer=integer,
+        adjacency=adjacency,
+        max_examples=max_examples,
+        **sizes,
     )
     return found, importlib.metadata.version(package)
 

@@ -137,7 +137,9 @@ def arithmetic_records(lower: float, upper: float, *, integer: bool = False):
     return st.one_of(st.sampled_from(picks), uniform)
 
 
-def neighbouring_record_lists(records, *, max_records: int = 12, adjacency: str = "add-remove"):
+def neighbouring_record_lists(
+    records, *, max_records: int = 12, adjacency: str = "add-remove", min_records: int = 1
+):
     """A hypothesis strategy of neighbouring pairs ``(D, D')`` of record lists.
 
     Args:
@@ -145,19 +147,25 @@ def neighbouring_record_lists(records, *, max_records: int = 12, adjacency: str 
         max_records: the most records in ``D``.
         adjacency: ``"add-remove"`` (``D'`` is ``D`` without one record, at any
             position) or ``"replace-one"``.
+        min_records: the fewest records in ``D`` (``min_records = max_records`` for a
+            summary defined at one dataset size, so no example is spent on another).
 
     Returns:
         A strategy of ``(D, D')`` lists.
 
     Raises:
-        ValueError: on an unknown adjacency.
+        ValueError: on an unknown adjacency, or sizes outside ``1 <= min <= max``.
     """
     if adjacency not in ADJACENCIES:
         raise ValueError(f"adjacency must be one of {ADJACENCIES}, got {adjacency!r}.")
+    if not 1 <= min_records <= max_records:
+        raise ValueError(
+            f"need 1 <= min_records <= max_records, got {min_records!r} and {max_records!r}."
+        )
 
     @st.composite
     def pairs(draw):
-        data = draw(st.lists(records, min_size=1, max_size=max_records))
+        data = draw(st.lists(records, min_size=min_records, max_size=max_records))
         i = draw(st.integers(0, len(data) - 1))
         if adjacency == "add-remove":
             return data, data[:i] + data[i + 1 :]
@@ -200,6 +208,7 @@ def find_sensitivity_violation(
     max_examples: int = 2000,
     derandomize: bool = True,
     clamp: tuple[float, float] | None = None,
+    min_records: int = 1,
 ) -> SensitivityCounterexample | None:
     """Search neighbouring datasets for ``|f(D) - f(D')| > sensitivity``, and shrink.
 
@@ -212,9 +221,15 @@ def find_sensitivity_violation(
         adjacency: ``"add-remove"`` or ``"replace-one"``.
         max_records: the most records in a dataset.
         max_examples: how many pairs hypothesis tries before giving up.
-        derandomize: a fixed search (reproducible in CI).
+        derandomize: a fixed seed. The search is still not the same in every process:
+            hypothesis also draws numbers written in the local modules the process has
+            imported (its constant pool), so a counterexample found in one process may be
+            missed in another; size the search (``min_records``, ``max_examples``) so that
+            it does not rest on one lucky draw.
         clamp: the clamp bounds of the idealised summary (a sum of clamped records) the
             report compares with; default ``bounds``.
+        min_records: the fewest records in a dataset (equal to ``max_records`` for a
+            summary defined at one size only).
 
     Returns:
         The shrunk :class:`SensitivityCounterexample`, or ``None`` if none was found.
@@ -229,7 +244,9 @@ def find_sensitivity_violation(
         raise ValueError(f"sensitivity must be a finite number >= 0, got {sensitivity!r}.")
     claimed = Fraction(sensitivity)
     records = arithmetic_records(bounds[0], bounds[1], integer=integer)
-    pairs = neighbouring_record_lists(records, max_records=max_records, adjacency=adjacency)
+    pairs = neighbouring_record_lists(
+        records, max_records=max_records, adjacency=adjacency, min_records=min_records
+    )
     seen_nondeterministic = []
 
     def exceeds(pair) -> bool:
