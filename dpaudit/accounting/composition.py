@@ -84,6 +84,7 @@ from dpaudit.accounting.profiles import (
     compose_pmfs_bounded,
     composed_error,
     fft_convolution_error,
+    fft_product_error,
     gaussian_curve,
     gaussian_mu,
     laplace_components,
@@ -1271,15 +1272,12 @@ def _centred_log_mgf(node: _Node, lam: float) -> float:
 def _product_roundoff(l1: list, l2: list, carried: list, n_fft: int, support: int) -> float:
     """L1 bound on ``irfft(prod_j rfft(x_j, n), n)`` against the ideal cyclic convolution.
 
-    The FFT error model of :func:`~dpaudit.accounting.profiles.fft_convolution_error`,
-    for ``k >= 1`` factors (``docs/composition.md``, "Round-off of the windowed tree"):
-    ``S_j = fl(F x_j)`` is within ``e_j = g sqrt(n) ||x_j||_2`` of ``F x_j`` in L2 and
-    ``|F x_j| <= ||x_j||_1`` pointwise, so the product of the spectra is within
-    ``sum_j prod_(i<j) (||x_i||_1 + e_i) e_j prod_(i>j) ||x_i||_1`` (telescoping), and its
-    ``k - 1`` complex roundings within ``(1 + 3u)^(k-1) - 1`` relative; the inverse adds
-    ``g_inv`` of its output; Cauchy-Schwarz over the ``support`` points kept. The operands
-    ``x_j`` are within ``carried[j]`` (L1) of the ideal ones: carried through the product
-    by the same telescoping (Young in L1).
+    The product's own round-off is :func:`~dpaudit.accounting.profiles.fft_product_error`
+    (the ``k``-factor FFT model, ``docs/composition.md``, "Many factors in one product"; it
+    holds for ``k = 1`` too). The operands ``x_j`` are within ``carried[j]`` (L1) of the
+    ideal ones: carried through the product by telescoping (Young in L1),
+    ``sum_j prod_(i<j) (||x_i||_1 + c_i) c_j prod_(i>j) ||x_i||_1``, with the norms times
+    1.01 for their own rounding (``docs/composition.md``, "Round-off of the windowed tree").
 
     Args:
         l1, l2: ``||x_j||_1`` and ``||x_j||_2`` of the float operands.
@@ -1290,39 +1288,15 @@ def _product_roundoff(l1: list, l2: list, carried: list, n_fft: int, support: in
     Returns:
         The bound.
     """
-    l1, l2 = [1.01 * v for v in l1], [1.01 * v for v in l2]  # their own rounding
-    unit = _EPS / 2
-    levels = FFT_ULPS_PER_LEVEL * math.log2(max(2, n_fft)) * unit
-    g = levels / (1.0 - levels)
-    g_inverse = g + unit * (1.0 + g)  # the inverse's scaling by 1/n: one more rounding
-    root = math.sqrt(n_fft)
-    errs = [g * root * v for v in l2]
-    big = [x + e for x, e in zip(l1, errs, strict=True)]  # ||S_j||_inf
-    grown = [x + c for x, c in zip(l1, carried, strict=True)]  # ||ideal x_j||_1
-    # prefix[j] = prod_(i<j), suffix[j] = prod_(i>j): every product of the others in O(k)
-    before_big, before_grown, after_l1, after_big = [1.0], [1.0], [1.0], [1.0]
-    for j in range(len(l1) - 1):
-        before_big.append(before_big[-1] * big[j])
-        before_grown.append(before_grown[-1] * grown[j])
-        after_l1.append(after_l1[-1] * l1[-1 - j])
-        after_big.append(after_big[-1] * big[-1 - j])
-    after_l1.reverse()
-    after_big.reverse()
-    spectral = math.fsum(p * e * q for p, e, q in zip(before_big, errs, after_l1, strict=True))
-    propagated = math.fsum(
-        p * c * q for p, c, q in zip(before_grown, carried, after_l1, strict=True)
-    )
-    spectrum = min(
-        (root * v + e) * p * q for v, e, p, q in zip(l2, errs, before_big, after_big, strict=True)
-    )
-    rounding = 1.01 * math.expm1((len(l1) - 1) * math.log1p(COMPLEX_PRODUCT_ULPS * unit))
-    deviation = (spectral + rounding * spectrum) / root  # L2, after the isometry F / sqrt(n)
-    before_l1 = [1.0]
-    for x in l1[:-1]:
-        before_l1.append(before_l1[-1] * x)
-    exact = min(v * p * q for v, p, q in zip(l2, before_l1, after_l1, strict=True))  # Young
-    own = math.sqrt(support) * (deviation + g_inverse * (exact + deviation))
-    return 1.01 * (own + propagated)
+    norms = [1.01 * v for v in l1]
+    after = [1.0] * len(norms)  # prod_(i>j) ||x_i||_1
+    for j in range(len(norms) - 2, -1, -1):
+        after[j] = after[j + 1] * norms[j + 1]
+    propagated, before = 0.0, 1.0  # before: prod_(i<j) (||x_i||_1 + c_i)
+    for norm, c, rest in zip(norms, carried, after, strict=True):
+        propagated += before * c * rest
+        before *= norm + c
+    return fft_product_error(l1, l2, n_fft, support) + 1.01 * propagated
 
 
 def _cyclic_product(nodes: list, length: int, support: int) -> tuple[np.ndarray, float]:
